@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import JobKit
+import Logging
+
+/// Output formats of every job.
+public enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+    case text, json
+}
+
+/// Options every job shares.
+public struct CommonOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("SQLite database file (or sqlite:///path).", valueName: "path|url"))
+    public var database: String?
+
+    @Option(name: .long, help: ArgumentHelp("The instant to evaluate, ISO 8601 (default: the system clock).",
+                                            valueName: "iso8601"))
+    public var now: String?
+
+    @Option(name: .long, help: "Output format of results and the summary.")
+    public var format: OutputFormat = .text
+
+    @Option(name: .long, help: ArgumentHelp("Log level on stderr (default info).", valueName: "level"))
+    public var logLevel: String?
+
+    public init() {}
+
+    /// The run's instant: `--now`, or the system clock read once here, at the edge.
+    public func resolvedNow() throws(JobError) -> Int64 {
+        guard let now else { return Int64(Date().timeIntervalSince1970) }
+        guard let instant = Timestamps.parse(now) else {
+            throw .usage("--now: not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(now)")
+        }
+        return instant
+    }
+
+    public func databaseLocation(_ config: ConfigResolver) throws(JobError) -> DatabaseLocation {
+        guard let raw = config.raw(.databaseURL, flag: database) else {
+            throw .config("no database: pass --database PATH or set PUSH_DATABASE_URL")
+        }
+        return try DatabaseLocation.parse(raw.value, source: raw.source)
+    }
+
+    /// Opens the SQLite store (PostgreSQL is not part of this build).
+    public func openStore(_ config: ConfigResolver, mode: SQLiteStore.OpenMode) throws(JobError) -> SQLiteStore {
+        switch try databaseLocation(config).kind {
+        case .sqlite(let path):
+            return try SQLiteStore.open(path: path, mode: mode)
+        case .postgres:
+            throw .config("PostgreSQL is not supported by this build yet; use a SQLite database path")
+        }
+    }
+
+    public func makeLogger(_ label: String, _ config: ConfigResolver) throws(JobError) -> Logger {
+        var logger = Logger(label: label)
+        if let raw = config.raw(.logLevel, flag: logLevel) {
+            guard let level = Logger.Level(rawValue: raw.value.lowercased()) else {
+                let message = "\(raw.source): unknown log level \(raw.value) (trace, debug, info, notice, warning, error, critical)"
+                throw raw.source.hasPrefix("--") ? .usage(message) : .config(message)
+            }
+            logger.logLevel = level
+        } else {
+            logger.logLevel = .info
+        }
+        return logger
+    }
+}
+
+/// Runs a job body, turning a ``JobError`` into a message on stderr and its sysexits code.
+public func withExitCode(_ command: String, _ body: () async throws(JobError) -> Void) async throws {
+    do {
+        try await body()
+    } catch {
+        FileHandle.standardError.write(Data("\(command): error: \(error.message)\n".utf8))
+        throw ExitCode(error.exitCode)
+    }
+}
+
+/// Logs go to stderr; stdout carries results only.
+public func bootstrapLogging() {
+    LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+}

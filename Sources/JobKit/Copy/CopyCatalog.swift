@@ -1,0 +1,182 @@
+import Foundation
+
+/// One localized message.
+public struct CopyMessage: Codable, Sendable, Hashable {
+    public let title: String
+    public let body: String
+
+    public init(title: String, body: String) {
+        self.title = title
+        self.body = body
+    }
+
+    /// Replaces `{name}` placeholders with values.
+    public func rendered(_ values: [String: String]) -> CopyMessage {
+        guard !values.isEmpty else { return self }
+        func fill(_ text: String) -> String {
+            values.reduce(text) { $0.replacingOccurrences(of: "{\($1.key)}", with: $1.value) }
+        }
+        return CopyMessage(title: fill(title), body: fill(body))
+    }
+}
+
+/// The copy chosen for one notification.
+public struct CopyChoice: Sendable, Hashable {
+    /// The catalog locale actually used after fallback (`pt-BR` → `pt` → `en`).
+    public let locale: String
+    /// The index of the message in that locale's list; recorded in the log so that the next one differs.
+    public let index: Int
+    public let message: CopyMessage
+}
+
+/// Localized notification copy: several messages per notification type and locale.
+///
+/// The catalog is JSON — `{"diary_reminder": {"en": [{"title": …, "body": …}, …], "ja": […]}, …}` —
+/// validated as a whole when loaded: every problem is reported at once, with its path.
+public struct CopyCatalog: Sendable {
+    public static let fallbackLocale = "en"
+    /// Longest title, in characters (grapheme clusters), before placeholders are filled.
+    public static let maxTitleLength = 60
+    /// Longest body, in characters (grapheme clusters), before placeholders are filled.
+    public static let maxBodyLength = 180
+
+    /// type → lower-cased locale → messages
+    private let messages: [NotificationType: [String: (tag: String, list: [CopyMessage])]]
+
+    /// The catalog compiled into the binary (see `DefaultCopyCatalog.swift`).
+    public static let builtIn: CopyCatalog = {
+        do {
+            return try CopyCatalog(json: Data(defaultCopyCatalogJSON.utf8), source: "built-in catalog")
+        } catch {
+            preconditionFailure("the built-in copy catalog is invalid: \(error)")
+        }
+    }()
+
+    /// Loads and validates a catalog file.
+    public static func load(path: String) throws(JobError) -> CopyCatalog {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw .noInput("cannot read the copy catalog at \(path)")
+        }
+        return try CopyCatalog(json: data, source: path)
+    }
+
+    public init(json: Data, source: String) throws(JobError) {
+        let raw: [String: [String: [CopyMessage]]]
+        do {
+            raw = try JSONDecoder().decode([String: [String: [CopyMessage]]].self, from: json)
+        } catch {
+            throw .dataError("\(source): not a copy catalog (expected {type: {locale: [{title, body}]}}): \(error.localizedDescription)")
+        }
+        var problems: [String] = []
+        var table: [NotificationType: [String: (tag: String, list: [CopyMessage])]] = [:]
+        for (typeName, locales) in raw.sorted(by: { $0.key < $1.key }) {
+            let type = NotificationType(rawValue: typeName)
+            guard NotificationType.all.contains(type) else {
+                problems.append("\(typeName): unknown notification type (known: \(NotificationType.all.map(\.rawValue).joined(separator: ", ")))")
+                continue
+            }
+            for (tag, list) in locales.sorted(by: { $0.key < $1.key }) {
+                let path = "\(typeName).\(tag)"
+                if !Self.isLocaleTag(tag) { problems.append("\(path): not a BCP 47 locale tag") }
+                if list.isEmpty { problems.append("\(path): no messages") }
+                if type == .diaryReminder && list.count == 1 {
+                    problems.append("\(path): needs at least 2 messages so that consecutive days differ")
+                }
+                for (i, message) in list.enumerated() {
+                    problems += Self.problems(in: message, at: "\(path)[\(i)]", allowed: type.allowedPlaceholders)
+                }
+                if table[type]?[tag.lowercased()] != nil { problems.append("\(path): locale listed twice") }
+                table[type, default: [:]][tag.lowercased()] = (tag, list)
+            }
+        }
+        for type in NotificationType.all where table[type]?[Self.fallbackLocale] == nil {
+            problems.append("\(type.rawValue).\(Self.fallbackLocale): missing (every type needs the fallback locale)")
+        }
+        guard problems.isEmpty else {
+            throw .dataError("\(source): invalid copy catalog:\n  " + problems.joined(separator: "\n  "))
+        }
+        self.messages = table
+    }
+
+    /// The catalog locale used for a user's locale: the tag itself, then shorter prefixes
+    /// (`zh-Hant-TW` → `zh-Hant` → `zh`), then `en`. Case and `_`/`-` are ignored.
+    public func resolveLocale(_ locale: String, for type: NotificationType) -> String {
+        let available = messages[type] ?? [:]
+        var subtags = locale.replacingOccurrences(of: "_", with: "-").lowercased()
+            .split(separator: "-").map(String.init)
+        while !subtags.isEmpty {
+            if let entry = available[subtags.joined(separator: "-")] { return entry.tag }
+            subtags.removeLast()
+        }
+        return available[Self.fallbackLocale]?.tag ?? Self.fallbackLocale
+    }
+
+    /// The messages for a catalog locale (as returned by ``resolveLocale(_:for:)``).
+    public func messages(for type: NotificationType, locale: String) -> [CopyMessage] {
+        messages[type]?[locale.lowercased()]?.list ?? []
+    }
+
+    /// Chooses the message for one user and period: stable for the same user and period (a retried or
+    /// taken-over claim shows the same words), spread evenly, and never the index sent last time.
+    public func choose(_ type: NotificationType, locale: String, userID: String, period: String,
+                       previousIndex: Int?) -> CopyChoice {
+        let tag = resolveLocale(locale, for: type)
+        let list = messages(for: type, locale: tag)
+        let hash = StableHash.fnv1a("\(userID)|\(period)")
+        var index: Int
+        if let previous = previousIndex, list.indices.contains(previous), list.count > 1 {
+            index = Int(hash % UInt64(list.count - 1))
+            if index >= previous { index += 1 }
+        } else {
+            index = Int(hash % UInt64(list.count))
+        }
+        return CopyChoice(locale: tag, index: index, message: list[index])
+    }
+
+    /// The message recorded in a claim, when it still exists in this catalog.
+    public func message(_ type: NotificationType, locale: String, index: Int) -> CopyMessage? {
+        let list = messages(for: type, locale: locale)
+        return list.indices.contains(index) ? list[index] : nil
+    }
+
+    static func problems(in message: CopyMessage, at path: String, allowed: Set<String>) -> [String] {
+        var problems: [String] = []
+        for (field, text, limit) in [("title", message.title, maxTitleLength), ("body", message.body, maxBodyLength)] {
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            if trimmed.isEmpty { problems.append("\(path).\(field): empty") }
+            if text.count > limit { problems.append("\(path).\(field): \(text.count) characters, at most \(limit)") }
+            for name in placeholders(in: text) where !allowed.contains(name) {
+                problems.append("\(path).\(field): unknown placeholder {\(name)}" +
+                                (allowed.isEmpty ? " (this type takes none)" : " (allowed: \(allowed.sorted().map { "{\($0)}" }.joined(separator: ", ")))"))
+            }
+        }
+        return problems
+    }
+
+    static func placeholders(in text: String) -> [String] {
+        var names: [String] = []
+        var rest = text[...]
+        while let open = rest.firstIndex(of: "{") {
+            guard let close = rest[open...].firstIndex(of: "}") else { break }
+            names.append(String(rest[rest.index(after: open)..<close]))
+            rest = rest[rest.index(after: close)...]
+        }
+        return names
+    }
+
+    static func isLocaleTag(_ tag: String) -> Bool {
+        let parts = tag.split(separator: "-", omittingEmptySubsequences: false)
+        guard let first = parts.first, (2...3).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+            return false
+        }
+        return parts.dropFirst().allSatisfy { (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }
+    }
+}
+
+extension CopyCatalog {
+    /// The JSON text of the built-in catalog.
+    public static var builtInJSON: String { defaultCopyCatalogJSON }
+}

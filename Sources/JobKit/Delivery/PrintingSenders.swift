@@ -1,0 +1,127 @@
+import Foundation
+
+/// Where a job writes its lines (stdout in the executables, a buffer in tests).
+public protocol LineSink: Sendable {
+    func write(_ line: String)
+}
+
+/// Lines to standard output, written whole.
+public struct StandardOutput: LineSink {
+    public init() {}
+    public func write(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+/// The dry-run "sender": prints one line per notification it would send and delivers nothing.
+public struct DryRunSender: Sender {
+    public let sink: any LineSink
+    public let json: Bool
+
+    public init(sink: any LineSink, json: Bool) {
+        self.sink = sink
+        self.json = json
+    }
+
+    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+        for notification in batch {
+            if json {
+                sink.write(NotificationLine(notification, event: "would_send").json)
+            } else {
+                sink.write("would send: user=\(notification.device.userID) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) locale=\(notification.locale) title=\(quoted(notification.title)) body=\(quoted(notification.body))")
+            }
+        }
+        return batch.map { _ in DeliveryReport(channel: "dry-run", outcome: .delivered) }
+    }
+
+    private func quoted(_ text: String) -> String {
+        "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\""
+    }
+}
+
+/// Hands notifications to another system: appends one JSON line per notification to a file (or standard
+/// output) and counts it delivered to the outbox. Useful to pipe a run into an existing push service,
+/// and for running the job end to end where no provider is configured.
+///
+/// Unlike logs and dry-run output, outbox lines carry the full device token: the outbox is a delivery
+/// channel, and its file must be protected like the database.
+public final class OutboxSender: Sender {
+    private let handle: FileHandle
+    private let lock = NSLock()
+
+    /// Opens (creating, appending to) `path`; `-` is standard output.
+    public init(path: String) throws(JobError) {
+        if path == "-" {
+            handle = .standardOutput
+            return
+        }
+        if !FileManager.default.fileExists(atPath: path) {
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw .cantCreate("cannot create the outbox file \(path)")
+            }
+        }
+        guard let handle = FileHandle(forWritingAtPath: path) else {
+            throw .cantCreate("cannot open the outbox file \(path) for writing")
+        }
+        handle.seekToEndOfFile()
+        self.handle = handle
+    }
+
+    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+        guard !batch.isEmpty else { return [] }
+        var text = ""
+        for notification in batch {
+            text += NotificationLine(notification, event: "outbox", fullToken: true).json + "\n"
+        }
+        let data = Data(text.utf8)
+        let written: Bool = lock.withLock {
+            do { try handle.write(contentsOf: data); return true } catch { return false }
+        }
+        let outcome: DeliveryOutcome = written ? .delivered : .retryLater
+        return batch.map { _ in DeliveryReport(channel: "outbox", outcome: outcome, reason: written ? nil : "outbox write failed") }
+    }
+}
+
+/// The JSON shape of one notification in dry-run and outbox output.
+struct NotificationLine: Encodable {
+    let event: String
+    let userID: String
+    let device: String
+    let deviceID: Int64
+    let provider: String
+    let platform: String
+    let apnsEnvironment: String?
+    let type: String
+    let period: String
+    let locale: String
+    let messageIndex: Int
+    let title: String
+    let body: String
+    let collapseID: String
+    let expiresAt: String
+
+    init(_ notification: OutgoingNotification, event: String, fullToken: Bool = false) {
+        self.event = event
+        userID = notification.device.userID
+        device = fullToken ? notification.device.token : Redaction.maskToken(notification.device.token)
+        deviceID = notification.device.id
+        provider = notification.device.provider.rawValue
+        platform = notification.device.platform
+        apnsEnvironment = notification.device.apnsEnvironment
+        type = notification.type.rawValue
+        period = notification.period
+        locale = notification.locale
+        messageIndex = notification.messageIndex
+        title = notification.title
+        body = notification.body
+        collapseID = notification.collapseID
+        expiresAt = Timestamps.format(notification.expiresAt)
+    }
+
+    var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+    }
+}

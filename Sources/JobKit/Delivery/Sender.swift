@@ -1,0 +1,82 @@
+import Foundation
+
+/// How one device attempt ended, after the sender has classified the provider's answer.
+public enum DeliveryOutcome: String, Sendable, Hashable, Codable, CaseIterable {
+    /// Accepted by the provider (or handed to the outbox).
+    case delivered
+    /// The token is dead: the device is deactivated.
+    case tokenDead = "token_dead"
+    /// A transient failure (429, 500, 503, timeout) that outlasted the run's retry budget.
+    case retryLater = "retry_later"
+    /// Our credentials were refused: never a reason to deactivate a device.
+    case credentials
+    /// The provider rejected the request itself (a bug on our side): never resent unchanged.
+    case rejected
+}
+
+/// One notification to one device.
+public struct OutgoingNotification: Sendable, Hashable {
+    /// The claim this belongs to (`nil` in a dry run, which claims nothing).
+    public let logID: Int64?
+    public let device: Device
+    public let type: NotificationType
+    public let period: String
+    public let locale: String
+    public let messageIndex: Int
+    public let title: String
+    public let body: String
+    /// Identical for every send of the same notification: a rare duplicate replaces, never adds.
+    public let collapseID: String
+    /// When the notification stops being true (the end of the user's local day for a reminder).
+    public let expiresAt: Int64
+
+    public init(logID: Int64?, device: Device, type: NotificationType, period: String, locale: String,
+                messageIndex: Int, title: String, body: String, expiresAt: Int64) {
+        self.logID = logID
+        self.device = device
+        self.type = type
+        self.period = period
+        self.locale = locale
+        self.messageIndex = messageIndex
+        self.title = title
+        self.body = body
+        self.collapseID = Self.collapseID(type: type, period: period)
+        self.expiresAt = expiresAt
+    }
+
+    /// `type:period`, at most 64 bytes (APNs' limit).
+    public static func collapseID(type: NotificationType, period: String) -> String {
+        String("\(type.rawValue):\(period)".utf8.prefix(64))!
+    }
+}
+
+/// The sender's answer for one notification.
+public struct DeliveryReport: Sendable, Hashable {
+    /// What to record as the delivery's provider (`apns`, `fcm`, `outbox`).
+    public let channel: String
+    public let outcome: DeliveryOutcome
+    /// The provider's reason (`Unregistered`, `UNAVAILABLE`, …), if any.
+    public let reason: String?
+    public let providerMessageID: String?
+    public let attempts: Int
+    public let latencyMs: Int?
+    /// For a dead token, when it became invalid according to the provider.
+    public let tokenInvalidSince: Int64?
+
+    public init(channel: String, outcome: DeliveryOutcome, reason: String? = nil, providerMessageID: String? = nil,
+                attempts: Int = 1, latencyMs: Int? = nil, tokenInvalidSince: Int64? = nil) {
+        self.tokenInvalidSince = tokenInvalidSince
+        self.channel = channel
+        self.outcome = outcome
+        self.reason = reason
+        self.providerMessageID = providerMessageID
+        self.attempts = attempts
+        self.latencyMs = latencyMs
+    }
+}
+
+/// Delivers notifications. Returns exactly one report per notification, in order; transport failures
+/// are reports (`retryLater`, `credentials`), not thrown errors, so one bad device never loses the rest.
+public protocol Sender: Sendable {
+    func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport]
+}

@@ -1,0 +1,213 @@
+import Foundation
+import Logging
+
+/// Options of one diary reminder run.
+public struct ReminderRunOptions: Sendable {
+    /// The instant the run evaluates (the clock, or `--now`).
+    public var now: Int64
+    public var rule: DueRule = .default
+    /// Decide and print, claim nothing, write nothing.
+    public var dryRun = false
+    /// A `claimed` log row older than this belongs to a run that died: the next run takes it over.
+    /// Runs stop selecting after half of it, so a live run's claims are never taken over.
+    public var claimLeaseSeconds: Int64 = 600
+    /// Users per page of the due set (one claim transaction per page).
+    public var pageSize = 500
+    public var runID: String
+
+    public init(now: Int64, rule: DueRule = .default, dryRun: Bool = false, runID: String = UUID().uuidString.lowercased()) {
+        self.now = now
+        self.rule = rule
+        self.dryRun = dryRun
+        self.runID = runID
+    }
+}
+
+/// The diary reminder job: select who is due, claim, choose the words, send, record.
+public struct DiaryReminderRunner: Sendable {
+    public static let jobName = "diary-reminder"
+    public let store: any ReminderStore
+    public let sender: any Sender
+    public let catalog: CopyCatalog
+    public let logger: Logger
+
+    public init(store: any ReminderStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger) {
+        self.store = store
+        self.sender = sender
+        self.catalog = catalog
+        self.logger = logger
+    }
+
+    public func run(_ options: ReminderRunOptions) async throws(JobError) -> RunSummary {
+        let started = ContinuousClock.now
+        let budget = Duration.seconds(options.claimLeaseSeconds / 2)
+        var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
+        var phases = Phases()
+        var logger = self.logger
+        logger[metadataKey: "run"] = "\(options.runID)"
+
+        let malformed = try await phases.measure(.select) { () async throws(JobError) in try await store.malformedReminderTimeCount() }
+        if malformed > 0 {
+            logger.warning("users skipped: reminder time is not HH:MM", metadata: ["count": "\(malformed)"])
+        }
+        summary.candidates += malformed
+        summary.skip(.invalidReminderTime, malformed)
+
+        zones: for zoneName in try await store.reminderZones() {
+            guard let clock = ZoneClock(identifier: zoneName) else {
+                let count = try await store.enabledUserCount(zone: zoneName)
+                logger.warning("users skipped: unknown time zone", metadata: ["zone": "\(zoneName)", "count": "\(count)"])
+                summary.candidates += count
+                summary.skip(.invalidTimezone, count)
+                continue
+            }
+            for slot in options.rule.dueSlots(now: options.now, in: clock) {
+                let day = clock.dayBounds(slot.period)
+                for minutes in slot.minuteRanges {
+                    let query = DueQuery(zone: zoneName, period: slot.period.description, minutes: minutes, day: day,
+                                         type: .diaryReminder)
+                    var cursor: DueCursor?
+                    while true {
+                        if ContinuousClock.now - started > budget {
+                            logger.warning("time budget spent: leaving the rest to the next run")
+                            summary.stoppedEarly = true
+                            break zones
+                        }
+                        let after = cursor
+                        let page = try await phases.measure(.select) { () async throws(JobError) in
+                            try await store.dueCandidates(query, after: after, limit: options.pageSize)
+                        }
+                        guard let last = page.last else { break }
+                        cursor = DueCursor(minute: last.reminderMinute, userID: last.userID)
+                        try await process(page, query: query, expiresAt: day.upperBound, options: options,
+                                          summary: &summary, phases: &phases)
+                        if page.count < options.pageSize { break }
+                    }
+                }
+            }
+        }
+
+        summary.phasesMs = phases.milliseconds
+        summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+        if !options.dryRun {
+            try await store.recordRun(id: options.runID, job: Self.jobName, runAt: options.now,
+                                      durationMs: summary.durationMs, outcome: "ok", summaryJSON: summary.json)
+        }
+        return summary
+    }
+
+    private func process(_ page: [ReminderCandidate], query: DueQuery, expiresAt: Int64, options: ReminderRunOptions,
+                         summary: inout RunSummary, phases: inout Phases) async throws(JobError) {
+        let staleBefore = options.now - options.claimLeaseSeconds
+        var requests: [ClaimRequest] = []
+        for candidate in page {
+            summary.candidates += 1
+            switch ReminderDecision.decide(hasActiveDevice: candidate.hasActiveDevice, wroteToday: candidate.wroteToday,
+                                           log: candidate.log, staleBefore: staleBefore) {
+            case .skip(let reason):
+                summary.skip(reason)
+            case .claim, .takeOver:
+                summary.due += 1
+                let choice = catalog.choose(query.type, locale: candidate.locale, userID: candidate.userID,
+                                            period: query.period, previousIndex: candidate.previousMessageIndex)
+                requests.append(ClaimRequest(userID: candidate.userID, type: query.type, period: query.period,
+                                             messageIndex: choice.index, locale: choice.locale))
+            }
+        }
+        guard !requests.isEmpty else { return }
+
+        let claims: [Claim]
+        if options.dryRun {
+            claims = requests.map {
+                Claim(logID: -1, userID: $0.userID, messageIndex: $0.messageIndex, locale: $0.locale, takenOver: false,
+                      deliveredDeviceIDs: [])
+            }
+        } else {
+            claims = try await phases.measure(.claim) { () async throws(JobError) in
+                try await store.claim(requests, runID: options.runID, now: options.now, staleBefore: staleBefore)
+            }
+        }
+        summary.claimed += claims.count
+        summary.takenOver += claims.filter(\.takenOver).count
+        summary.skip(.claimLost, requests.count - claims.count)
+        guard !claims.isEmpty else { return }
+
+        let devices = try await phases.measure(.claim) { () async throws(JobError) in
+            try await store.activeDevices(userIDs: claims.map(\.userID))
+        }
+        var notifications: [OutgoingNotification] = []
+        var owners: [Int] = []   // index into claims, per notification
+        for (index, claim) in claims.enumerated() {
+            let message = catalog.message(query.type, locale: claim.locale, index: claim.messageIndex)
+                ?? catalog.choose(query.type, locale: claim.locale, userID: claim.userID, period: query.period,
+                                  previousIndex: nil).message
+            for device in devices[claim.userID] ?? [] where !claim.deliveredDeviceIDs.contains(device.id) {
+                notifications.append(OutgoingNotification(
+                    logID: options.dryRun ? nil : claim.logID, device: device, type: query.type, period: query.period,
+                    locale: claim.locale, messageIndex: claim.messageIndex, title: message.title, body: message.body,
+                    expiresAt: expiresAt))
+                owners.append(index)
+            }
+        }
+
+        let reports = await phases.measure(.send) { await sender.send(notifications) }
+        guard reports.count == notifications.count else {
+            throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
+        }
+        summary.notifications += notifications.count
+
+        var outcomes = Array(repeating: [DeliveryOutcome](), count: claims.count)
+        var deliveries: [DeliveryRecord] = []
+        deliveries.reserveCapacity(reports.count)
+        for (i, report) in reports.enumerated() {
+            outcomes[owners[i]].append(report.outcome)
+            summary.outcomes[report.outcome.rawValue, default: 0] += 1
+            deliveries.append(DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
+                                             report: report))
+        }
+        var resolutions: [ClaimResolution] = []
+        for (index, claim) in claims.enumerated() {
+            let status = ReminderDecision.resolution(previouslyDelivered: claim.deliveredDeviceIDs.count,
+                                                     outcomes: outcomes[index])
+            switch status {
+            case .sent: summary.sent += 1
+            case .partial: summary.partial += 1
+            case .retry: summary.retry += 1
+            default: summary.failed += 1
+            }
+            let detail = outcomes[index].isEmpty && claim.deliveredDeviceIDs.isEmpty ? "no active device at send time" : nil
+            resolutions.append(ClaimResolution(logID: claim.logID, status: status, detail: detail))
+        }
+        if !options.dryRun {
+            try await phases.measure(.record) { () async throws(JobError) in
+                try await store.record(deliveries, resolutions: resolutions, runID: options.runID, now: options.now)
+            }
+        }
+    }
+}
+
+/// Time spent per phase of a run.
+struct Phases {
+    enum Phase: String { case select, claim, send, record }
+    private var spent: [Phase: Duration] = [:]
+
+    mutating func measure<T>(_ phase: Phase, _ body: () async throws(JobError) -> T) async throws(JobError) -> T {
+        let start = ContinuousClock.now
+        defer { spent[phase, default: .zero] += ContinuousClock.now - start }
+        return try await body()
+    }
+
+    mutating func measure<T>(_ phase: Phase, _ body: () async -> T) async -> T {
+        let start = ContinuousClock.now
+        defer { spent[phase, default: .zero] += ContinuousClock.now - start }
+        return await body()
+    }
+
+    var milliseconds: [String: Int] {
+        Dictionary(uniqueKeysWithValues: spent.map { ($0.key.rawValue, Self.milliseconds($0.value)) })
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        Int(duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000)
+    }
+}

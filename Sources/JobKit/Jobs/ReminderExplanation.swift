@@ -1,0 +1,118 @@
+import Foundation
+
+/// Why one user would or would not be reminded at an instant: each rule with its value and verdict.
+public struct ReminderExplanation: Sendable, Codable, Hashable {
+    public struct Step: Sendable, Codable, Hashable {
+        public let rule: String
+        public let value: String
+        /// `true` passes, `false` fails, `nil` is information.
+        public let ok: Bool?
+    }
+
+    public let userID: String
+    public let now: String
+    public var steps: [Step] = []
+    public var due = false
+    public var verdict = ""
+    /// The reason the user is not reminded (`nil` when due).
+    public var skipReason: SkipReason?
+
+    mutating func step(_ rule: String, _ value: String, _ ok: Bool?) {
+        steps.append(Step(rule: rule, value: value, ok: ok))
+    }
+
+    public var text: String {
+        let width = (steps.map(\.rule.count).max() ?? 0) + 2
+        var lines = ["explain \(userID) at \(now)"]
+        for step in steps {
+            let mark = step.ok.map { $0 ? "ok  " : "FAIL" } ?? "    "
+            lines.append("  \(mark) \(step.rule.padding(toLength: width, withPad: " ", startingAt: 0))\(step.value)")
+        }
+        lines.append("verdict: \(verdict)")
+        return lines.joined(separator: "\n")
+    }
+}
+
+extension DiaryReminderRunner {
+    /// Explains the decision for one user at `options.now`, reading only. The same rules as ``run(_:)``.
+    public func explain(userID: String, options: ReminderRunOptions) async throws(JobError) -> ReminderExplanation {
+        var explanation = ReminderExplanation(userID: userID, now: Timestamps.format(options.now))
+        func finish(_ reason: SkipReason?, _ verdict: String) -> ReminderExplanation {
+            explanation.skipReason = reason
+            explanation.due = reason == nil
+            explanation.verdict = verdict
+            return explanation
+        }
+        guard let user = try await store.userSnapshot(userID: userID) else {
+            throw .dataError("unknown user \(userID)")
+        }
+        explanation.step("rule window", "early \(options.rule.early / 60) min, catch-up \(options.rule.catchUp / 60) min", nil)
+        guard let settings = user.settings else {
+            explanation.step("notification settings", "no notification_settings row", false)
+            return finish(.noSettings, "not reminded: the user has no notification settings")
+        }
+        explanation.step("1. reminders enabled", settings.diaryReminderEnabled ? "yes" : "no", settings.diaryReminderEnabled)
+        let devices = user.activeDevices.map { "\($0.provider)/\($0.platform) \(Redaction.maskToken($0.token))" }
+        explanation.step("1. active devices", devices.isEmpty ? "none" : "\(devices.count): " + devices.joined(separator: ", "),
+                         !devices.isEmpty)
+        guard let zone = ZoneClock(identifier: user.timezone) else {
+            explanation.step("2. time zone", "\"\(user.timezone)\" is not an IANA zone this system knows", false)
+            return finish(.invalidTimezone, "not reminded: unknown time zone")
+        }
+        explanation.step("2. time zone", "\(user.timezone) (\(Timestamps.offset(zone.offset(at: options.now))) now)", true)
+        guard let reminder = LocalTime(settings.reminderTime) else {
+            explanation.step("2. reminder time", "\"\(settings.reminderTime)\" is not HH:MM", false)
+            return finish(.invalidReminderTime, "not reminded: malformed reminder time")
+        }
+        explanation.step("2. reminder time", "\(reminder) local", true)
+        explanation.step("2. local time now", Timestamps.local(options.now, in: zone), nil)
+        let timing = options.rule.timing(now: options.now, reminder: reminder, in: zone)
+        let at = "\(Timestamps.local(timing.reminderAt, in: zone)) = \(Timestamps.format(timing.reminderAt))"
+        switch timing.state {
+        case .due:
+            explanation.step("2. reminder time has come", "due since \(at); window \(Timestamps.format(timing.reminderAt - options.rule.early)) … \(Timestamps.format(timing.reminderAt + options.rule.catchUp)) (exclusive)", true)
+        case .notYet:
+            explanation.step("2. reminder time has come", "not yet: next at \(at) (from \(Timestamps.format(timing.reminderAt - options.rule.early)))", false)
+        case .passed:
+            explanation.step("2. reminder time has come", "passed: was \(at), window closed at \(Timestamps.format(timing.reminderAt + options.rule.catchUp))", false)
+        }
+        explanation.step("4. period key", timing.period.description, nil)
+        let day = zone.dayBounds(timing.period)
+        let entries = try await store.entryCount(userID: userID, in: day)
+        explanation.step("3. diary entry that local day", entries == 0 ? "none" : "\(entries) between \(Timestamps.format(day.lowerBound)) and \(Timestamps.format(day.upperBound))", entries == 0)
+        let log = try await store.logState(userID: userID, type: .diaryReminder, period: timing.period.description)
+        let logValue = log.map { "\($0.status) by run \($0.runID) at \(Timestamps.format($0.claimedAt))" } ?? "none"
+        let staleBefore = options.now - options.claimLeaseSeconds
+        let decision = ReminderDecision.decide(hasActiveDevice: !devices.isEmpty, wroteToday: entries > 0, log: log,
+                                               staleBefore: staleBefore)
+        let logOK: Bool
+        switch decision {
+        case .skip(.alreadyReminded), .skip(.claimInProgress): logOK = false
+        default: logOK = true
+        }
+        explanation.step("4. notification log", logValue + (log != nil && logOK ? " (will be taken over)" : ""), logOK)
+        let previous = try await store.previousMessageIndex(userID: userID, type: .diaryReminder, before: timing.period.description)
+        let choice = catalog.choose(.diaryReminder, locale: user.locale, userID: userID, period: timing.period.description,
+                                    previousIndex: previous)
+        explanation.step("copy", "locale \(user.locale) → \(choice.locale) #\(choice.index) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"", nil)
+
+        if !settings.diaryReminderEnabled { return finish(.disabled, "not reminded: diary reminders are off") }
+        if case .skip(.noActiveDevice) = decision { return finish(.noActiveDevice, "not reminded: no active device") }
+        if timing.state != .due { return finish(.notDue, "not reminded: the reminder time has not come (\(timing.state.rawValue))") }
+        switch decision {
+        case .skip(let reason): return finish(reason, "not reminded: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))")
+        case .claim: return finish(nil, "due: would be reminded now on \(devices.count) device(s)")
+        case .takeOver: return finish(nil, "due: would take over the earlier run's unfinished claim")
+        }
+    }
+}
+
+extension ReminderExplanation {
+    /// One JSON object.
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+
+/// The one-line account of a run: printed at the end of every run, recorded in `job_runs`, returned by
+/// handlers.
+public struct RunSummary: Sendable, Codable, Hashable {
+    public var job: String
+    public var runID: String
+    public var now: String
+    public var dryRun: Bool
+    /// Users examined: those whose reminder time has come, plus those skipped for invalid data.
+    public var candidates = 0
+    /// Candidates that passed every rule.
+    public var due = 0
+    /// Claims this run won (in a dry run: would claim).
+    public var claimed = 0
+    /// Of those, claims taken over from a run that died or hit only transient errors.
+    public var takenOver = 0
+    /// Users whose notification reached every device.
+    public var sent = 0
+    /// Users whose notification reached some devices.
+    public var partial = 0
+    /// Users whose notification reached no device for permanent reasons.
+    public var failed = 0
+    /// Users left for the next run because of transient errors.
+    public var retry = 0
+    /// Device attempts.
+    public var notifications = 0
+    /// Device attempts by outcome.
+    public var outcomes: [String: Int] = [:]
+    /// Users not reminded, by reason.
+    public var skipped: [String: Int] = [:]
+    /// True when the run stopped selecting because its time budget ran out; the rest is left to the next run.
+    public var stoppedEarly = false
+    public var durationMs = 0
+    /// Where the time went: select, claim, send, record (milliseconds).
+    public var phasesMs: [String: Int] = [:]
+
+    public init(job: String, runID: String, now: Int64, dryRun: Bool) {
+        self.job = job
+        self.runID = runID
+        self.now = Timestamps.format(now)
+        self.dryRun = dryRun
+    }
+
+    mutating func skip(_ reason: SkipReason, _ count: Int = 1) {
+        guard count > 0 else { return }
+        skipped[reason.rawValue, default: 0] += count
+    }
+
+    /// One JSON object on one line, keys sorted.
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+    }
+
+    /// One human-readable line.
+    public var text: String {
+        var parts = ["\(job)\(dryRun ? " (dry run)" : ""): now=\(now)", "candidates=\(candidates)", "due=\(due)",
+                     "claimed=\(claimed)"]
+        if takenOver > 0 { parts.append("taken_over=\(takenOver)") }
+        parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)", "notifications=\(notifications)"]
+        if !outcomes.isEmpty {
+            parts.append("outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]")
+        }
+        parts.append("skipped[" + skipped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]")
+        if stoppedEarly { parts.append("STOPPED EARLY (time budget)") }
+        parts.append("run=\(runID) \(durationMs)ms")
+        return parts.joined(separator: " ")
+    }
+}

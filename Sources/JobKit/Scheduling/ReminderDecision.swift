@@ -1,0 +1,54 @@
+/// Why a candidate is not reminded. The raw values appear in summaries and JSON.
+public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, Comparable {
+    case noSettings = "no_settings"
+    case disabled
+    case invalidTimezone = "invalid_timezone"
+    case invalidReminderTime = "invalid_reminder_time"
+    case notDue = "not_due"
+    case noActiveDevice = "no_active_device"
+    case wroteToday = "wrote_today"
+    case alreadyReminded = "already_reminded"
+    /// Another run holds a fresh claim for this user and day.
+    case claimInProgress = "claim_in_progress"
+    /// Another run won the claim between selection and claiming.
+    case claimLost = "claim_lost"
+
+    public static func < (lhs: SkipReason, rhs: SkipReason) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// What a run does with a user whose reminder time has come: the rest of the due rule, free of I/O.
+public enum ReminderDecision: Sendable, Hashable {
+    /// Insert a new claim.
+    case claim
+    /// Take over a claim left by a run that died (stale `claimed`) or found only transient errors (`retry`).
+    case takeOver(LogState)
+    case skip(SkipReason)
+
+    /// Rules 1, 3 and 4 of the due rule, in that order, plus the claim lease.
+    /// - Parameters:
+    ///   - staleBefore: a `claimed` row claimed at or before this instant belongs to a run that died.
+    public static func decide(hasActiveDevice: Bool, wroteToday: Bool, log: LogState?, staleBefore: Int64) -> ReminderDecision {
+        guard hasActiveDevice else { return .skip(.noActiveDevice) }
+        guard !wroteToday else { return .skip(.wroteToday) }
+        guard let log else { return .claim }
+        switch log.status {
+        case .retry:
+            return .takeOver(log)
+        case .claimed:
+            return log.claimedAt <= staleBefore ? .takeOver(log) : .skip(.claimInProgress)
+        default:
+            return .skip(.alreadyReminded)
+        }
+    }
+
+    /// The final log status from the outcomes of every device attempt for one claim (including devices
+    /// an earlier run of the same claim already delivered to).
+    public static func resolution(previouslyDelivered: Int, outcomes: [DeliveryOutcome]) -> ClaimStatus {
+        let delivered = previouslyDelivered + outcomes.filter { $0 == .delivered }.count
+        let transient = outcomes.contains { $0 == .retryLater || $0 == .credentials }
+        if delivered > 0 {
+            return delivered == previouslyDelivered + outcomes.count ? .sent : .partial
+        }
+        return transient ? .retry : .failed
+    }
+}

@@ -1,0 +1,246 @@
+/// A push provider.
+public struct Provider: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init?(rawValue: String) {
+        guard ["apns", "fcm"].contains(rawValue) else { return nil }
+        self.rawValue = rawValue
+    }
+    private init(_ raw: String) { rawValue = raw }
+    public static let apns = Provider("apns")
+    public static let fcm = Provider("fcm")
+    public var description: String { rawValue }
+}
+
+/// One active device of a user, as senders need it.
+public struct Device: Sendable, Hashable {
+    public let id: Int64
+    public let userID: String
+    public let token: String
+    public let provider: Provider
+    /// `ios` or `android`.
+    public let platform: String
+    /// `production` or `sandbox` for APNs devices.
+    public let apnsEnvironment: String?
+
+    public init(id: Int64, userID: String, token: String, provider: Provider, platform: String, apnsEnvironment: String?) {
+        self.id = id
+        self.userID = userID
+        self.token = token
+        self.provider = provider
+        self.platform = platform
+        self.apnsEnvironment = apnsEnvironment
+    }
+}
+
+/// The state of a notification log row: the claim.
+public struct ClaimStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Claimed by a run that has not finished sending (or died: see the claim lease).
+    public static let claimed = ClaimStatus(rawValue: "claimed")
+    /// Delivered to every device.
+    public static let sent = ClaimStatus(rawValue: "sent")
+    /// Delivered to some devices; the others failed permanently.
+    public static let partial = ClaimStatus(rawValue: "partial")
+    /// Reached no device, for permanent reasons (dead tokens, rejected request).
+    public static let failed = ClaimStatus(rawValue: "failed")
+    /// Reached no device, only because of transient errors: the next run in the window tries again.
+    public static let retry = ClaimStatus(rawValue: "retry")
+    /// Held back (quiet hours) to be delivered later.
+    public static let deferred = ClaimStatus(rawValue: "deferred")
+    /// Replaced by a later notification of the same period (90 % overtaken by 100 %).
+    public static let superseded = ClaimStatus(rawValue: "superseded")
+
+    public var description: String { rawValue }
+}
+
+/// A notification log row as the rules see it.
+public struct LogState: Sendable, Hashable {
+    public let id: Int64
+    public let status: ClaimStatus
+    public let claimedAt: Int64
+    public let messageIndex: Int?
+    public let locale: String?
+    public let runID: String
+
+    public init(id: Int64, status: ClaimStatus, claimedAt: Int64, messageIndex: Int?, locale: String?, runID: String) {
+        self.id = id
+        self.status = status
+        self.claimedAt = claimedAt
+        self.messageIndex = messageIndex
+        self.locale = locale
+        self.runID = runID
+    }
+}
+
+/// What the store returns for a user whose reminder time has come.
+public struct ReminderCandidate: Sendable, Hashable {
+    public let userID: String
+    public let locale: String
+    public let reminderMinute: Int
+    public let hasActiveDevice: Bool
+    public let wroteToday: Bool
+    /// This period's log row, if any.
+    public let log: LogState?
+    /// The message index of the user's latest earlier reminder.
+    public let previousMessageIndex: Int?
+
+    public init(userID: String, locale: String, reminderMinute: Int, hasActiveDevice: Bool, wroteToday: Bool,
+                log: LogState?, previousMessageIndex: Int?) {
+        self.userID = userID
+        self.locale = locale
+        self.reminderMinute = reminderMinute
+        self.hasActiveDevice = hasActiveDevice
+        self.wroteToday = wroteToday
+        self.log = log
+        self.previousMessageIndex = previousMessageIndex
+    }
+}
+
+/// One page request of the due set: users in `zone` whose reminder minute is in `minutes`, for the
+/// local date `period` whose bounds are `day`.
+public struct DueQuery: Sendable, Hashable {
+    public let zone: String
+    public let period: String
+    public let minutes: ClosedRange<Int>
+    public let day: Range<Int64>
+    public let type: NotificationType
+
+    public init(zone: String, period: String, minutes: ClosedRange<Int>, day: Range<Int64>, type: NotificationType) {
+        self.zone = zone
+        self.period = period
+        self.minutes = minutes
+        self.day = day
+        self.type = type
+    }
+}
+
+/// Keyset position inside a ``DueQuery``: the last (minute, user) returned.
+public struct DueCursor: Sendable, Hashable {
+    public let minute: Int
+    public let userID: String
+}
+
+/// A claim to make: insert the log row, or take over a stale or retryable one.
+public struct ClaimRequest: Sendable, Hashable {
+    public let userID: String
+    public let type: NotificationType
+    public let period: String
+    public let messageIndex: Int
+    public let locale: String
+
+    public init(userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String) {
+        self.userID = userID
+        self.type = type
+        self.period = period
+        self.messageIndex = messageIndex
+        self.locale = locale
+    }
+}
+
+/// A claim this run holds.
+public struct Claim: Sendable, Hashable {
+    public let logID: Int64
+    public let userID: String
+    /// The words recorded in the claim (a takeover keeps the original run's choice).
+    public let messageIndex: Int
+    public let locale: String
+    /// True when an earlier run's stale or retryable claim was taken over.
+    public let takenOver: Bool
+    /// Devices that already received this notification under an earlier run of the same claim.
+    public let deliveredDeviceIDs: Set<Int64>
+}
+
+/// One device attempt to record.
+public struct DeliveryRecord: Sendable, Hashable {
+    public let logID: Int64
+    public let deviceID: Int64
+    public let provider: String
+    public let outcome: DeliveryOutcome
+    public let reason: String?
+    public let providerMessageID: String?
+    public let attempts: Int
+    public let latencyMs: Int?
+    /// For a dead token: when the provider says it became invalid (APNs' 410 `timestamp`). A device that
+    /// re-registered after that instant is not deactivated.
+    public let tokenInvalidSince: Int64?
+
+    public init(logID: Int64, deviceID: Int64, report: DeliveryReport) {
+        self.logID = logID
+        self.deviceID = deviceID
+        self.provider = report.channel
+        self.outcome = report.outcome
+        self.reason = report.reason
+        self.providerMessageID = report.providerMessageID
+        self.attempts = report.attempts
+        self.latencyMs = report.latencyMs
+        self.tokenInvalidSince = report.tokenInvalidSince
+    }
+}
+
+/// The final state of one claim after sending.
+public struct ClaimResolution: Sendable, Hashable {
+    public let logID: Int64
+    public let status: ClaimStatus
+    public let detail: String?
+}
+
+/// Everything the explain command needs to know about one user.
+public struct UserSnapshot: Sendable, Hashable {
+    public let userID: String
+    public let timezone: String
+    public let locale: String
+    public let plan: String
+    /// `nil` when the user has no notification_settings row.
+    public let settings: Settings?
+    public let activeDevices: [Device]
+
+    public struct Settings: Sendable, Hashable {
+        public let diaryReminderEnabled: Bool
+        public let reminderTime: String
+        public let contentLimitWarningsEnabled: Bool
+    }
+}
+
+/// A device registration request (an app launch or a login).
+public struct DeviceRegistration: Sendable, Hashable {
+    public let userID: String
+    public let token: String
+    public let provider: Provider
+    public let platform: String
+    public let apnsEnvironment: String?
+    public let appVersion: String?
+
+    /// Validates the combination; a bad one is a ``JobError/dataError(_:)``.
+    public init(userID: String, token: String, provider: Provider, platform: String,
+                apnsEnvironment: String? = nil, appVersion: String? = nil) throws(JobError) {
+        guard !userID.isEmpty else { throw .dataError("device registration: the user id is empty") }
+        let token = token.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !token.isEmpty, token.count <= 4096 else { throw .dataError("device registration: the token is empty or longer than 4096 characters") }
+        guard ["ios", "android"].contains(platform) else { throw .dataError("device registration: platform must be ios or android, got \(platform)") }
+        if provider == .apns {
+            guard platform == "ios" else { throw .dataError("device registration: APNs devices are iOS devices") }
+            guard token.allSatisfy(\.isHexDigit) else { throw .dataError("device registration: an APNs token is hexadecimal") }
+        }
+        let environment = provider == .apns ? (apnsEnvironment ?? "production") : nil
+        if let environment, !["production", "sandbox"].contains(environment) {
+            throw .dataError("device registration: APNs environment must be production or sandbox, got \(environment)")
+        }
+        self.userID = userID
+        self.token = provider == .apns ? token.lowercased() : token
+        self.provider = provider
+        self.platform = platform
+        self.apnsEnvironment = environment
+        self.appVersion = appVersion
+    }
+}
+
+/// What a registration did.
+public struct RegistrationResult: Sendable, Hashable {
+    public enum Change: String, Sendable, Hashable {
+        case created, refreshed, reactivated, movedFromAnotherUser = "moved"
+    }
+    public let deviceID: Int64
+    public let change: Change
+}

@@ -1,0 +1,132 @@
+import GRDB
+
+/// The versioned schema of the SQLite store, applied by one `DatabaseMigrator`.
+/// `docs/SCHEMA.md` documents every table; keep the two in step.
+enum SQLiteSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("001_initial") { db in
+            try db.execute(sql: v1)
+        }
+        return migrator
+    }
+
+    /// Timestamps are whole Unix seconds (INTEGER, UTC), e.g. `unixepoch()`.
+    static let v1 = """
+    CREATE TABLE users (
+        id         TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 128),
+        timezone   TEXT NOT NULL,                                   -- IANA name, e.g. Asia/Tokyo
+        locale     TEXT NOT NULL DEFAULT 'en' CHECK (locale <> ''), -- BCP 47, e.g. ja, pt-BR
+        plan       TEXT NOT NULL DEFAULT 'free' CHECK (plan <> ''),
+        created_at INTEGER NOT NULL DEFAULT (unixepoch()),
+        updated_at INTEGER NOT NULL DEFAULT (unixepoch())
+    ) WITHOUT ROWID;
+
+    CREATE TABLE notification_settings (
+        user_id                        TEXT PRIMARY KEY NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        diary_reminder_enabled         INTEGER NOT NULL DEFAULT 1 CHECK (diary_reminder_enabled IN (0, 1)),
+        reminder_time                  TEXT NOT NULL DEFAULT '21:00',  -- local HH:MM
+        content_limit_warnings_enabled INTEGER NOT NULL DEFAULT 1 CHECK (content_limit_warnings_enabled IN (0, 1)),
+        updated_at                     INTEGER NOT NULL DEFAULT (unixepoch()),
+        -- Maintained by the database (triggers below): a copy of users.timezone, so that one index
+        -- answers "whose reminder time has come in this zone".
+        timezone                       TEXT NOT NULL DEFAULT '',
+        reminder_minute                INTEGER GENERATED ALWAYS AS (
+            CASE WHEN reminder_time GLOB '[0-2][0-9]:[0-5][0-9]' AND substr(reminder_time, 1, 2) <= '23'
+                 THEN CAST(substr(reminder_time, 1, 2) AS INTEGER) * 60 + CAST(substr(reminder_time, 4, 2) AS INTEGER)
+            END) VIRTUAL
+    ) WITHOUT ROWID;
+
+    CREATE INDEX notification_settings_due
+        ON notification_settings (timezone, reminder_minute, user_id) WHERE diary_reminder_enabled = 1;
+
+    CREATE TRIGGER notification_settings_timezone_on_insert AFTER INSERT ON notification_settings
+    BEGIN
+        UPDATE notification_settings SET timezone = (SELECT timezone FROM users WHERE id = NEW.user_id)
+        WHERE user_id = NEW.user_id;
+    END;
+
+    CREATE TRIGGER notification_settings_timezone_guard AFTER UPDATE OF timezone, user_id ON notification_settings
+    WHEN NEW.timezone IS NOT (SELECT timezone FROM users WHERE id = NEW.user_id)
+    BEGIN
+        UPDATE notification_settings SET timezone = (SELECT timezone FROM users WHERE id = NEW.user_id)
+        WHERE user_id = NEW.user_id;
+    END;
+
+    CREATE TRIGGER users_timezone_to_settings AFTER UPDATE OF timezone ON users
+    BEGIN
+        UPDATE notification_settings SET timezone = NEW.timezone WHERE user_id = NEW.id;
+    END;
+
+    CREATE TABLE user_devices (
+        id                  INTEGER PRIMARY KEY,
+        user_id             TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        token               TEXT NOT NULL UNIQUE CHECK (length(token) BETWEEN 1 AND 4096),
+        provider            TEXT NOT NULL CHECK (provider IN ('apns', 'fcm')),
+        platform            TEXT NOT NULL CHECK (platform IN ('ios', 'android')),
+        apns_environment    TEXT CHECK (apns_environment IN ('production', 'sandbox')),
+        is_active           INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+        last_seen           INTEGER NOT NULL,
+        app_version         TEXT,
+        created_at          INTEGER NOT NULL,
+        updated_at          INTEGER NOT NULL,
+        deactivated_at      INTEGER,
+        deactivation_reason TEXT,
+        CHECK (provider <> 'apns' OR (platform = 'ios' AND apns_environment IS NOT NULL)),
+        CHECK ((is_active = 1 AND deactivated_at IS NULL) OR (is_active = 0 AND deactivated_at IS NOT NULL))
+    );
+    CREATE INDEX user_devices_active_by_user ON user_devices (user_id) WHERE is_active = 1;
+
+    CREATE TABLE diary_entries (
+        id         INTEGER PRIMARY KEY,
+        user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        created_at INTEGER NOT NULL CHECK (typeof(created_at) = 'integer')   -- UTC Unix seconds
+    );
+    CREATE INDEX diary_entries_by_user_time ON diary_entries (user_id, created_at);
+
+    CREATE TABLE notification_logs (
+        id                INTEGER PRIMARY KEY,
+        user_id           TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+        notification_type TEXT NOT NULL CHECK (notification_type IN ('diary_reminder', 'content_limit_90', 'content_limit_100')),
+        period_key        TEXT NOT NULL CHECK (length(period_key) BETWEEN 4 AND 10),
+        status            TEXT NOT NULL CHECK (status IN ('claimed', 'sent', 'partial', 'failed', 'retry', 'deferred', 'superseded')),
+        message_index     INTEGER,
+        locale            TEXT,
+        run_id            TEXT NOT NULL,
+        attempts          INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+        claimed_at        INTEGER NOT NULL,
+        finished_at       INTEGER,
+        updated_at        INTEGER NOT NULL,
+        detail            TEXT,
+        UNIQUE (user_id, notification_type, period_key)
+    );
+    CREATE INDEX notification_logs_by_status ON notification_logs (status, claimed_at);
+    CREATE INDEX notification_logs_by_claimed_at ON notification_logs (claimed_at);
+
+    CREATE TABLE notification_deliveries (
+        id                  INTEGER PRIMARY KEY,
+        log_id              INTEGER NOT NULL REFERENCES notification_logs(id) ON DELETE CASCADE,
+        device_id           INTEGER REFERENCES user_devices(id) ON DELETE SET NULL,
+        provider            TEXT NOT NULL CHECK (provider IN ('apns', 'fcm', 'outbox')),
+        outcome             TEXT NOT NULL CHECK (outcome IN ('delivered', 'token_dead', 'retry_later', 'credentials', 'rejected')),
+        reason              TEXT,
+        provider_message_id TEXT,
+        attempts            INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+        latency_ms          INTEGER,
+        run_id              TEXT NOT NULL,
+        created_at          INTEGER NOT NULL
+    );
+    CREATE INDEX notification_deliveries_by_log ON notification_deliveries (log_id);
+    CREATE INDEX notification_deliveries_by_created_at ON notification_deliveries (created_at);
+
+    CREATE TABLE job_runs (
+        id          TEXT PRIMARY KEY NOT NULL,
+        job         TEXT NOT NULL,
+        run_at      INTEGER NOT NULL,             -- the instant the run evaluated (--now)
+        duration_ms INTEGER,
+        outcome     TEXT NOT NULL CHECK (outcome IN ('running', 'ok', 'failed')),
+        summary     TEXT                          -- the run's JSON summary
+    ) WITHOUT ROWID;
+    CREATE INDEX job_runs_by_job ON job_runs (job, run_at);
+    """
+}

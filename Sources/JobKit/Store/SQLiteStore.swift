@@ -1,0 +1,359 @@
+import Foundation
+import GRDB
+
+/// The embedded default store: one SQLite file in WAL mode, safe for several processes at once
+/// (claims run in `BEGIN IMMEDIATE` transactions; readers never block the writer).
+public final class SQLiteStore: Sendable {
+    /// How to open the file.
+    public struct OpenMode: Sendable, Hashable {
+        fileprivate enum Kind { case create, readWrite, readOnly }
+        fileprivate let kind: Kind
+        /// Create the file if needed and apply pending migrations (`pushctl migrate`, `seed`, tests).
+        public static let create = OpenMode(kind: .create)
+        /// The file must exist; pending migrations are applied (the jobs).
+        public static let readWrite = OpenMode(kind: .readWrite)
+        /// The file must exist and be fully migrated; nothing is ever written (dry runs, explain).
+        public static let readOnly = OpenMode(kind: .readOnly)
+    }
+
+    public let path: String
+    let pool: DatabasePool
+
+    private init(path: String, pool: DatabasePool) {
+        self.path = path
+        self.pool = pool
+    }
+
+    public static func open(path: String, mode: OpenMode, busyTimeout: TimeInterval = 30) throws(JobError) -> SQLiteStore {
+        if mode.kind != .create && !FileManager.default.fileExists(atPath: path) {
+            throw .noInput("no database at \(path) (create it with: pushctl migrate --database \(path))")
+        }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(busyTimeout)
+        configuration.readonly = mode.kind == .readOnly
+        configuration.label = "diary-push"
+        let pool: DatabasePool
+        do {
+            pool = try DatabasePool(path: path, configuration: configuration)
+        } catch {
+            throw mapError(error, "opening \(path)")
+        }
+        let store = SQLiteStore(path: path, pool: pool)
+        try store.prepareSchema(migrate: mode.kind != .readOnly)
+        return store
+    }
+
+    /// Applies pending migrations (the only writer of the schema). Safe when several processes start at
+    /// once: a process that loses the race re-checks and finds the schema complete.
+    private func prepareSchema(migrate: Bool) throws(JobError) {
+        let migrator = SQLiteSchema.migrator
+        do {
+            if try pool.read({ try migrator.hasCompletedMigrations($0) }) { return }
+        } catch {
+            throw Self.mapError(error, "reading the schema of \(path)")
+        }
+        guard migrate else {
+            throw .config("the database at \(path) is not migrated to this version's schema (run: pushctl migrate --database \(path))")
+        }
+        do {
+            try migrator.migrate(pool)
+        } catch {
+            let done = (try? pool.read { try migrator.hasCompletedMigrations($0) }) ?? false
+            if !done { throw Self.mapError(error, "migrating \(path)") }
+        }
+    }
+
+    /// The identifiers of applied migrations, oldest first.
+    public func appliedMigrations() throws(JobError) -> [String] {
+        do { return try pool.read { try SQLiteSchema.migrator.appliedMigrations($0) } }
+        catch { throw Self.mapError(error, "reading migrations") }
+    }
+
+    static func mapError(_ error: any Error, _ context: String) -> JobError {
+        if let error = error as? JobError { return error }
+        guard let error = error as? DatabaseError else { return .software("\(context): \(error)") }
+        let detail = error.message ?? "SQLite error \(error.resultCode.rawValue)"
+        switch error.resultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED:
+            return .tempFailure("\(context): the database stayed locked by another process; try again")
+        case .SQLITE_CANTOPEN:
+            return .noInput("\(context): cannot open the database file")
+        case .SQLITE_CONSTRAINT:
+            return .dataError("\(context): \(detail)")
+        case .SQLITE_NOTADB, .SQLITE_CORRUPT:
+            return .dataError("\(context): not a valid SQLite database")
+        case .SQLITE_READONLY:
+            return .cantCreate("\(context): the database is read-only")
+        case .SQLITE_IOERR, .SQLITE_FULL:
+            return .ioError("\(context): \(detail)")
+        default:
+            return .unavailable("\(context): \(detail)")
+        }
+    }
+
+    func read<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws(JobError) -> T {
+        do { return try await pool.read(body) } catch { throw Self.mapError(error, context) }
+    }
+
+    /// A write in a `BEGIN IMMEDIATE` transaction: takes the write lock up front, so two processes never
+    /// deadlock upgrading a read lock.
+    func write<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws(JobError) -> T {
+        do {
+            return try await pool.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
+        } catch {
+            throw Self.mapError(error, context)
+        }
+    }
+}
+
+// MARK: - ReminderStore
+
+extension SQLiteStore: ReminderStore {
+    public func reminderZones() async throws(JobError) -> [String] {
+        // A loose index scan: one index seek per zone instead of reading every user.
+        try await read("listing reminder zones") { db in
+            try String.fetchAll(db, sql: """
+                WITH RECURSIVE zones(tz) AS (
+                    SELECT (SELECT min(timezone) FROM notification_settings WHERE diary_reminder_enabled = 1)
+                    UNION ALL
+                    SELECT (SELECT min(timezone) FROM notification_settings
+                            WHERE diary_reminder_enabled = 1 AND timezone > zones.tz)
+                    FROM zones WHERE zones.tz IS NOT NULL
+                )
+                SELECT tz FROM zones WHERE tz IS NOT NULL
+                """)
+        }
+    }
+
+    public func enabledUserCount(zone: String) async throws(JobError) -> Int {
+        try await read("counting users in a zone") { db in
+            try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM notification_settings
+                WHERE diary_reminder_enabled = 1 AND timezone = ? AND reminder_minute IS NOT NULL
+                """, arguments: [zone]) ?? 0
+        }
+    }
+
+    public func malformedReminderTimeCount() async throws(JobError) -> Int {
+        try await read("counting malformed reminder times") { db in
+            try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM notification_settings
+                WHERE diary_reminder_enabled = 1 AND reminder_minute IS NULL
+                """) ?? 0
+        }
+    }
+
+    public func dueCandidates(_ query: DueQuery, after cursor: DueCursor?, limit: Int) async throws(JobError) -> [ReminderCandidate] {
+        let cursor = cursor ?? DueCursor(minute: query.minutes.lowerBound - 1, userID: "")
+        return try await read("selecting due users") { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT s.user_id, s.reminder_minute, u.locale,
+                       EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active = 1),
+                       EXISTS (SELECT 1 FROM diary_entries e
+                               WHERE e.user_id = s.user_id AND e.created_at >= :dayStart AND e.created_at < :dayEnd),
+                       l.id, l.status, l.claimed_at, l.message_index, l.locale, l.run_id,
+                       (SELECT p.message_index FROM notification_logs p
+                        WHERE p.user_id = s.user_id AND p.notification_type = :type AND p.period_key < :period
+                          AND p.message_index IS NOT NULL
+                        ORDER BY p.period_key DESC LIMIT 1)
+                FROM notification_settings s
+                JOIN users u ON u.id = s.user_id
+                LEFT JOIN notification_logs l
+                       ON l.user_id = s.user_id AND l.notification_type = :type AND l.period_key = :period
+                WHERE s.diary_reminder_enabled = 1 AND s.timezone = :zone
+                  AND s.reminder_minute BETWEEN :low AND :high
+                  AND (s.reminder_minute, s.user_id) > (:afterMinute, :afterUser)
+                ORDER BY s.reminder_minute, s.user_id
+                LIMIT :limit
+                """)
+            let rows = try Row.fetchAll(statement, arguments: [
+                "dayStart": query.day.lowerBound, "dayEnd": query.day.upperBound, "type": query.type.rawValue,
+                "period": query.period, "zone": query.zone, "low": query.minutes.lowerBound,
+                "high": query.minutes.upperBound, "afterMinute": cursor.minute, "afterUser": cursor.userID,
+                "limit": limit,
+            ])
+            return rows.map { row in
+                let log: LogState? = (row[5] as Int64?).map { id in
+                    LogState(id: id, status: ClaimStatus(rawValue: row[6]), claimedAt: row[7],
+                             messageIndex: row[8], locale: row[9], runID: row[10])
+                }
+                return ReminderCandidate(userID: row[0], locale: row[2], reminderMinute: row[1],
+                                         hasActiveDevice: row[3], wroteToday: row[4], log: log,
+                                         previousMessageIndex: row[11])
+            }
+        }
+    }
+
+    public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim] {
+        guard !requests.isEmpty else { return [] }
+        return try await write("claiming notifications") { db in
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO notification_logs
+                    (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
+                VALUES (?, ?, ?, 'claimed', ?, ?, ?, 1, ?, ?)
+                ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
+                RETURNING id
+                """)
+            let takeOver = try db.cachedStatement(sql: """
+                UPDATE notification_logs
+                SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?,
+                    finished_at = NULL
+                WHERE user_id = ? AND notification_type = ? AND period_key = ?
+                  AND (status = 'retry' OR (status = 'claimed' AND claimed_at <= ?))
+                RETURNING id, message_index, locale
+                """)
+            let delivered = try db.cachedStatement(sql: """
+                SELECT device_id FROM notification_deliveries
+                WHERE log_id = ? AND outcome = 'delivered' AND device_id IS NOT NULL
+                """)
+            var claims: [Claim] = []
+            claims.reserveCapacity(requests.count)
+            for request in requests {
+                if let id = try Int64.fetchOne(insert, arguments: [
+                    request.userID, request.type.rawValue, request.period, request.messageIndex, request.locale,
+                    runID, now, now,
+                ]) {
+                    claims.append(Claim(logID: id, userID: request.userID, messageIndex: request.messageIndex,
+                                        locale: request.locale, takenOver: false, deliveredDeviceIDs: []))
+                } else if let row = try Row.fetchOne(takeOver, arguments: [
+                    runID, now, now, request.userID, request.type.rawValue, request.period, staleBefore,
+                ]) {
+                    let id: Int64 = row[0]
+                    let devices = try Int64.fetchSet(delivered, arguments: [id])
+                    claims.append(Claim(logID: id, userID: request.userID,
+                                        messageIndex: row[1] ?? request.messageIndex, locale: row[2] ?? request.locale,
+                                        takenOver: true, deliveredDeviceIDs: devices))
+                }
+            }
+            return claims
+        }
+    }
+
+    public func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
+        guard !userIDs.isEmpty else { return [:] }
+        return try await read("loading devices") { db in
+            var result: [String: [Device]] = [:]
+            for chunk in stride(from: 0, to: userIDs.count, by: 500).map({ userIDs[$0..<min($0 + 500, userIDs.count)] }) {
+                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+                    WHERE is_active = 1 AND user_id IN (\(marks)) ORDER BY user_id, id
+                    """, arguments: StatementArguments(Array(chunk)))
+                while let row = try rows.next() {
+                    guard let provider = Provider(rawValue: row[3]) else { continue }
+                    let device = Device(id: row[0], userID: row[1], token: row[2], provider: provider,
+                                        platform: row[4], apnsEnvironment: row[5])
+                    result[device.userID, default: []].append(device)
+                }
+            }
+            return result
+        }
+    }
+
+    public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
+        guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
+        try await write("recording deliveries") { db in
+            let insert = try db.cachedStatement(sql: """
+                INSERT INTO notification_deliveries
+                    (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            let deactivate = try db.cachedStatement(sql: """
+                UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
+                WHERE id = ? AND is_active = 1 AND (? IS NULL OR last_seen <= ?)
+                """)
+            for delivery in deliveries {
+                try insert.execute(arguments: [
+                    delivery.logID, delivery.deviceID, delivery.provider, delivery.outcome.rawValue, delivery.reason,
+                    delivery.providerMessageID, delivery.attempts, delivery.latencyMs, runID, now,
+                ])
+                if delivery.outcome == .tokenDead {
+                    try deactivate.execute(arguments: [
+                        now, delivery.reason ?? "token_dead", now, delivery.deviceID,
+                        delivery.tokenInvalidSince, delivery.tokenInvalidSince,
+                    ])
+                }
+            }
+            let resolve = try db.cachedStatement(sql: """
+                UPDATE notification_logs SET status = ?, finished_at = ?, updated_at = ?, detail = ?
+                WHERE id = ? AND run_id = ? AND status = 'claimed'
+                """)
+            for resolution in resolutions {
+                try resolve.execute(arguments: [resolution.status.rawValue, now, now, resolution.detail,
+                                                 resolution.logID, runID])
+            }
+        }
+    }
+
+    public func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
+        try await read("reading a user") { db in
+            guard let row = try Row.fetchOne(db, sql: """
+                SELECT u.id, u.timezone, u.locale, u.plan, s.user_id IS NOT NULL,
+                       s.diary_reminder_enabled, s.reminder_time, s.content_limit_warnings_enabled
+                FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
+                WHERE u.id = ?
+                """, arguments: [userID]) else { return nil }
+            let hasSettings: Bool = row[4]
+            let devices = try Row.fetchAll(db, sql: """
+                SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+                WHERE user_id = ? AND is_active = 1 ORDER BY id
+                """, arguments: [userID]).compactMap { device -> Device? in
+                    guard let provider = Provider(rawValue: device[3]) else { return nil }
+                    return Device(id: device[0], userID: device[1], token: device[2], provider: provider,
+                                  platform: device[4], apnsEnvironment: device[5])
+                }
+            return UserSnapshot(
+                userID: row[0], timezone: row[1], locale: row[2], plan: row[3],
+                settings: hasSettings ? UserSnapshot.Settings(diaryReminderEnabled: row[5], reminderTime: row[6],
+                                                             contentLimitWarningsEnabled: row[7]) : nil,
+                activeDevices: devices)
+        }
+    }
+
+    public func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
+        try await read("counting diary entries") { db in
+            try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM diary_entries WHERE user_id = ? AND created_at >= ? AND created_at < ?
+                """, arguments: [userID, range.lowerBound, range.upperBound]) ?? 0
+        }
+    }
+
+    public func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
+        try await read("reading the notification log") { db in
+            try Row.fetchOne(db, sql: """
+                SELECT id, status, claimed_at, message_index, locale, run_id FROM notification_logs
+                WHERE user_id = ? AND notification_type = ? AND period_key = ?
+                """, arguments: [userID, type.rawValue, period]).map { row in
+                    LogState(id: row[0], status: ClaimStatus(rawValue: row[1]), claimedAt: row[2],
+                             messageIndex: row[3], locale: row[4], runID: row[5])
+                }
+        }
+    }
+
+    public func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
+        try await read("reading the notification log") { db in
+            try Int.fetchOne(db, sql: """
+                SELECT message_index FROM notification_logs
+                WHERE user_id = ? AND notification_type = ? AND period_key < ? AND message_index IS NOT NULL
+                ORDER BY period_key DESC LIMIT 1
+                """, arguments: [userID, type.rawValue, period])
+        }
+    }
+
+    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError) {
+        try await write("recording the run") { db in
+            try db.execute(sql: """
+                INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET duration_ms = excluded.duration_ms, outcome = excluded.outcome,
+                                               summary = excluded.summary
+                """, arguments: [id, job, runAt, durationMs, outcome, summaryJSON])
+        }
+    }
+}

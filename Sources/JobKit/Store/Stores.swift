@@ -1,0 +1,40 @@
+/// What the diary reminder run needs from a store. SQLite implements it today (``SQLiteStore``);
+/// any implementation must make ``claim(_:runID:now:staleBefore:)`` atomic per row.
+public protocol ReminderStore: Sendable {
+    /// Distinct time zones of users with reminders enabled.
+    func reminderZones() async throws(JobError) -> [String]
+    /// Users with reminders enabled in `zone` (used to count those in an unknown zone).
+    func enabledUserCount(zone: String) async throws(JobError) -> Int
+    /// Users with reminders enabled whose reminder time is not `HH:MM`.
+    func malformedReminderTimeCount() async throws(JobError) -> Int
+    /// One page of users whose reminder minute is in the query's range, ordered by (minute, user id).
+    func dueCandidates(_ query: DueQuery, after cursor: DueCursor?, limit: Int) async throws(JobError) -> [ReminderCandidate]
+    /// Claims atomically: inserts each log row, or takes over one whose status is `retry` or whose
+    /// `claimed` status dates from before `staleBefore`. Returns the claims won; the rest were lost.
+    func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim]
+    /// Active devices of these users.
+    func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]]
+    /// Records device attempts and the claims' final states in one transaction.
+    func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError)
+    /// For explain: the user's row, settings and active devices.
+    func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot?
+    /// For explain: diary entries of the user in `range`.
+    func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int
+    /// For explain: a log row.
+    func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState?
+    /// For explain: the message index of the latest log row of `type` before `period`.
+    func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int?
+    /// Job bookkeeping (the report's "last run of each job").
+    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError)
+}
+
+/// Device registration: an idempotent upsert safe to call on every app launch, concurrently.
+public protocol DeviceRegistry: Sendable {
+    /// Registers a token for a user. A token another user holds moves to this user; a deactivated
+    /// token is reactivated. Fails with ``JobError/dataError(_:)`` for an unknown user.
+    func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult
+    /// Deactivates a token (logout). Never deletes. Returns false when the token is unknown or
+    /// already inactive.
+    @discardableResult
+    func unregister(token: String, reason: String, now: Int64) async throws(JobError) -> Bool
+}

@@ -1,0 +1,59 @@
+/// The one error type the jobs surface to their callers. Each carries a sysexits(3) exit code, so cron,
+/// a shell script or the Lambda adapter can tell a bad flag from bad data from an unavailable database.
+///
+/// A struct wrapping a private code (not a public enum), so adding a kind of error breaks nobody.
+/// `description` never contains secrets: callers build messages from names and counts, never from
+/// keys, access tokens or full device tokens.
+public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
+    private enum Code: String, Sendable, Hashable {
+        case usage, dataError, noInput, unavailable, software, cantCreate, ioError, tempFailure, config
+    }
+
+    private let code: Code
+    /// A human-readable, secret-free explanation.
+    public let message: String
+
+    private init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// Bad command-line usage (EX_USAGE, 64).
+    public static func usage(_ message: String) -> JobError { JobError(.usage, message) }
+    /// The input data was incorrect: malformed event, unknown user, invalid value (EX_DATAERR, 65).
+    public static func dataError(_ message: String) -> JobError { JobError(.dataError, message) }
+    /// An input file (the database, a catalog) does not exist or cannot be read (EX_NOINPUT, 66).
+    public static func noInput(_ message: String) -> JobError { JobError(.noInput, message) }
+    /// A service (the database, a provider) is unavailable (EX_UNAVAILABLE, 69).
+    public static func unavailable(_ message: String) -> JobError { JobError(.unavailable, message) }
+    /// An internal error: a bug (EX_SOFTWARE, 70).
+    public static func software(_ message: String) -> JobError { JobError(.software, message) }
+    /// An output file cannot be created (EX_CANTCREAT, 73).
+    public static func cantCreate(_ message: String) -> JobError { JobError(.cantCreate, message) }
+    /// An I/O error (EX_IOERR, 74).
+    public static func ioError(_ message: String) -> JobError { JobError(.ioError, message) }
+    /// A temporary failure (a locked database): try again later (EX_TEMPFAIL, 75).
+    public static func tempFailure(_ message: String) -> JobError { JobError(.tempFailure, message) }
+    /// Something is misconfigured: missing credentials, an unmigrated database (EX_CONFIG, 78).
+    public static func config(_ message: String) -> JobError { JobError(.config, message) }
+
+    /// The sysexits(3) code for this error.
+    public var exitCode: Int32 {
+        switch code {
+        case .usage: 64
+        case .dataError: 65
+        case .noInput: 66
+        case .unavailable: 69
+        case .software: 70
+        case .cantCreate: 73
+        case .ioError: 74
+        case .tempFailure: 75
+        case .config: 78
+        }
+    }
+
+    /// A short, value-free label for metrics and JSON output.
+    public var kind: String { code.rawValue }
+
+    public var description: String { message }
+}

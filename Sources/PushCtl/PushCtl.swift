@@ -1,0 +1,198 @@
+import ArgumentParser
+import Foundation
+import JobCLI
+import JobKit
+
+@main
+struct PushCtl: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pushctl",
+        abstract: "Administer the push store: migrations, demo data, users, devices, copy.",
+        subcommands: [Migrate.self, Seed.self, UserCommand.self, DeviceCommand.self, EntryCommand.self, CopyCommand.self])
+}
+
+/// The database option alone, for commands that do not evaluate an instant.
+struct DatabaseOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("SQLite database file (or sqlite:///path); env PUSH_DATABASE_URL.", valueName: "path|url"))
+    var database: String?
+
+    func open(create: Bool = false) throws(JobError) -> SQLiteStore {
+        var common = CommonOptions()
+        common.database = database
+        return try common.openStore(ConfigResolver(environment: ProcessInfo.processInfo.environment),
+                                    mode: create ? .create : .readWrite)
+    }
+}
+
+func clockNow(_ text: String?) throws(JobError) -> Int64 {
+    var common = CommonOptions()
+    common.now = text
+    return try common.resolvedNow()
+}
+
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create the database if needed and apply pending migrations.")
+    @OptionGroup var db: DatabaseOption
+
+    func run() async throws {
+        try await withExitCode("pushctl migrate") { () async throws(JobError) in
+            let store = try db.open(create: true)
+            print("schema up to date: \(try store.appliedMigrations().joined(separator: ", "))")
+        }
+    }
+}
+
+struct Seed: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add synthetic users (zones, reminder times, 1–3 devices, some who wrote today).")
+    @OptionGroup var db: DatabaseOption
+    @Option(help: "How many users.") var users: Int
+    @Option(help: "Seed of the generator: the same seed gives the same users.") var randomSeed: UInt64 = 1
+    @Option(help: ArgumentHelp("\"Today\" for users who wrote today (ISO 8601; default --due-at or the clock).", valueName: "iso8601"))
+    var now: String?
+    @Option(help: ArgumentHelp("Make --due-count users due at this instant, and nobody else.", valueName: "iso8601"))
+    var dueAt: String?
+    @Option(help: "How many users are due at --due-at.") var dueCount: Int = 0
+    @Option(help: "User id prefix.") var idPrefix = "user-"
+    @Option(help: "Share of users with an entry today (0–1).") var wroteTodayShare = 0.2
+
+    func validate() throws {
+        guard users >= 0 else { throw ValidationError("--users must not be negative") }
+        guard dueCount >= 0 && dueCount <= users else { throw ValidationError("--due-count must be between 0 and --users") }
+        guard dueCount == 0 || dueAt != nil else { throw ValidationError("--due-count needs --due-at") }
+        guard (0...1).contains(wroteTodayShare) else { throw ValidationError("--wrote-today-share must be within 0…1") }
+    }
+
+    func run() async throws {
+        try await withExitCode("pushctl seed") { () async throws(JobError) in
+            var dueInstant: Int64?
+            if let dueAt { dueInstant = try clockNow(dueAt) }
+            let today: Int64
+            if let now { today = try clockNow(now) } else if let dueInstant { today = dueInstant } else { today = try clockNow(nil) }
+            var options = SeedOptions(users: users, now: today)
+            options.randomSeed = randomSeed
+            options.dueAt = dueInstant
+            options.dueCount = dueCount
+            options.idPrefix = idPrefix
+            options.wroteTodayShare = wroteTodayShare
+            let store = try db.open(create: true)
+            let report = try await Seeder().seed(options, into: store)
+            print("seeded \(report.users) users, \(report.devices) devices, \(report.entries) entries today, \(report.due) due at \(dueAt ?? "-")")
+        }
+    }
+}
+
+struct UserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "user", abstract: "Users and their notification settings.",
+                                                    subcommands: [Set.self])
+
+    struct Set: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create or update a user and their settings.")
+        @OptionGroup var db: DatabaseOption
+        @Option(help: "User id.") var id: String
+        @Option(help: "IANA time zone, e.g. Asia/Tokyo.") var timezone: String
+        @Option(help: "BCP 47 locale, e.g. ja or pt-BR.") var locale = "en"
+        @Option(help: "Plan (free, pro, …).") var plan = "free"
+        @Option(help: "Local reminder time HH:MM.") var reminderTime = "21:00"
+        @Option(help: "Diary reminders on or off.") var reminders: Toggle = .on
+        @Option(help: "Content-limit warnings on or off.") var limitWarnings: Toggle = .on
+
+        enum Toggle: String, ExpressibleByArgument { case on, off }
+
+        func validate() throws {
+            guard ZoneClock(identifier: timezone) != nil else { throw ValidationError("--timezone: unknown IANA time zone \(timezone)") }
+            guard LocalTime(reminderTime) != nil else { throw ValidationError("--reminder-time: not HH:MM: \(reminderTime)") }
+        }
+
+        func run() async throws {
+            try await withExitCode("pushctl user set") { () async throws(JobError) in
+                let store = try db.open()
+                try await store.upsertUser(UserProfile(id: id, timezone: timezone, locale: locale, plan: plan,
+                                                       diaryReminderEnabled: reminders == .on, reminderTime: reminderTime,
+                                                       contentLimitWarningsEnabled: limitWarnings == .on),
+                                           now: try clockNow(nil))
+                print("saved user \(id)")
+            }
+        }
+    }
+}
+
+struct DeviceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "device", abstract: "Register and unregister device tokens.",
+                                                    subcommands: [Register.self, Unregister.self])
+
+    struct Register: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a token for a user (moves it from another user; reactivates it if inactive).")
+        @OptionGroup var db: DatabaseOption
+        @Option(help: "User id.") var user: String
+        @Option(help: "Device token.") var token: String
+        @Option(help: "apns or fcm.") var provider: String
+        @Option(help: "ios or android.") var platform: String
+        @Option(help: "APNs environment: production or sandbox.") var environment: String?
+        @Option(help: "App version.") var appVersion: String?
+
+        func run() async throws {
+            try await withExitCode("pushctl device register") { () async throws(JobError) in
+                guard let provider = Provider(rawValue: provider) else { throw .usage("--provider must be apns or fcm") }
+                let registration = try DeviceRegistration(userID: user, token: token, provider: provider, platform: platform,
+                                                          apnsEnvironment: environment, appVersion: appVersion)
+                let result = try await db.open().register(registration, now: try clockNow(nil))
+                print("device \(result.deviceID) \(Redaction.maskToken(registration.token)): \(result.change.rawValue)")
+            }
+        }
+    }
+
+    struct Unregister: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Deactivate a token (logout). Never deletes.")
+        @OptionGroup var db: DatabaseOption
+        @Option(help: "Device token.") var token: String
+        @Option(help: "Recorded deactivation reason.") var reason = "logout"
+
+        func run() async throws {
+            try await withExitCode("pushctl device unregister") { () async throws(JobError) in
+                let changed = try await db.open().unregister(token: token, reason: reason, now: try clockNow(nil))
+                print(changed ? "deactivated \(Redaction.maskToken(token))" : "no active device with that token")
+            }
+        }
+    }
+}
+
+struct EntryCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "entry", abstract: "Diary entries.", subcommands: [Add.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Record that a user wrote an entry.")
+        @OptionGroup var db: DatabaseOption
+        @Option(help: "User id.") var user: String
+        @Option(help: ArgumentHelp("When (ISO 8601; default now).", valueName: "iso8601")) var at: String?
+
+        func run() async throws {
+            try await withExitCode("pushctl entry add") { () async throws(JobError) in
+                try await db.open().recordEntry(userID: user, at: try clockNow(at))
+                print("recorded an entry for \(user)")
+            }
+        }
+    }
+}
+
+struct CopyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "copy", abstract: "The notification copy catalog.",
+                                                    subcommands: [Export.self, Check.self])
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the built-in catalog (a starting point for --copy-catalog).")
+        func run() async throws { print(CopyCatalog.builtInJSON) }
+    }
+
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Validate a catalog file: every problem, with its path.")
+        @Argument(help: "Catalog file.") var path: String
+        func run() async throws {
+            try await withExitCode("pushctl copy check") { () async throws(JobError) in
+                _ = try CopyCatalog.load(path: path)
+                print("\(path): valid")
+            }
+        }
+    }
+}
