@@ -116,6 +116,29 @@ public final class SQLiteStore: Sendable {
 // MARK: - ReminderStore
 
 extension SQLiteStore: ReminderStore {
+    /// One page of the due set for one zone, local date and minute range: driven by the
+    /// `notification_settings_due` index, with the other rules answered by index lookups per row.
+    static let dueCandidatesSQL = """
+        SELECT s.user_id, s.reminder_minute, u.locale,
+               EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active = 1),
+               EXISTS (SELECT 1 FROM diary_entries e
+                       WHERE e.user_id = s.user_id AND e.created_at >= :dayStart AND e.created_at < :dayEnd),
+               l.id, l.status, l.claimed_at, l.message_index, l.locale, l.run_id,
+               (SELECT p.message_index FROM notification_logs p
+                WHERE p.user_id = s.user_id AND p.notification_type = :type AND p.period_key < :period
+                  AND p.message_index IS NOT NULL
+                ORDER BY p.period_key DESC LIMIT 1)
+        FROM notification_settings s
+        JOIN users u ON u.id = s.user_id
+        LEFT JOIN notification_logs l
+               ON l.user_id = s.user_id AND l.notification_type = :type AND l.period_key = :period
+        WHERE s.diary_reminder_enabled = 1 AND s.timezone = :zone
+          AND s.reminder_minute BETWEEN :low AND :high
+          AND (s.reminder_minute, s.user_id) > (:afterMinute, :afterUser)
+        ORDER BY s.reminder_minute, s.user_id
+        LIMIT :limit
+        """
+
     public func reminderZones() async throws(JobError) -> [String] {
         // A loose index scan: one index seek per zone instead of reading every user.
         try await read("listing reminder zones") { db in
@@ -153,26 +176,7 @@ extension SQLiteStore: ReminderStore {
     public func dueCandidates(_ query: DueQuery, after cursor: DueCursor?, limit: Int) async throws(JobError) -> [ReminderCandidate] {
         let cursor = cursor ?? DueCursor(minute: query.minutes.lowerBound - 1, userID: "")
         return try await read("selecting due users") { db in
-            let statement = try db.cachedStatement(sql: """
-                SELECT s.user_id, s.reminder_minute, u.locale,
-                       EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active = 1),
-                       EXISTS (SELECT 1 FROM diary_entries e
-                               WHERE e.user_id = s.user_id AND e.created_at >= :dayStart AND e.created_at < :dayEnd),
-                       l.id, l.status, l.claimed_at, l.message_index, l.locale, l.run_id,
-                       (SELECT p.message_index FROM notification_logs p
-                        WHERE p.user_id = s.user_id AND p.notification_type = :type AND p.period_key < :period
-                          AND p.message_index IS NOT NULL
-                        ORDER BY p.period_key DESC LIMIT 1)
-                FROM notification_settings s
-                JOIN users u ON u.id = s.user_id
-                LEFT JOIN notification_logs l
-                       ON l.user_id = s.user_id AND l.notification_type = :type AND l.period_key = :period
-                WHERE s.diary_reminder_enabled = 1 AND s.timezone = :zone
-                  AND s.reminder_minute BETWEEN :low AND :high
-                  AND (s.reminder_minute, s.user_id) > (:afterMinute, :afterUser)
-                ORDER BY s.reminder_minute, s.user_id
-                LIMIT :limit
-                """)
+            let statement = try db.cachedStatement(sql: Self.dueCandidatesSQL)
             let rows = try Row.fetchAll(statement, arguments: [
                 "dayStart": query.day.lowerBound, "dayEnd": query.day.upperBound, "type": query.type.rawValue,
                 "period": query.period, "zone": query.zone, "low": query.minutes.lowerBound,

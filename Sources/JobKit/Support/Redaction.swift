@@ -1,8 +1,9 @@
 /// Device tokens are credentials for reaching a person: logs and output show only a short prefix.
 public enum Redaction {
-    /// `abcd1234…(64)`: the first 8 characters and the length.
+    /// `abcd1234…(64)`: the first 8 characters (fewer for a short token: never more than a third)
+    /// and the length.
     public static func maskToken(_ token: String) -> String {
-        let prefix = token.prefix(8)
+        let prefix = token.prefix(min(8, token.count / 3))
         return "\(prefix)…(\(token.count))"
     }
 }

@@ -1,0 +1,75 @@
+import Foundation
+import Testing
+@testable import JobKit
+
+@Suite struct CopyCatalogTests {
+    let catalog = CopyCatalog.builtIn
+
+    @Test func theBuiltInCatalogHasEnoughWordsEverywhere() {
+        for locale in ["en", "ja", "de", "fr", "es", "pt", "pt-BR", "ko"] {
+            #expect(catalog.messages(for: .diaryReminder, locale: locale).count >= 3, "\(locale)")
+            #expect(!catalog.messages(for: .contentLimit90, locale: locale).isEmpty, "\(locale)")
+            #expect(!catalog.messages(for: .contentLimit100, locale: locale).isEmpty, "\(locale)")
+        }
+    }
+
+    @Test(arguments: [("pt-BR", "pt-BR"), ("pt-PT", "pt"), ("pt", "pt"), ("PT_br", "pt-BR"), ("ja-JP", "ja"),
+                      ("zh-Hant-TW", "en"), ("", "en"), ("sw", "en"), ("en-GB", "en")])
+    func localesFallBackFromSpecificToGeneralToEnglish(requested: String, resolved: String) {
+        #expect(catalog.resolveLocale(requested, for: .diaryReminder) == resolved)
+    }
+
+    @Test func theChoiceIsStableAndNeverThePreviousOne() {
+        for i in 0..<500 {
+            let user = "user-\(i)"
+            let first = catalog.choose(.diaryReminder, locale: "en", userID: user, period: "2026-11-21", previousIndex: nil)
+            let again = catalog.choose(.diaryReminder, locale: "en", userID: user, period: "2026-11-21", previousIndex: nil)
+            #expect(first == again)
+            let next = catalog.choose(.diaryReminder, locale: "en", userID: user, period: "2026-11-22", previousIndex: first.index)
+            #expect(next.index != first.index)
+        }
+        // Spread: every message gets used.
+        let used = Set((0..<200).map { catalog.choose(.diaryReminder, locale: "ja", userID: "u\($0)", period: "p", previousIndex: nil).index })
+        #expect(used.count == catalog.messages(for: .diaryReminder, locale: "ja").count)
+    }
+
+    @Test func placeholdersAreFilled() {
+        let message = catalog.choose(.contentLimit90, locale: "en", userID: "u", period: "2026-11", previousIndex: nil)
+            .message.rendered(["used": "27", "limit": "30", "percent": "90"])
+        #expect(message.body.contains("27 of 30"))
+        #expect(!message.body.contains("{"))
+    }
+
+    @Test func everyProblemOfABadCatalogIsReportedAtOnce() {
+        let json = """
+        {
+          "diary_reminder": {"ja": [{"title": "only one", "body": "b"}], "english!": [{"title": "t", "body": "b"}, {"title": "t", "body": "b"}]},
+          "content_limit_90": {"en": [{"title": "\(String(repeating: "x", count: 61))", "body": "{used} of {quota}"}]},
+          "content_limit_100": {"en": [{"title": " ", "body": "ok"}]},
+          "birthday": {"en": [{"title": "t", "body": "b"}]}
+        }
+        """
+        do {
+            _ = try CopyCatalog(json: Data(json.utf8), source: "bad.json")
+            Issue.record("a bad catalog loaded")
+        } catch {
+            #expect(error.exitCode == 65)
+            for fragment in ["diary_reminder.ja: needs at least 2 messages", "diary_reminder.english!: not a BCP 47",
+                             "content_limit_90.en[0].title: 61 characters", "unknown placeholder {quota}",
+                             "content_limit_100.en[0].title: empty", "birthday: unknown notification type",
+                             "diary_reminder.en: missing"] {
+                #expect(error.message.contains(fragment), "missing: \(fragment)")
+            }
+        }
+        #expect(throws: JobError.self) { try CopyCatalog(json: Data("[1, 2]".utf8), source: "x") }
+        #expect(throws: JobError.noInput("cannot read the copy catalog at /nonexistent/c.json")) {
+            try CopyCatalog.load(path: "/nonexistent/c.json")
+        }
+    }
+
+    @Test func tokensAreMaskedEverywhereTheyArePrinted() {
+        #expect(Redaction.maskToken(String(repeating: "a", count: 64)) == "aaaaaaaa…(64)")
+        #expect(Redaction.maskToken("a-phone") == "a-…(7)")
+        #expect(Redaction.maskToken("ab") == "…(2)")
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+@testable import JobKit
+
+/// The built executables, run as cron runs them.
+enum Executables {
+    static let directory: URL = {
+        // The test bundle sits beside the products in the build directory.
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        while url.pathComponents.count > 1 && !FileManager.default.fileExists(atPath: url.appendingPathComponent("diary-reminder").path) {
+            url.deleteLastPathComponent()
+        }
+        return url
+    }()
+
+    static func url(_ name: String) throws -> URL {
+        let url = directory.appendingPathComponent(name)
+        guard FileManager.default.isExecutableFile(atPath: url.path) else {
+            throw JobError.noInput("\(name) is not built next to the tests (run `swift build` before `swift test`; scripts/test does)")
+        }
+        return url
+    }
+
+    struct Result {
+        let status: Int32
+        let stdout: String
+        let stderr: String
+    }
+
+    static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
+        let process = Process()
+        process.executableURL = try url(name)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSH_") }
+        env.merge(environment) { $1 }
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        return (process, out, err)
+    }
+
+    static func finish(_ started: (Process, Pipe, Pipe)) -> Result {
+        let (process, out, err) = started
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                      stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+        finish(try start(name, arguments, environment: environment))
+    }
+}
+
+@Suite(.serialized) struct ProcessTests {
+    @Test func twoProcessesAtOnceClaimFiveThousandDueUsersExactlyOnce() async throws {
+        let db = try TemporaryDatabase()
+        let seeded = try Executables.run("pushctl", ["seed", "--database", db.path, "--users", "8000", "--due-at",
+                                                     "2026-11-21T20:00:00Z", "--due-count", "5000", "--random-seed", "42"])
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        let outboxes = ["a", "b"].map { db.directory.appendingPathComponent("outbox-\($0).jsonl").path }
+        let started = try outboxes.map { outbox in
+            try Executables.start("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
+                                                     "--outbox", outbox, "--format", "json"])
+        }
+        let results = started.map(Executables.finish)
+        for result in results { #expect(result.status == 0, "\(result.stderr)") }
+        let summaries = try results.map { try JSONDecoder().decode(SummaryFields.self, from: Data($0.stdout.utf8)) }
+        #expect(summaries.map(\.claimed).reduce(0, +) == 5_000)
+        #expect(try db.count("SELECT count(*) FROM notification_logs") == 5_000)
+        #expect(try db.count("SELECT count(DISTINCT user_id) FROM notification_logs") == 5_000)
+        #expect(try db.count("SELECT count(*) FROM notification_logs WHERE status <> 'sent'") == 0)
+        // Every active device of every due user got exactly one notification, across both outboxes.
+        var sentTo: [String] = []
+        for outbox in outboxes {
+            let text = try String(contentsOfFile: outbox, encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                sentTo.append(try #require(object?["device"] as? String))
+            }
+        }
+        #expect(sentTo.count == Set(sentTo).count)
+        #expect(sentTo.count == (try db.count("""
+            SELECT count(*) FROM user_devices d JOIN notification_logs l ON l.user_id = d.user_id WHERE d.is_active = 1
+            """)))
+        #expect(sentTo.count == (try db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")))
+    }
+
+    struct SummaryFields: Decodable {
+        let claimed: Int
+    }
+
+    @Test func badInputsGetAClearMessageASysexitsCodeAndWriteNothing() throws {
+        let db = try TemporaryDatabase()
+        let now = ["--now", "2026-11-21T20:00:00Z"]
+        let cases: [(arguments: [String], env: [String: String], status: Int32, message: String)] = [
+            (["--database", db.path, "--now", "tomorrow", "--dry-run"], [:], 64, "--now"),
+            (["--database", db.path, "--early-minutes", "30", "--dry-run"] + now, [:], 64, "--early-minutes"),
+            (["--database", db.path, "--format", "xml", "--dry-run"] + now, [:], 64, "format"),
+            (["--database", db.path, "--dry-run"] + now, ["PUSH_CATCH_UP_MINUTES": "lots"], 78, "PUSH_CATCH_UP_MINUTES"),
+            (["--dry-run"] + now, [:], 78, "PUSH_DATABASE_URL"),
+            (["--database", db.path] + now, [:], 78, "no delivery configured"),
+            (["--database", "postgres://db/x", "--dry-run"] + now, [:], 78, "PostgreSQL"),
+            (["--database", db.directory.appendingPathComponent("missing.db").path, "--dry-run"] + now, [:], 66, "no database"),
+            (["--database", db.path, "--explain", "ghost"] + now, [:], 65, "unknown user ghost"),
+            (["--database", db.path, "--copy-catalog", "/nonexistent.json", "--dry-run"] + now, [:], 66, "copy catalog"),
+        ]
+        for testCase in cases {
+            let result = try Executables.run("diary-reminder", testCase.arguments, environment: testCase.env)
+            #expect(result.status == testCase.status, "\(testCase.arguments): \(result.stderr)")
+            #expect(result.stderr.contains(testCase.message), "\(testCase.arguments): \(result.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: db.directory.appendingPathComponent("missing.db").path))
+        #expect(try db.count("SELECT count(*) FROM notification_logs") + db.count("SELECT count(*) FROM job_runs") == 0)
+    }
+
+    @Test func pushctlValidatesAndExplains() throws {
+        let db = try TemporaryDatabase()
+        let database = ["--database", db.path]
+        #expect(try Executables.run("pushctl", ["user", "set", "--id", "u1", "--timezone", "Asia/Tokyo"] + database).status == 0)
+        let badZone = try Executables.run("pushctl", ["user", "set", "--id", "u2", "--timezone", "Tokyo"] + database)
+        #expect(badZone.status == 64)
+        #expect(badZone.stderr.contains("unknown IANA time zone"))
+        let register = try Executables.run("pushctl", ["device", "register", "--user", "u1", "--token", "ABCDEF0123",
+                                                       "--provider", "apns", "--platform", "ios"] + database)
+        #expect(register.status == 0)
+        #expect(register.stdout.contains("created"))
+        #expect(!register.stdout.contains("ABCDEF0123"))
+        let ghost = try Executables.run("pushctl", ["device", "register", "--user", "ghost", "--token", "t",
+                                                    "--provider", "fcm", "--platform", "android"] + database)
+        #expect(ghost.status == 65)
+        let explain = try Executables.run("diary-reminder", ["--explain", "u1", "--now", "2026-11-21T12:00:00Z",
+                                                             "--format", "json"] + database)
+        #expect(explain.status == 0, "\(explain.stderr)")
+        let object = try JSONSerialization.jsonObject(with: Data(explain.stdout.utf8)) as? [String: Any]
+        #expect(object?["due"] as? Bool == true)
+        #expect(try db.count("SELECT count(*) FROM user_devices") == 1)
+        let export = try Executables.run("pushctl", ["copy", "export"])
+        let file = db.directory.appendingPathComponent("copy.json")
+        try export.stdout.write(to: file, atomically: true, encoding: .utf8)
+        #expect(try Executables.run("pushctl", ["copy", "check", file.path]).status == 0)
+    }
+}

@@ -1,0 +1,270 @@
+import Foundation
+import GRDB
+import Testing
+@testable import JobKit
+
+@Suite struct ReminderRunTests {
+    func runner(_ db: TemporaryDatabase, _ sender: any Sender) -> DiaryReminderRunner {
+        DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger)
+    }
+
+    @discardableResult
+    func run(_ db: TemporaryDatabase, _ sender: any Sender, at now: String, dryRun: Bool = false) async throws -> RunSummary {
+        try await runner(db, sender).run(ReminderRunOptions(now: instant(now), dryRun: dryRun))
+    }
+
+    @Test func runsEitherSideOfTheSlotRemindExactlyOnce() async throws {
+        let db = try TemporaryDatabase()
+        let sender = RecordingSender()
+        try await db.store.addUser("u20", time: "20:00")
+        let early = try await run(db, sender, at: "2026-11-21T19:59:58Z")
+        let late = try await run(db, sender, at: "2026-11-21T20:00:07Z")
+        #expect(early.sent == 1)
+        #expect(late.sent == 0)
+        #expect(late.skipped == ["already_reminded": 1])
+        #expect(await sender.users() == ["u20"])
+        #expect(try db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent' AND period_key = '2026-11-21'") == 1)
+    }
+
+    @Test func skippedRunsAreMadeUpByTheNextOne() async throws {
+        let db = try TemporaryDatabase()
+        let sender = RecordingSender()
+        try await db.store.addUser("u20", time: "20:00")
+        // The 20:00 and 20:15 runs never happened.
+        let summary = try await run(db, sender, at: "2026-11-21T20:30:00Z")
+        #expect(summary.sent == 1)
+        #expect(await sender.sent.map(\.period) == ["2026-11-21"])
+    }
+
+    @Test func aLateReminderAfterMidnightBelongsToThePreviousDay() async throws {
+        let db = try TemporaryDatabase()
+        let sender = RecordingSender()
+        try await db.store.addUser("night", time: "23:50")
+        try await run(db, sender, at: "2026-11-22T00:20:00Z")
+        #expect(try db.strings("SELECT period_key FROM notification_logs") == ["2026-11-21"])
+        // The same user tonight is reminded again: that is the next day's period.
+        try await run(db, sender, at: "2026-11-22T23:50:00Z")
+        #expect(try db.strings("SELECT period_key FROM notification_logs ORDER BY period_key") == ["2026-11-21", "2026-11-22"])
+    }
+
+    @Test func everySkipReasonIsCountedAndNothingCrashes() async throws {
+        let db = try TemporaryDatabase()
+        let sender = RecordingSender()
+        let now = instant("2026-11-21T20:00:00Z")
+        try await db.store.addUser("due")
+        try await db.store.addUser("wrote")
+        try await db.store.recordEntry(userID: "wrote", at: instant("2026-11-21T08:00:00Z"))
+        try await db.store.addUser("wrote-yesterday")
+        try await db.store.recordEntry(userID: "wrote-yesterday", at: instant("2026-11-20T23:59:59Z"))
+        try await db.store.addUser("reminded")
+        try await run(db, RecordingSender(), at: "2026-11-21T20:00:00Z")  // reminds due, reminded, wrote-yesterday
+        try await db.store.addUser("disabled", enabled: false)
+        try await db.store.addUser("no-device", tokens: [])
+        try await db.store.addUser("logged-out", tokens: ["bye"])
+        try await db.store.unregister(token: "bye", reason: "logout", now: now)
+        try await db.store.addUser("bad-zone", zone: "Mars/Olympus_Mons")
+        try await db.store.addUser("bad-time", time: "9pm")
+        try await db.store.addUser("not-yet", time: "21:00")
+        let summary = try await run(db, sender, at: "2026-11-21T20:00:00Z")
+        #expect(summary.skipped == [
+            "already_reminded": 3, "wrote_today": 1, "no_active_device": 2,
+            "invalid_timezone": 1, "invalid_reminder_time": 1,
+        ])
+        #expect(summary.candidates == 8)
+        #expect(summary.due == 0)
+        #expect(await sender.sent.isEmpty)
+    }
+
+    @Test func daylightSavingDaysRemindExactlyOnceAtTheRightRun() async throws {
+        let db = try TemporaryDatabase()
+        let sender = RecordingSender()
+        try await db.store.addUser("spring", zone: "America/New_York", time: "02:30")
+        try await db.store.addUser("fall", zone: "America/New_York", time: "01:30")
+        var sendsAt: [String: [Int64]] = [:]
+        for day in ["2026-03-08", "2026-11-01"] {
+            let start = instant("\(day)T00:00:00Z")
+            for now in stride(from: start, to: start + 86_400, by: 900) {
+                let before = await sender.sent.count
+                _ = try await runner(db, sender).run(ReminderRunOptions(now: now))
+                for notification in await sender.sent[before...] {
+                    sendsAt[notification.device.userID, default: []].append(now)
+                }
+            }
+        }
+        #expect(sendsAt["spring"]?.contains(instant("2026-03-08T07:00:00Z")) == true)   // 03:00 EDT
+        #expect(sendsAt["fall"]?.contains(instant("2026-11-01T05:30:00Z")) == true)     // the first 01:30
+        // Exactly once per day (the other day has its own reminder at the usual time).
+        #expect(sendsAt["spring"]?.filter { $0 >= instant("2026-03-08T04:00:00Z") && $0 < instant("2026-03-09T04:00:00Z") }.count == 1)
+        #expect(sendsAt["fall"]?.filter { $0 >= instant("2026-11-01T04:00:00Z") && $0 < instant("2026-11-02T05:00:00Z") }.count == 1)
+    }
+
+    @Test func everyKindOfOffsetEndToEnd() async throws {
+        let db = try TemporaryDatabase()
+        let sender = RecordingSender()
+        let zones = ["Asia/Kathmandu": "2026-11-21T14:15:00Z", "Pacific/Chatham": "2026-11-21T06:15:00Z",
+                     "Pacific/Marquesas": "2026-11-22T05:30:00Z", "Pacific/Kiritimati": "2026-11-21T06:00:00Z",
+                     "America/St_Johns": "2026-11-21T23:30:00Z"]
+        for name in zones.keys { try await db.store.addUser(name, zone: name, time: "20:00") }
+        var firstSend: [String: Int64] = [:]
+        let start = instant("2026-11-20T12:00:00Z")
+        for now in stride(from: start, to: start + 2 * 86_400, by: 900) {
+            let before = await sender.sent.count
+            _ = try await runner(db, sender).run(ReminderRunOptions(now: now))
+            for notification in await sender.sent[before...] where notification.period == "2026-11-21" {
+                #expect(firstSend[notification.device.userID] == nil, "sent twice to \(notification.device.userID)")
+                firstSend[notification.device.userID] = now
+            }
+        }
+        for (name, expected) in zones {
+            #expect(firstSend[name] == instant(expected), "\(name)")
+        }
+    }
+
+    @Test func aDryRunWritesNothingAndPrintsWhatItWouldSend() async throws {
+        let db = try TemporaryDatabase()
+        try await db.store.addUser("alice", locale: "ja", tokens: ["a-phone", "a-tablet"])
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: db.path))
+        let lines = LineBuffer()
+        let readOnly = try SQLiteStore.open(path: db.path, mode: .readOnly)
+        let summary = try await DiaryReminderRunner(store: readOnly, sender: DryRunSender(sink: lines, json: false),
+                                                    logger: quietLogger)
+            .run(ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true))
+        #expect(summary.claimed == 1)
+        #expect(summary.notifications == 2)
+        #expect(lines.lines.count == 2)
+        #expect(lines.lines.allSatisfy { $0.contains("user=alice") && $0.contains("locale=ja") && !$0.contains("a-phone") })
+        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
+        #expect(try db.count("SELECT count(*) FROM job_runs") == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db.path)) == bytes)
+    }
+
+    @Test func consecutiveDaysNeverRepeatTheMessage() async throws {
+        let db = try TemporaryDatabase()
+        let sender = RecordingSender()
+        for i in 0..<20 { try await db.store.addUser("user\(i)", locale: ["en", "ja", "pt-BR", "pt_PT", "xx"][i % 5]) }
+        let start = instant("2026-11-01T20:00:00Z")
+        for day in 0..<10 {
+            _ = try await runner(db, sender).run(ReminderRunOptions(now: start + Int64(day) * 86_400))
+        }
+        let sent = await sender.sent
+        #expect(sent.count == 200)
+        let byUser = Dictionary(grouping: sent, by: \.device.userID)
+        for (user, notifications) in byUser {
+            let ordered = notifications.sorted { $0.period < $1.period }
+            for (yesterday, today) in zip(ordered, ordered.dropFirst()) {
+                #expect(yesterday.messageIndex != today.messageIndex, "\(user) got message \(today.messageIndex) twice")
+            }
+        }
+        #expect(Set(sent.filter { $0.device.userID == "user2" }.map(\.locale)) == ["pt-BR"])
+        #expect(Set(sent.filter { $0.device.userID == "user3" }.map(\.locale)) == ["pt"])
+        #expect(Set(sent.filter { $0.device.userID == "user4" }.map(\.locale)) == ["en"])
+        #expect(sent.filter { $0.device.userID == "user1" }.allSatisfy { $0.title.unicodeScalars.contains { $0.value > 0x3000 } })
+    }
+
+    @Test func aDeadRunsClaimIsTakenOverAndOnlyUndeliveredDevicesAreSent() async throws {
+        let db = try TemporaryDatabase()
+        try await db.store.addUser("crashed", tokens: ["phone", "tablet"])
+        try await db.store.addUser("busy")
+        let now = instant("2026-11-21T20:15:00Z")
+        // A run at 20:00 claimed both, delivered to crashed's phone, then died. Another run is still
+        // working on busy (claimed a minute ago).
+        let devices = try await db.store.activeDevices(userIDs: ["crashed"])
+        let phone = try #require(devices["crashed"]?.first { $0.token == "phone" })
+        try await db.store.pool.write { db in
+            try db.execute(sql: """
+                INSERT INTO notification_logs (id, user_id, notification_type, period_key, status, message_index, locale, run_id, claimed_at, updated_at)
+                VALUES (1, 'crashed', 'diary_reminder', '2026-11-21', 'claimed', 1, 'en', 'dead-run', ?, ?),
+                       (2, 'busy', 'diary_reminder', '2026-11-21', 'claimed', 0, 'en', 'live-run', ?, ?)
+                """, arguments: [now - 900, now - 900, now - 60, now - 60])
+            try db.execute(sql: """
+                INSERT INTO notification_deliveries (log_id, device_id, provider, outcome, run_id, created_at)
+                VALUES (1, ?, 'fcm', 'delivered', 'dead-run', ?)
+                """, arguments: [phone.id, now - 899])
+        }
+        let sender = RecordingSender()
+        let summary = try await runner(db, sender).run(ReminderRunOptions(now: now))
+        #expect(summary.takenOver == 1)
+        #expect(summary.skipped == ["claim_in_progress": 1])
+        let sent = await sender.sent
+        #expect(sent.map(\.device.token) == ["tablet"])
+        #expect(sent.first?.messageIndex == 1)  // the words the first run chose
+        #expect(try db.strings("SELECT status || ' ' || attempts FROM notification_logs ORDER BY id") == ["sent 2", "claimed 1"])
+    }
+
+    @Test func transientFailuresAreRetriedByTheNextRunAndDeliveredOnesAreDone() async throws {
+        let db = try TemporaryDatabase()
+        try await db.store.addUser("unlucky", tokens: ["flaky-1"])
+        try await db.store.addUser("half", tokens: ["ok-1", "flaky-2"])
+        try await db.store.addUser("gone", tokens: ["dead-1"])
+        let sender = RecordingSender()
+        let first = try await run(db, sender, at: "2026-11-21T20:00:00Z")
+        #expect(first.retry == 1)
+        #expect(first.partial == 1)
+        #expect(first.failed == 1)
+        #expect(try db.count("SELECT count(*) FROM user_devices WHERE token = 'dead-1' AND is_active = 0 AND deactivation_reason = 'Unregistered'") == 1)
+        let second = try await run(db, sender, at: "2026-11-21T20:15:00Z")
+        #expect(second.takenOver == 1)
+        // half is done (one device reached); gone's only device was deactivated.
+        #expect(second.skipped == ["already_reminded": 1, "no_active_device": 1])
+        #expect(await sender.sent.filter { $0.device.userID == "unlucky" }.count == 2)
+        // Past the catch-up window nothing more is tried.
+        let late = try await run(db, sender, at: "2026-11-21T21:00:00Z")
+        #expect(late.candidates == 0)
+        #expect(try db.count("SELECT count(*) FROM notification_deliveries") == 5)
+    }
+
+    @Test func twoRunnersOnOneFileClaimEachUserOnce() async throws {
+        let db = try TemporaryDatabase()
+        let report = try await Seeder().seed({
+            var options = SeedOptions(users: 3_000, now: instant("2026-11-21T20:00:00Z"))
+            options.dueAt = instant("2026-11-21T20:00:00Z")
+            options.dueCount = 1_500
+            return options
+        }(), into: db.store)
+        #expect(report.due == 1_500)
+        let senders = [RecordingSender(), RecordingSender()]
+        let summaries = try await withThrowingTaskGroup(of: RunSummary.self) { group in
+            for sender in senders {
+                let store = try SQLiteStore.open(path: db.path, mode: .readWrite)
+                group.addTask {
+                    var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+                    options.pageSize = 100
+                    return try await DiaryReminderRunner(store: store, sender: sender, logger: quietLogger).run(options)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(summaries.map(\.claimed).reduce(0, +) == 1_500)
+        let users = await senders[0].users() + senders[1].users()
+        #expect(Set(users).count == 1_500)
+        #expect(try db.count("SELECT count(*) FROM notification_logs") == 1_500)
+        #expect(try db.count("SELECT count(*) FROM notification_deliveries") == users.count)
+    }
+
+    @Test func explainShowsEachRuleAndTheVerdict() async throws {
+        let db = try TemporaryDatabase()
+        try await db.store.addUser("tokyo", zone: "Asia/Tokyo", time: "21:00", locale: "ja")
+        try await db.store.addUser("off", enabled: false)
+        let runner = runner(db, RecordingSender())
+        let due = try await runner.explain(userID: "tokyo", options: ReminderRunOptions(now: instant("2026-11-21T12:05:00Z")))
+        #expect(due.due)
+        #expect(due.steps.contains { $0.rule.contains("period key") && $0.value == "2026-11-21" })
+        let notYet = try await runner.explain(userID: "tokyo", options: ReminderRunOptions(now: instant("2026-11-21T11:00:00Z")))
+        #expect(notYet.skipReason == .notDue)
+        #expect(notYet.text.contains("not yet"))
+        let off = try await runner.explain(userID: "off", options: ReminderRunOptions(now: instant("2026-11-21T20:00:00Z")))
+        #expect(off.skipReason == .disabled)
+        await #expect(throws: JobError.dataError("unknown user ghost")) {
+            try await runner.explain(userID: "ghost", options: ReminderRunOptions(now: 0))
+        }
+    }
+
+    @Test func eachRunIsRecordedInJobRuns() async throws {
+        let db = try TemporaryDatabase()
+        try await db.store.addUser("alice")
+        let summary = try await run(db, RecordingSender(), at: "2026-11-21T20:00:00Z")
+        #expect(try db.strings("SELECT job || ' ' || outcome || ' ' || run_at FROM job_runs") == ["diary-reminder ok \(instant("2026-11-21T20:00:00Z"))"])
+        let stored = try db.strings("SELECT summary FROM job_runs")
+        #expect(stored == [summary.json])
+    }
+}
