@@ -119,9 +119,6 @@ struct NotificationLine: Encodable {
     }
 
     var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+        JSONLine.encode(self)
     }
 }

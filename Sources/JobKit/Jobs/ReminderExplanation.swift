@@ -91,10 +91,16 @@ extension DiaryReminderRunner {
         default: logOK = true
         }
         explanation.step("4. notification log", logValue + (log != nil && logOK ? " (will be taken over)" : ""), logOK)
-        let previous = try await store.previousMessageIndex(userID: userID, type: .diaryReminder, before: timing.period.description)
-        let choice = catalog.choose(.diaryReminder, locale: user.locale, userID: userID, period: timing.period.description,
-                                    previousIndex: previous)
-        explanation.step("copy", "locale \(user.locale) → \(choice.locale) #\(choice.index) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"", nil)
+        if let log, let index = log.messageIndex, let locale = log.locale,
+           let message = catalog.message(.diaryReminder, locale: locale, index: index) {
+            explanation.step("copy", "recorded in the claim: \(locale) #\(index): \"\(message.title)\" / \"\(message.body)\"", nil)
+        } else {
+            let previous = try await store.previousMessageIndex(userID: userID, type: .diaryReminder,
+                                                                before: timing.period.description)
+            let choice = catalog.choose(.diaryReminder, locale: user.locale, userID: userID,
+                                        period: timing.period.description, previousIndex: previous)
+            explanation.step("copy", "locale \(user.locale) → \(choice.locale) #\(choice.index) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"", nil)
+        }
 
         if !settings.diaryReminderEnabled { return finish(.disabled, "not reminded: diary reminders are off") }
         if case .skip(.noActiveDevice) = decision { return finish(.noActiveDevice, "not reminded: no active device") }
@@ -110,9 +116,6 @@ extension DiaryReminderRunner {
 extension ReminderExplanation {
     /// One JSON object.
     public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+        JSONLine.encode(self)
     }
 }

@@ -49,10 +49,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
 
     /// One JSON object on one line, keys sorted.
     public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        return (try? String(decoding: encoder.encode(self), as: UTF8.self)) ?? "{}"
+        JSONLine.encode(self)
     }
 
     /// One human-readable line.

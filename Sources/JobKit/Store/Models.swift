@@ -152,30 +152,16 @@ public struct Claim: Sendable, Hashable {
     public let deliveredDeviceIDs: Set<Int64>
 }
 
-/// One device attempt to record.
+/// One device attempt to record: the sender's report for one device of one claim.
 public struct DeliveryRecord: Sendable, Hashable {
     public let logID: Int64
     public let deviceID: Int64
-    public let provider: String
-    public let outcome: DeliveryOutcome
-    public let reason: String?
-    public let providerMessageID: String?
-    public let attempts: Int
-    public let latencyMs: Int?
-    /// For a dead token: when the provider says it became invalid (APNs' 410 `timestamp`). A device that
-    /// re-registered after that instant is not deactivated.
-    public let tokenInvalidSince: Int64?
+    public let report: DeliveryReport
 
     public init(logID: Int64, deviceID: Int64, report: DeliveryReport) {
         self.logID = logID
         self.deviceID = deviceID
-        self.provider = report.channel
-        self.outcome = report.outcome
-        self.reason = report.reason
-        self.providerMessageID = report.providerMessageID
-        self.attempts = report.attempts
-        self.latencyMs = report.latencyMs
-        self.tokenInvalidSince = report.tokenInvalidSince
+        self.report = report
     }
 }
 

@@ -274,14 +274,15 @@ extension SQLiteStore: ReminderStore {
                 WHERE id = ? AND is_active = 1 AND (? IS NULL OR last_seen <= ?)
                 """)
             for delivery in deliveries {
+                let report = delivery.report
                 try insert.execute(arguments: [
-                    delivery.logID, delivery.deviceID, delivery.provider, delivery.outcome.rawValue, delivery.reason,
-                    delivery.providerMessageID, delivery.attempts, delivery.latencyMs, runID, now,
+                    delivery.logID, delivery.deviceID, report.channel, report.outcome.rawValue, report.reason,
+                    report.providerMessageID, report.attempts, report.latencyMs, runID, now,
                 ])
-                if delivery.outcome == .tokenDead {
+                if report.outcome == .tokenDead {
                     try deactivate.execute(arguments: [
-                        now, delivery.reason ?? "token_dead", now, delivery.deviceID,
-                        delivery.tokenInvalidSince, delivery.tokenInvalidSince,
+                        now, report.reason ?? "token_dead", now, delivery.deviceID,
+                        report.tokenInvalidSince, report.tokenInvalidSince,
                     ])
                 }
             }

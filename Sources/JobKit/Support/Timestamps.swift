@@ -39,3 +39,14 @@ public enum Timestamps {
         return seconds ? hm + ":\(LocalDate.pad(secondOfDay % 60, 2))" : hm
     }
 }
+
+/// The one JSON style of everything the jobs print: one object per line, snake_case keys, sorted.
+enum JSONLine {
+    static func encode(_ value: some Encodable) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        guard let data = try? encoder.encode(value) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
