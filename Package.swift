@@ -8,11 +8,19 @@ let package = Package(
         .library(name: "JobKit", targets: ["JobKit"]),
         .executable(name: "diary-reminder", targets: ["DiaryReminderJob"]),
         .executable(name: "pushctl", targets: ["PushCtl"]),
+        .executable(name: "push-simulator", targets: ["PushSimulatorCommand"]),
+        .library(name: "PushSimulator", targets: ["PushSimulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
+        .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
     ],
     targets: [
         .target(
@@ -20,7 +28,34 @@ let package = Package(
             dependencies: [
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit"),
             ]
+        ),
+        .target(
+            name: "PushSimulator",
+            dependencies: [
+                "JobKit",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+            ]
+        ),
+        .executableTarget(
+            name: "PushSimulatorCommand",
+            dependencies: ["PushSimulator", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .target(
             name: "JobCLI",
@@ -40,7 +75,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JobKitTests",
-            dependencies: ["JobKit", "JobCLI"]
+            dependencies: ["JobKit", "JobCLI", "PushSimulator"]
         ),
     ],
     swiftLanguageModes: [.v6]

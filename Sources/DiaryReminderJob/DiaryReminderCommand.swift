@@ -16,6 +16,7 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             """)
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup(title: "Delivery") var delivery: DeliveryOptions
 
     @Flag(name: .long, help: "Decide and print what would be sent; claim, send and write nothing.")
     var dryRun = false
@@ -35,8 +36,11 @@ struct DiaryReminderCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Copy catalog JSON replacing the built-in one.", valueName: "path"))
     var copyCatalog: String?
 
-    @Option(name: .long, help: ArgumentHelp("Deliver by appending JSON lines to this file (- for stdout).", valueName: "path"))
+    @Option(name: .long, help: ArgumentHelp("Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
     var outbox: String?
+
+    @Flag(name: .long, help: "A dry run that asks FCM to validate every token and payload (validate_only); nothing is delivered or claimed.")
+    var validateOnly = false
 
     func run() async throws {
         try await withExitCode("diary-reminder") { () async throws(JobError) in
@@ -55,17 +59,32 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             } ?? .builtIn
             let json = common.format == .json
             let readOnly = dryRun || explain != nil
-            let sender: any Sender
-            if readOnly {
-                sender = DryRunSender(sink: StandardOutput(), json: json)
-            } else if let path = config.string(.outbox, flag: outbox) {
-                sender = try OutboxSender(path: path)
-            } else {
-                throw .config("no delivery configured: pass --outbox PATH (or PUSH_OUTBOX), or use --dry-run")
+            let deliveryConfiguration = try DeliveryConfiguration.resolve(config, flags: delivery.flags(validateOnly: validateOnly))
+            let outboxPath = config.string(.outbox, flag: outbox)
+            if validateOnly && deliveryConfiguration.fcm == nil {
+                throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")
             }
-            let store = try common.openStore(config, mode: readOnly ? .readOnly : .readWrite)
+            if !readOnly && !validateOnly && outboxPath == nil && !deliveryConfiguration.hasProvider {
+                throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (README \"Configuration\"), pass --outbox PATH, or use --dry-run")
+            }
+            // Validation mints (and caches) an FCM access token: the only write it makes.
+            let store = try common.openStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite)
+            let sender: any Sender
+            if readOnly && !validateOnly {
+                sender = DryRunSender(sink: StandardOutput(), json: json)
+            } else if let outboxPath, !validateOnly {
+                sender = try OutboxSender(path: outboxPath)
+            } else {
+                var providers = deliveryConfiguration
+                if validateOnly { providers.apns = nil }
+                let push = try await PushSender(configuration: providers, credentials: store, logger: logger)
+                for (name, configured) in [("APNs", providers.apns != nil), ("FCM", providers.fcm != nil)] where !configured {
+                    logger.warning("provider not configured: its devices are skipped", metadata: ["provider": "\(name)"])
+                }
+                sender = validateOnly ? ReportingSender(inner: push, sink: StandardOutput(), json: json) : push
+            }
             let runner = DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger)
-            var options = ReminderRunOptions(now: now, rule: rule, dryRun: readOnly)
+            var options = ReminderRunOptions(now: now, rule: rule, dryRun: readOnly || validateOnly)
             options.claimLeaseSeconds = Int64(lease) * 60
 
             if let userID = explain {
@@ -73,7 +92,14 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 print(json ? explanation.json : explanation.text)
                 return
             }
-            let summary = try await runner.run(options)
+            let summary: RunSummary
+            do throws(JobError) {
+                summary = try await runner.run(options)
+            } catch {
+                await sender.shutdown()
+                throw error
+            }
+            await sender.shutdown()
             print(json ? summary.json : summary.text)
         }
     }

@@ -80,3 +80,41 @@ public func withExitCode(_ command: String, _ body: () async throws(JobError) ->
 public func bootstrapLogging() {
     LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
 }
+
+/// Provider flags shared by every job that delivers.
+public struct DeliveryOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("APNs .p8 signing key (env PUSH_APNS_KEY_FILE).", valueName: "path")) public var apnsKeyFile: String?
+    @Option(help: ArgumentHelp("APNs key id (env PUSH_APNS_KEY_ID).", valueName: "id")) public var apnsKeyID: String?
+    @Option(help: ArgumentHelp("Apple team id (env PUSH_APNS_TEAM_ID).", valueName: "id")) public var apnsTeamID: String?
+    @Option(help: ArgumentHelp("App bundle id, the apns-topic (env PUSH_APNS_TOPIC).", valueName: "topic")) public var apnsTopic: String?
+    @Option(help: ArgumentHelp("APNs production endpoint override.", valueName: "url")) public var apnsEndpoint: String?
+    @Option(help: ArgumentHelp("APNs sandbox endpoint override.", valueName: "url")) public var apnsSandboxEndpoint: String?
+    @Option(help: ArgumentHelp("FCM service-account JSON (env PUSH_FCM_SERVICE_ACCOUNT_FILE).", valueName: "path"))
+    public var fcmServiceAccountFile: String?
+    @Option(help: ArgumentHelp("FCM endpoint override.", valueName: "url")) public var fcmEndpoint: String?
+    @Option(help: ArgumentHelp("Android notification channel id (default diary_reminders).", valueName: "id"))
+    public var fcmAndroidChannelID: String?
+    @Option(help: ArgumentHelp("Extra trusted CA certificates, PEM (env PUSH_CA_FILE).", valueName: "path")) public var caFile: String?
+    @Option(help: "Seconds a run may spend retrying transient provider errors (default 60).") public var retryBudgetSeconds: Int?
+    @Option(help: ArgumentHelp("Base of deep links (default diary://).", valueName: "url")) public var deepLinkBase: String?
+
+    public init() {}
+
+    public func flags(validateOnly: Bool = false) -> DeliveryFlags {
+        var flags = DeliveryFlags()
+        flags.apnsKeyFile = apnsKeyFile
+        flags.apnsKeyID = apnsKeyID
+        flags.apnsTeamID = apnsTeamID
+        flags.apnsTopic = apnsTopic
+        flags.apnsEndpoint = apnsEndpoint
+        flags.apnsSandboxEndpoint = apnsSandboxEndpoint
+        flags.fcmServiceAccountFile = fcmServiceAccountFile
+        flags.fcmEndpoint = fcmEndpoint
+        flags.fcmAndroidChannelID = fcmAndroidChannelID
+        flags.caFile = caFile
+        flags.retryBudgetSeconds = retryBudgetSeconds
+        flags.deepLinkBase = deepLinkBase
+        flags.validateOnly = validateOnly
+        return flags
+    }
+}

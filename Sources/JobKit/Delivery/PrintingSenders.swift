@@ -122,3 +122,39 @@ struct NotificationLine: Encodable {
         JSONLine.encode(self)
     }
 }
+
+/// Sends through another sender and prints one line per notification with its outcome
+/// (for `--validate-only`, where FCM checks each token and payload and delivers nothing).
+public struct ReportingSender: Sender {
+    public let inner: any Sender
+    public let sink: any LineSink
+    public let json: Bool
+
+    public init(inner: any Sender, sink: any LineSink, json: Bool) {
+        self.inner = inner
+        self.sink = sink
+        self.json = json
+    }
+
+    public func canDeliver(to provider: Provider) -> Bool { inner.canDeliver(to: provider) }
+    public func shutdown() async { await inner.shutdown() }
+
+    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+        let reports = await inner.send(batch)
+        for (notification, report) in zip(batch, reports) {
+            if json {
+                sink.write(JSONLine.encode(ValidationLine(notification: NotificationLine(notification, event: "validated"),
+                                                          outcome: report.outcome.rawValue, reason: report.reason)))
+            } else {
+                sink.write("validated: user=\(notification.device.userID) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) outcome=\(report.outcome.rawValue)\(report.reason.map { " reason=\($0)" } ?? "")")
+            }
+        }
+        return reports
+    }
+
+    private struct ValidationLine: Encodable {
+        let notification: NotificationLine
+        let outcome: String
+        let reason: String?
+    }
+}

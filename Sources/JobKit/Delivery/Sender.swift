@@ -79,4 +79,14 @@ public struct DeliveryReport: Sendable, Hashable {
 /// are reports (`retryLater`, `credentials`), not thrown errors, so one bad device never loses the rest.
 public protocol Sender: Sendable {
     func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport]
+    /// False for a provider this sender has no credentials for: the run skips such devices (and users
+    /// left with none) before claiming.
+    func canDeliver(to provider: Provider) -> Bool
+    /// Closes connections. Called once, at the end of a run.
+    func shutdown() async
+}
+
+extension Sender {
+    public func canDeliver(to provider: Provider) -> Bool { true }
+    public func shutdown() async {}
 }

@@ -116,6 +116,23 @@ public struct DiaryReminderRunner: Sendable {
         }
         guard !requests.isEmpty else { return }
 
+        // Devices first: a user whose devices all belong to an unconfigured provider is not claimed.
+        let allDevices = try await phases.measure(.claim) { () async throws(JobError) in
+            try await store.activeDevices(userIDs: requests.map(\.userID))
+        }
+        let devices = allDevices.mapValues { $0.filter { sender.canDeliver(to: $0.provider) } }
+        var deliverable: [ClaimRequest] = []
+        for request in requests {
+            if !(devices[request.userID] ?? []).isEmpty {
+                deliverable.append(request)
+            } else {
+                // No device left since selection, or only devices of an unconfigured provider.
+                summary.skip((allDevices[request.userID] ?? []).isEmpty ? .noActiveDevice : .noConfiguredProvider)
+            }
+        }
+        requests = deliverable
+        guard !requests.isEmpty else { return }
+
         let claims: [Claim]
         if options.dryRun {
             claims = requests.map {
@@ -132,9 +149,6 @@ public struct DiaryReminderRunner: Sendable {
         summary.skip(.claimLost, requests.count - claims.count)
         guard !claims.isEmpty else { return }
 
-        let devices = try await phases.measure(.claim) { () async throws(JobError) in
-            try await store.activeDevices(userIDs: claims.map(\.userID))
-        }
         var notifications: [OutgoingNotification] = []
         var owners: [Int] = []   // index into claims, per notification
         for (index, claim) in claims.enumerated() {

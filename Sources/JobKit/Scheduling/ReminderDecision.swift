@@ -6,6 +6,8 @@ public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, Compa
     case invalidReminderTime = "invalid_reminder_time"
     case notDue = "not_due"
     case noActiveDevice = "no_active_device"
+    /// Active devices only with providers this run has no credentials for.
+    case noConfiguredProvider = "no_configured_provider"
     case wroteToday = "wrote_today"
     case alreadyReminded = "already_reminded"
     /// Another run holds a fresh claim for this user and day.

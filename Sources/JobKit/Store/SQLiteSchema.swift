@@ -8,6 +8,9 @@ enum SQLiteSchema {
         migrator.registerMigration("001_initial") { db in
             try db.execute(sql: v1)
         }
+        migrator.registerMigration("002_provider_credentials") { db in
+            try db.execute(sql: v2)
+        }
         return migrator
     }
 
@@ -128,5 +131,19 @@ enum SQLiteSchema {
         summary     TEXT                          -- the run's JSON summary
     ) WITHOUT ROWID;
     CREATE INDEX job_runs_by_job ON job_runs (job, run_at);
+    """
+
+    /// Provider credentials shared by every run: the current APNs provider JWT and FCM access token, and
+    /// the lease that lets exactly one run mint a new one.
+    static let v2 = """
+    CREATE TABLE provider_credentials (
+        credential_key TEXT PRIMARY KEY NOT NULL,   -- apns:<team>:<key id>, fcm:<client email>
+        token          TEXT,                        -- secret: never logged
+        issued_at      INTEGER,
+        expires_at     INTEGER,
+        minting_by     TEXT,
+        minting_until  INTEGER,
+        updated_at     INTEGER NOT NULL
+    ) WITHOUT ROWID;
     """
 }

@@ -1,0 +1,142 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// `https://host:port` of a provider.
+public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
+    public let host: String
+    public let port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `https://host[:port][/…]`; the path is ignored.
+    public init?(url: String) {
+        guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https",
+              let host = components.host, !host.isEmpty else { return nil }
+        self.host = host
+        self.port = components.port ?? 443
+    }
+
+    /// The `:authority` header.
+    var authority: String { port == 443 ? host : "\(host):\(port)" }
+    public var description: String { "https://\(authority)" }
+}
+
+/// TLS settings for provider connections.
+public struct TLSSettings: Sendable {
+    /// A PEM file of CA certificates trusted in addition to the system roots (a local simulator, a
+    /// corporate proxy).
+    public var additionalCAFile: String?
+
+    public init(additionalCAFile: String? = nil) {
+        self.additionalCAFile = additionalCAFile
+    }
+
+    func makeContext() throws(JobError) -> NIOSSLContext {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.applicationProtocols = ["h2"]
+        configuration.minimumTLSVersion = .tlsv12
+        if let file = additionalCAFile {
+            guard FileManager.default.isReadableFile(atPath: file) else {
+                throw .noInput("cannot read the CA file \(file)")
+            }
+            configuration.additionalTrustRoots = [.file(file)]
+        }
+        do {
+            return try NIOSSLContext(configuration: configuration)
+        } catch {
+            throw .config("TLS setup failed (is \(additionalCAFile ?? "the CA file") a PEM certificate?)")
+        }
+    }
+}
+
+/// One HTTP/2 connection to a provider, carrying many concurrent streams.
+final class HTTP2Connection: Sendable {
+    let endpoint: Endpoint
+    private let channel: any Channel
+    private let handler: NIOLoopBound<HTTP2StreamsHandler>
+
+    private init(endpoint: Endpoint, channel: any Channel, handler: NIOLoopBound<HTTP2StreamsHandler>) {
+        self.endpoint = endpoint
+        self.channel = channel
+        self.handler = handler
+    }
+
+    struct Options: Sendable {
+        var streamCap = 256
+        var requestTimeout: TimeAmount = .seconds(10)
+        var connectTimeout: TimeAmount = .seconds(10)
+        var flushEvery = 16
+    }
+
+    static func connect(to endpoint: Endpoint, tls: NIOSSLContext, options: Options,
+                        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> HTTP2Connection {
+        // SNI must be a name, never an address literal; the certificate is then checked against the address.
+        let isAddress = endpoint.host.contains(":") || endpoint.host.allSatisfy { $0.isNumber || $0 == "." }
+        let serverHostname = isAddress ? nil : endpoint.host
+        let channel = try await ClientBootstrap(group: group)
+            .connectTimeout(options.connectTimeout)
+            .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
+                    var settings = nioDefaultSettings
+                    settings.append(HTTP2Setting(parameter: .enablePush, value: 0))
+                    // Our own requests are built by us: validating their header blocks again costs CPU per
+                    // request and buys nothing. The server's answers are parsed either way.
+                    try sync.addHandler(NIOHTTP2Handler(mode: .client, initialSettings: settings,
+                                                        headerBlockValidation: .disabled,
+                                                        contentLengthValidation: .disabled))
+                    try sync.addHandler(HTTP2StreamsHandler(streamCap: options.streamCap,
+                                                            requestTimeout: options.requestTimeout,
+                                                            flushEvery: options.flushEvery))
+                }
+            }
+            .connect(host: endpoint.host, port: endpoint.port).get()
+        let handler = try await channel.eventLoop.submit {
+            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: HTTP2StreamsHandler.self),
+                         eventLoop: channel.eventLoop)
+        }.get()
+        return HTTP2Connection(endpoint: endpoint, channel: channel, handler: handler)
+    }
+
+    /// Sends every request and waits for all answers. The order of results is the order of requests.
+    func send(_ requests: [HTTP2Request]) async -> [Result<HTTP2Response, HTTP2StreamFailure>] {
+        guard !requests.isEmpty else { return [] }
+        let loop = channel.eventLoop
+        let handler = self.handler
+        let futures: [EventLoopFuture<HTTP2Response>]
+        do {
+            futures = try await loop.submit {
+                let pending = requests.map { HTTP2StreamsHandler.Pending(request: $0, promise: loop.makePromise()) }
+                handler.value.submit(pending)
+                return pending.map(\.promise.futureResult)
+            }.get()
+        } catch {
+            return requests.map { _ in .failure(.notProcessed) }
+        }
+        let results = (try? await EventLoopFuture.whenAllComplete(futures, on: loop).get()) ?? []
+        return results.map { result in
+            result.mapError { ($0 as? HTTP2StreamFailure) ?? .connectionLost }
+        }
+    }
+
+    /// False once the server sent GOAWAY or the connection closed: open a new one.
+    var isUsable: Bool {
+        get async {
+            let handler = self.handler
+            return (try? await channel.eventLoop.submit { handler.value.isUsable }.get()) ?? false
+        }
+    }
+
+    func close() async {
+        try? await channel.close()
+    }
+}

@@ -1,0 +1,238 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+
+/// One request to send on its own stream.
+struct HTTP2Request: Sendable {
+    var headers: HPACKHeaders
+    var body: ByteBuffer
+}
+
+/// The answer on a stream.
+struct HTTP2Response: Sendable {
+    var status: Int
+    var headers: HPACKHeaders
+    var body: ByteBuffer
+    /// From the request's first write to the end of the answer.
+    var latency: TimeAmount
+}
+
+/// Why a stream produced no answer. What matters to the caller is whether the server may have
+/// processed the request: never (`notProcessed`: safe to resend at once) or perhaps (the rest).
+enum HTTP2StreamFailure: Error, Sendable, Hashable {
+    /// Never reached the server, or the server said it did not process it (GOAWAY with a lower last
+    /// stream id, REFUSED_STREAM).
+    case notProcessed
+    /// The connection closed while the stream was open.
+    case connectionLost
+    /// The server reset the stream.
+    case reset(HTTP2ErrorCode)
+    /// No complete answer within the request timeout.
+    case timeout
+
+    var mayHaveBeenProcessed: Bool { self != .notProcessed }
+}
+
+/// Multiplexes requests over one HTTP/2 connection from a single channel handler: each request is a
+/// HEADERS and a DATA frame written straight to the connection, its answer matched back by stream id.
+/// No channel per stream, no per-request task: that is what keeps the send path within reach of a C load
+/// generator (see BENCHMARKS.md).
+///
+/// Requests beyond the number of streams the server allows (its SETTINGS_MAX_CONCURRENT_STREAMS, which
+/// APNs raises after the first authenticated request) or our own cap wait in a queue. On GOAWAY, streams
+/// the server did not process and everything queued fail with `notProcessed`, so the caller resends them
+/// on a new connection; no new stream is opened. All methods run on the channel's event loop.
+final class HTTP2StreamsHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTP2Frame
+    typealias OutboundOut = HTTP2Frame
+
+    struct Pending {
+        var request: HTTP2Request
+        var promise: EventLoopPromise<HTTP2Response>
+    }
+
+    private struct Open {
+        var promise: EventLoopPromise<HTTP2Response>
+        var status: Int?
+        var headers: HPACKHeaders = [:]
+        var body: ByteBuffer?
+        var timeout: Scheduled<Void>?
+        var started: NIODeadline
+    }
+
+    /// Our own cap on streams in flight.
+    let streamCap: Int
+    let requestTimeout: TimeAmount
+    /// Flush after this many writes while draining the queue.
+    let flushEvery: Int
+
+    private var context: ChannelHandlerContext?
+    private var nextStreamID = HTTP2StreamID(1)
+    private var open: [HTTP2StreamID: Open] = [:]
+    private var queue = CircularBuffer<Pending>()
+    /// The server's limit: 100 until its SETTINGS say otherwise (RFC 9113 recommends at least 100).
+    private var serverStreamLimit = 100
+    private var goingAway = false
+    private var closed = false
+    private var unflushed = 0
+    /// Inbound DATA bytes not yet returned to the connection window.
+    private var consumedWindow = 0
+    static let connectionWindow = 1 << 24
+
+    init(streamCap: Int, requestTimeout: TimeAmount, flushEvery: Int = 16) {
+        self.streamCap = max(1, streamCap)
+        self.requestTimeout = requestTimeout
+        self.flushEvery = max(1, flushEvery)
+    }
+
+    /// True while new requests can be accepted.
+    var isUsable: Bool { !goingAway && !closed }
+    var inFlight: Int { open.count }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        // Raise the connection-level receive window once: answers are small, but thousands of them arrive.
+        let increment = Self.connectionWindow - 65_535
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
+                                                         payload: .windowUpdate(windowSizeIncrement: increment))),
+                              promise: nil)
+        context.fireChannelActive()
+    }
+
+    /// Queues requests and sends as many as the stream limits allow; flushes every `flushEvery` writes.
+    func submit(_ batch: [Pending]) {
+        guard isUsable else {
+            for pending in batch { pending.promise.fail(HTTP2StreamFailure.notProcessed) }
+            return
+        }
+        for pending in batch { queue.append(pending) }
+        drainQueue()
+        flushIfNeeded(force: true)
+    }
+
+    private func drainQueue() {
+        guard let context, isUsable else { return }
+        let limit = min(streamCap, serverStreamLimit)
+        while open.count < limit, let pending = queue.popFirst() {
+            let streamID = nextStreamID
+            nextStreamID = nextStreamID.advanced(by: 2)
+            let timeout = context.eventLoop.assumeIsolated().scheduleTask(in: requestTimeout) { [weak self] () -> Void in
+                self?.timedOut(streamID)
+            }
+            open[streamID] = Open(promise: pending.promise, timeout: timeout, started: .now())
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: pending.request.headers,
+                                                                                                 endStream: false)))),
+                          promise: nil)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(pending.request.body),
+                                                                                              endStream: true)))),
+                          promise: nil)
+            unflushed += 1
+            if unflushed >= flushEvery { flushIfNeeded(force: true) }
+        }
+    }
+
+    private func flushIfNeeded(force: Bool) {
+        guard unflushed > 0, let context else { return }
+        if force || unflushed >= flushEvery {
+            unflushed = 0
+            context.flush()
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.payload {
+        case .headers(let headers):
+            guard var stream = open[frame.streamID] else { return }
+            if stream.status == nil, let status = headers.headers.first(name: ":status").flatMap(Int.init) {
+                if status >= 200 { stream.status = status }   // 1xx informational answers are skipped
+                stream.headers = headers.headers
+            }
+            open[frame.streamID] = stream
+            if headers.endStream { complete(frame.streamID) }
+        case .data(let payload):
+            let length = payload.data.readableBytes + (payload.paddingBytes ?? 0)
+            returnWindow(length, context: context)
+            guard var stream = open[frame.streamID] else { return }
+            if case .byteBuffer(var buffer) = payload.data {
+                if stream.body == nil { stream.body = buffer } else { stream.body!.writeBuffer(&buffer) }
+            }
+            open[frame.streamID] = stream
+            if payload.endStream { complete(frame.streamID) }
+        case .rstStream(let code):
+            fail(frame.streamID, code == .refusedStream ? .notProcessed : .reset(code))
+        case .settings(.settings(let settings)):
+            for setting in settings where setting.parameter == .maxConcurrentStreams {
+                serverStreamLimit = max(1, setting.value)
+            }
+            drainQueue()
+        case .goAway(let lastStreamID, _, _):
+            goingAway = true
+            for streamID in open.keys where streamID > lastStreamID { fail(streamID, .notProcessed) }
+            failQueue()
+        default:
+            break
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flushIfNeeded(force: true)
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed = true
+        for streamID in Array(open.keys) { fail(streamID, .connectionLost) }
+        failQueue()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A connection-level protocol error: the connection is done.
+        closed = true
+        context.close(promise: nil)
+    }
+
+    private func returnWindow(_ length: Int, context: ChannelHandlerContext) {
+        consumedWindow += length
+        if consumedWindow >= Self.connectionWindow / 2 {
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
+                                                     payload: .windowUpdate(windowSizeIncrement: consumedWindow))),
+                          promise: nil)
+            consumedWindow = 0
+            unflushed += 1
+        }
+    }
+
+    private func complete(_ streamID: HTTP2StreamID) {
+        guard let stream = open.removeValue(forKey: streamID) else { return }
+        stream.timeout?.cancel()
+        if let status = stream.status {
+            stream.promise.succeed(HTTP2Response(status: status, headers: stream.headers,
+                                                 body: stream.body ?? ByteBuffer(), latency: .now() - stream.started))
+        } else {
+            stream.promise.fail(HTTP2StreamFailure.reset(.protocolError))
+        }
+        drainQueue()
+    }
+
+    private func fail(_ streamID: HTTP2StreamID, _ failure: HTTP2StreamFailure) {
+        guard let stream = open.removeValue(forKey: streamID) else { return }
+        stream.timeout?.cancel()
+        stream.promise.fail(failure)
+        drainQueue()
+    }
+
+    private func timedOut(_ streamID: HTTP2StreamID) {
+        guard open[streamID] != nil, let context else { return }
+        fail(streamID, .timeout)
+        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+    }
+
+    private func failQueue() {
+        while let pending = queue.popFirst() { pending.promise.fail(HTTP2StreamFailure.notProcessed) }
+    }
+}

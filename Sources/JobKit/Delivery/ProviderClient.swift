@@ -1,0 +1,192 @@
+import Foundation
+import Logging
+import NIOSSL
+
+/// How hard a run tries before leaving a notification to the next run.
+public struct RetryPolicy: Sendable, Hashable {
+    /// Attempts per notification, the first included.
+    public var maxAttempts = 4
+    /// First backoff; it doubles each attempt, with jitter (50–100 %).
+    public var baseDelay: Duration = .milliseconds(250)
+    public var maxDelay: Duration = .seconds(30)
+    /// Time the sender may spend on retries in one run: after it, transient failures are left for the next
+    /// run (the claim becomes `retry`).
+    public var budget: Duration = .seconds(60)
+    /// Streams in flight per connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS may lower it).
+    public var streamsPerConnection = 256
+    public var requestTimeout: Duration = .seconds(10)
+
+    public init() {}
+
+    func delay(attempt: Int, retryAfter: Int?) -> Duration {
+        if let retryAfter { return .seconds(max(0, retryAfter)) }
+        var delay = baseDelay
+        for _ in 1..<max(1, attempt) { delay *= 2 }
+        return min(delay, maxDelay) * Double.random(in: 0.5...1.0)
+    }
+}
+
+/// The requests and answers of one provider, plugged into ``ProviderClient``.
+struct ProviderProtocol: Sendable {
+    let name: String
+    let endpoint: @Sendable (Device) -> Endpoint
+    let request: @Sendable (OutgoingNotification, _ credential: String, _ authority: String) -> HTTP2Request
+    let classify: @Sendable (HTTP2Response) -> ProviderVerdict
+}
+
+/// Sends to one provider over long-lived HTTP/2 connections, one per endpoint, and turns answers into
+/// delivery reports: retries transient failures with backoff and jitter (honouring Retry-After) within the
+/// run's budget, resends at once what the server did not process (GOAWAY), refreshes a refused credential
+/// once and then stops sending to this provider for the rest of the run.
+actor ProviderClient {
+    let provider: ProviderProtocol
+    private let credential: SharedCredential
+    private let tls: NIOSSLContext
+    private let policy: RetryPolicy
+    private let logger: Logger
+    private let started = ContinuousClock.now
+    private var connections: [Endpoint: HTTP2Connection] = [:]
+    /// Set when credentials failed after a refresh: nothing more is sent to this provider in this run.
+    private var stopped: String?
+    private var refreshed = false
+
+    init(provider: ProviderProtocol, credential: SharedCredential, tls: NIOSSLContext, policy: RetryPolicy, logger: Logger) {
+        self.provider = provider
+        self.credential = credential
+        self.tls = tls
+        self.policy = policy
+        self.logger = logger
+    }
+
+    var mintedCredentials: Int { get async { await credential.minted } }
+
+    func send(_ items: [OutgoingNotification]) async -> [DeliveryReport] {
+        var reports = [DeliveryReport?](repeating: nil, count: items.count)
+        var attempts = [Int](repeating: 0, count: items.count)
+        var lastVerdict = [ProviderVerdict?](repeating: nil, count: items.count)
+        var latency = [Int?](repeating: nil, count: items.count)
+        var pending = Array(items.indices)
+        var resends = 0
+
+        func finish(_ i: Int, _ verdict: ProviderVerdict) {
+            reports[i] = DeliveryReport(channel: provider.name, outcome: verdict.outcome, reason: verdict.reason,
+                                        providerMessageID: verdict.providerMessageID, attempts: max(1, attempts[i]),
+                                        latencyMs: latency[i], tokenInvalidSince: verdict.tokenInvalidSince)
+        }
+
+        while !pending.isEmpty {
+            if let reason = stopped {
+                for i in pending { finish(i, ProviderVerdict(.credentials, reason: reason)) }
+                break
+            }
+            let token: String
+            do {
+                token = try await credential.get().token
+            } catch {
+                stop("credentials unavailable: \(error.message)")
+                continue
+            }
+            var retryNow: [Int] = []
+            var retryLater: [Int] = []
+            var wait: Duration = .zero
+            var refusedCredential = false
+
+            func transient(_ i: Int, _ verdict: ProviderVerdict) {
+                lastVerdict[i] = verdict
+                let delay = policy.delay(attempt: attempts[i], retryAfter: verdict.retryAfter)
+                if attempts[i] < policy.maxAttempts && ContinuousClock.now - started + delay < policy.budget {
+                    retryLater.append(i)
+                    wait = max(wait, delay)
+                } else {
+                    finish(i, ProviderVerdict(.retryLater, reason: verdict.reason))
+                }
+            }
+
+            for (endpoint, indices) in Dictionary(grouping: pending, by: { provider.endpoint(items[$0].device) }) {
+                let connection: HTTP2Connection
+                do {
+                    connection = try await self.connection(to: endpoint)
+                } catch {
+                    logger.warning("cannot connect", metadata: ["provider": "\(provider.name)", "endpoint": "\(endpoint)"])
+                    for i in indices {
+                        attempts[i] += 1
+                        transient(i, ProviderVerdict(.retryLater, reason: "connect failed"))
+                    }
+                    continue
+                }
+                let requests = indices.map { provider.request(items[$0], token, endpoint.authority) }
+                for (i, result) in zip(indices, await connection.send(requests)) {
+                    switch result {
+                    case .failure(.notProcessed):
+                        retryNow.append(i)
+                    case .failure(let failure):
+                        attempts[i] += 1
+                        transient(i, ProviderVerdict(.retryLater, reason: "\(failure)"))
+                    case .success(let response):
+                        attempts[i] += 1
+                        latency[i] = Int(response.latency.nanoseconds / 1_000_000)
+                        let verdict = provider.classify(response)
+                        switch verdict.outcome {
+                        case .delivered, .tokenDead, .rejected:
+                            finish(i, verdict)
+                        case .retryLater:
+                            transient(i, verdict)
+                        case .credentials:
+                            lastVerdict[i] = verdict
+                            if refreshed || verdict.reason == "TooManyProviderTokenUpdates" {
+                                finish(i, verdict)
+                                stop(verdict.reason ?? "credentials refused")
+                            } else {
+                                refusedCredential = true
+                                retryNow.append(i)
+                            }
+                        }
+                    }
+                }
+            }
+            if refusedCredential && !refreshed {
+                refreshed = true
+                logger.warning("provider refused the credential: refreshing once", metadata: ["provider": "\(provider.name)"])
+                do { _ = try await credential.get(rejected: token) } catch { stop("credential refresh failed: \(error.message)") }
+            }
+            if !retryNow.isEmpty {
+                resends += 1
+                if resends > 5 {
+                    for i in retryNow { finish(i, lastVerdict[i] ?? ProviderVerdict(.retryLater, reason: "not processed")) }
+                    retryNow = []
+                }
+            }
+            if !retryLater.isEmpty && wait > .zero {
+                try? await Task.sleep(for: wait)
+            }
+            pending = retryNow + retryLater
+        }
+        return reports.map { $0 ?? DeliveryReport(channel: provider.name, outcome: .retryLater, reason: "not attempted") }
+    }
+
+    private func stop(_ reason: String) {
+        if stopped == nil {
+            logger.error("stopped sending to this provider for the rest of the run", metadata: [
+                "provider": "\(provider.name)", "reason": "\(reason)",
+            ])
+        }
+        stopped = reason
+    }
+
+    private func connection(to endpoint: Endpoint) async throws -> HTTP2Connection {
+        if let existing = connections[endpoint], await existing.isUsable { return existing }
+        if let stale = connections.removeValue(forKey: endpoint) { await stale.close() }
+        var options = HTTP2Connection.Options()
+        options.streamCap = policy.streamsPerConnection
+        options.requestTimeout = .nanoseconds(Int64(policy.requestTimeout.components.seconds) * 1_000_000_000
+                                              + policy.requestTimeout.components.attoseconds / 1_000_000_000)
+        let connection = try await HTTP2Connection.connect(to: endpoint, tls: tls, options: options)
+        connections[endpoint] = connection
+        return connection
+    }
+
+    func shutdown() async {
+        for connection in connections.values { await connection.close() }
+        connections.removeAll()
+    }
+}

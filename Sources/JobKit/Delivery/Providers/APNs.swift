@@ -1,0 +1,99 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+
+/// Apple Push Notification service settings (token authentication).
+public struct APNsConfiguration: Sendable, Hashable {
+    /// The `.p8` signing key file.
+    public var keyFile: String
+    /// The key's 10-character id (JWT `kid`).
+    public var keyID: String
+    /// The team's 10-character id (JWT `iss`).
+    public var teamID: String
+    /// The app's bundle id (`apns-topic`).
+    public var topic: String
+    public var productionEndpoint = Endpoint(host: "api.push.apple.com", port: 443)
+    public var sandboxEndpoint = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
+
+    public init(keyFile: String, keyID: String, teamID: String, topic: String) {
+        self.keyFile = keyFile
+        self.keyID = keyID
+        self.teamID = teamID
+        self.topic = topic
+    }
+}
+
+/// APNs requests and answers, free of I/O.
+enum APNs {
+    static let maxPayloadBytes = 4096
+
+    /// The JSON payload: alert, explicit sound (without it iOS delivers silently), badge, thread id, and the
+    /// custom keys the app reads.
+    static func payload(for notification: OutgoingNotification, links: DeepLinks) -> Data {
+        PayloadFitting.fit(body: notification.body, maxBytes: maxPayloadBytes) { body in
+            PayloadFitting.json([
+                "aps": [
+                    "alert": ["title": notification.title, "body": body],
+                    "sound": "default",
+                    "badge": 1,
+                    "thread-id": notification.type.rawValue,
+                ] as [String: Any],
+                "type": notification.type.rawValue,
+                "period": notification.period,
+                "link": links.link(for: notification.type, period: notification.period),
+            ])
+        }.data
+    }
+
+    static func request(for notification: OutgoingNotification, topic: String, authority: String, jwt: String,
+                        links: DeepLinks) -> HTTP2Request {
+        let body = payload(for: notification, links: links)
+        let headers: HPACKHeaders = [
+            ":method": "POST",
+            ":scheme": "https",
+            ":path": "/3/device/\(notification.device.token)",
+            ":authority": authority,
+            "authorization": "bearer \(jwt)",
+            "apns-push-type": "alert",
+            "apns-priority": "10",
+            "apns-topic": topic,
+            "apns-expiration": String(notification.expiresAt),
+            "apns-collapse-id": notification.collapseID,
+            "content-type": "application/json",
+            "content-length": String(body.count),
+        ]
+        return HTTP2Request(headers: headers, body: ByteBuffer(bytes: body))
+    }
+
+    private struct ErrorBody: Decodable {
+        let reason: String?
+        let timestamp: Int64?
+    }
+
+    static let deadTokenReasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken", "DeviceTokenNotForTopic"]
+    static let credentialReasons: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken",
+                                                 "BadEnvironmentKeyIdInToken", "TooManyProviderTokenUpdates"]
+
+    /// Every documented status and reason, with a fallback for anything new.
+    static func classify(status: Int, headers: HPACKHeaders, body: ByteBuffer) -> ProviderVerdict {
+        let messageID = headers.first(name: "apns-id")
+        if status == 200 { return ProviderVerdict(.delivered, providerMessageID: messageID) }
+        let decoded = try? JSONDecoder().decode(ErrorBody.self, from: Data(body.readableBytesView))
+        let reason = decoded?.reason ?? "HTTP \(status)"
+        let retryAfter = headers.first(name: "retry-after").flatMap { Int($0) }
+        if credentialReasons.contains(reason) {
+            return ProviderVerdict(.credentials, reason: reason)
+        }
+        if deadTokenReasons.contains(reason) && (status == 410 || status == 400) {
+            return ProviderVerdict(.tokenDead, reason: reason, tokenInvalidSince: decoded?.timestamp.map { $0 / 1000 })
+        }
+        switch status {
+        case 429, 500, 502, 503, 504:
+            return ProviderVerdict(.retryLater, reason: reason, retryAfter: retryAfter)
+        case 400..<500:
+            return ProviderVerdict(.rejected, reason: reason)
+        default:
+            return ProviderVerdict(.retryLater, reason: reason, retryAfter: retryAfter)
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+
+/// Firebase Cloud Messaging (HTTP v1) settings.
+public struct FCMConfiguration: Sendable, Hashable {
+    /// The service-account JSON file (its `token_uri` is where access tokens come from).
+    public var serviceAccountFile: String
+    /// The Android notification channel (required on Android 8+).
+    public var androidChannelID = "diary_reminders"
+    public var endpoint = Endpoint(host: "fcm.googleapis.com", port: 443)
+    /// Send with `validate_only: true`: FCM checks every token and payload and delivers nothing.
+    public var validateOnly = false
+
+    public init(serviceAccountFile: String) {
+        self.serviceAccountFile = serviceAccountFile
+    }
+}
+
+/// The fields of a Google service-account key file that the OAuth flow uses.
+public struct ServiceAccount: Sendable, Hashable, Decodable {
+    public let type: String
+    public let projectID: String
+    public let privateKeyID: String
+    public let privateKey: String
+    public let clientEmail: String
+    public let tokenURI: String
+
+    enum CodingKeys: String, CodingKey {
+        case type, projectID = "project_id", privateKeyID = "private_key_id", privateKey = "private_key",
+             clientEmail = "client_email", tokenURI = "token_uri"
+    }
+
+    public static func load(path: String) throws(JobError) -> ServiceAccount {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .noInput("cannot read the FCM service-account file \(path)")
+        }
+        let account: ServiceAccount
+        do {
+            account = try JSONDecoder().decode(ServiceAccount.self, from: data)
+        } catch {
+            throw .config("\(path) is not a service-account key file (needs type, project_id, private_key_id, private_key, client_email, token_uri)")
+        }
+        guard account.type == "service_account" else { throw .config("\(path): type is \(account.type), not service_account") }
+        guard Endpoint(url: account.tokenURI) != nil else { throw .config("\(path): token_uri must be an https URL") }
+        return account
+    }
+
+    public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
+}
+
+/// FCM requests and answers, free of I/O.
+enum FCM {
+    static let maxPayloadBytes = 4096
+
+    static func message(for notification: OutgoingNotification, configuration: FCMConfiguration, links: DeepLinks,
+                        now: Int64) -> Data {
+        let ttl = max(0, notification.expiresAt - now)
+        let data = ["type": notification.type.rawValue, "period": notification.period,
+                    "link": links.link(for: notification.type, period: notification.period)]
+        return PayloadFitting.fit(body: notification.body, maxBytes: maxPayloadBytes) { body in
+            var message: [String: Any] = [
+                "token": notification.device.token,
+                "notification": ["title": notification.title, "body": body],
+                "data": data,
+            ]
+            if notification.device.platform == "android" {
+                message["android"] = [
+                    "priority": "high",
+                    "ttl": "\(ttl)s",
+                    "notification": ["channel_id": configuration.androidChannelID, "sound": "default",
+                                     "tag": notification.collapseID],
+                ] as [String: Any]
+            } else {
+                message["apns"] = [
+                    "headers": ["apns-expiration": String(notification.expiresAt),
+                                "apns-collapse-id": notification.collapseID,
+                                "apns-priority": "10", "apns-push-type": "alert"],
+                    "payload": ["aps": ["sound": "default", "badge": 1] as [String: Any]],
+                ] as [String: Any]
+            }
+            return PayloadFitting.json(["validate_only": configuration.validateOnly, "message": message])
+        }.data
+    }
+
+    static func request(for notification: OutgoingNotification, configuration: FCMConfiguration, projectID: String,
+                        accessToken: String, links: DeepLinks, now: Int64) -> HTTP2Request {
+        let body = message(for: notification, configuration: configuration, links: links, now: now)
+        let headers: HPACKHeaders = [
+            ":method": "POST",
+            ":scheme": "https",
+            ":path": "/v1/projects/\(projectID)/messages:send",
+            ":authority": configuration.endpoint.authority,
+            "authorization": "Bearer \(accessToken)",
+            "content-type": "application/json",
+            "content-length": String(body.count),
+        ]
+        return HTTP2Request(headers: headers, body: ByteBuffer(bytes: body))
+    }
+
+    private struct Success: Decodable { let name: String? }
+    private struct Failure: Decodable {
+        struct Detail: Decodable {
+            let type: String?
+            let errorCode: String?
+            enum CodingKeys: String, CodingKey { case type = "@type", errorCode }
+        }
+        struct Body: Decodable {
+            let code: Int?
+            let message: String?
+            let status: String?
+            let details: [Detail]?
+        }
+        let error: Body?
+    }
+
+    static func classify(status: Int, headers: HPACKHeaders, body: ByteBuffer) -> ProviderVerdict {
+        let bytes = Data(body.readableBytesView)
+        if status == 200 {
+            return ProviderVerdict(.delivered, providerMessageID: (try? JSONDecoder().decode(Success.self, from: bytes))?.name)
+        }
+        let failure = (try? JSONDecoder().decode(Failure.self, from: bytes))?.error
+        let details = failure?.details ?? []
+        let fcmCode: String? = details.first { $0.type?.hasSuffix("FcmError") == true }?.errorCode
+        let anyCode: String? = details.compactMap(\.errorCode).first
+        let code: String = fcmCode ?? anyCode ?? failure?.status ?? "HTTP \(status)"
+        let retryAfter = headers.first(name: "retry-after").flatMap { Int($0) }
+        switch code {
+        case "UNREGISTERED", "SENDER_ID_MISMATCH":
+            return ProviderVerdict(.tokenDead, reason: code)
+        case "INVALID_ARGUMENT":
+            // Only a complaint about the token itself means the token is dead; anything else is our bug.
+            let message = failure?.message?.lowercased() ?? ""
+            if message.contains("registration token") || message.contains("message.token") {
+                return ProviderVerdict(.tokenDead, reason: "INVALID_ARGUMENT (token)")
+            }
+            return ProviderVerdict(.rejected, reason: "INVALID_ARGUMENT")
+        case "QUOTA_EXCEEDED":
+            return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter ?? 60)
+        case "UNAVAILABLE", "INTERNAL":
+            return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter)
+        case "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED":
+            return ProviderVerdict(.credentials, reason: code)
+        default:
+            if status == 401 { return ProviderVerdict(.credentials, reason: code) }
+            if status == 429 { return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter ?? 60) }
+            if status >= 500 { return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter) }
+            return ProviderVerdict(.rejected, reason: code)
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+import NIOSSL
+
+/// Everything needed to deliver for real.
+public struct DeliveryConfiguration: Sendable {
+    public var apns: APNsConfiguration?
+    public var fcm: FCMConfiguration?
+    public var tls = TLSSettings()
+    public var retry = RetryPolicy()
+    public var links = DeepLinks()
+    /// The clock of credentials (JWT `iat`, token expiry): the real clock, which the providers share.
+    /// Scheduling uses the run's `now` instead.
+    public var credentialClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+
+    public init() {}
+}
+
+/// Delivers through APNs and FCM, routing each device to its provider. Devices of a provider with no
+/// credentials configured are not deliverable (the run skips them before claiming).
+public final class PushSender: Sender {
+    private let apns: ProviderClient?
+    private let fcm: ProviderClient?
+
+    /// Loads keys and the service account once; connects lazily.
+    public init(configuration: DeliveryConfiguration, credentials: any CredentialStore, logger: Logger) async throws(JobError) {
+        let tls = try configuration.tls.makeContext()
+        let clock = configuration.credentialClock
+        let links = configuration.links
+        if let apnsConfiguration = configuration.apns {
+            let keys = try await ProviderTokens.apnsKey(apnsConfiguration)
+            let credential = SharedCredential(
+                key: "apns:\(apnsConfiguration.teamID):\(apnsConfiguration.keyID)", store: credentials, clock: clock,
+                isFresh: { credential, now in now - credential.issuedAt < ProviderTokens.apnsReuseSeconds && credential.issuedAt <= now + 60 },
+                mint: { now async throws(JobError) in try await ProviderTokens.mintAPNs(keys: keys, configuration: apnsConfiguration, now: now) })
+            let topic = apnsConfiguration.topic
+            apns = ProviderClient(provider: ProviderProtocol(
+                name: "apns",
+                endpoint: { $0.apnsEnvironment == "sandbox" ? apnsConfiguration.sandboxEndpoint : apnsConfiguration.productionEndpoint },
+                request: { notification, jwt, authority in
+                    APNs.request(for: notification, topic: topic, authority: authority, jwt: jwt, links: links)
+                },
+                classify: { APNs.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
+                credential: credential, tls: tls, policy: configuration.retry, logger: logger)
+        } else {
+            apns = nil
+        }
+        if let fcmConfiguration = configuration.fcm {
+            let account = try ServiceAccount.load(path: fcmConfiguration.serviceAccountFile)
+            let keys = try await ProviderTokens.serviceAccountKey(account)
+            let credential = SharedCredential(
+                key: "fcm:\(account.clientEmail)", store: credentials, clock: clock,
+                isFresh: { credential, now in credential.expiresAt - now > ProviderTokens.fcmExpiryMarginSeconds },
+                mint: { now async throws(JobError) in try await ProviderTokens.mintFCM(keys: keys, account: account, tls: tls, now: now) })
+            fcm = ProviderClient(provider: ProviderProtocol(
+                name: "fcm",
+                endpoint: { _ in fcmConfiguration.endpoint },
+                request: { notification, token, _ in
+                    FCM.request(for: notification, configuration: fcmConfiguration, projectID: account.projectID,
+                                accessToken: token, links: links, now: clock())
+                },
+                classify: { FCM.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
+                credential: credential, tls: tls, policy: configuration.retry, logger: logger)
+        } else {
+            fcm = nil
+        }
+    }
+
+    public func canDeliver(to provider: Provider) -> Bool {
+        provider == .apns ? apns != nil : fcm != nil
+    }
+
+    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+        let apnsIndices = batch.indices.filter { batch[$0].device.provider == .apns }
+        let fcmIndices = batch.indices.filter { batch[$0].device.provider == .fcm }
+        async let apnsReports = route(apns, apnsIndices.map { batch[$0] })
+        async let fcmReports = route(fcm, fcmIndices.map { batch[$0] })
+        var reports = [DeliveryReport?](repeating: nil, count: batch.count)
+        for (i, report) in zip(apnsIndices, await apnsReports) { reports[i] = report }
+        for (i, report) in zip(fcmIndices, await fcmReports) { reports[i] = report }
+        return reports.map { $0 ?? DeliveryReport(channel: "none", outcome: .credentials, reason: "provider not configured") }
+    }
+
+    private func route(_ client: ProviderClient?, _ items: [OutgoingNotification]) async -> [DeliveryReport] {
+        guard !items.isEmpty else { return [] }
+        guard let client else {
+            return items.map { DeliveryReport(channel: $0.device.provider.rawValue, outcome: .credentials, reason: "provider not configured") }
+        }
+        return await client.send(items)
+    }
+
+    /// Credentials minted by this process, per provider (the rest were reused from the store).
+    public func mintedCredentials() async -> [String: Int] {
+        var result: [String: Int] = [:]
+        if let apns { result["apns"] = await apns.mintedCredentials }
+        if let fcm { result["fcm"] = await fcm.mintedCredentials }
+        return result
+    }
+
+    public func shutdown() async {
+        await apns?.shutdown()
+        await fcm?.shutdown()
+    }
+}

@@ -1,0 +1,208 @@
+import Crypto
+import _CryptoExtras
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// A scripted behaviour for device tokens starting with `prefix`.
+public struct SimulatorRule: Sendable, Codable, Hashable {
+    public enum Kind: String, Sendable, Codable, Hashable {
+        /// APNs 410 Unregistered (with `timestamp`), FCM 404 UNREGISTERED.
+        case dead
+        /// APNs 400 BadDeviceToken, FCM 400 INVALID_ARGUMENT about the token.
+        case bad
+        /// APNs 429 TooManyRequests, FCM 429 QUOTA_EXCEEDED, with Retry-After.
+        case throttle
+        /// APNs 503 ServiceUnavailable, FCM 503 UNAVAILABLE, the first `times` times for each token.
+        case flaky
+        /// Answers after `delayMs`.
+        case slow
+        /// FCM 401 THIRD_PARTY_AUTH_ERROR (the APNs key uploaded to Firebase is wrong).
+        case thirdPartyAuth
+    }
+
+    public var prefix: String
+    public var kind: Kind
+    public var times: Int?
+    public var retryAfter: Int?
+    public var delayMs: Int?
+    /// For `dead`: the APNs `timestamp` (ms since the epoch) of the 410; default: now.
+    public var timestampMs: Int64?
+
+    public init(prefix: String, kind: Kind, times: Int? = nil, retryAfter: Int? = nil, delayMs: Int? = nil,
+                timestampMs: Int64? = nil) {
+        self.prefix = prefix
+        self.kind = kind
+        self.times = times
+        self.retryAfter = retryAfter
+        self.delayMs = delayMs
+        self.timestampMs = timestampMs
+    }
+
+    /// `dead…`, `bad0…`, `7407…` (throttle), `fa11…` (flaky ×2), `5104…` (slow 200 ms), `a0th…` (FCM third-party auth).
+    /// Prefixes are hexadecimal where they can be, so that they work for APNs tokens too.
+    public static let defaults: [SimulatorRule] = [
+        SimulatorRule(prefix: "dead", kind: .dead),
+        SimulatorRule(prefix: "bad0", kind: .bad),
+        SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 1),
+        SimulatorRule(prefix: "fa11", kind: .flaky, times: 2),
+        SimulatorRule(prefix: "5104", kind: .slow, delayMs: 200),
+        SimulatorRule(prefix: "a0th", kind: .thirdPartyAuth),
+    ]
+}
+
+public struct SimulatorConfiguration: Sendable {
+    public var host = "127.0.0.1"
+    /// 0 picks a free port.
+    public var port = 0
+    public var credentials: SimulatorCredentials
+    public var rules = SimulatorRule.defaults
+    /// SETTINGS_MAX_CONCURRENT_STREAMS announced to clients.
+    public var maxConcurrentStreams = 1000
+    /// Send GOAWAY after this many streams on each connection (and refuse the streams after it).
+    public var goAwayAfterStreams: Int?
+    /// Share of requests answered 503 at random (APNs ServiceUnavailable, FCM UNAVAILABLE).
+    public var faultRate = 0.0
+    /// Append every accepted notification to this file as a JSON line.
+    public var recordFile: String?
+    /// Keep accepted notifications in memory for ``PushSimulator/accepted()``.
+    public var recordInMemory = true
+    /// The simulator's clock (JWT age checks, 410 timestamps).
+    public var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+
+    public init(credentials: SimulatorCredentials) {
+        self.credentials = credentials
+    }
+}
+
+/// Counters, for tests and benchmarks to assert on.
+public struct SimulatorStats: Sendable, Codable, Hashable {
+    public var requests = 0
+    public var accepted = 0
+    /// FCM messages checked with `validate_only` (not delivered).
+    public var validated = 0
+    /// Errors answered, by reason.
+    public var errors: [String: Int] = [:]
+    /// Distinct APNs provider tokens (JWTs) accepted: how many times the sender minted one.
+    public var apnsProviderTokens = 0
+    /// OAuth assertions exchanged for access tokens.
+    public var oauthExchanges = 0
+    public var connections = 0
+    public var goAways = 0
+}
+
+/// One notification the simulator accepted.
+public struct AcceptedNotification: Sendable, Codable, Hashable {
+    public let provider: String
+    public let token: String
+    public let collapseID: String?
+    public let expiration: String?
+    public let title: String?
+    public let body: String?
+    public let payloadBytes: Int
+    public let payload: String
+}
+
+/// A local server that speaks the APNs provider API, FCM HTTP v1 and Google's OAuth token endpoint
+/// over HTTP/2 and TLS, checks what a real provider checks, and answers with the providers' real reasons.
+public final class PushSimulator: Sendable {
+    public let port: Int
+    public let credentials: SimulatorCredentials
+    private let channel: any Channel
+    let state: SimulatorState
+
+    private init(port: Int, credentials: SimulatorCredentials, channel: any Channel, state: SimulatorState) {
+        self.port = port
+        self.credentials = credentials
+        self.channel = channel
+        self.state = state
+    }
+
+    /// `https://127.0.0.1:<port>`.
+    public var baseURL: String { "https://127.0.0.1:\(port)" }
+
+    public static func start(_ configuration: SimulatorConfiguration,
+                             group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> PushSimulator {
+        let credentials = configuration.credentials
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem)))
+        tls.applicationProtocols = ["h2"]
+        let sslContext = try NIOSSLContext(configuration: tls)
+        let state = try SimulatorState(configuration: configuration)
+        let settings = [
+            HTTP2Setting(parameter: .maxConcurrentStreams, value: configuration.maxConcurrentStreams),
+            HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 16),
+        ]
+        let goAwayAfter = configuration.goAwayAfterStreams
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(ChannelOptions.backlog, value: 256)
+            .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                state.connectionOpened()
+                let connection = ConnectionStreams(goAwayAfter: goAwayAfter)
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
+                }.flatMap {
+                    channel.configureHTTP2Pipeline(mode: .server, initialLocalSettings: settings) { stream in
+                        stream.eventLoop.makeCompletedFuture {
+                            let streamID = try stream.syncOptions!.getOption(HTTP2StreamChannelOptions.streamID)
+                            if connection.admit(streamID, parent: channel, state: state) == false {
+                                // Past the GOAWAY's last stream id: never processed, never answered.
+                                stream.close(promise: nil)
+                                return
+                            }
+                            try stream.pipeline.syncOperations.addHandlers([
+                                HTTP2FramePayloadToHTTP1ServerCodec(), SimulatorRequestHandler(state: state),
+                            ])
+                        }
+                    }.map { _ in }
+                }
+            }
+            .bind(host: configuration.host, port: configuration.port).get()
+        let port = channel.localAddress?.port ?? configuration.port
+        try credentials.writeServiceAccount(port: port)
+        state.baseURL = "https://127.0.0.1:\(port)"
+        return PushSimulator(port: port, credentials: credentials, channel: channel, state: state)
+    }
+
+    public var stats: SimulatorStats { state.stats }
+
+    /// Every notification accepted so far (in memory; see ``SimulatorConfiguration/recordInMemory``).
+    public func accepted() -> [AcceptedNotification] { state.acceptedNotifications }
+
+    /// Changes the rules while running.
+    public func setRules(_ rules: [SimulatorRule]) { state.setRules(rules) }
+
+    public func stop() async {
+        try? await channel.close()
+        state.closeRecordFile()
+    }
+}
+
+/// Per-connection stream accounting, for GOAWAY after N streams. Touched on the connection's event loop only.
+final class ConnectionStreams: @unchecked Sendable {
+    private let goAwayAfter: Int?
+    private var count = 0
+    private var lastStreamID: HTTP2StreamID?
+
+    init(goAwayAfter: Int?) { self.goAwayAfter = goAwayAfter }
+
+    func admit(_ streamID: HTTP2StreamID, parent: any Channel, state: SimulatorState) -> Bool {
+        if let lastStreamID { return streamID <= lastStreamID }
+        count += 1
+        if let goAwayAfter, count >= goAwayAfter {
+            lastStreamID = streamID
+            state.goAwaySent()
+            parent.writeAndFlush(HTTP2Frame(streamID: .rootStream,
+                                            payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil)),
+                                 promise: nil)
+        }
+        return true
+    }
+}

@@ -1,0 +1,425 @@
+import Crypto
+import _CryptoExtras
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// An answer, built before it is written.
+struct SimulatedResponse: Sendable {
+    var status: Int
+    var headers: [(String, String)] = []
+    var body: String = ""
+    var delayMs: Int?
+}
+
+/// The simulator's shared state and its provider logic. Thread-safe: streams run on several event loops.
+final class SimulatorState: Sendable {
+    private struct Mutable {
+        var rules: [SimulatorRule]
+        var stats = SimulatorStats()
+        var failuresByToken: [String: Int] = [:]
+        var issuedAccessTokens: [String: Int64] = [:]
+        var seenProviderTokens: Set<String> = []
+        var accepted: [AcceptedNotification] = []
+        var baseURL = ""
+    }
+
+    private let box: NIOLockedValueBox<Mutable>
+    private let record: NIOLockedValueBox<FileHandle?>
+    let clock: @Sendable () -> Int64
+    let faultRate: Double
+    let recordInMemory: Bool
+    let apnsKey: P256.Signing.PublicKey
+    let serviceAccountKey: _RSA.Signing.PublicKey
+
+    init(configuration: SimulatorConfiguration) throws {
+        box = NIOLockedValueBox(Mutable(rules: configuration.rules))
+        clock = configuration.clock
+        faultRate = configuration.faultRate
+        recordInMemory = configuration.recordInMemory
+        apnsKey = try configuration.credentials.apnsPublicKey()
+        serviceAccountKey = try configuration.credentials.serviceAccountPublicKey()
+        var handle: FileHandle?
+        if let path = configuration.recordFile {
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            handle = FileHandle(forWritingAtPath: path)
+            handle?.seekToEndOfFile()
+        }
+        record = NIOLockedValueBox(handle)
+    }
+
+    var baseURL: String {
+        get { box.withLockedValue { $0.baseURL } }
+        set { box.withLockedValue { $0.baseURL = newValue } }
+    }
+    var stats: SimulatorStats { box.withLockedValue { $0.stats } }
+    var acceptedNotifications: [AcceptedNotification] { box.withLockedValue { $0.accepted } }
+    func setRules(_ rules: [SimulatorRule]) { box.withLockedValue { $0.rules = rules } }
+    func connectionOpened() { box.withLockedValue { $0.stats.connections += 1 } }
+    func goAwaySent() { box.withLockedValue { $0.stats.goAways += 1 } }
+    func closeRecordFile() { record.withLockedValue { try? $0?.close(); $0 = nil } }
+
+    // MARK: Dispatch
+
+    func handle(method: HTTPMethod, path: String, headers: HTTPHeaders, body: ByteBuffer) -> SimulatedResponse {
+        box.withLockedValue { $0.stats.requests += 1 }
+        let response: SimulatedResponse
+        if path.hasPrefix("/3/device/") {
+            response = apns(method: method, token: String(path.dropFirst("/3/device/".count)), headers: headers, body: body)
+        } else if path.hasPrefix("/v1/projects/") && path.hasSuffix("/messages:send") {
+            let project = String(path.dropFirst("/v1/projects/".count).dropLast("/messages:send".count))
+            response = fcm(method: method, project: project, headers: headers, body: body)
+        } else if path == "/token" {
+            response = oauth(method: method, headers: headers, body: body)
+        } else {
+            response = SimulatedResponse(status: 404, body: #"{"reason":"BadPath"}"#)
+        }
+        return response
+    }
+
+    private func rule(for token: String) -> SimulatorRule? {
+        box.withLockedValue { state in state.rules.first { token.hasPrefix($0.prefix) } }
+    }
+
+    private func countError(_ reason: String) {
+        box.withLockedValue { $0.stats.errors[reason, default: 0] += 1 }
+    }
+
+    /// True the first `times` times a flaky token is seen.
+    private func stillFlaky(_ token: String, times: Int) -> Bool {
+        box.withLockedValue { state in
+            let seen = state.failuresByToken[token, default: 0]
+            guard seen < times else { return false }
+            state.failuresByToken[token] = seen + 1
+            return true
+        }
+    }
+
+    private func accept(_ notification: AcceptedNotification) {
+        box.withLockedValue { state in
+            state.stats.accepted += 1
+            if recordInMemory { state.accepted.append(notification) }
+        }
+        record.withLockedValue { handle in
+            guard let handle else { return }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            if let line = try? encoder.encode(notification) { handle.write(line + Data("\n".utf8)) }
+        }
+    }
+
+    // MARK: APNs
+
+    private func apnsError(_ status: Int, _ reason: String, timestamp: Int64? = nil, retryAfter: Int? = nil) -> SimulatedResponse {
+        countError(reason)
+        var body = #"{"reason":"\#(reason)""#
+        if let timestamp { body += #","timestamp":\#(timestamp)"# }
+        var response = SimulatedResponse(status: status, headers: [("apns-id", UUID().uuidString.lowercased())], body: body + "}")
+        if let retryAfter { response.headers.append(("retry-after", String(retryAfter))) }
+        return response
+    }
+
+    private func apns(method: HTTPMethod, token: String, headers: HTTPHeaders, body: ByteBuffer) -> SimulatedResponse {
+        guard method == .POST else { return apnsError(405, "MethodNotAllowed") }
+        guard let authorization = headers.first(name: "authorization") else { return apnsError(403, "MissingProviderToken") }
+        guard authorization.lowercased().hasPrefix("bearer ") else { return apnsError(403, "InvalidProviderToken") }
+        let jwt = String(authorization.dropFirst("bearer ".count))
+        if let reason = verifyProviderToken(jwt) { return apnsError(403, reason) }
+        guard let topic = headers.first(name: "apns-topic") else { return apnsError(400, "MissingTopic") }
+        guard topic == SimulatorCredentials.topic else { return apnsError(400, "TopicDisallowed") }
+        guard let pushType = headers.first(name: "apns-push-type"), ["alert", "background"].contains(pushType) else {
+            return apnsError(400, "InvalidPushType")
+        }
+        if let priority = headers.first(name: "apns-priority"), !["10", "5", "1"].contains(priority) {
+            return apnsError(400, "BadPriority")
+        }
+        if pushType == "background" && headers.first(name: "apns-priority") == "10" { return apnsError(400, "BadPriority") }
+        if let expiration = headers.first(name: "apns-expiration"), Int64(expiration) == nil {
+            return apnsError(400, "BadExpirationDate")
+        }
+        let collapseID = headers.first(name: "apns-collapse-id")
+        if let collapseID, collapseID.utf8.count > 64 { return apnsError(400, "BadCollapseId") }
+        guard body.readableBytes > 0 else { return apnsError(400, "PayloadEmpty") }
+        guard body.readableBytes <= 4096 else { return apnsError(413, "PayloadTooLarge") }
+        guard let payload = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any],
+              let aps = payload["aps"] as? [String: Any] else {
+            return apnsError(400, "PayloadEmpty")
+        }
+        guard !token.isEmpty, token.allSatisfy(\.isHexDigit) else { return apnsError(400, "BadDeviceToken") }
+        var delay: Int?
+        if let rule = rule(for: token) {
+            switch rule.kind {
+            case .dead:
+                return apnsError(410, "Unregistered", timestamp: rule.timestampMs ?? clock() * 1000)
+            case .bad:
+                return apnsError(400, "BadDeviceToken")
+            case .throttle:
+                return apnsError(429, "TooManyRequests", retryAfter: rule.retryAfter ?? 1)
+            case .flaky:
+                if stillFlaky(token, times: rule.times ?? 1) { return apnsError(503, "ServiceUnavailable") }
+            case .slow:
+                delay = rule.delayMs ?? 200
+            case .thirdPartyAuth:
+                break
+            }
+        }
+        if faultRate > 0 && Double.random(in: 0..<1) < faultRate { return apnsError(503, "ServiceUnavailable") }
+        let alert = aps["alert"] as? [String: Any]
+        accept(AcceptedNotification(provider: "apns", token: token, collapseID: collapseID,
+                                    expiration: headers.first(name: "apns-expiration"),
+                                    title: alert?["title"] as? String, body: alert?["body"] as? String,
+                                    payloadBytes: body.readableBytes, payload: String(buffer: body)))
+        return SimulatedResponse(status: 200, headers: [("apns-id", UUID().uuidString.lowercased())], delayMs: delay)
+    }
+
+    /// Apple's checks of a provider token: ES256, our key id, our team, a whole-second `iat` under an hour old.
+    private func verifyProviderToken(_ jwt: String) -> String? {
+        guard let parts = JWTParts(jwt),
+              parts.header["alg"] as? String == "ES256",
+              parts.header["kid"] as? String == SimulatorCredentials.keyID,
+              parts.claims["iss"] as? String == SimulatorCredentials.teamID,
+              let iat = parts.integerClaim("iat"),
+              parts.signature.count == 64,
+              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parts.signature),
+              apnsKey.isValidSignature(signature, for: parts.signedData)
+        else { return "InvalidProviderToken" }
+        let now = clock()
+        if now - iat >= 3600 { return "ExpiredProviderToken" }
+        if iat > now + 60 { return "InvalidProviderToken" }
+        box.withLockedValue { state in
+            if state.seenProviderTokens.insert(jwt).inserted { state.stats.apnsProviderTokens += 1 }
+        }
+        return nil
+    }
+
+    // MARK: FCM
+
+    private func fcmError(_ status: Int, _ googleStatus: String, _ message: String, errorCode: String? = nil,
+                          retryAfter: Int? = nil) -> SimulatedResponse {
+        countError(errorCode ?? googleStatus)
+        var error: [String: Any] = ["code": status, "message": message, "status": googleStatus]
+        if let errorCode {
+            error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]]
+        }
+        let body = (try? JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])) ?? Data()
+        var response = SimulatedResponse(status: status, body: String(decoding: body, as: UTF8.self))
+        if let retryAfter { response.headers.append(("retry-after", String(retryAfter))) }
+        return response
+    }
+
+    private func fcm(method: HTTPMethod, project: String, headers: HTTPHeaders, body: ByteBuffer) -> SimulatedResponse {
+        guard method == .POST else { return fcmError(405, "METHOD_NOT_ALLOWED", "Use POST") }
+        let now = clock()
+        guard let authorization = headers.first(name: "authorization"), authorization.hasPrefix("Bearer "),
+              let expiry = box.withLockedValue({ $0.issuedAccessTokens[String(authorization.dropFirst("Bearer ".count))] }),
+              expiry > now else {
+            return fcmError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+        }
+        guard project == SimulatorCredentials.projectID else {
+            return fcmError(404, "NOT_FOUND", "Requested entity was not found.")
+        }
+        guard let request = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any],
+              var message = request["message"] as? [String: Any] else {
+            return fcmError(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", errorCode: "INVALID_ARGUMENT")
+        }
+        let targets = ["token", "topic", "condition"].filter { message[$0] != nil }
+        guard targets.count == 1 else {
+            return fcmError(400, "INVALID_ARGUMENT", "Exactly one of message.token, message.topic or message.condition must be set.",
+                            errorCode: "INVALID_ARGUMENT")
+        }
+        if let problem = Self.messageProblem(message) {
+            return fcmError(400, "INVALID_ARGUMENT", problem, errorCode: "INVALID_ARGUMENT")
+        }
+        let token = message.removeValue(forKey: "token") as? String ?? ""
+        let payloadSize = (try? JSONSerialization.data(withJSONObject: message))?.count ?? 0
+        guard payloadSize <= 4096 else {
+            return fcmError(400, "INVALID_ARGUMENT", "Message is too big", errorCode: "INVALID_ARGUMENT")
+        }
+        var delay: Int?
+        if let rule = rule(for: token) {
+            switch rule.kind {
+            case .dead:
+                return fcmError(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED")
+            case .bad:
+                return fcmError(400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
+                                errorCode: "INVALID_ARGUMENT")
+            case .throttle:
+                return fcmError(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", errorCode: "QUOTA_EXCEEDED",
+                                retryAfter: rule.retryAfter ?? 1)
+            case .flaky:
+                if stillFlaky(token, times: rule.times ?? 1) {
+                    return fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE")
+                }
+            case .slow:
+                delay = rule.delayMs ?? 200
+            case .thirdPartyAuth:
+                return fcmError(401, "UNAUTHENTICATED", "Auth error from APNS or Web Push Service", errorCode: "THIRD_PARTY_AUTH_ERROR")
+            }
+        }
+        if faultRate > 0 && Double.random(in: 0..<1) < faultRate {
+            return fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE")
+        }
+        let name = "projects/\(project)/messages/\(UUID().uuidString.lowercased())"
+        if request["validate_only"] as? Bool == true {
+            box.withLockedValue { $0.stats.validated += 1 }
+            return SimulatedResponse(status: 200, body: #"{"name":"projects/\#(project)/messages/fake_message_id"}"#, delayMs: delay)
+        }
+        let notification = message["notification"] as? [String: Any]
+        let android = (message["android"] as? [String: Any])?["notification"] as? [String: Any]
+        let apnsHeaders = (message["apns"] as? [String: Any])?["headers"] as? [String: Any]
+        accept(AcceptedNotification(provider: "fcm", token: token,
+                                    collapseID: android?["tag"] as? String ?? apnsHeaders?["apns-collapse-id"] as? String,
+                                    expiration: (message["android"] as? [String: Any])?["ttl"] as? String
+                                        ?? apnsHeaders?["apns-expiration"] as? String,
+                                    title: notification?["title"] as? String, body: notification?["body"] as? String,
+                                    payloadBytes: payloadSize, payload: String(buffer: body)))
+        return SimulatedResponse(status: 200, body: #"{"name":"\#(name)"}"#, delayMs: delay)
+    }
+
+    /// What FCM rejects in a message's shape.
+    static func messageProblem(_ message: [String: Any]) -> String? {
+        if let data = message["data"] {
+            guard let map = data as? [String: Any], map.values.allSatisfy({ $0 is String }) else {
+                return "Invalid value at 'message.data': values must be strings"
+            }
+            for key in map.keys where ["from", "message_type"].contains(key) || key.hasPrefix("google") || key.hasPrefix("gcm") {
+                return "Invalid data key: \(key) is reserved"
+            }
+        }
+        if let android = message["android"] as? [String: Any] {
+            if let priority = android["priority"] as? String, !["high", "normal", "HIGH", "NORMAL"].contains(priority) {
+                return "Invalid value at 'message.android.priority'"
+            }
+            if let ttl = android["ttl"] {
+                guard let text = ttl as? String, text.hasSuffix("s"), Double(text.dropLast()) != nil else {
+                    return "Invalid value at 'message.android.ttl' (expected a duration like \"3600s\")"
+                }
+            }
+        }
+        if let apns = message["apns"] as? [String: Any], let headers = apns["headers"] {
+            guard let map = headers as? [String: Any], map.values.allSatisfy({ $0 is String }) else {
+                return "Invalid value at 'message.apns.headers': values must be strings"
+            }
+        }
+        return nil
+    }
+
+    // MARK: OAuth
+
+    private func oauthError(_ description: String) -> SimulatedResponse {
+        countError("invalid_grant")
+        return SimulatedResponse(status: 400, body: #"{"error":"invalid_grant","error_description":"\#(description)"}"#)
+    }
+
+    private func oauth(method: HTTPMethod, headers: HTTPHeaders, body: ByteBuffer) -> SimulatedResponse {
+        guard method == .POST else { return oauthError("POST required") }
+        var form: [String: String] = [:]
+        for pair in String(buffer: body).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            form[String(parts[0]).removingPercentEncoding ?? ""] = String(parts[1]).removingPercentEncoding
+        }
+        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else { return oauthError("Invalid grant_type") }
+        guard let assertion = form["assertion"], let parts = JWTParts(assertion) else { return oauthError("Invalid JWT") }
+        let audience = parts.claims["aud"] as? String ?? (parts.claims["aud"] as? [String])?.first
+        guard parts.header["alg"] as? String == "RS256",
+              parts.header["kid"] as? String == SimulatorCredentials.privateKeyID,
+              parts.claims["iss"] as? String == SimulatorCredentials.clientEmail,
+              audience == baseURL + "/token",
+              (parts.claims["scope"] as? String)?.contains("https://www.googleapis.com/auth/firebase.messaging") == true,
+              let iat = parts.integerClaim("iat"), let exp = parts.integerClaim("exp"),
+              serviceAccountKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: parts.signature),
+                                                 for: parts.signedData, padding: .insecurePKCS1v1_5)
+        else { return oauthError("Invalid JWT Signature or claims.") }
+        let now = clock()
+        guard exp > now, exp - iat <= 3600, iat <= now + 300 else { return oauthError("Invalid JWT: Token must be a short-lived token") }
+        let token = "sim-" + (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
+        box.withLockedValue { state in
+            state.issuedAccessTokens[token] = now + 3600
+            state.stats.oauthExchanges += 1
+        }
+        return SimulatedResponse(status: 200, headers: [("content-type", "application/json")],
+                                 body: #"{"access_token":"\#(token)","expires_in":3600,"token_type":"Bearer"}"#)
+    }
+}
+
+/// A compact JWT, decoded without trusting it.
+struct JWTParts {
+    let header: [String: Any]
+    let claims: [String: Any]
+    let claimsText: String
+    let signature: Data
+    let signedData: Data
+
+    init?(_ jwt: String) {
+        let pieces = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard pieces.count == 3,
+              let headerData = Self.base64URL(pieces[0]), let claimsData = Self.base64URL(pieces[1]),
+              let signature = Self.base64URL(pieces[2]),
+              let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
+              let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
+        else { return nil }
+        self.header = header
+        self.claims = claims
+        self.claimsText = String(decoding: claimsData, as: UTF8.self)
+        self.signature = signature
+        self.signedData = Data("\(pieces[0]).\(pieces[1])".utf8)
+    }
+
+    /// A claim written as a whole number: `"iat":1700000000`, not `1700000000.25`.
+    func integerClaim(_ name: String) -> Int64? {
+        guard let range = claimsText.range(of: "\"\(name)\":") else { return nil }
+        let digits = claimsText[range.upperBound...].prefix { $0.isNumber || $0 == "." || $0 == "-" || $0 == " " }
+            .trimmingCharacters(in: .whitespaces)
+        return digits.contains(".") ? nil : Int64(digits)
+    }
+
+    static func base64URL(_ text: Substring) -> Data? {
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while base64.count % 4 != 0 { base64 += "=" }
+        return Data(base64Encoded: base64)
+    }
+}
+
+/// One stream, as an HTTP/1-style request: collect, answer.
+final class SimulatorRequestHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let state: SimulatorState
+    private var head: HTTPRequestHead?
+    private var body = ByteBuffer()
+
+    init(state: SimulatorState) { self.state = state }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+        case .body(var chunk):
+            body.writeBuffer(&chunk)
+        case .end:
+            guard let head else { return }
+            let response = state.handle(method: head.method, path: head.uri, headers: head.headers, body: body)
+            if let delay = response.delayMs {
+                context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(delay))) { [weak self] () -> Void in
+                    self?.respond(context: context, response)
+                }
+            } else {
+                respond(context: context, response)
+            }
+        }
+    }
+
+    private func respond(context: ChannelHandlerContext, _ response: SimulatedResponse) {
+        var headers = HTTPHeaders(response.headers)
+        headers.add(name: "content-length", value: String(response.body.utf8.count))
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: .init(statusCode: response.status),
+                                                             headers: headers))), promise: nil)
+        if !response.body.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: response.body)))), promise: nil)
+        }
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+    }
+}
