@@ -67,6 +67,7 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             if !readOnly && !validateOnly && outboxPath == nil && !deliveryConfiguration.hasProvider {
                 throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (README \"Configuration\"), pass --outbox PATH, or use --dry-run")
             }
+            if !readOnly || validateOnly { try await deliveryConfiguration.checkFiles() }
             // Validation mints (and caches) an FCM access token: the only write it makes.
             let store = try common.openStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite)
             let sender: any Sender

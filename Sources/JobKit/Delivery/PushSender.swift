@@ -16,6 +16,16 @@ public struct DeliveryConfiguration: Sendable {
     public init() {}
 }
 
+extension DeliveryConfiguration {
+    /// Reads and parses every configured key file, so that a bad one is reported before anything is opened
+    /// or written.
+    public func checkFiles() async throws(JobError) {
+        if let apns { _ = try await ProviderTokens.apnsKey(apns) }
+        if let fcm { _ = try await ProviderTokens.serviceAccountKey(try ServiceAccount.load(path: fcm.serviceAccountFile)) }
+        _ = try tls.makeContext()
+    }
+}
+
 /// Delivers through APNs and FCM, routing each device to its provider. Devices of a provider with no
 /// credentials configured are not deliverable (the run skips them before claiming).
 public final class PushSender: Sender {
