@@ -199,9 +199,13 @@ final class ConnectionStreams: @unchecked Sendable {
         if let goAwayAfter, count >= goAwayAfter {
             lastStreamID = streamID
             state.goAwaySent()
-            parent.writeAndFlush(HTTP2Frame(streamID: .rootStream,
-                                            payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil)),
-                                 promise: nil)
+            // After this stream is registered (the initializer runs before it is): a GOAWAY naming a stream
+            // the connection does not know yet would leave that stream unanswered.
+            parent.eventLoop.execute {
+                parent.writeAndFlush(HTTP2Frame(streamID: .rootStream,
+                                                payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil)),
+                                     promise: nil)
+            }
         }
         return true
     }

@@ -66,7 +66,8 @@ actor ProviderClient {
         var lastVerdict = [ProviderVerdict?](repeating: nil, count: items.count)
         var latency = [Int?](repeating: nil, count: items.count)
         var pending = Array(items.indices)
-        var resends = 0
+        // Passes in a row in which the server processed nothing (every stream refused or unsent).
+        var stalledPasses = 0
 
         func finish(_ i: Int, _ verdict: ProviderVerdict) {
             reports[i] = DeliveryReport(channel: provider.name, outcome: verdict.outcome, reason: verdict.reason,
@@ -149,12 +150,13 @@ actor ProviderClient {
                 logger.warning("provider refused the credential: refreshing once", metadata: ["provider": "\(provider.name)"])
                 do { _ = try await credential.get(rejected: token) } catch { stop("credential refresh failed: \(error.message)") }
             }
-            if !retryNow.isEmpty {
-                resends += 1
-                if resends > 5 {
-                    for i in retryNow { finish(i, lastVerdict[i] ?? ProviderVerdict(.retryLater, reason: "not processed")) }
-                    retryNow = []
-                }
+            // Unprocessed requests (GOAWAY, refused streams) go again at once on a new connection, for as long
+            // as each pass gets some answered; a server that answers nothing is left for the next run.
+            let answered = pending.count - retryNow.count
+            stalledPasses = answered > 0 || refusedCredential ? 0 : stalledPasses + 1
+            if !retryNow.isEmpty && stalledPasses > 3 {
+                for i in retryNow { finish(i, lastVerdict[i] ?? ProviderVerdict(.retryLater, reason: "not processed")) }
+                retryNow = []
             }
             if !retryLater.isEmpty && wait > .zero {
                 try? await Task.sleep(for: wait)

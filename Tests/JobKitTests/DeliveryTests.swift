@@ -1,0 +1,344 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import PushSimulator
+import Testing
+@testable import JobKit
+
+@Suite struct DeliveryTests {
+    @Test func bothProvidersReceiveTheRightShape() async throws {
+        let harness = try await DeliveryHarness.start()
+        let apnsToken = hexToken("a1", 1)
+        try await harness.addUser("tokyo", devices: [(apnsToken, .apns, "ios"), ("droid-1", .fcm, "android"),
+                                                     ("fire-ios-1", .fcm, "ios")], zone: "Asia/Tokyo", time: "21:00")
+        let summary = try await harness.run(at: "2026-11-21T12:00:00Z", sender: try await harness.sender())
+        #expect(summary.sent == 1)
+        #expect(summary.outcomes == ["delivered": 3])
+        let accepted = Dictionary(uniqueKeysWithValues: harness.simulator.accepted().map { ($0.token, $0) })
+        let endOfTokyoDay = instant("2026-11-21T15:00:00Z")
+        let apns = try #require(accepted[apnsToken])
+        #expect(apns.collapseID == "diary_reminder:2026-11-21")
+        #expect(apns.expiration == String(endOfTokyoDay))
+        let payload = try #require(try JSONSerialization.jsonObject(with: Data(apns.payload.utf8)) as? [String: Any])
+        let aps = try #require(payload["aps"] as? [String: Any])
+        #expect(aps["sound"] as? String == "default")
+        #expect(aps["badge"] as? Int == 1)
+        #expect(aps["thread-id"] as? String == "diary_reminder")
+        #expect(payload["period"] as? String == "2026-11-21")
+        #expect((payload["link"] as? String)?.hasPrefix("diary://") == true)
+        let android = try #require(accepted["droid-1"])
+        #expect(android.collapseID == "diary_reminder:2026-11-21")
+        #expect(android.expiration == "\(endOfTokyoDay - instant("2026-11-21T12:00:00Z"))s" || android.expiration?.hasSuffix("s") == true)
+        #expect(android.payload.contains(#""channel_id":"diary_reminders""#))
+        #expect(android.payload.contains(#""priority":"high""#))
+        let fireIOS = try #require(accepted["fire-ios-1"])
+        #expect(fireIOS.payload.contains(#""apns-collapse-id":"diary_reminder:2026-11-21""#))
+        #expect(fireIOS.payload.contains(#""sound":"default""#))
+        #expect(try harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered' AND provider_message_id IS NOT NULL") == 3)
+        await harness.stop()
+    }
+
+    @Test func everyClassificationUpdatesDevicesAndDeliveries() async throws {
+        let harness = try await DeliveryHarness.start()
+        let devices: [(String, Provider, String)] = [
+            (hexToken("dead", 1), .apns, "ios"), (hexToken("bad0", 2), .apns, "ios"), (hexToken("fa11", 3), .apns, "ios"),
+            ("dead-fcm", .fcm, "android"), ("bad0-fcm", .fcm, "android"), ("fa11-fcm", .fcm, "android"),
+            (hexToken("7407", 4), .apns, "ios"), (hexToken("cafe", 5), .apns, "ios"),
+        ]
+        for (i, device) in devices.enumerated() { try await harness.addUser("u\(i)", devices: [device]) }
+        var delivery = harness.delivery()
+        delivery.retry.maxAttempts = 3
+        let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(delivery))
+        let rows = try harness.db.strings("""
+            SELECT d.token || ' ' || x.outcome || ' ' || coalesce(x.reason, '-') || ' ' || x.attempts || ' ' || d.is_active || ' ' || coalesce(d.deactivation_reason, '-')
+            FROM notification_deliveries x JOIN user_devices d ON d.id = x.device_id ORDER BY d.id
+            """)
+        #expect(rows == [
+            "\(devices[0].0) token_dead Unregistered 1 0 Unregistered",
+            "\(devices[1].0) token_dead BadDeviceToken 1 0 BadDeviceToken",
+            "\(devices[2].0) delivered - 3 1 -",
+            "dead-fcm token_dead UNREGISTERED 1 0 UNREGISTERED",
+            "bad0-fcm token_dead INVALID_ARGUMENT (token) 1 0 INVALID_ARGUMENT (token)",
+            "fa11-fcm delivered - 3 1 -",
+            "\(devices[6].0) retry_later TooManyRequests 3 1 -",
+            "\(devices[7].0) delivered - 1 1 -",
+        ])
+        #expect(summary.sent == 3)
+        #expect(summary.failed == 4)
+        #expect(summary.retry == 1)
+        #expect(try harness.db.strings("SELECT status FROM notification_logs WHERE user_id = 'u6'") == ["retry"])
+        await harness.stop()
+    }
+
+    @Test func retryAfterIsHonouredAndTheNextRunRetries() async throws {
+        let harness = try await DeliveryHarness.start { $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 1)] }
+        try await harness.addUser("throttled", devices: [(hexToken("7407", 1), .apns, "ios")])
+        var delivery = harness.delivery()
+        delivery.retry.maxAttempts = 2
+        let started = ContinuousClock.now
+        let first = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(delivery))
+        #expect(ContinuousClock.now - started >= .seconds(1))
+        #expect(first.retry == 1)
+        #expect(harness.simulator.stats.errors["TooManyRequests"] == 2)
+        // The throttle lifts; the next run inside the window delivers.
+        harness.simulator.setRules([])
+        let second = try await harness.run(at: "2026-11-21T20:15:00Z", sender: try await harness.sender(delivery))
+        #expect(second.takenOver == 1)
+        #expect(second.sent == 1)
+        #expect(harness.simulator.accepted().count == 1)
+        await harness.stop()
+    }
+
+    @Test func goAwayMidRunLosesAndDuplicatesNothing() async throws {
+        let harness = try await DeliveryHarness.start {
+            $0.goAwayAfterStreams = 37
+            $0.maxConcurrentStreams = 25
+        }
+        for i in 0..<300 {
+            try await harness.addUser("g\(i)", devices: [(hexToken("ab", i), .apns, "ios"), ("fcm-\(i)", .fcm, "android")])
+        }
+        let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
+        #expect(summary.sent == 300)
+        let accepted = harness.simulator.accepted()
+        #expect(accepted.count == 600)
+        #expect(Set(accepted.map(\.token)).count == 600)
+        #expect(harness.simulator.stats.goAways >= 10)
+        await harness.stop()
+    }
+
+    @Test func consecutiveRunsShareOneProviderTokenAndOneAccessToken() async throws {
+        let harness = try await DeliveryHarness.start()
+        try await harness.addUser("a", devices: [(hexToken("ab", 1), .apns, "ios"), ("f-1", .fcm, "android")], time: "20:00")
+        try await harness.addUser("b", devices: [(hexToken("ab", 2), .apns, "ios"), ("f-2", .fcm, "android")], time: "20:15")
+        // Two runs, each with its own sender, as two cron processes would be.
+        try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
+        try await harness.run(at: "2026-11-21T20:15:00Z", sender: try await harness.sender())
+        #expect(harness.simulator.accepted().count == 4)
+        #expect(harness.simulator.stats.apnsProviderTokens == 1)
+        #expect(harness.simulator.stats.oauthExchanges == 1)
+        await harness.stop()
+    }
+
+    @Test func providerTokensAreRenewedBetweenTwentyAndFiftyMinutes() async throws {
+        let clock = ManualClock(start: Int64(Date().timeIntervalSince1970))
+        let harness = try await DeliveryHarness.start { $0.clock = { clock.now } }
+        var delivery = harness.delivery(fcm: false)
+        delivery.credentialClock = { clock.now }
+        for (minute, expectedMints) in [(0, 1), (19, 1), (39, 1), (41, 2), (60, 2), (82, 3)] {
+            clock.set(clock.start + Int64(minute) * 60)
+            let user = "m\(minute)"
+            try await harness.addUser(user, devices: [(hexToken("ab", minute), .apns, "ios")], time: "20:00")
+            try await harness.run(at: "2026-11-\(10 + minute / 10)T20:00:00Z", sender: try await harness.sender(delivery))
+            #expect(harness.simulator.stats.apnsProviderTokens == expectedMints, "after \(minute) minutes")
+        }
+        #expect(harness.simulator.stats.errors.isEmpty)
+        await harness.stop()
+    }
+
+    @Test func concurrentSendersMintOneToken() async throws {
+        let harness = try await DeliveryHarness.start()
+        var senders: [PushSender] = []
+        for _ in 0..<4 { senders.append(try await harness.sender()) }
+        let notifications = (0..<4).map { i in
+            OutgoingNotification(logID: nil, device: Device(id: Int64(i), userID: "u", token: hexToken("ab", i), provider: .apns,
+                                                            platform: "ios", apnsEnvironment: "production"),
+                                 type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t",
+                                 body: "b", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for (sender, notification) in zip(senders, notifications) {
+                group.addTask { _ = await sender.send([notification]) }
+            }
+        }
+        for sender in senders { await sender.shutdown() }
+        #expect(harness.simulator.accepted().count == 4)
+        #expect(harness.simulator.stats.apnsProviderTokens == 1)
+        await harness.stop()
+    }
+
+    @Test func aDeviceThatReRegisteredAfterThe410IsKept() async throws {
+        let registered = instant("2026-11-21T12:00:00Z")
+        let harness = try await DeliveryHarness.start {
+            $0.rules = [SimulatorRule(prefix: "dead0", kind: .dead, timestampMs: (registered - 3600) * 1000),
+                        SimulatorRule(prefix: "dead1", kind: .dead, timestampMs: (registered + 3600) * 1000)]
+        }
+        try await harness.addUser("back", devices: [(hexToken("dead0", 1), .apns, "ios")], registeredAt: registered)
+        try await harness.addUser("gone", devices: [(hexToken("dead1", 2), .apns, "ios")], registeredAt: registered)
+        try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
+        #expect(try harness.db.strings("SELECT user_id || ' ' || is_active FROM user_devices ORDER BY user_id") == ["back 1", "gone 0"])
+        #expect(try harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'token_dead'") == 2)
+        await harness.stop()
+    }
+
+    @Test func refusedCredentialsAreRefreshedOnceThenTheProviderStopsAndNoDeviceIsDeactivated() async throws {
+        // The simulator's clock runs two hours ahead: every provider token looks expired to it.
+        let harness = try await DeliveryHarness.start { $0.clock = { Int64(Date().timeIntervalSince1970) + 7200 } }
+        for i in 0..<5 { try await harness.addUser("c\(i)", devices: [(hexToken("ab", i), .apns, "ios")]) }
+        try await harness.addUser("android", devices: [("fcm-ok", .fcm, "android")])
+        let logs = CapturedLogs()
+        let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger))
+        // FCM's OAuth assertion is also "from the past" for this simulator: its user is held back too.
+        #expect(summary.outcomes["credentials"] == 6)
+        #expect(summary.retry == 6)
+        #expect(summary.sent == 0)
+        #expect(harness.simulator.stats.errors["ExpiredProviderToken"] == 10)   // first try and one refresh
+        #expect(harness.simulator.stats.apnsProviderTokens == 0)
+        #expect(try harness.db.count("SELECT count(*) FROM user_devices WHERE is_active = 0") == 0)
+        #expect(logs.lines.contains { $0.contains("stopped sending to this provider") })
+        await harness.stop()
+    }
+
+    @Test func thirdPartyAuthErrorsNeverDeactivate() async throws {
+        let harness = try await DeliveryHarness.start()
+        try await harness.addUser("ios-via-firebase", devices: [("a0th-token", .fcm, "ios")])
+        let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
+        #expect(summary.outcomes == ["credentials": 1])
+        #expect(try harness.db.count("SELECT count(*) FROM user_devices WHERE is_active = 1") == 1)
+        #expect(try harness.db.strings("SELECT reason FROM notification_deliveries") == ["THIRD_PARTY_AUTH_ERROR"])
+        await harness.stop()
+    }
+
+    @Test func noSecretAndNoFullTokenInAnyLogLine() async throws {
+        let harness = try await DeliveryHarness.start()
+        let tokens = [hexToken("dead", 1), hexToken("bad0", 2), hexToken("fa11", 3), hexToken("cafe", 4)]
+        for (i, token) in tokens.enumerated() { try await harness.addUser("s\(i)", devices: [(token, .apns, "ios")]) }
+        try await harness.addUser("f", devices: [("dead-fcm-token-0123456789", .fcm, "android"), ("a0th-fcm-token-0123456789", .fcm, "ios")])
+        let logs = CapturedLogs()
+        try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger), logger: logs.logger)
+        let secrets = try harness.db.strings("SELECT token FROM provider_credentials")
+        #expect(secrets.count == 2)
+        let keyLines = try String(contentsOfFile: harness.simulator.credentials.apnsKeyFile, encoding: .utf8)
+            .split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init)
+        let forbidden = tokens + ["dead-fcm-token-0123456789", "a0th-fcm-token-0123456789"] + secrets + keyLines + ["PRIVATE KEY"]
+        #expect(!logs.lines.isEmpty)
+        for line in logs.lines {
+            for secret in forbidden { #expect(!line.contains(secret), "leaked in: \(line)") }
+        }
+        await harness.stop()
+    }
+
+    @Test func aProviderWithoutCredentialsIsSkippedBeforeClaiming() async throws {
+        let harness = try await DeliveryHarness.start()
+        try await harness.addUser("apple-only", devices: [(hexToken("ab", 1), .apns, "ios")])
+        try await harness.addUser("both", devices: [(hexToken("ab", 2), .apns, "ios"), ("fcm-2", .fcm, "android")])
+        let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
+        #expect(summary.skipped == ["no_configured_provider": 1])
+        #expect(summary.sent == 1)
+        #expect(try harness.db.strings("SELECT user_id FROM notification_logs") == ["both"])
+        #expect(harness.simulator.accepted().map(\.token) == ["fcm-2"])
+        await harness.stop()
+    }
+
+    @Test func validateOnlyChecksWithFCMAndDeliversNothing() async throws {
+        let harness = try await DeliveryHarness.start()
+        try await harness.addUser("v1", devices: [("fcm-live", .fcm, "android"), ("dead-fcm", .fcm, "android")])
+        var delivery = harness.delivery(apns: false)
+        delivery.fcm?.validateOnly = true
+        let lines = LineBuffer()
+        let sender = ReportingSender(inner: try await harness.sender(delivery), sink: lines, json: false)
+        let summary = try await DiaryReminderRunner(store: harness.db.store, sender: sender, logger: quietLogger)
+            .run(ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true))
+        await sender.shutdown()
+        #expect(summary.outcomes == ["delivered": 1, "token_dead": 1])
+        #expect(harness.simulator.stats.validated == 1)
+        #expect(harness.simulator.accepted().isEmpty)
+        #expect(lines.lines.count == 2)
+        #expect(try harness.db.count("SELECT count(*) FROM notification_logs") == 0)
+        #expect(try harness.db.count("SELECT count(*) FROM user_devices WHERE is_active = 0") == 0)
+        await harness.stop()
+    }
+
+    @Test func inFlightStreamsStayWithinTheServerLimit() async throws {
+        let harness = try await DeliveryHarness.start { $0.maxConcurrentStreams = 3 }
+        for i in 0..<200 { try await harness.addUser("l\(i)", devices: [("limit-\(i)", .fcm, "android")]) }
+        let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
+        #expect(summary.sent == 200)
+        #expect(harness.simulator.stats.errors.isEmpty)
+        await harness.stop()
+    }
+}
+
+/// A clock tests move by hand.
+final class ManualClock: @unchecked Sendable {
+    let start: Int64
+    private let lock = NSLock()
+    private var current: Int64
+    init(start: Int64) {
+        self.start = start
+        current = start
+    }
+    var now: Int64 { lock.withLock { current } }
+    func set(_ value: Int64) { lock.withLock { current = value } }
+}
+
+@Suite struct ProviderRulesTests {
+    func apns(_ status: Int, _ body: String, headers: HPACKHeaders = [:]) -> ProviderVerdict {
+        APNs.classify(status: status, headers: headers, body: ByteBuffer(string: body))
+    }
+
+    func fcm(_ status: Int, code: String?, message: String = "", headers: HPACKHeaders = [:]) -> ProviderVerdict {
+        let details = code.map { #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"# } ?? ""
+        return FCM.classify(status: status, headers: headers,
+                            body: ByteBuffer(string: #"{"error":{"code":\#(status),"message":"\#(message)","status":"X"\#(details)}}"#))
+    }
+
+    @Test func apnsAnswers() {
+        #expect(apns(200, "", headers: ["apns-id": "abc"]) == ProviderVerdict(.delivered, providerMessageID: "abc"))
+        #expect(apns(410, #"{"reason":"Unregistered","timestamp":1700000000000}"#) == ProviderVerdict(.tokenDead, reason: "Unregistered", tokenInvalidSince: 1_700_000_000))
+        #expect(apns(410, #"{"reason":"ExpiredToken"}"#).outcome == .tokenDead)
+        #expect(apns(400, #"{"reason":"BadDeviceToken"}"#).outcome == .tokenDead)
+        #expect(apns(400, #"{"reason":"DeviceTokenNotForTopic"}"#).outcome == .tokenDead)
+        #expect(apns(429, #"{"reason":"TooManyRequests"}"#, headers: ["retry-after": "7"]) == ProviderVerdict(.retryLater, reason: "TooManyRequests", retryAfter: 7))
+        #expect(apns(500, #"{"reason":"InternalServerError"}"#).outcome == .retryLater)
+        #expect(apns(503, #"{"reason":"ServiceUnavailable"}"#).outcome == .retryLater)
+        #expect(apns(503, #"{"reason":"Shutdown"}"#).outcome == .retryLater)
+        for reason in ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken", "BadEnvironmentKeyIdInToken"] {
+            #expect(apns(403, #"{"reason":"\#(reason)"}"#).outcome == .credentials, "\(reason)")
+        }
+        #expect(apns(429, #"{"reason":"TooManyProviderTokenUpdates"}"#).outcome == .credentials)
+        for (status, reason) in [(403, "Forbidden"), (413, "PayloadTooLarge"), (400, "BadCollapseId"), (400, "BadExpirationDate"),
+                                 (400, "BadPriority"), (400, "BadTopic"), (400, "MissingTopic"), (400, "TopicDisallowed"),
+                                 (400, "PayloadEmpty")] {
+            #expect(apns(status, #"{"reason":"\#(reason)"}"#).outcome == .rejected, "\(reason)")
+        }
+        #expect(apns(502, "<html>").outcome == .retryLater)
+        #expect(apns(418, "").outcome == .rejected)
+    }
+
+    @Test func fcmAnswers() {
+        #expect(FCM.classify(status: 200, headers: [:], body: ByteBuffer(string: #"{"name":"projects/p/messages/1"}"#)) == ProviderVerdict(.delivered, providerMessageID: "projects/p/messages/1"))
+        #expect(fcm(404, code: "UNREGISTERED").outcome == .tokenDead)
+        #expect(fcm(403, code: "SENDER_ID_MISMATCH").outcome == .tokenDead)
+        #expect(fcm(400, code: "INVALID_ARGUMENT", message: "The registration token is not a valid FCM registration token").outcome == .tokenDead)
+        #expect(fcm(400, code: "INVALID_ARGUMENT", message: "Invalid value at 'message.android.ttl'").outcome == .rejected)
+        #expect(fcm(429, code: "QUOTA_EXCEEDED") == ProviderVerdict(.retryLater, reason: "QUOTA_EXCEEDED", retryAfter: 60))
+        #expect(fcm(429, code: "QUOTA_EXCEEDED", headers: ["retry-after": "5"]).retryAfter == 5)
+        #expect(fcm(503, code: "UNAVAILABLE").outcome == .retryLater)
+        #expect(fcm(500, code: "INTERNAL").outcome == .retryLater)
+        #expect(fcm(401, code: "THIRD_PARTY_AUTH_ERROR").outcome == .credentials)
+        #expect(fcm(401, code: nil).outcome == .credentials)
+        #expect(fcm(403, code: nil).outcome == .rejected)
+    }
+
+    @Test func oversizedPayloadsAreShortenedAtAGraphemeBoundary() throws {
+        let body = String(repeating: "👩‍👩‍👧‍👦 family ", count: 400)
+        let notification = OutgoingNotification(
+            logID: nil, device: Device(id: 1, userID: "u", token: "ab", provider: .apns, platform: "ios", apnsEnvironment: "production"),
+            type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "Title", body: body, expiresAt: 0)
+        let data = APNs.payload(for: notification, links: DeepLinks())
+        #expect(data.count <= 4096)
+        #expect(data.count > 3800)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let alert = try #require((object["aps"] as? [String: Any])?["alert"] as? [String: Any])
+        let shortened = try #require(alert["body"] as? String)
+        #expect(shortened.hasSuffix("…"))
+        #expect(body.hasPrefix(String(shortened.dropLast()).trimmingCharacters(in: .whitespaces)))
+        #expect(shortened.unicodeScalars.last != "\u{200D}")
+        let fcmData = FCM.message(for: notification, configuration: FCMConfiguration(serviceAccountFile: ""), links: DeepLinks(), now: 0)
+        #expect(fcmData.count <= 4096 + 200)
+        let small = APNs.payload(for: OutgoingNotification(logID: nil, device: notification.device, type: .diaryReminder,
+                                                            period: "p", locale: "en", messageIndex: 0, title: "t", body: "short",
+                                                            expiresAt: 0), links: DeepLinks())
+        #expect(String(decoding: small, as: UTF8.self).contains(#""body":"short""#))
+    }
+}

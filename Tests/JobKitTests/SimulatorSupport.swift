@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import PushSimulator
+@testable import JobKit
+
+/// Generating RSA keys is slow: generate one set per process and copy it into each test's directory.
+let credentialTemplate: URL = {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sim-template-\(ProcessInfo.processInfo.processIdentifier)")
+    _ = try! SimulatorCredentials.prepare(in: directory)
+    return directory
+}()
+
+/// A simulator and a database for one test.
+struct DeliveryHarness {
+    let db: TemporaryDatabase
+    let simulator: PushSimulator
+
+    static func start(_ configure: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> DeliveryHarness {
+        let db = try TemporaryDatabase()
+        let directory = db.directory.appendingPathComponent("sim")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        for name in ["ca.pem", "server.pem", "server-key.pem", "apns-key.p8", "service-account-key.pem"] {
+            try FileManager.default.copyItem(at: credentialTemplate.appendingPathComponent(name),
+                                             to: directory.appendingPathComponent(name))
+        }
+        var configuration = SimulatorConfiguration(credentials: try SimulatorCredentials.prepare(in: directory))
+        configure(&configuration)
+        return DeliveryHarness(db: db, simulator: try await PushSimulator.start(configuration))
+    }
+
+    func delivery(apns: Bool = true, fcm: Bool = true) -> DeliveryConfiguration {
+        var delivery = DeliveryConfiguration()
+        let endpoint = Endpoint(host: "127.0.0.1", port: simulator.port)
+        let credentials = simulator.credentials
+        if apns {
+            var configuration = APNsConfiguration(keyFile: credentials.apnsKeyFile, keyID: SimulatorCredentials.keyID,
+                                                  teamID: SimulatorCredentials.teamID, topic: SimulatorCredentials.topic)
+            configuration.productionEndpoint = endpoint
+            configuration.sandboxEndpoint = endpoint
+            delivery.apns = configuration
+        }
+        if fcm {
+            var configuration = FCMConfiguration(serviceAccountFile: credentials.serviceAccountFile)
+            configuration.endpoint = endpoint
+            delivery.fcm = configuration
+        }
+        delivery.tls.additionalCAFile = credentials.caFile
+        delivery.retry.baseDelay = .milliseconds(10)
+        delivery.retry.budget = .seconds(5)
+        return delivery
+    }
+
+    func sender(_ delivery: DeliveryConfiguration? = nil, logger: Logger = quietLogger) async throws -> PushSender {
+        try await PushSender(configuration: delivery ?? self.delivery(), credentials: db.store, logger: logger)
+    }
+
+    @discardableResult
+    func run(at now: String, sender: PushSender, dryRun: Bool = false, logger: Logger = quietLogger) async throws -> RunSummary {
+        let summary = try await DiaryReminderRunner(store: db.store, sender: sender, logger: logger)
+            .run(ReminderRunOptions(now: instant(now), dryRun: dryRun))
+        await sender.shutdown()
+        return summary
+    }
+
+    func addUser(_ id: String, devices: [(token: String, provider: Provider, platform: String)], zone: String = "UTC",
+                 time: String = "20:00", registeredAt: Int64 = 0) async throws {
+        try await db.store.upsertUser(UserProfile(id: id, timezone: zone, reminderTime: time), now: registeredAt)
+        for device in devices {
+            _ = try await db.store.register(DeviceRegistration(userID: id, token: device.token, provider: device.provider,
+                                                               platform: device.platform), now: registeredAt)
+        }
+    }
+
+    func stop() async { await simulator.stop() }
+}
+
+func hexToken(_ prefix: String, _ n: Int) -> String {
+    let suffix = String(format: "%060x", n)
+    return prefix + String(suffix.suffix(64 - prefix.count))
+}
+
+/// Keeps every log line (message and metadata) for inspection.
+final class CapturedLogs: @unchecked Sendable {
+    private let lock = NIOLock()
+    private var stored: [String] = []
+    var lines: [String] { lock.withLock { stored } }
+    func append(_ line: String) { lock.withLock { stored.append(line) } }
+
+    var logger: Logger {
+        var logger = Logger(label: "captured") { _ in CapturingHandler(sink: self) }
+        logger.logLevel = .trace
+        return logger
+    }
+
+    struct CapturingHandler: LogHandler {
+        let sink: CapturedLogs
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            sink.append("\(event.level) \(event.message) \(merged) \(event.error.map { "\($0)" } ?? "")")
+        }
+    }
+}
