@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "diary-reminder", targets: ["DiaryReminderJob"]),
         .executable(name: "pushctl", targets: ["PushCtl"]),
         .executable(name: "push-simulator", targets: ["PushSimulatorCommand"]),
+        .executable(name: "send-bench", targets: ["SendBench"]),
         .library(name: "PushSimulator", targets: ["PushSimulator"]),
     ],
     dependencies: [
@@ -72,6 +73,11 @@ let package = Package(
         .executableTarget(
             name: "PushCtl",
             dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "SendBench",
+            dependencies: ["JobKit", "PushSimulator", .product(name: "Logging", package: "swift-log")],
+            path: "Benchmarks/SendBench"
         ),
         .testTarget(
             name: "JobKitTests",

@@ -20,7 +20,8 @@ final class SimulatorState: Sendable {
         var stats = SimulatorStats()
         var failuresByToken: [String: Int] = [:]
         var issuedAccessTokens: [String: Int64] = [:]
-        var seenProviderTokens: Set<String> = []
+        /// Provider tokens whose signature was verified, with their `iat`.
+        var verifiedProviderTokens: [String: Int64] = [:]
         var accepted: [AcceptedNotification] = []
         var baseURL = ""
     }
@@ -175,6 +176,11 @@ final class SimulatorState: Sendable {
 
     /// Apple's checks of a provider token: ES256, our key id, our team, a whole-second `iat` under an hour old.
     private func verifyProviderToken(_ jwt: String) -> String? {
+        // A token already verified is not verified again (APNs validates a provider token once, not per
+        // notification); its age still is.
+        if let iat = box.withLockedValue({ $0.verifiedProviderTokens[jwt] }) {
+            return clock() - iat >= 3600 ? "ExpiredProviderToken" : nil
+        }
         guard let parts = JWTParts(jwt),
               parts.header["alg"] as? String == "ES256",
               parts.header["kid"] as? String == SimulatorCredentials.keyID,
@@ -188,7 +194,7 @@ final class SimulatorState: Sendable {
         if now - iat >= 3600 { return "ExpiredProviderToken" }
         if iat > now + 60 { return "InvalidProviderToken" }
         box.withLockedValue { state in
-            if state.seenProviderTokens.insert(jwt).inserted { state.stats.apnsProviderTokens += 1 }
+            if state.verifiedProviderTokens.updateValue(iat, forKey: jwt) == nil { state.stats.apnsProviderTokens += 1 }
         }
         return nil
     }
