@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "JobKit", targets: ["JobKit"]),
         .executable(name: "diary-reminder", targets: ["DiaryReminderJob"]),
         .executable(name: "pushctl", targets: ["PushCtl"]),
+        .executable(name: "content-limit-hook", targets: ["ContentLimitHook"]),
         .executable(name: "push-simulator", targets: ["PushSimulatorCommand"]),
         .executable(name: "send-bench", targets: ["SendBench"]),
         .library(name: "PushSimulator", targets: ["PushSimulator"]),
@@ -68,6 +69,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "DiaryReminderJob",
+            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "ContentLimitHook",
             dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(

@@ -96,12 +96,20 @@ struct UserCommand: AsyncParsableCommand {
         @Option(help: "Local reminder time HH:MM.") var reminderTime = "21:00"
         @Option(help: "Diary reminders on or off.") var reminders: Toggle = .on
         @Option(help: "Content-limit warnings on or off.") var limitWarnings: Toggle = .on
+        @Option(help: ArgumentHelp("Quiet hours, local HH:MM-HH:MM (may span midnight).", valueName: "start-end"))
+        var quietHours: String?
 
         enum Toggle: String, ExpressibleByArgument { case on, off }
 
         func validate() throws {
             guard ZoneClock(identifier: timezone) != nil else { throw ValidationError("--timezone: unknown IANA time zone \(timezone)") }
             guard LocalTime(reminderTime) != nil else { throw ValidationError("--reminder-time: not HH:MM: \(reminderTime)") }
+            if let quietHours {
+                let parts = quietHours.split(separator: "-")
+                guard parts.count == 2, LocalTime(parts[0]) != nil, LocalTime(parts[1]) != nil else {
+                    throw ValidationError("--quiet-hours: not HH:MM-HH:MM: \(quietHours)")
+                }
+            }
         }
 
         func run() async throws {
@@ -109,7 +117,9 @@ struct UserCommand: AsyncParsableCommand {
                 let store = try db.open()
                 try await store.upsertUser(UserProfile(id: id, timezone: timezone, locale: locale, plan: plan,
                                                        diaryReminderEnabled: reminders == .on, reminderTime: reminderTime,
-                                                       contentLimitWarningsEnabled: limitWarnings == .on),
+                                                       contentLimitWarningsEnabled: limitWarnings == .on,
+                                                       quietHoursStart: quietHours?.split(separator: "-").first.map(String.init),
+                                                       quietHoursEnd: quietHours?.split(separator: "-").last.map(String.init)),
                                            now: try clockNow(nil))
                 print("saved user \(id)")
             }

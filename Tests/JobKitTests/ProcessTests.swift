@@ -27,7 +27,15 @@ enum Executables {
         let stderr: String
     }
 
-    static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (Process, Pipe, Pipe) {
+    static func run(_ name: String, _ arguments: [String], stdin: String, environment: [String: String] = [:]) throws -> Result {
+        let input = Pipe()
+        let started = try start(name, arguments, environment: environment, stdin: input)
+        input.fileHandleForWriting.write(Data(stdin.utf8))
+        try input.fileHandleForWriting.close()
+        return finish(started)
+    }
+
+    static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:], stdin: Pipe? = nil) throws -> (Process, Pipe, Pipe) {
         let process = Process()
         process.executableURL = try url(name)
         process.arguments = arguments
@@ -37,6 +45,7 @@ enum Executables {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
+        if let stdin { process.standardInput = stdin }
         try process.run()
         return (process, out, err)
     }
@@ -145,5 +154,42 @@ enum Executables {
         let file = db.directory.appendingPathComponent("copy.json")
         try export.stdout.write(to: file, atomically: true, encoding: .utf8)
         #expect(try Executables.run("pushctl", ["copy", "check", file.path]).status == 0)
+    }
+
+    @Test func theHookTakesFlagsOrAStdinEventAndRejectsBadInputWritingNothing() throws {
+        let db = try TemporaryDatabase()
+        let database = ["--database", db.path, "--now", "2026-11-21T12:00:00Z"]
+        #expect(try Executables.run("pushctl", ["user", "set", "--id", "w", "--timezone", "Europe/Paris", "--database", db.path]).status == 0)
+        #expect(try Executables.run("pushctl", ["device", "register", "--user", "w", "--token", "phone-w", "--provider", "fcm",
+                                                "--platform", "android", "--database", db.path]).status == 0)
+        let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
+        let cases: [(arguments: [String], stdin: String?, status: Int32, message: String)] = [
+            (["--event", "-"], "{not json", 65, "event"),
+            (["--event", "-"], #"{"user_id":"w","used":-2,"limit":30}"#, 65, "negative"),
+            (["--event", "-", "--outbox", outbox], #"{"user_id":"ghost","used":29,"limit":30}"#, 65, "unknown user ghost"),
+            (["--user", "w", "--used=-1", "--limit", "30"], nil, 65, "negative"),
+            (["--user", "w"], nil, 64, "--used"),
+            (["--user", "w", "--used", "3", "--period", "weekly"], nil, 64, "period"),
+            (["--user", "w", "--used", "28", "--limit", "30", "--event", "-"], "{}", 64, "not both"),
+            (["--user", "w", "--used", "28", "--limit", "30"], nil, 78, "no provider configured"),
+        ]
+        for testCase in cases {
+            let arguments = database + testCase.arguments
+            let result = try testCase.stdin.map { try Executables.run("content-limit-hook", arguments, stdin: $0) }
+                ?? Executables.run("content-limit-hook", arguments)
+            #expect(result.status == testCase.status, "\(testCase.arguments): \(result.stderr)")
+            #expect(result.stderr.contains(testCase.message), "\(testCase.arguments): \(result.stderr)")
+        }
+        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
+
+        let below = try Executables.run("content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "30", "--format", "json"])
+        #expect(below.status == 0)
+        #expect(below.stdout.contains(#""action":"none""#))
+        let fired = try Executables.run("content-limit-hook", database + ["--event", "-", "--outbox", outbox],
+                                        stdin: #"{"user_id":"w","used":28,"limit":30,"period":"monthly"}"#)
+        #expect(fired.status == 0, "\(fired.stderr)")
+        #expect(fired.stdout.contains("action=sent"))
+        #expect(try String(contentsOfFile: outbox, encoding: .utf8).contains("28 of 30"))
+        #expect(try db.strings("SELECT notification_type || ' ' || status || ' ' || period_key FROM notification_logs") == ["content_limit_90 sent 2026-11"])
     }
 }

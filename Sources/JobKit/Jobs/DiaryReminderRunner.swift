@@ -52,6 +52,9 @@ public struct DiaryReminderRunner: Sendable {
         }
         summary.candidates += malformed
         summary.skip(.invalidReminderTime, malformed)
+        try await phases.measure(.send) { () async throws(JobError) in
+            try await deliverPendingWarnings(options, summary: &summary)
+        }
 
         zones: for zoneName in try await store.reminderZones() {
             guard let clock = ZoneClock(identifier: zoneName) else {

@@ -23,6 +23,8 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var failed = 0
     /// Users left for the next run because of transient errors.
     public var retry = 0
+    /// Quota warnings delivered by this run (deferred past quiet hours, or retried).
+    public var warningsDelivered = 0
     /// Device attempts.
     public var notifications = 0
     /// Device attempts by outcome.
@@ -57,7 +59,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
         var parts = ["\(job)\(dryRun ? " (dry run)" : ""): now=\(now)", "candidates=\(candidates)", "due=\(due)",
                      "claimed=\(claimed)"]
         if takenOver > 0 { parts.append("taken_over=\(takenOver)") }
-        parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)", "notifications=\(notifications)"]
+        parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)"]
+        if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }
+        parts.append("notifications=\(notifications)")
         if !outcomes.isEmpty {
             parts.append("outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]")
         }

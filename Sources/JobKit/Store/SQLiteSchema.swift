@@ -11,6 +11,9 @@ enum SQLiteSchema {
         migrator.registerMigration("002_provider_credentials") { db in
             try db.execute(sql: v2)
         }
+        migrator.registerMigration("003_quiet_hours_and_deferred") { db in
+            try db.execute(sql: v3)
+        }
         return migrator
     }
 
@@ -145,5 +148,18 @@ enum SQLiteSchema {
         minting_until  INTEGER,
         updated_at     INTEGER NOT NULL
     ) WITHOUT ROWID;
+    """
+
+    /// Quiet hours (local `HH:MM`, may span midnight) and deferred notifications: a quota warning that comes
+    /// due inside quiet hours is stored `deferred` with `deliver_after`, and a diary-reminder run delivers it.
+    /// `params` keeps the numbers a message shows ("27 of 30") as a JSON object of strings.
+    static let v3 = """
+    ALTER TABLE notification_settings ADD COLUMN quiet_hours_start TEXT;
+    ALTER TABLE notification_settings ADD COLUMN quiet_hours_end TEXT;
+    ALTER TABLE notification_logs ADD COLUMN deliver_after INTEGER;
+    ALTER TABLE notification_logs ADD COLUMN params TEXT;
+    -- Quota warnings still to deliver: deferred past quiet hours, left for retry, or claimed by a hook that died.
+    CREATE INDEX notification_logs_pending_warnings ON notification_logs (claimed_at)
+        WHERE notification_type <> 'diary_reminder' AND status IN ('deferred', 'retry', 'claimed');
     """
 }

@@ -57,10 +57,15 @@ public struct UserProfile: Sendable, Hashable {
     public var diaryReminderEnabled: Bool
     public var reminderTime: String
     public var contentLimitWarningsEnabled: Bool
+    /// Local `HH:MM`; both or neither. Quota warnings due inside them are deferred until they end.
+    public var quietHoursStart: String?
+    public var quietHoursEnd: String?
 
     public init(id: String, timezone: String, locale: String = "en", plan: String = "free",
                 diaryReminderEnabled: Bool = true, reminderTime: String = "21:00",
-                contentLimitWarningsEnabled: Bool = true) {
+                contentLimitWarningsEnabled: Bool = true, quietHoursStart: String? = nil, quietHoursEnd: String? = nil) {
+        self.quietHoursStart = quietHoursStart
+        self.quietHoursEnd = quietHoursEnd
         self.id = id
         self.timezone = timezone
         self.locale = locale
@@ -88,15 +93,18 @@ extension SQLiteStore {
         try user.execute(arguments: [profile.id, profile.timezone, profile.locale, profile.plan, now, now])
         let settings = try db.cachedStatement(sql: """
             INSERT INTO notification_settings
-                (user_id, diary_reminder_enabled, reminder_time, content_limit_warnings_enabled, updated_at)
-            VALUES (?, ?, ?, ?, ?)
+                (user_id, diary_reminder_enabled, reminder_time, content_limit_warnings_enabled, quiet_hours_start,
+                 quiet_hours_end, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (user_id) DO UPDATE SET diary_reminder_enabled = excluded.diary_reminder_enabled,
                 reminder_time = excluded.reminder_time,
                 content_limit_warnings_enabled = excluded.content_limit_warnings_enabled,
+                quiet_hours_start = excluded.quiet_hours_start, quiet_hours_end = excluded.quiet_hours_end,
                 updated_at = excluded.updated_at
             """)
         try settings.execute(arguments: [profile.id, profile.diaryReminderEnabled, profile.reminderTime,
-                                         profile.contentLimitWarningsEnabled, now])
+                                         profile.contentLimitWarningsEnabled, profile.quietHoursStart,
+                                         profile.quietHoursEnd, now])
     }
 
     /// Records a diary entry written at `at` (what the app backend does on each write).

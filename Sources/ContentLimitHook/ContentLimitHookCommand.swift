@@ -1,0 +1,87 @@
+import ArgumentParser
+import Foundation
+import JobCLI
+import JobKit
+
+@main
+struct ContentLimitHookCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "content-limit-hook",
+        abstract: "Warn a user at 90 % and 100 % of their content quota, once per period. Called on each write.",
+        discussion: """
+            Input: --user/--used/--limit[/--period], or one JSON event on stdin with --event - \
+            ({"user_id":…, "used":…, "limit":…, "period":"monthly"|"annual"}). A missing or non-positive limit is \
+            a no-op. Inside the user's quiet hours a warning is stored as deferred and a diary-reminder run delivers \
+            it when they end.
+            Exit codes: 0 ok, 64 usage, 65 bad event or unknown user, 66 no database, 69 unavailable, 75 database \
+            locked (retry), 78 configuration.
+            """)
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup(title: "Delivery") var delivery: DeliveryOptions
+
+    @Option(help: "User id.") var user: String?
+    @Option(help: "Items used in the current period, this write included.") var used: Int?
+    @Option(help: "The plan's limit (missing or ≤ 0: unlimited, nothing to do).") var limit: Int?
+    @Option(help: "monthly (default) or annual.") var period: LimitPeriod?
+    @Option(help: ArgumentHelp("Read one JSON event from this file (- for stdin) instead of the flags.", valueName: "file"))
+    var event: String?
+    @Flag(help: "Decide and print; write and send nothing.") var dryRun = false
+    @Flag(help: "Print each decision step (implies --dry-run).") var explain = false
+    @Option(help: ArgumentHelp("Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
+    var outbox: String?
+
+    func validate() throws {
+        if event != nil {
+            guard user == nil && used == nil && limit == nil && period == nil else {
+                throw ValidationError("give either --event or --user/--used/--limit/--period, not both")
+            }
+        } else {
+            guard user != nil, used != nil else { throw ValidationError("--user and --used are required (or --event FILE)") }
+        }
+    }
+
+    func run() async throws {
+        try await withExitCode("content-limit-hook") { () async throws(JobError) in
+            bootstrapLogging()
+            let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
+            let logger = try common.makeLogger("content-limit-hook", config)
+            let now = try common.resolvedNow()
+            let input = try readEvent()
+            let readOnly = dryRun || explain
+            let deliveryConfiguration = try DeliveryConfiguration.resolve(config, flags: delivery.flags())
+            let outboxPath = config.string(.outbox, flag: outbox)
+            if !readOnly && outboxPath == nil && !deliveryConfiguration.hasProvider && ContentLimitRule.threshold(used: input.used, limit: input.limit) != nil {
+                throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables, pass --outbox PATH, or use --dry-run")
+            }
+            let catalog = try config.string(.copyCatalog, flag: nil).map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
+            let store = try common.openStore(config, mode: readOnly ? .readOnly : .readWrite)
+            let hook = ContentLimitHook(store: store, catalog: catalog, logger: logger) { () async throws(JobError) -> any Sender in
+                if let outboxPath { return try OutboxSender(path: outboxPath) }
+                try await deliveryConfiguration.checkFiles()
+                return try await PushSender(configuration: deliveryConfiguration, credentials: store, logger: logger)
+            }
+            let summary = try await hook.handle(input, options: ContentLimitHook.Options(now: now, dryRun: readOnly, explain: explain))
+            if explain && common.format == .text {
+                for step in summary.steps { print("  \(step)") }
+            }
+            print(common.format == .json ? summary.json : summary.text)
+        }
+    }
+
+    private func readEvent() throws(JobError) -> ContentLimitEvent {
+        guard let event else {
+            return try ContentLimitEvent(userID: user ?? "", used: used ?? 0, limit: limit, period: period ?? .monthly)
+        }
+        let data: Data
+        if event == "-" {
+            data = FileHandle.standardInput.readDataToEndOfFile()
+        } else {
+            guard let contents = FileManager.default.contents(atPath: event) else { throw .noInput("cannot read the event file \(event)") }
+            data = contents
+        }
+        return try ContentLimitEvent.parse(json: data)
+    }
+}
+
+extension LimitPeriod: ExpressibleByArgument {}

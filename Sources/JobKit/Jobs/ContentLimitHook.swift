@@ -1,0 +1,233 @@
+import Foundation
+import Logging
+
+/// The account of one hook invocation.
+public struct HookSummary: Sendable, Codable, Hashable {
+    public var job = ContentLimitHook.jobName
+    public var runID: String
+    public var now: String
+    public var dryRun: Bool
+    public var userID: String
+    public var used: Int
+    public var limit: Int?
+    /// The period key (`YYYY-MM` or `YYYY`), once known.
+    public var period: String?
+    /// The warning the usage calls for, if any.
+    public var threshold: String?
+    public var action: ContentLimitAction = .none
+    /// Why nothing was sent, or what happened.
+    public var reason: String?
+    public var deliverAfter: String?
+    public var notifications = 0
+    public var outcomes: [String: Int] = [:]
+    /// Each decision step (filled for --explain).
+    public var steps: [String] = []
+    public var durationMs = 0
+
+    public var json: String { JSONLine.encode(self) }
+
+    public var text: String {
+        var line = "\(job)\(dryRun ? " (dry run)" : ""): user=\(userID) used=\(used) limit=\(limit.map(String.init) ?? "none")"
+        if let period { line += " period=\(period)" }
+        if let threshold { line += " threshold=\(threshold)" }
+        line += " action=\(action.rawValue)"
+        if let reason { line += " reason=\"\(reason)\"" }
+        if let deliverAfter { line += " deliver_after=\(deliverAfter)" }
+        if notifications > 0 {
+            line += " notifications=\(notifications) outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
+        }
+        return line + " \(durationMs)ms"
+    }
+}
+
+/// Warns a user at 90 % and 100 % of their quota, once per period, at write time. The common case — a
+/// write far from the limit — costs one indexed read and no write, and never loads credentials or opens
+/// a provider connection: the sender is made only when a warning fires.
+public struct ContentLimitHook: Sendable {
+    public static let jobName = "content-limit-hook"
+    public let store: any ContentLimitStore & ReminderStore
+    public let makeSender: @Sendable () async throws(JobError) -> any Sender
+    public let catalog: CopyCatalog
+    public let logger: Logger
+
+    public init(store: any ContentLimitStore & ReminderStore, catalog: CopyCatalog = .builtIn, logger: Logger,
+                makeSender: @escaping @Sendable () async throws(JobError) -> any Sender) {
+        self.store = store
+        self.catalog = catalog
+        self.logger = logger
+        self.makeSender = makeSender
+    }
+
+    public struct Options: Sendable {
+        public var now: Int64
+        public var dryRun = false
+        public var explain = false
+        public var claimLeaseSeconds: Int64 = 600
+        public var runID = UUID().uuidString.lowercased()
+        public init(now: Int64, dryRun: Bool = false, explain: Bool = false) {
+            self.now = now
+            self.dryRun = dryRun
+            self.explain = explain
+        }
+    }
+
+    public func handle(_ event: ContentLimitEvent, options: Options) async throws(JobError) -> HookSummary {
+        let started = ContinuousClock.now
+        var summary = HookSummary(runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun,
+                                  userID: event.userID, used: event.used, limit: event.limit)
+        func step(_ text: @autoclosure () -> String) { if options.explain { summary.steps.append(text()) } }
+        func finish(_ reason: String) -> HookSummary {
+            summary.reason = reason
+            summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+            return summary
+        }
+
+        guard let limit = event.limit, limit > 0 else {
+            step("limit: \(event.limit.map(String.init) ?? "none") → unlimited plan")
+            return finish("unlimited plan")
+        }
+        let threshold = ContentLimitRule.threshold(used: event.used, limit: limit)
+        summary.threshold = threshold?.rawValue
+        step("usage: \(event.used) of \(limit) = \(event.used * 100 / limit) % → \(threshold?.rawValue ?? "below 90 %")")
+        // The lowest period key this user can be in now, whatever their zone (zones are within ±14 h).
+        let floor = ContentLimitRule.periodKey(now: options.now - 86_400, zone: ZoneClock(zone: .gmt), period: event.period)
+        guard let user = try await store.limitSnapshot(userID: event.userID, periodsFrom: floor) else {
+            throw .dataError("unknown user \(event.userID)")
+        }
+        guard let type = threshold else { return finish("below 90 %") }
+
+        let zone: ZoneClock
+        if let known = ZoneClock(identifier: user.timezone) {
+            zone = known
+        } else {
+            logger.warning("unknown time zone: using UTC for the period", metadata: ["zone": "\(user.timezone)"])
+            zone = ZoneClock(zone: .gmt)
+        }
+        let period = ContentLimitRule.periodKey(now: options.now, zone: zone, period: event.period)
+        summary.period = period
+        step("period: \(event.period.rawValue) in \(zone.identifier) → \(period)")
+        guard user.warningsEnabled else { return finish("warnings turned off") }
+        step("warnings: on")
+
+        let staleBefore = options.now - options.claimLeaseSeconds
+        let existing = user.logs[LimitLogKey(type: type, period: period)]
+        if type == .contentLimit90, let full = user.logs[LimitLogKey(type: .contentLimit100, period: period)] {
+            step("100 % warning this period: \(full.status)")
+            return finish("the 100 % warning already exists this period")
+        }
+        if let existing {
+            step("\(type.rawValue) this period: \(existing.status) at \(Timestamps.format(existing.claimedAt))")
+            let retryable = existing.status == .retry || (existing.status == .claimed && existing.claimedAt <= staleBefore)
+            if !retryable { return finish("already warned this period (\(existing.status))") }
+        } else {
+            step("\(type.rawValue) this period: not yet")
+        }
+        guard user.hasActiveDevice else { return finish("no active device") }
+        step("active device: yes")
+
+        var deliverAfter: Int64?
+        if let start = user.quietHoursStart, let end = user.quietHoursEnd {
+            if let startTime = LocalTime(start), let endTime = LocalTime(end) {
+                deliverAfter = ContentLimitRule.quietHoursEnd(now: options.now, zone: zone, start: startTime, end: endTime)
+                step("quiet hours \(start)–\(end): " + (deliverAfter.map { "inside, deferred until \(Timestamps.format($0))" } ?? "outside"))
+            } else {
+                logger.warning("malformed quiet hours ignored", metadata: ["user": "\(user.userID)"])
+            }
+        }
+        summary.deliverAfter = deliverAfter.map(Timestamps.format)
+
+        let params = ContentLimitRule.parameters(used: event.used, limit: limit)
+        let choice = catalog.choose(type, locale: user.locale, userID: user.userID, period: period, previousIndex: nil)
+        if options.dryRun {
+            summary.action = deliverAfter == nil ? .sent : .deferred
+            let message = choice.message.rendered(params)
+            step("would \(deliverAfter == nil ? "send" : "defer"): \(choice.locale) \"\(message.title)\" / \"\(message.body)\"")
+            return finish(deliverAfter == nil ? "would send" : "would defer past quiet hours")
+        }
+
+        // Only now: the sender (credentials, connections) — and before anything is written, so a
+        // configuration error leaves no claim behind.
+        let sender = deliverAfter == nil ? try await makeSender() : nil
+        guard let claim = try await store.claimLimitWarning(
+            LimitClaimRequest(userID: user.userID, type: type, period: period, messageIndex: choice.index,
+                              locale: choice.locale, params: params, deliverAfter: deliverAfter),
+            runID: options.runID, now: options.now, staleBefore: staleBefore) else {
+            await sender?.shutdown()
+            return finish("another invocation has this warning")
+        }
+        if claim.deferred {
+            summary.action = .deferred
+            return finish("inside quiet hours")
+        }
+        guard let sender else { return finish("no sender") }
+        let delivered = try await ContentLimitHook.deliver(
+            [PendingWarning(logID: claim.logID, userID: user.userID, type: type, period: period,
+                            messageIndex: claim.messageIndex, locale: claim.locale, params: claim.params,
+                            timezone: user.timezone)],
+            store: store, sender: sender, catalog: catalog, runID: options.runID, now: options.now)
+        await sender.shutdown()
+        summary.action = .sent
+        summary.notifications = delivered.notifications
+        summary.outcomes = delivered.outcomes
+        return finish(delivered.statuses.first.map { "claim \($0)" } ?? "sent")
+    }
+
+    /// Sends claimed quota warnings to every active device and records the outcome: the same path as
+    /// the reminder's claim → send → record.
+    static func deliver(_ warnings: [PendingWarning], store: any ReminderStore, sender: any Sender, catalog: CopyCatalog,
+                        runID: String, now: Int64) async throws(JobError) -> (notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus]) {
+        guard !warnings.isEmpty else { return (0, [:], []) }
+        let devices = try await store.activeDevices(userIDs: warnings.map(\.userID))
+        var notifications: [OutgoingNotification] = []
+        var owners: [Int] = []
+        for (index, warning) in warnings.enumerated() {
+            let message = (catalog.message(warning.type, locale: warning.locale, index: warning.messageIndex)
+                ?? catalog.choose(warning.type, locale: warning.locale, userID: warning.userID, period: warning.period,
+                                  previousIndex: nil).message).rendered(warning.params)
+            for device in devices[warning.userID] ?? [] where sender.canDeliver(to: device.provider) {
+                notifications.append(OutgoingNotification(
+                    logID: warning.logID, device: device, type: warning.type, period: warning.period, locale: warning.locale,
+                    messageIndex: warning.messageIndex, title: message.title, body: message.body, expiresAt: now + 86_400))
+                owners.append(index)
+            }
+        }
+        let reports = await sender.send(notifications)
+        guard reports.count == notifications.count else {
+            throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
+        }
+        var outcomes: [String: Int] = [:]
+        var byWarning = Array(repeating: [DeliveryOutcome](), count: warnings.count)
+        var records: [DeliveryRecord] = []
+        for (i, report) in reports.enumerated() {
+            outcomes[report.outcome.rawValue, default: 0] += 1
+            byWarning[owners[i]].append(report.outcome)
+            records.append(DeliveryRecord(logID: notifications[i].logID!, deviceID: notifications[i].device.id, report: report))
+        }
+        let statuses = byWarning.map { ReminderDecision.resolution(previouslyDelivered: 0, outcomes: $0) }
+        let resolutions = warnings.indices.map { i in
+            ClaimResolution(logID: warnings[i].logID, status: statuses[i],
+                            detail: byWarning[i].isEmpty ? "no deliverable device at send time" : nil)
+        }
+        try await store.record(records, resolutions: resolutions, runID: runID, now: now)
+        return (notifications.count, outcomes, statuses)
+    }
+}
+
+extension DiaryReminderRunner {
+    /// Delivers quota warnings that are due now: deferred past quiet hours, left for retry, or claimed by a
+    /// hook invocation that died. Part of every (non-dry) diary-reminder run.
+    func deliverPendingWarnings(_ options: ReminderRunOptions, summary: inout RunSummary) async throws(JobError) {
+        guard !options.dryRun, let warningsStore = store as? any ContentLimitStore else { return }
+        let staleBefore = options.now - options.claimLeaseSeconds
+        let pending = try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
+        guard !pending.isEmpty else { return }
+        let won = try await warningsStore.claimPendingWarnings(pending.map(\.logID), runID: options.runID, now: options.now,
+                                                                staleBefore: staleBefore)
+        let mine = pending.filter { won.contains($0.logID) }
+        let result = try await ContentLimitHook.deliver(mine, store: store, sender: sender, catalog: catalog,
+                                                        runID: options.runID, now: options.now)
+        summary.warningsDelivered += result.statuses.filter { $0 == .sent || $0 == .partial }.count
+        summary.notifications += result.notifications
+        for (outcome, count) in result.outcomes { summary.outcomes[outcome, default: 0] += count }
+    }
+}

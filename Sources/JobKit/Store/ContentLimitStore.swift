@@ -1,0 +1,98 @@
+import Foundation
+
+/// What the content-limit hook knows about a user after its one read.
+public struct LimitSnapshot: Sendable, Hashable {
+    public let userID: String
+    public let timezone: String
+    public let locale: String
+    public let plan: String
+    /// Warnings are on unless the settings row turns them off (a missing row means the defaults).
+    public let warningsEnabled: Bool
+    public let quietHoursStart: String?
+    public let quietHoursEnd: String?
+    public let hasActiveDevice: Bool
+    /// Quota-warning log rows of recent periods, by type and period key.
+    public let logs: [LimitLogKey: LogState]
+
+    public init(userID: String, timezone: String, locale: String, plan: String, warningsEnabled: Bool,
+                quietHoursStart: String?, quietHoursEnd: String?, hasActiveDevice: Bool, logs: [LimitLogKey: LogState]) {
+        self.userID = userID
+        self.timezone = timezone
+        self.locale = locale
+        self.plan = plan
+        self.warningsEnabled = warningsEnabled
+        self.quietHoursStart = quietHoursStart
+        self.quietHoursEnd = quietHoursEnd
+        self.hasActiveDevice = hasActiveDevice
+        self.logs = logs
+    }
+}
+
+public struct LimitLogKey: Sendable, Hashable {
+    public let type: NotificationType
+    public let period: String
+    public init(type: NotificationType, period: String) {
+        self.type = type
+        self.period = period
+    }
+}
+
+/// A quota-warning claim to make.
+public struct LimitClaimRequest: Sendable, Hashable {
+    public let userID: String
+    public let type: NotificationType
+    public let period: String
+    public let messageIndex: Int
+    public let locale: String
+    /// The message's numbers, stored so that a deferred or retried warning shows the same ones.
+    public let params: [String: String]
+    /// Set when quiet hours defer the warning: it is stored `deferred` until then.
+    public let deliverAfter: Int64?
+}
+
+/// A quota warning this run holds (or deferred).
+public struct LimitClaim: Sendable, Hashable {
+    public let logID: Int64
+    public let messageIndex: Int
+    public let locale: String
+    public let params: [String: String]
+    public let deferred: Bool
+    public let takenOver: Bool
+}
+
+/// A stored quota warning that a run should deliver now (deferred past quiet hours, or left for retry).
+public struct PendingWarning: Sendable, Hashable {
+    public let logID: Int64
+    public let userID: String
+    public let type: NotificationType
+    public let period: String
+    public let messageIndex: Int
+    public let locale: String
+    public let params: [String: String]
+    public let timezone: String
+}
+
+public protocol ContentLimitStore: Sendable {
+    /// One read: the user, their settings, whether they have an active device, and quota-warning log rows
+    /// with period keys from `periodsFrom` on. `nil` for an unknown user.
+    func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot?
+    /// Atomically claims (or defers) a warning. For 100 %, the period's 90 % warning is marked superseded
+    /// (inserted as such, or changed from deferred or retry) so it never arrives afterwards. A 90 % warning
+    /// is not claimed once the 100 % one exists. Returns `nil` when another invocation has it.
+    func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> LimitClaim?
+    /// Warnings to deliver now: deferred ones whose quiet hours ended, `retry` ones and claims of hooks that
+    /// died (older than `staleBefore`), from the last day.
+    func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning]
+    /// Claims pending warnings for this run; returns the ids won.
+    func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> Set<Int64>
+}
+
+enum LimitParams {
+    static func encode(_ params: [String: String]) -> String {
+        String(decoding: (try? JSONSerialization.data(withJSONObject: params, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
+    }
+    static func decode(_ text: String?) -> [String: String] {
+        guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] else { return [:] }
+        return object
+    }
+}

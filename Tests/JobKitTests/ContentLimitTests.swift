@@ -1,0 +1,216 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+@testable import JobKit
+
+@Suite struct ContentLimitRuleTests {
+    @Test func thresholdsUseExactIntegerArithmetic() {
+        #expect(ContentLimitRule.threshold(used: 26, limit: 30) == nil)
+        #expect(ContentLimitRule.threshold(used: 27, limit: 30) == .contentLimit90)
+        #expect(ContentLimitRule.threshold(used: 29, limit: 30) == .contentLimit90)
+        #expect(ContentLimitRule.threshold(used: 30, limit: 30) == .contentLimit100)
+        #expect(ContentLimitRule.threshold(used: 31, limit: 30) == .contentLimit100)
+        #expect(ContentLimitRule.threshold(used: 8, limit: 9) == nil)          // 88.9 %
+        #expect(ContentLimitRule.threshold(used: 9, limit: 10) == .contentLimit90)
+        #expect(ContentLimitRule.threshold(used: 5, limit: 0) == nil)
+        #expect(ContentLimitRule.threshold(used: 5, limit: nil) == nil)
+        #expect(ContentLimitRule.threshold(used: 5, limit: -3) == nil)
+    }
+
+    @Test func quietHoursSpanningMidnightEndTheNextMorning() {
+        let tokyo = zone("Asia/Tokyo")
+        let end = ContentLimitRule.quietHoursEnd(now: instant("2026-11-21T14:30:00Z"), zone: tokyo,   // 23:30 JST
+                                                 start: time("22:00"), end: time("07:00"))
+        #expect(end == instant("2026-11-21T22:00:00Z"))   // 07:00 JST on the 22nd
+        #expect(ContentLimitRule.quietHoursEnd(now: instant("2026-11-21T20:00:00Z"), zone: tokyo,   // 05:00 JST
+                                               start: time("22:00"), end: time("07:00")) == instant("2026-11-21T22:00:00Z"))
+        #expect(ContentLimitRule.quietHoursEnd(now: instant("2026-11-21T03:00:00Z"), zone: tokyo,   // 12:00 JST
+                                               start: time("22:00"), end: time("07:00")) == nil)
+        #expect(ContentLimitRule.quietHoursEnd(now: instant("2026-11-21T03:00:00Z"), zone: tokyo,
+                                               start: time("11:00"), end: time("13:00")) == instant("2026-11-21T04:00:00Z"))
+        #expect(ContentLimitRule.quietHoursEnd(now: 0, zone: tokyo, start: time("09:00"), end: time("09:00")) == nil)
+    }
+
+    @Test func eventsAreParsedStrictly() throws {
+        let event = try ContentLimitEvent.parse(json: Data(#"{"user_id":"u1","used":27,"limit":30}"#.utf8))
+        #expect(event == (try ContentLimitEvent(userID: "u1", used: 27, limit: 30, period: .monthly)))
+        #expect(try ContentLimitEvent.parse(json: Data(#"{"user_id":"u1","used":3,"period":"annual"}"#.utf8)).period == .annual)
+        for bad in [#"{"user_id":"u1","used":-1,"limit":30}"#, #"{"user_id":"u1","limit":30}"#, #"{"user_id":7,"used":1}"#,
+                    #"{"user_id":"u1","used":1,"period":"weekly"}"#, "not json", #"{"user_id":"","used":1}"#] {
+            #expect(throws: JobError.self, "\(bad)") { try ContentLimitEvent.parse(json: Data(bad.utf8)) }
+        }
+    }
+}
+
+@Suite struct ContentLimitHookTests {
+    final class SenderFactory: @unchecked Sendable {
+        let sender = RecordingSender()
+        private let lock = NIOLock()
+        private var made = 0
+        var calls: Int { lock.withLock { made } }
+        func make() -> any Sender {
+            lock.withLock { made += 1 }
+            return sender
+        }
+    }
+
+    func hook(_ db: TemporaryDatabase, _ factory: SenderFactory, store: SQLiteStore? = nil) -> ContentLimitHook {
+        ContentLimitHook(store: store ?? db.store, logger: quietLogger) { () async throws(JobError) -> any Sender in factory.make() }
+    }
+
+    func fire(_ db: TemporaryDatabase, _ factory: SenderFactory, used: Int, limit: Int? = 30, period: LimitPeriod = .monthly,
+              at now: String = "2026-11-21T12:00:00Z", user: String = "writer") async throws -> HookSummary {
+        try await hook(db, factory).handle(try ContentLimitEvent(userID: user, used: used, limit: limit, period: period),
+                                           options: .init(now: instant(now)))
+    }
+
+    func addWriter(_ db: TemporaryDatabase, zone: String = "UTC", warnings: Bool = true, quiet: (String, String)? = nil,
+                   id: String = "writer") async throws {
+        try await db.store.upsertUser(UserProfile(id: id, timezone: zone, contentLimitWarningsEnabled: warnings,
+                                                  quietHoursStart: quiet?.0, quietHoursEnd: quiet?.1), now: 0)
+        _ = try await db.store.register(DeviceRegistration(userID: id, token: "phone-\(id)", provider: .fcm, platform: "android"), now: 0)
+    }
+
+    @Test func belowNinetyPercentWritesNothingAndTouchesNoNetwork() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db)
+        let factory = SenderFactory()
+        let before = try Data(contentsOf: URL(fileURLWithPath: db.path))
+        let summary = try await fire(db, factory, used: 26)
+        #expect(summary.action == .none)
+        #expect(summary.reason == "below 90 %")
+        #expect(factory.calls == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db.path)) == before)
+        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
+    }
+
+    @Test func ninetyPercentFiresOncePerPeriodWithTheNumbers() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db)
+        let factory = SenderFactory()
+        let first = try await fire(db, factory, used: 27)
+        #expect(first.action == .sent)
+        #expect(first.period == "2026-11")
+        let again = try await fire(db, factory, used: 28)
+        #expect(again.action == .none)
+        let sent = await factory.sender.sent
+        #expect(sent.count == 1)
+        #expect(sent.first?.type == .contentLimit90)
+        #expect(sent.first?.body.contains("27 of 30") == true)
+        #expect(sent.first?.collapseID == "content_limit_90:2026-11")
+        #expect(try db.strings("SELECT notification_type || ' ' || status FROM notification_logs") == ["content_limit_90 sent"])
+        // Then 100 %: its own warning, once.
+        #expect(try await fire(db, factory, used: 30).action == .sent)
+        #expect(try await fire(db, factory, used: 31).action == .none)
+        #expect(await factory.sender.sent.map(\.type) == [.contentLimit90, .contentLimit100])
+    }
+
+    @Test func aJumpStraightToTheLimitSendsOnlyTheHundredAndSupersedesTheNinety() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db)
+        let factory = SenderFactory()
+        #expect(try await fire(db, factory, used: 30).action == .sent)
+        #expect(try await fire(db, factory, used: 27).action == .none)   // deleted some, back at 90 %
+        #expect(await factory.sender.sent.map(\.type) == [.contentLimit100])
+        #expect(try db.strings("SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
+                == ["content_limit_100 sent", "content_limit_90 superseded"])
+    }
+
+    @Test func usageThatDropsAndRisesAgainFiresNothingNew() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db)
+        let factory = SenderFactory()
+        for used in [27, 20, 27, 29, 12, 28] { _ = try await fire(db, factory, used: used) }
+        #expect(await factory.sender.sent.count == 1)
+    }
+
+    @Test func aNewMonthStartsInTheUsersZoneBeforeUTC() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db, zone: "Pacific/Auckland")
+        let factory = SenderFactory()
+        let november = try await fire(db, factory, used: 27, at: "2026-11-30T10:00:00Z")   // 23:00 NZDT, 30 Nov
+        let december = try await fire(db, factory, used: 27, at: "2026-11-30T12:00:00Z")   // 01:00 NZDT, 1 Dec; UTC still November
+        #expect(november.period == "2026-11")
+        #expect(december.period == "2026-12")
+        #expect(december.action == .sent)
+        #expect(await factory.sender.sent.count == 2)
+    }
+
+    @Test func annualPeriodsUseTheLocalYear() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db, zone: "Pacific/Kiritimati")
+        let factory = SenderFactory()
+        let summary = try await fire(db, factory, used: 95, limit: 100, period: .annual, at: "2026-12-31T11:00:00Z")
+        #expect(summary.period == "2027")   // already New Year's Day at UTC+14
+        #expect(try await fire(db, factory, used: 96, limit: 100, period: .annual, at: "2027-06-01T00:00:00Z").action == .none)
+    }
+
+    @Test func unlimitedPlansAndDisabledWarningsDoNothing() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db)
+        try await addWriter(db, warnings: false, id: "quiet-type")
+        let factory = SenderFactory()
+        #expect(try await fire(db, factory, used: 500, limit: nil).reason == "unlimited plan")
+        #expect(try await fire(db, factory, used: 500, limit: 0).reason == "unlimited plan")
+        #expect(try await fire(db, factory, used: 30, user: "quiet-type").reason == "warnings turned off")
+        #expect(factory.calls == 0)
+        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
+        await #expect(throws: JobError.dataError("unknown user ghost")) { try await fire(db, factory, used: 29, user: "ghost") }
+    }
+
+    @Test func quietHoursDeferUntilTheyEndAndTheReminderRunDelivers() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db, zone: "Asia/Tokyo", quiet: ("22:00", "07:00"))
+        let factory = SenderFactory()
+        let summary = try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z")   // 23:30 JST
+        #expect(summary.action == .deferred)
+        #expect(summary.deliverAfter == "2026-11-21T22:00:00Z")
+        // Later that night the user jumps to 100 %: still deferred, and the 90 % one is superseded.
+        #expect(try await fire(db, factory, used: 30, at: "2026-11-21T17:00:00Z").action == .deferred)
+        #expect(factory.calls == 0)
+        let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
+        let early = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T21:45:00Z")))   // 06:45 JST
+        #expect(early.warningsDelivered == 0)
+        let morning = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T22:00:00Z")))  // 07:00 JST
+        #expect(morning.warningsDelivered == 1)
+        let sent = await factory.sender.sent
+        #expect(sent.map(\.type) == [.contentLimit100])
+        #expect(sent.first?.body.contains("30") == true)
+        #expect(try db.strings("SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
+                == ["content_limit_100 sent", "content_limit_90 superseded"])
+        let later = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T22:15:00Z")))
+        #expect(later.warningsDelivered == 0)
+    }
+
+    @Test func twoConcurrentInvocationsSendOneWarning() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db)
+        let factory = SenderFactory()
+        let summaries = try await withThrowingTaskGroup(of: HookSummary.self) { group in
+            for _ in 0..<2 {
+                let store = try SQLiteStore.open(path: db.path, mode: .readWrite)
+                let hook = hook(db, factory, store: store)
+                group.addTask {
+                    try await hook.handle(try ContentLimitEvent(userID: "writer", used: 27, limit: 30), options: .init(now: instant("2026-11-21T12:00:00Z")))
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(summaries.filter { $0.action == .sent }.count == 1)
+        #expect(await factory.sender.sent.count == 1)
+        #expect(try db.count("SELECT count(*) FROM notification_logs") == 1)
+    }
+
+    @Test func aDryRunDecidesWithoutWriting() async throws {
+        let db = try TemporaryDatabase()
+        try await addWriter(db)
+        let factory = SenderFactory()
+        let summary = try await hook(db, factory).handle(try ContentLimitEvent(userID: "writer", used: 29, limit: 30),
+                                                          options: .init(now: instant("2026-11-21T12:00:00Z"), dryRun: true, explain: true))
+        #expect(summary.action == .sent)
+        #expect(summary.reason == "would send")
+        #expect(summary.steps.contains { $0.contains("29 of 30") })
+        #expect(factory.calls == 0)
+        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
+    }
+}
