@@ -54,9 +54,18 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
             if !readOnly && outboxPath == nil && !deliveryConfiguration.hasProvider && ContentLimitRule.threshold(used: input.used, limit: input.limit) != nil {
                 throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables, pass --outbox PATH, or use --dry-run")
             }
-            let catalog = try config.string(.copyCatalog, flag: nil).map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
+            let catalogPath = config.string(.copyCatalog, flag: nil)
+            if input.limit ?? 0 <= 0 {
+                // An unlimited plan: nothing to decide, nothing to open.
+                let summary = HookSummary(runID: UUID().uuidString.lowercased(), now: Timestamps.format(now), dryRun: readOnly,
+                                          userID: input.userID, used: input.used, limit: input.limit, reason: "unlimited plan")
+                print(common.format == .json ? summary.json : summary.text)
+                return
+            }
             let store = try common.openStore(config, mode: readOnly ? .readOnly : .readWrite)
-            let hook = ContentLimitHook(store: store, catalog: catalog, logger: logger) { () async throws(JobError) -> any Sender in
+            let hook = ContentLimitHook(store: store, logger: logger, loadCatalog: { () throws(JobError) -> CopyCatalog in
+                try catalogPath.map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
+            }) { () async throws(JobError) -> any Sender in
                 if let outboxPath { return try OutboxSender(path: outboxPath) }
                 try await deliveryConfiguration.checkFiles()
                 return try await PushSender(configuration: deliveryConfiguration, credentials: store, logger: logger)

@@ -24,6 +24,16 @@ public struct HookSummary: Sendable, Codable, Hashable {
     public var steps: [String] = []
     public var durationMs = 0
 
+    public init(runID: String, now: String, dryRun: Bool, userID: String, used: Int, limit: Int?, reason: String? = nil) {
+        self.runID = runID
+        self.now = now
+        self.dryRun = dryRun
+        self.userID = userID
+        self.used = used
+        self.limit = limit
+        self.reason = reason
+    }
+
     public var json: String { JSONLine.encode(self) }
 
     public var text: String {
@@ -47,13 +57,16 @@ public struct ContentLimitHook: Sendable {
     public static let jobName = "content-limit-hook"
     public let store: any ContentLimitStore & ReminderStore
     public let makeSender: @Sendable () async throws(JobError) -> any Sender
-    public let catalog: CopyCatalog
+    /// Loads the copy catalog; called only when a warning is worded (parsing and validating a catalog
+    /// costs more than the whole nothing-fires path).
+    public let loadCatalog: @Sendable () throws(JobError) -> CopyCatalog
     public let logger: Logger
 
-    public init(store: any ContentLimitStore & ReminderStore, catalog: CopyCatalog = .builtIn, logger: Logger,
+    public init(store: any ContentLimitStore & ReminderStore, logger: Logger,
+                loadCatalog: @escaping @Sendable () throws(JobError) -> CopyCatalog = { .builtIn },
                 makeSender: @escaping @Sendable () async throws(JobError) -> any Sender) {
         self.store = store
-        self.catalog = catalog
+        self.loadCatalog = loadCatalog
         self.logger = logger
         self.makeSender = makeSender
     }
@@ -90,7 +103,8 @@ public struct ContentLimitHook: Sendable {
         summary.threshold = threshold?.rawValue
         step("usage: \(event.used) of \(limit) = \(event.used * 100 / limit) % → \(threshold?.rawValue ?? "below 90 %")")
         // The lowest period key this user can be in now, whatever their zone (zones are within ±14 h).
-        let floor = ContentLimitRule.periodKey(now: options.now - 86_400, zone: ZoneClock(zone: .gmt), period: event.period)
+        let utcYesterday = ZoneClock.split(wallSeconds: options.now - 86_400).date
+        let floor = event.period == .monthly ? utcYesterday.monthKey : LocalDate.pad(utcYesterday.year, 4)
         guard let user = try await store.limitSnapshot(userID: event.userID, periodsFrom: floor) else {
             throw .dataError("unknown user \(event.userID)")
         }
@@ -137,6 +151,7 @@ public struct ContentLimitHook: Sendable {
         summary.deliverAfter = deliverAfter.map(Timestamps.format)
 
         let params = ContentLimitRule.parameters(used: event.used, limit: limit)
+        let catalog = try loadCatalog()
         let choice = catalog.choose(type, locale: user.locale, userID: user.userID, period: period, previousIndex: nil)
         if options.dryRun {
             summary.action = deliverAfter == nil ? .sent : .deferred
