@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import JobKit
 
@@ -203,5 +204,36 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
         #expect(ReminderDecision.resolution(previouslyDelivered: 1, outcomes: [.delivered]) == .sent)
         #expect(ReminderDecision.resolution(previouslyDelivered: 1, outcomes: [.retryLater]) == .partial)
         #expect(ReminderDecision.resolution(previouslyDelivered: 0, outcomes: []) == .failed)
+    }
+}
+
+@Suite struct TimestampTests {
+    @Test(arguments: [
+        ("2026-11-21T20:00:00Z", "2026-11-21T20:00:00Z"),
+        ("2026-11-21T21:00:00+01:00", "2026-11-21T20:00:00Z"),
+        ("2026-11-21T14:15:00-05:45", "2026-11-21T20:00:00Z"),
+        ("2026-11-21T20:00:00.987Z", "2026-11-21T20:00:00Z"),
+        ("2026-11-21 20:00:00z", "2026-11-21T20:00:00Z"),
+        ("2024-02-29T00:00:00Z", "2024-02-29T00:00:00Z"),
+        ("1969-12-31T23:59:59Z", "1969-12-31T23:59:59Z"),
+    ])
+    func rfc3339InstantsParse(text: String, expected: String) {
+        #expect(Timestamps.parse(text).map(Timestamps.format) == expected)
+    }
+
+    @Test(arguments: ["2026-11-21T20:00:00", "2026-11-21", "2026-02-30T00:00:00Z", "2026-11-21T24:00:00Z",
+                      "2026-11-21T20:00:00+0100", "2026-11-21T20:00:00.Z", "tomorrow", "", "2026-11-21T20:00:00Zjunk"])
+    func anythingElseIsRejected(text: String) {
+        #expect(Timestamps.parse(text) == nil)
+    }
+
+    @Test func itAgreesWithFoundation() {
+        let formatter = ISO8601DateFormatter()
+        var random = SplitMix64(seed: 9)
+        for _ in 0..<500 {
+            let instant = Int64(random.next() % 4_000_000_000)
+            let text = formatter.string(from: Date(timeIntervalSince1970: TimeInterval(instant)))
+            #expect(Timestamps.parse(text) == instant, "\(text)")
+        }
     }
 }
