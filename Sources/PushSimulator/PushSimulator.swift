@@ -153,8 +153,13 @@ public final class PushSimulator: Sendable {
                         stream.eventLoop.makeCompletedFuture {
                             let streamID = try stream.syncOptions!.getOption(HTTP2StreamChannelOptions.streamID)
                             if connection.admit(streamID, parent: channel, state: state) == false {
-                                // Past the GOAWAY's last stream id: never processed, never answered.
-                                stream.close(promise: nil)
+                                // Past the GOAWAY's last stream id: never processed. REFUSED_STREAM tells the
+                                // client so (RFC 9113 §8.7), whichever of it and the GOAWAY arrives first. Sent
+                                // once the stream is registered, like the GOAWAY.
+                                channel.eventLoop.execute {
+                                    channel.writeAndFlush(HTTP2Frame(streamID: streamID, payload: .rstStream(.refusedStream)),
+                                                          promise: nil)
+                                }
                                 return
                             }
                             try stream.pipeline.syncOperations.addHandlers([
