@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "diary-reminder", targets: ["DiaryReminderJob"]),
         .executable(name: "pushctl", targets: ["PushCtl"]),
         .executable(name: "content-limit-hook", targets: ["ContentLimitHook"]),
+        .executable(name: "token-janitor", targets: ["TokenJanitor"]),
         .executable(name: "push-simulator", targets: ["PushSimulatorCommand"]),
         .executable(name: "send-bench", targets: ["SendBench"]),
         .library(name: "PushSimulator", targets: ["PushSimulator"]),
@@ -73,6 +74,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "ContentLimitHook",
+            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+        ),
+        .executableTarget(
+            name: "TokenJanitor",
             dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
         .executableTarget(

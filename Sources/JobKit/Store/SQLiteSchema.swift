@@ -14,6 +14,9 @@ enum SQLiteSchema {
         migrator.registerMigration("003_quiet_hours_and_deferred") { db in
             try db.execute(sql: v3)
         }
+        migrator.registerMigration("004_janitor_indexes") { db in
+            try db.execute(sql: v4)
+        }
         return migrator
     }
 
@@ -161,5 +164,11 @@ enum SQLiteSchema {
     -- Quota warnings still to deliver: deferred past quiet hours, left for retry, or claimed by a hook that died.
     CREATE INDEX notification_logs_pending_warnings ON notification_logs (claimed_at)
         WHERE notification_type <> 'diary_reminder' AND status IN ('deferred', 'retry', 'claimed');
+    """
+
+    /// The janitor's batches are range scans: stale active devices by last_seen, inactive ones by when.
+    static let v4 = """
+    CREATE INDEX user_devices_active_by_last_seen ON user_devices (last_seen) WHERE is_active = 1;
+    CREATE INDEX user_devices_inactive_by_time ON user_devices (deactivated_at) WHERE is_active = 0;
     """
 }

@@ -1,0 +1,108 @@
+import Foundation
+import GRDB
+
+/// The delivery-health report: what the notification log says about the last days.
+public struct HealthReport: Sendable, Codable, Hashable {
+    public struct DayType: Sendable, Codable, Hashable {
+        public let day: String
+        public let type: String
+        public let claimed, sent, partial, failed, deferred, retry, superseded, inProgress: Int
+    }
+    public struct Count: Sendable, Codable, Hashable {
+        public let key: String
+        public let count: Int
+    }
+    public struct DayRate: Sendable, Codable, Hashable {
+        public let day: String
+        public let deliveries: Int
+        public let tokenDead: Int
+        public var rate: Double { deliveries == 0 ? 0 : Double(tokenDead) / Double(deliveries) }
+    }
+    public struct JobRun: Sendable, Codable, Hashable {
+        public let job: String
+        public let runAt: String
+        public let outcome: String
+        public let durationMs: Int?
+    }
+
+    public let from: String
+    public let to: String
+    public let days: Int
+    /// Per UTC day (of the claim) and notification type.
+    public let volume: [DayType]
+    /// Deliveries in the window, `provider/outcome` → count.
+    public let deliveries: [Count]
+    public let invalidTokenRate: [DayRate]
+    /// Active devices, `platform/provider` → count.
+    public let activeDevices: [Count]
+    /// Devices deactivated in the window, by reason.
+    public let deactivations: [Count]
+    public let lastRuns: [JobRun]
+}
+
+public protocol ReportStore: Sendable {
+    func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport
+}
+
+extension SQLiteStore: ReportStore {
+    public func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
+        try await read("building the report") { db in
+            let volume = try Row.fetchAll(db, sql: """
+                SELECT date(claimed_at, 'unixepoch'), notification_type, count(*),
+                       sum(status = 'sent'), sum(status = 'partial'), sum(status = 'failed'), sum(status = 'deferred'),
+                       sum(status = 'retry'), sum(status = 'superseded'), sum(status = 'claimed')
+                FROM notification_logs WHERE claimed_at >= ? AND claimed_at < ?
+                GROUP BY 1, 2 ORDER BY 1, 2
+                """, arguments: [from, to]).map { row in
+                HealthReport.DayType(day: row[0], type: row[1], claimed: row[2], sent: row[3], partial: row[4], failed: row[5],
+                                     deferred: row[6], retry: row[7], superseded: row[8], inProgress: row[9])
+            }
+            let deliveries = try Row.fetchAll(db, sql: """
+                SELECT provider || '/' || outcome, count(*) FROM notification_deliveries
+                WHERE created_at >= ? AND created_at < ? GROUP BY 1 ORDER BY 1
+                """, arguments: [from, to]).map { HealthReport.Count(key: $0[0], count: $0[1]) }
+            let rates = try Row.fetchAll(db, sql: """
+                SELECT date(created_at, 'unixepoch'), count(*), sum(outcome = 'token_dead') FROM notification_deliveries
+                WHERE created_at >= ? AND created_at < ? GROUP BY 1 ORDER BY 1
+                """, arguments: [from, to]).map { HealthReport.DayRate(day: $0[0], deliveries: $0[1], tokenDead: $0[2]) }
+            let active = try Row.fetchAll(db, sql: """
+                SELECT platform || '/' || provider, count(*) FROM user_devices WHERE is_active = 1 GROUP BY 1 ORDER BY 1
+                """).map { HealthReport.Count(key: $0[0], count: $0[1]) }
+            let deactivations = try Row.fetchAll(db, sql: """
+                SELECT coalesce(deactivation_reason, 'unknown'), count(*) FROM user_devices
+                WHERE is_active = 0 AND deactivated_at >= ? AND deactivated_at < ? GROUP BY 1 ORDER BY 2 DESC, 1
+                """, arguments: [from, to]).map { HealthReport.Count(key: $0[0], count: $0[1]) }
+            let runs = try Row.fetchAll(db, sql: """
+                SELECT job, run_at, outcome, duration_ms FROM job_runs j
+                WHERE run_at = (SELECT max(run_at) FROM job_runs WHERE job = j.job) GROUP BY job ORDER BY job
+                """).map { HealthReport.JobRun(job: $0[0], runAt: Timestamps.format($0[1]), outcome: $0[2], durationMs: $0[3]) }
+            return HealthReport(from: Timestamps.format(from), to: Timestamps.format(to), days: Int((to - from) / 86_400),
+                                volume: volume, deliveries: deliveries, invalidTokenRate: rates, activeDevices: active,
+                                deactivations: deactivations, lastRuns: runs)
+        }
+    }
+}
+
+extension HealthReport {
+    public var json: String { JSONLine.encode(self) }
+
+    public var text: String {
+        var lines = ["delivery health \(from) … \(to) (\(days) days)", "", "day         type                claimed  sent partial failed deferred retry superseded"]
+        for row in volume {
+            lines.append("\(row.day)  \(row.type.padding(toLength: 18, withPad: " ", startingAt: 0)) \(pad(row.claimed, 7)) \(pad(row.sent, 5)) \(pad(row.partial, 7)) \(pad(row.failed, 6)) \(pad(row.deferred, 8)) \(pad(row.retry, 5)) \(pad(row.superseded, 10))")
+        }
+        lines += ["", "deliveries by provider/outcome:"] + deliveries.map { "  \($0.key): \($0.count)" }
+        lines += ["", "invalid-token rate by day:"] + invalidTokenRate.map {
+            "  \($0.day): \(String(format: "%.2f", $0.rate * 100)) % (\($0.tokenDead) of \($0.deliveries))"
+        }
+        lines += ["", "active devices by platform/provider:"] + activeDevices.map { "  \($0.key): \($0.count)" }
+        lines += ["", "deactivations by reason:"] + deactivations.map { "  \($0.key): \($0.count)" }
+        lines += ["", "last run of each job:"] + lastRuns.map { "  \($0.job): \($0.runAt) \($0.outcome) \($0.durationMs.map { "\($0) ms" } ?? "")" }
+        return lines.joined(separator: "\n")
+    }
+
+    private func pad(_ value: Int, _ width: Int) -> String {
+        let text = String(value)
+        return String(repeating: " ", count: max(0, width - text.count)) + text
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Logging
+
+/// The janitor's settings; the defaults are the documented ones.
+public struct JanitorOptions: Sendable {
+    public var now: Int64
+    public var dryRun = false
+    /// Deactivate devices not seen (no registration or launch) for this many days (reason `stale`).
+    public var staleDays = 90
+    /// FCM treats tokens idle this long as expired: such devices are deactivated whatever `staleDays` is.
+    public var fcmExpiryDays = 270
+    /// Ask FCM (validate_only) about FCM devices not seen for `probeAfterDays`.
+    public var probe = false
+    public var probeAfterDays = 30
+    /// At most this many probes per run, at most `probeRate` per second.
+    public var probeMax = 1_000
+    public var probeRate = 50
+    public var deliveryRetentionDays = 30
+    public var logRetentionDays = 400
+    /// Delete device rows inactive for `purgeAfterDays`; off unless asked for.
+    public var purge = false
+    public var purgeAfterDays = 365
+    /// Rows per batch (each batch is one short transaction).
+    public var batchSize = 1_000
+    public var runID = UUID().uuidString.lowercased()
+
+    public init(now: Int64) { self.now = now }
+}
+
+/// What a janitor run did (or, dry, would do).
+public struct JanitorSummary: Sendable, Codable, Hashable {
+    public var job = TokenJanitor.jobName
+    public var runID: String
+    public var now: String
+    public var dryRun: Bool
+    public var staleDeactivated = 0
+    public var fcmExpiredDeactivated = 0
+    public var probed = 0
+    public var probeUnregistered = 0
+    public var deliveriesDeleted = 0
+    public var logsDeleted = 0
+    public var devicesPurged = 0
+    public var durationMs = 0
+
+    public var json: String { JSONLine.encode(self) }
+    public var text: String {
+        "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) devices_purged=\(devicesPurged) run=\(runID) \(durationMs)ms"
+    }
+}
+
+/// Keeps the device table truthful and the log tables bounded.
+public struct TokenJanitor: Sendable {
+    public static let jobName = "token-janitor"
+    public let store: any JanitorStore & ReminderStore
+    public let logger: Logger
+    /// Makes the FCM validate-only sender for `--probe` (only called when probing).
+    public let makeProbeSender: @Sendable () async throws(JobError) -> any Sender
+
+    public init(store: any JanitorStore & ReminderStore, logger: Logger,
+                makeProbeSender: @escaping @Sendable () async throws(JobError) -> any Sender) {
+        self.store = store
+        self.logger = logger
+        self.makeProbeSender = makeProbeSender
+    }
+
+    public func run(_ options: JanitorOptions) async throws(JobError) -> JanitorSummary {
+        let started = ContinuousClock.now
+        var summary = JanitorSummary(runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun)
+        let day: Int64 = 86_400
+        let batch = max(1, options.batchSize)
+
+        // FCM's own expiry first, so those devices carry the more precise reason.
+        let fcmCutoff = options.now - Int64(options.fcmExpiryDays) * day
+        summary.fcmExpiredDeactivated = try await drain(options.dryRun,
+            count: { () async throws(JobError) in try await store.staleDeviceCount(seenBefore: fcmCutoff, provider: .fcm) },
+            step: { () async throws(JobError) in
+                try await store.deactivateStaleDevices(seenBefore: fcmCutoff, provider: .fcm, reason: "fcm_expired",
+                                                       now: options.now, limit: batch)
+            })
+        let staleCutoff = options.now - Int64(options.staleDays) * day
+        summary.staleDeactivated = try await drain(options.dryRun,
+            count: { () async throws(JobError) in try await store.staleDeviceCount(seenBefore: staleCutoff, provider: nil) },
+            step: { () async throws(JobError) in
+                try await store.deactivateStaleDevices(seenBefore: staleCutoff, provider: nil, reason: "stale",
+                                                       now: options.now, limit: batch)
+            })
+        if options.probe { try await probe(options, summary: &summary) }
+
+        let deliveryCutoff = options.now - Int64(options.deliveryRetentionDays) * day
+        summary.deliveriesDeleted = try await drain(options.dryRun,
+            count: { () async throws(JobError) in try await store.deliveryCount(before: deliveryCutoff) },
+            step: { () async throws(JobError) in try await store.deleteDeliveries(before: deliveryCutoff, limit: batch) })
+        let logCutoff = options.now - Int64(options.logRetentionDays) * day
+        let guards = PeriodGuards(now: options.now)
+        summary.logsDeleted = try await drain(options.dryRun,
+            count: { () async throws(JobError) in try await store.expiredLogCount(before: logCutoff, guards: guards) },
+            step: { () async throws(JobError) in try await store.deleteExpiredLogs(before: logCutoff, guards: guards, limit: batch) })
+        if options.purge {
+            let purgeCutoff = options.now - Int64(options.purgeAfterDays) * day
+            summary.devicesPurged = try await drain(options.dryRun,
+                count: { () async throws(JobError) in try await store.inactiveDeviceCount(deactivatedBefore: purgeCutoff) },
+                step: { () async throws(JobError) in try await store.purgeInactiveDevices(deactivatedBefore: purgeCutoff, limit: batch) })
+        }
+        summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+        if !options.dryRun {
+            try await store.recordRun(id: options.runID, job: Self.jobName, runAt: options.now, durationMs: summary.durationMs,
+                                      outcome: "ok", summaryJSON: summary.json)
+        }
+        return summary
+    }
+
+    /// Runs `step` until it changes nothing (or, dry, just counts).
+    private func drain(_ dryRun: Bool, count: () async throws(JobError) -> Int,
+                       step: () async throws(JobError) -> Int) async throws(JobError) -> Int {
+        if dryRun { return try await count() }
+        var total = 0
+        while true {
+            let changed = try await step()
+            total += changed
+            if changed == 0 { return total }
+            await Task.yield()
+        }
+    }
+
+    /// Asks FCM, with `validate_only`, whether long-unseen tokens are still registered; deactivates the ones it
+    /// says are not. Nothing is delivered to anyone.
+    private func probe(_ options: JanitorOptions, summary: inout JanitorSummary) async throws(JobError) {
+        let day: Int64 = 86_400
+        let candidates = try await store.probeCandidates(
+            seenBefore: options.now - Int64(options.probeAfterDays) * day,
+            notBefore: options.now - Int64(options.staleDays) * day, limit: options.probeMax)
+        summary.probed = candidates.count
+        guard !candidates.isEmpty, !options.dryRun else { return }
+        let sender = try await makeProbeSender()
+        let perSecond = max(1, options.probeRate)
+        var dead: [Int64] = []
+        var index = 0
+        while index < candidates.count {
+            let started = ContinuousClock.now
+            let slice = candidates[index..<min(index + perSecond, candidates.count)]
+            let probes = slice.map { device in
+                OutgoingNotification(logID: nil, device: device, type: .diaryReminder, period: "probe", locale: "en",
+                                     messageIndex: 0, title: "probe", body: "validate only", expiresAt: options.now + day)
+            }
+            for (device, report) in zip(slice, await sender.send(Array(probes))) where report.outcome == .tokenDead {
+                dead.append(device.id)
+            }
+            index += slice.count
+            if index < candidates.count {
+                let rest = Duration.seconds(1) - (ContinuousClock.now - started)
+                if rest > .zero { try? await Task.sleep(for: rest) }
+            }
+        }
+        await sender.shutdown()
+        summary.probeUnregistered = try await store.deactivate(deviceIDs: dead, reason: "UNREGISTERED", now: options.now)
+    }
+}

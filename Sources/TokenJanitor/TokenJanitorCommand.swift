@@ -1,0 +1,121 @@
+import ArgumentParser
+import Foundation
+import JobCLI
+import JobKit
+
+@main
+struct TokenJanitorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "token-janitor",
+        abstract: "Keep device tokens truthful and the log tables bounded; report delivery health.",
+        discussion: "Exit codes: 0 ok, 64 usage, 66 no database, 69 unavailable, 73 cannot write the report, 75 database locked (retry), 78 configuration.",
+        subcommands: [Run.self, Report.self],
+        defaultSubcommand: Run.self)
+}
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Deactivate stale tokens, probe FCM, apply retention (daily).")
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup(title: "Delivery (for --probe)") var delivery: DeliveryOptions
+    @Flag(help: "Print what would change, with counts; change nothing.") var dryRun = false
+    @Option(help: "Deactivate devices not seen for this many days (reason stale).") var staleDays = 90
+    @Flag(help: "Ask FCM (validate_only) whether long-unseen FCM tokens are still registered; deactivate those that are not.")
+    var probe = false
+    @Option(help: "Probe FCM devices not seen for this many days.") var probeAfterDays = 30
+    @Option(help: "At most this many probes per run.") var probeMax = 1_000
+    @Option(help: "At most this many probes per second.") var probeRate = 50
+    @Option(help: "Delete delivery records older than this many days.") var deliveryRetentionDays = 30
+    @Option(help: "Delete notification log rows older than this many days whose period has ended (≥ 35).")
+    var logRetentionDays = 400
+    @Flag(help: "Also delete device rows inactive for --purge-after-days (off by default: they are history).") var purge = false
+    @Option(help: "Days a device must have been inactive before --purge deletes it.") var purgeAfterDays = 365
+    @Option(help: "Rows per batch; each batch is one short transaction.") var batchSize = 1_000
+
+    func validate() throws {
+        guard (1...3650).contains(staleDays) else { throw ValidationError("--stale-days must be within 1…3650") }
+        guard (1...3650).contains(probeAfterDays) else { throw ValidationError("--probe-after-days must be within 1…3650") }
+        guard (1...100_000).contains(probeMax), (1...10_000).contains(probeRate) else {
+            throw ValidationError("--probe-max must be within 1…100000 and --probe-rate within 1…10000")
+        }
+        guard (1...3650).contains(deliveryRetentionDays) else { throw ValidationError("--delivery-retention-days must be within 1…3650") }
+        // A month's warnings deduplicate for a month: keeping rows at least that long (plus zone slack) is the floor.
+        guard (35...3650).contains(logRetentionDays) else { throw ValidationError("--log-retention-days must be within 35…3650") }
+        guard (1...3650).contains(purgeAfterDays) else { throw ValidationError("--purge-after-days must be within 1…3650") }
+        guard (1...100_000).contains(batchSize) else { throw ValidationError("--batch-size must be within 1…100000") }
+    }
+
+    func run() async throws {
+        try await withExitCode("token-janitor") { () async throws(JobError) in
+            bootstrapLogging()
+            let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
+            let logger = try common.makeLogger("token-janitor", config)
+            let now = try common.resolvedNow()
+            var providers = try DeliveryConfiguration.resolve(config, flags: delivery.flags(validateOnly: true))
+            providers.apns = nil
+            if probe && !dryRun {
+                guard providers.fcm != nil else { throw .config("--probe needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
+                try await providers.checkFiles()
+            }
+            let store = try common.openStore(config, mode: dryRun ? .readOnly : .readWrite)
+            let probeProviders = providers
+            let janitor = TokenJanitor(store: store, logger: logger) { () async throws(JobError) -> any Sender in
+                try await PushSender(configuration: probeProviders, credentials: store, logger: logger)
+            }
+            var options = JanitorOptions(now: now)
+            options.dryRun = dryRun
+            options.staleDays = staleDays
+            options.probe = probe
+            options.probeAfterDays = probeAfterDays
+            options.probeMax = probeMax
+            options.probeRate = probeRate
+            options.deliveryRetentionDays = deliveryRetentionDays
+            options.logRetentionDays = logRetentionDays
+            options.purge = purge
+            options.purgeAfterDays = purgeAfterDays
+            options.batchSize = batchSize
+            let summary = try await janitor.run(options)
+            print(common.format == .json ? summary.json : summary.text)
+        }
+    }
+}
+
+struct Report: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "The delivery-health report of the last days.")
+
+    enum Format: String, ExpressibleByArgument { case text, json, html }
+
+    @Option(name: .long, help: ArgumentHelp("SQLite database file (env PUSH_DATABASE_URL).", valueName: "path|url")) var database: String?
+    @Option(help: ArgumentHelp("The report's end instant, ISO 8601 (default: the clock).", valueName: "iso8601")) var now: String?
+    @Option(help: "How many days back.") var days = 30
+    @Option(help: "text, json or html (one self-contained file with charts).") var format: Format = .text
+    @Option(help: ArgumentHelp("Write to this file instead of stdout.", valueName: "path")) var output: String?
+
+    func validate() throws {
+        guard (1...400).contains(days) else { throw ValidationError("--days must be within 1…400") }
+    }
+
+    func run() async throws {
+        try await withExitCode("token-janitor report") { () async throws(JobError) in
+            var common = CommonOptions()
+            common.database = database
+            common.now = now
+            let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
+            let end = try common.resolvedNow()
+            let store = try common.openStore(config, mode: .readOnly)
+            let report = try await store.healthReport(from: end - Int64(days) * 86_400, to: end)
+            let text = switch format {
+            case .text: report.text
+            case .json: report.json
+            case .html: report.html
+            }
+            if let output {
+                guard FileManager.default.createFile(atPath: output, contents: Data((text + "\n").utf8)) else {
+                    throw .cantCreate("cannot write the report to \(output)")
+                }
+            } else {
+                print(text)
+            }
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+import GRDB
+import Testing
+@testable import JobKit
+
+@Suite struct TokenJanitorTests {
+    let now = instant("2026-12-30T12:00:00Z")
+    let day: Int64 = 86_400
+
+    /// A janitor whose probe sender must not be needed.
+    func janitor(_ store: SQLiteStore) -> TokenJanitor {
+        TokenJanitor(store: store, logger: quietLogger) { () async throws(JobError) -> any Sender in
+            Issue.record("the probe sender was made without --probe")
+            return RecordingSender()
+        }
+    }
+
+    func janitor(_ store: SQLiteStore, probe: @escaping @Sendable () async throws(JobError) -> any Sender) -> TokenJanitor {
+        TokenJanitor(store: store, logger: quietLogger, makeProbeSender: probe)
+    }
+
+    func device(_ db: TemporaryDatabase, user: String, token: String, provider: Provider = .fcm, seenDaysAgo: Int64) async throws {
+        try await db.store.upsertUser(UserProfile(id: user, timezone: "UTC"), now: 0)
+        _ = try await db.store.register(DeviceRegistration(userID: user, token: provider == .apns ? token.lowercased() : token,
+                                                           provider: provider, platform: provider == .apns ? "ios" : "android"),
+                                        now: now - seenDaysAgo * day)
+    }
+
+    @Test func staleAndFCMExpiryRules() async throws {
+        let db = try TemporaryDatabase()
+        try await device(db, user: "a", token: "fresh", seenDaysAgo: 89)
+        try await device(db, user: "b", token: "old", seenDaysAgo: 91)
+        try await device(db, user: "c", token: "ab01", provider: .apns, seenDaysAgo: 300)
+        try await device(db, user: "d", token: "fcm-ancient", seenDaysAgo: 271)
+        var options = JanitorOptions(now: now)
+        let first = try await janitor(db.store).run(options)
+        #expect(first.staleDeactivated == 2)
+        #expect(first.fcmExpiredDeactivated == 1)
+        #expect(try db.strings("SELECT token || ' ' || is_active || ' ' || coalesce(deactivation_reason, '-') FROM user_devices ORDER BY token")
+                == ["ab01 0 stale", "fcm-ancient 0 fcm_expired", "fresh 1 -", "old 0 stale"])
+        // With a long stale period, FCM's 270 days still applies.
+        let db2 = try TemporaryDatabase()
+        try await device(db2, user: "c", token: "ab01", provider: .apns, seenDaysAgo: 300)
+        try await device(db2, user: "d", token: "fcm-ancient", seenDaysAgo: 271)
+        options.staleDays = 400
+        let second = try await janitor(db2.store).run(options)
+        #expect(second.fcmExpiredDeactivated == 1)
+        #expect(second.staleDeactivated == 0)
+        #expect(try db2.count("SELECT count(*) FROM user_devices WHERE is_active = 1 AND provider = 'apns'") == 1)
+    }
+
+    @Test func probeDeactivatesOnlyTokensFCMCallsUnregisteredAndDeliversNothing() async throws {
+        let harness = try await DeliveryHarness.start()
+        let db = harness.db
+        for (i, token) in ["dead-1", "dead-2", "live-1", "live-2", "live-3"].enumerated() {
+            try await device(db, user: "p\(i)", token: token, seenDaysAgo: 45)
+        }
+        try await device(db, user: "recent", token: "dead-recent", seenDaysAgo: 5)   // seen recently: not probed
+        var delivery = harness.delivery(apns: false)
+        delivery.fcm?.validateOnly = true
+        let store = db.store
+        let probeDelivery = delivery
+        var options = JanitorOptions(now: now)
+        options.probe = true
+        options.probeRate = 2
+        let summary = try await janitor(store) { () async throws(JobError) -> any Sender in
+            try await PushSender(configuration: probeDelivery, credentials: store, logger: quietLogger)
+        }.run(options)
+        #expect(summary.probed == 5)
+        #expect(summary.probeUnregistered == 2)
+        #expect(try db.strings("SELECT token FROM user_devices WHERE is_active = 0 ORDER BY token") == ["dead-1", "dead-2"])
+        #expect(try db.strings("SELECT DISTINCT deactivation_reason FROM user_devices WHERE is_active = 0") == ["UNREGISTERED"])
+        #expect(harness.simulator.stats.accepted == 0)
+        #expect(harness.simulator.stats.validated == 3)
+        await harness.stop()
+    }
+
+    func log(_ db: Database, _ user: String, _ type: String, _ period: String, claimedDaysAgo: Int64, status: String = "sent") throws {
+        try db.execute(sql: """
+            INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at)
+            VALUES (?, ?, ?, ?, 'r', ?, ?)
+            """, arguments: [user, type, period, status, now - claimedDaysAgo * day, now - claimedDaysAgo * day])
+    }
+
+    @Test func retentionNeverRemovesALogRowThatStillDeduplicates() async throws {
+        let db = try TemporaryDatabase()
+        try await db.store.upsertUser(UserProfile(id: "u", timezone: "Pacific/Kiritimati"), now: 0)
+        try await db.store.pool.write { db in
+            try log(db, "u", "diary_reminder", "2026-10-01", claimedDaysAgo: 90)            // over: goes
+            try log(db, "u", "diary_reminder", "2026-12-29", claimedDaysAgo: 1)             // recent: stays
+            try log(db, "u", "content_limit_90", "2026-10", claimedDaysAgo: 80)             // month over: goes
+            try log(db, "u", "content_limit_100", "2026", claimedDaysAgo: 300)              // this year's: stays
+            try log(db, "u", "content_limit_90", "2025", claimedDaysAgo: 380)               // last year's: goes
+            try log(db, "u", "content_limit_100", "2026-12", claimedDaysAgo: 40, status: "deferred")   // pending: stays
+            try db.execute(sql: """
+                INSERT INTO notification_deliveries (log_id, provider, outcome, run_id, created_at)
+                SELECT id, 'fcm', 'delivered', 'r', claimed_at FROM notification_logs
+                """)
+        }
+        var options = JanitorOptions(now: now)
+        options.logRetentionDays = 35
+        let dry = try await janitor(db.store).run({ var o = options; o.dryRun = true; return o }())
+        let summary = try await janitor(db.store).run(options)
+        #expect(summary.logsDeleted == 3)
+        #expect(dry.logsDeleted == summary.logsDeleted)
+        #expect(summary.deliveriesDeleted == 5)   // all but the 1-day-old one (deliveries keep 30 days)
+        #expect(try db.strings("SELECT notification_type || ' ' || period_key FROM notification_logs ORDER BY period_key")
+                == ["content_limit_100 2026", "content_limit_100 2026-12", "diary_reminder 2026-12-29"])
+        // Default retention (400 days) keeps everything younger.
+        let defaults = try await janitor(db.store).run(JanitorOptions(now: now))
+        #expect(defaults.logsDeleted == 0)
+    }
+
+    @Test func purgeIsOffByDefaultAndADryRunWritesNothing() async throws {
+        let db = try TemporaryDatabase()
+        try await device(db, user: "gone", token: "long-gone", seenDaysAgo: 800)
+        try await db.store.pool.write { db in
+            try db.execute(sql: "UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = 'logout'",
+                           arguments: [now - 400 * day])
+        }
+        try await device(db, user: "stale", token: "stale-token", seenDaysAgo: 120)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: db.path))
+        var options = JanitorOptions(now: now)
+        options.dryRun = true
+        options.purge = true
+        let readOnly = try SQLiteStore.open(path: db.path, mode: .readOnly)
+        let dry = try await janitor(readOnly).run(options)
+        #expect(dry.staleDeactivated == 1)
+        #expect(dry.devicesPurged == 1)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: db.path)) == bytes)
+        let plain = try await janitor(db.store).run(JanitorOptions(now: now))
+        #expect(plain.devicesPurged == 0)
+        #expect(try db.count("SELECT count(*) FROM user_devices") == 2)
+        options.dryRun = false
+        let purged = try await janitor(db.store).run(options)
+        #expect(purged.devicesPurged == 1)
+        #expect(try db.strings("SELECT token FROM user_devices") == ["stale-token"])
+    }
+
+    @Test func smallBatchesDoTheSameWork() async throws {
+        let db = try TemporaryDatabase()
+        for i in 0..<25 { try await device(db, user: "u\(i)", token: "t\(i)", seenDaysAgo: 100) }
+        var options = JanitorOptions(now: now)
+        options.batchSize = 4
+        #expect(try await janitor(db.store).run(options).staleDeactivated == 25)
+        #expect(try db.count("SELECT count(*) FROM job_runs WHERE job = 'token-janitor'") == 1)
+    }
+}
+
+@Suite struct HealthReportTests {
+    @Test func figuresMatchASeededHistory() async throws {
+        let db = try TemporaryDatabase()
+        let day: Int64 = 86_400
+        let end = instant("2026-11-22T00:00:00Z")
+        for user in ["a", "b", "c"] { try await db.store.upsertUser(UserProfile(id: user, timezone: "UTC"), now: 0) }
+        for (user, token, provider, platform) in [("a", "ab01", Provider.apns, "ios"), ("b", "fcm-b", .fcm, "android"),
+                                                  ("c", "fcm-c", .fcm, "ios")] {
+            _ = try await db.store.register(DeviceRegistration(userID: user, token: token, provider: provider, platform: platform), now: 0)
+        }
+        try await db.store.unregister(token: "fcm-c", reason: "logout", now: end - day)
+        try await db.store.pool.write { db in
+            // Day 1 (2026-11-20): a sent (2 deliveries), b failed (token dead). Day 2: a partial, c deferred warning.
+            let rows: [(String, String, String, String, Int64)] = [
+                ("a", "diary_reminder", "2026-11-20", "sent", end - 2 * day + 3600),
+                ("b", "diary_reminder", "2026-11-20", "failed", end - 2 * day + 3600),
+                ("a", "diary_reminder", "2026-11-21", "partial", end - day + 3600),
+                ("c", "content_limit_90", "2026-11", "deferred", end - day + 7200),
+                ("a", "diary_reminder", "2026-10-01", "sent", end - 50 * day),   // outside the window
+            ]
+            for (user, type, period, status, at) in rows {
+                try db.execute(sql: """
+                    INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at)
+                    VALUES (?, ?, ?, ?, 'r', ?, ?)
+                    """, arguments: [user, type, period, status, at, at])
+            }
+            let deliveries: [(Int64, String, String, Int64)] = [
+                (1, "apns", "delivered", end - 2 * day + 3601), (1, "apns", "delivered", end - 2 * day + 3602),
+                (2, "fcm", "token_dead", end - 2 * day + 3601),
+                (3, "apns", "delivered", end - day + 3601), (3, "fcm", "retry_later", end - day + 3601),
+            ]
+            for (log, provider, outcome, at) in deliveries {
+                try db.execute(sql: "INSERT INTO notification_deliveries (log_id, provider, outcome, run_id, created_at) VALUES (?, ?, ?, 'r', ?)",
+                               arguments: [log, provider, outcome, at])
+            }
+            try db.execute(sql: "INSERT INTO job_runs (id, job, run_at, duration_ms, outcome) VALUES ('r1', 'diary-reminder', ?, 12, 'ok'), ('r0', 'diary-reminder', ?, 9, 'ok')",
+                           arguments: [end - 3600, end - 7200])
+        }
+        let report = try await db.store.healthReport(from: end - 7 * day, to: end)
+        #expect(report.volume == [
+            .init(day: "2026-11-20", type: "diary_reminder", claimed: 2, sent: 1, partial: 0, failed: 1, deferred: 0, retry: 0, superseded: 0, inProgress: 0),
+            .init(day: "2026-11-21", type: "content_limit_90", claimed: 1, sent: 0, partial: 0, failed: 0, deferred: 1, retry: 0, superseded: 0, inProgress: 0),
+            .init(day: "2026-11-21", type: "diary_reminder", claimed: 1, sent: 0, partial: 1, failed: 0, deferred: 0, retry: 0, superseded: 0, inProgress: 0),
+        ])
+        #expect(report.deliveries == [.init(key: "apns/delivered", count: 3), .init(key: "fcm/retry_later", count: 1),
+                                      .init(key: "fcm/token_dead", count: 1)])
+        #expect(report.invalidTokenRate == [.init(day: "2026-11-20", deliveries: 3, tokenDead: 1),
+                                            .init(day: "2026-11-21", deliveries: 2, tokenDead: 0)])
+        #expect(report.activeDevices == [.init(key: "android/fcm", count: 1), .init(key: "ios/apns", count: 1)])
+        #expect(report.deactivations == [.init(key: "logout", count: 1)])
+        #expect(report.lastRuns == [.init(job: "diary-reminder", runAt: "2026-11-21T23:00:00Z", outcome: "ok", durationMs: 12)])
+        let html = report.html
+        #expect(html.hasPrefix("<!DOCTYPE html>"))
+        #expect(html.contains("<svg") && html.contains("<polyline"))
+        // Self-contained: nothing to fetch, nothing to run.
+        #expect(!html.contains("<script"))
+        #expect(!html.contains("src="))
+        #expect(!html.contains("<link"))
+        #expect(report.text.contains("33.33 % (1 of 3)"))
+    }
+}
