@@ -22,7 +22,8 @@ extension HealthReport {
         body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem;color:#222;max-width:1100px}
         h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}
         table{border-collapse:collapse;font-size:.9rem}td,th{border:1px solid #ddd;padding:.25rem .6rem;text-align:right}
-        th{background:#f5f5f5}td:first-child,th:first-child{text-align:left}
+        th{background:#f5f5f5}td:first-child,th:first-child,td.text{text-align:left}
+        svg{max-width:100%;height:auto}
         .legend span{display:inline-block;margin-right:1rem;font-size:.85rem}
         .legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:middle}
         svg text{font-size:11px;fill:#555}
@@ -57,7 +58,9 @@ extension HealthReport {
     private func table(_ header: [String], _ rows: [[String]]) -> String {
         guard !rows.isEmpty else { return "<p>none</p>" }
         return "<table><tr>" + header.map { "<th>\(escape($0))</th>" }.joined() + "</tr>"
-            + rows.map { "<tr>" + $0.map { "<td>\(escape($0))</td>" }.joined() + "</tr>" }.joined() + "</table>"
+            + rows.map { "<tr>" + $0.map { cell in
+                Int(cell) == nil ? "<td class=\"text\">\(escape(cell))</td>" : "<td>\(escape(cell))</td>"
+            }.joined() + "</tr>" }.joined() + "</table>"
     }
 
     private func stackedBars(days: [String], perDay: [String: [Int]], colors: [String]) -> String {
