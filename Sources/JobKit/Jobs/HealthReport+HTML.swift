@@ -21,7 +21,7 @@ extension HealthReport {
         <style>
         body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2rem;color:#222;max-width:1100px}
         h1{font-size:1.4rem}h2{font-size:1.1rem;margin-top:2rem}
-        table{border-collapse:collapse;font-size:.9rem}td,th{border:1px solid #ddd;padding:.25rem .6rem;text-align:right}
+        table{border-collapse:collapse;font-size:.9rem}td,th{border:1px solid #ddd;padding:.25rem .6rem;text-align:right;white-space:nowrap}
         th{background:#f5f5f5}td:first-child,th:first-child,td.text{text-align:left}
         svg{max-width:100%;height:auto}
         .legend span{display:inline-block;margin-right:1rem;font-size:.85rem}
