@@ -58,8 +58,6 @@ actor ProviderClient {
         self.logger = logger
     }
 
-    var mintedCredentials: Int { get async { await credential.minted } }
-
     func send(_ items: [OutgoingNotification]) async -> [DeliveryReport] {
         var reports = [DeliveryReport?](repeating: nil, count: items.count)
         var attempts = [Int](repeating: 0, count: items.count)

@@ -99,14 +99,6 @@ public final class PushSender: Sender {
         return await client.send(items)
     }
 
-    /// Credentials minted by this process, per provider (the rest were reused from the store).
-    public func mintedCredentials() async -> [String: Int] {
-        var result: [String: Int] = [:]
-        if let apns { result["apns"] = await apns.mintedCredentials }
-        if let fcm { result["fcm"] = await fcm.mintedCredentials }
-        return result
-    }
-
     public func shutdown() async {
         await apns?.shutdown()
         await fcm?.shutdown()

@@ -45,8 +45,6 @@ actor SharedCredential {
     private let mint: @Sendable (Int64) async throws(JobError) -> CachedCredential
     private let holder = UUID().uuidString
     private var current: CachedCredential?
-    /// How many credentials this process minted (for tests and the summary).
-    private(set) var minted = 0
 
     init(key: String, store: any CredentialStore, clock: @escaping @Sendable () -> Int64,
          isFresh: @escaping @Sendable (CachedCredential, Int64) -> Bool,
@@ -77,7 +75,6 @@ actor SharedCredential {
             case .mint:
                 let credential = try await mint(clock())
                 try await store.finishMint(key: key, holder: holder, credential: credential)
-                minted += 1
                 current = credential
                 return credential
             case .wait:

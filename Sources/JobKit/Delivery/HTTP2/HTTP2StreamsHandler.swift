@@ -87,7 +87,6 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
 
     /// True while new requests can be accepted.
     var isUsable: Bool { !goingAway && !closed }
-    var inFlight: Int { open.count }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
