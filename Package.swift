@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "token-janitor", targets: ["TokenJanitor"]),
         .executable(name: "push-simulator", targets: ["PushSimulatorCommand"]),
         .executable(name: "send-bench", targets: ["SendBench"]),
+        .library(name: "JobKitPostgres", targets: ["JobKitPostgres"]),
         .library(name: "PushSimulator", targets: ["PushSimulator"]),
     ],
     dependencies: [
@@ -24,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .target(
@@ -38,6 +40,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
+            ]
+        ),
+        .target(
+            name: "JobKitPostgres",
+            dependencies: [
+                "JobKit",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .target(
@@ -64,6 +76,7 @@ let package = Package(
             name: "JobCLI",
             dependencies: [
                 "JobKit",
+                "JobKitPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -91,7 +104,8 @@ let package = Package(
         ),
         .testTarget(
             name: "JobKitTests",
-            dependencies: ["JobKit", "JobCLI", "PushSimulator"]
+            dependencies: ["JobKit", "JobKitPostgres", "JobCLI", "PushSimulator",
+                           .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -62,19 +62,20 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
                 print(common.format == .json ? summary.json : summary.text)
                 return
             }
-            let store = try common.openStore(config, mode: readOnly ? .readOnly : .readWrite)
-            let hook = ContentLimitHook(store: store, logger: logger, loadCatalog: { () throws(JobError) -> CopyCatalog in
-                try catalogPath.map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
-            }) { () async throws(JobError) -> any Sender in
-                if let outboxPath { return try OutboxSender(path: outboxPath) }
-                try await deliveryConfiguration.checkFiles()
-                return try await PushSender(configuration: deliveryConfiguration, credentials: store, logger: logger)
+            try await common.withStore(config, mode: readOnly ? .readOnly : .readWrite, job: "content-limit-hook") { store throws(JobError) in
+                let hook = ContentLimitHook(store: store, logger: logger, loadCatalog: { () throws(JobError) -> CopyCatalog in
+                    try catalogPath.map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
+                }) { () async throws(JobError) -> any Sender in
+                    if let outboxPath { return try OutboxSender(path: outboxPath) }
+                    try await deliveryConfiguration.checkFiles()
+                    return try await PushSender(configuration: deliveryConfiguration, credentials: store, logger: logger)
+                }
+                let summary = try await hook.handle(input, options: ContentLimitHook.Options(now: now, dryRun: readOnly, explain: explain))
+                if explain && common.format == .text {
+                    for step in summary.steps { print("  \(step)") }
+                }
+                print(common.format == .json ? summary.json : summary.text)
             }
-            let summary = try await hook.handle(input, options: ContentLimitHook.Options(now: now, dryRun: readOnly, explain: explain))
-            if explain && common.format == .text {
-                for step in summary.steps { print("  \(step)") }
-            }
-            print(common.format == .json ? summary.json : summary.text)
         }
     }
 

@@ -39,6 +39,10 @@ struct DiaryReminderCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
     var outbox: String?
 
+    @Option(name: .long, help: ArgumentHelp("Handle only this slice of the users (stable hash of the user id), e.g. 2/4; env PUSH_SHARD.",
+                                            valueName: "K/N"))
+    var shard: String?
+
     @Flag(name: .long, help: "A dry run that asks FCM to validate every token and payload (validate_only); nothing is delivered or claimed.")
     var validateOnly = false
 
@@ -53,6 +57,9 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                                              range: DueRule.earlyMinutesRange),
                 catchUpMinutes: config.integer(.catchUpMinutes, flag: catchUpMinutes,
                                                default: DueRule.defaultCatchUpMinutes, range: DueRule.catchUpMinutesRange))
+            let shard = try config.raw(.shard, flag: shard).map { raw throws(JobError) in
+                try Shard.parse(raw.value, source: raw.source)
+            } ?? .all
             let lease = try config.integer(.claimLeaseMinutes, flag: claimLeaseMinutes, default: 10, range: 2...60)
             let catalog = try config.string(.copyCatalog, flag: copyCatalog).map { path throws(JobError) in
                 try CopyCatalog.load(path: path)
@@ -69,39 +76,41 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             }
             if !readOnly || validateOnly { try await deliveryConfiguration.checkFiles() }
             // Validation mints (and caches) an FCM access token: the only write it makes.
-            let store = try common.openStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite)
-            let sender: any Sender
-            if readOnly && !validateOnly {
-                sender = DryRunSender(sink: StandardOutput(), json: json)
-            } else if let outboxPath, !validateOnly {
-                sender = try OutboxSender(path: outboxPath)
-            } else {
-                var providers = deliveryConfiguration
-                if validateOnly { providers.apns = nil }
-                let push = try await PushSender(configuration: providers, credentials: store, logger: logger)
-                for (name, configured) in [("APNs", providers.apns != nil), ("FCM", providers.fcm != nil)] where !configured {
-                    logger.warning("provider not configured: its devices are skipped", metadata: ["provider": "\(name)"])
+            try await common.withStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder") { store throws(JobError) in
+                let sender: any Sender
+                if readOnly && !validateOnly {
+                    sender = DryRunSender(sink: StandardOutput(), json: json)
+                } else if let outboxPath, !validateOnly {
+                    sender = try OutboxSender(path: outboxPath)
+                } else {
+                    var providers = deliveryConfiguration
+                    if validateOnly { providers.apns = nil }
+                    let push = try await PushSender(configuration: providers, credentials: store, logger: logger)
+                    for (name, configured) in [("APNs", providers.apns != nil), ("FCM", providers.fcm != nil)] where !configured {
+                        logger.warning("provider not configured: its devices are skipped", metadata: ["provider": "\(name)"])
+                    }
+                    sender = validateOnly ? ReportingSender(inner: push, sink: StandardOutput(), json: json) : push
                 }
-                sender = validateOnly ? ReportingSender(inner: push, sink: StandardOutput(), json: json) : push
-            }
-            let runner = DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger)
-            var options = ReminderRunOptions(now: now, rule: rule, dryRun: readOnly || validateOnly)
-            options.claimLeaseSeconds = Int64(lease) * 60
+                let runner = DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger)
+                var options = ReminderRunOptions(now: now, rule: rule, dryRun: readOnly || validateOnly)
+                options.claimLeaseSeconds = Int64(lease) * 60
+                options.shard = shard
 
-            if let userID = explain {
-                let explanation = try await runner.explain(userID: userID, options: options)
-                print(json ? explanation.json : explanation.text)
-                return
-            }
-            let summary: RunSummary
-            do throws(JobError) {
-                summary = try await runner.run(options)
-            } catch {
+                if let userID = explain {
+                    let explanation = try await runner.explain(userID: userID, options: options)
+                    print(json ? explanation.json : explanation.text)
+                    return
+                }
+                let summary: RunSummary
+                do throws(JobError) {
+                    summary = try await runner.run(options)
+                } catch {
+                    await sender.shutdown()
+                    throw error
+                }
                 await sender.shutdown()
-                throw error
+                print(json ? summary.json : summary.text)
             }
-            await sender.shutdown()
-            print(json ? summary.json : summary.text)
         }
     }
 }

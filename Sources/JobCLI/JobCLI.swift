@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JobKit
+import JobKitPostgres
 import Logging
 
 /// Output formats of every job.
@@ -10,8 +11,13 @@ public enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable 
 
 /// Options every job shares.
 public struct CommonOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("SQLite database file (or sqlite:///path).", valueName: "path|url"))
+    @Option(name: .long, help: ArgumentHelp("SQLite database file (or sqlite:///path), or a postgres:// URL; env PUSH_DATABASE_URL.",
+                                            valueName: "path|url"))
     public var database: String?
+
+    @Option(name: .long, help: ArgumentHelp("File holding the PostgreSQL password; env PUSH_DATABASE_PASSWORD_FILE.",
+                                            valueName: "path"))
+    public var databasePasswordFile: String?
 
     @Option(name: .long, help: ArgumentHelp("The instant to evaluate, ISO 8601 (default: the system clock).",
                                             valueName: "iso8601"))
@@ -34,20 +40,32 @@ public struct CommonOptions: ParsableArguments {
         return instant
     }
 
-    public func databaseLocation(_ config: ConfigResolver) throws(JobError) -> DatabaseLocation {
+    public func databaseLocation(_ config: ConfigResolver) throws(JobError) -> (location: DatabaseLocation, source: String) {
         guard let raw = config.raw(.databaseURL, flag: database) else {
-            throw .config("no database: pass --database PATH or set PUSH_DATABASE_URL")
+            throw .config("no database: pass --database PATH|URL or set PUSH_DATABASE_URL")
         }
-        return try DatabaseLocation.parse(raw.value, source: raw.source)
+        return (try DatabaseLocation.parse(raw.value, source: raw.source), raw.source)
     }
 
-    /// Opens the SQLite store (PostgreSQL is not part of this build).
-    public func openStore(_ config: ConfigResolver, mode: SQLiteStore.OpenMode) throws(JobError) -> SQLiteStore {
-        switch try databaseLocation(config).kind {
-        case .sqlite(let path):
-            return try SQLiteStore.open(path: path, mode: mode)
-        case .postgres:
-            throw .config("PostgreSQL is not supported by this build yet; use a SQLite database path")
+    /// Opens the store: a SQLite file or a PostgreSQL database (`postgres://…`).
+    public func openStore(_ config: ConfigResolver, mode: StoreOpenMode, job: String) async throws(JobError) -> any JobStore {
+        let (location, source) = try databaseLocation(config)
+        return try await JobStores.open(location, mode: mode,
+                                        passwordFile: config.string(.databasePasswordFile, flag: databasePasswordFile),
+                                        applicationName: job, source: source)
+    }
+
+    /// Opens the store, runs `body` with it and closes it, also when `body` fails.
+    public func withStore<T>(_ config: ConfigResolver, mode: StoreOpenMode, job: String,
+                             _ body: (any JobStore) async throws(JobError) -> T) async throws(JobError) -> T {
+        let store = try await openStore(config, mode: mode, job: job)
+        do throws(JobError) {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch {
+            await store.close()
+            throw error
         }
     }
 

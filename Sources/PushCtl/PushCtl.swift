@@ -13,14 +13,29 @@ struct PushCtl: AsyncParsableCommand {
 
 /// The database option alone, for commands that do not evaluate an instant.
 struct DatabaseOption: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("SQLite database file (or sqlite:///path); env PUSH_DATABASE_URL.", valueName: "path|url"))
+    @Option(name: .long, help: ArgumentHelp("SQLite database file (or sqlite:///path), or a postgres:// URL; env PUSH_DATABASE_URL.",
+                                            valueName: "path|url"))
     var database: String?
 
-    func open(create: Bool = false) throws(JobError) -> SQLiteStore {
+    @Option(name: .long, help: ArgumentHelp("File holding the PostgreSQL password; env PUSH_DATABASE_PASSWORD_FILE.",
+                                            valueName: "path"))
+    var databasePasswordFile: String?
+
+    /// Opens the store, runs `body`, and closes it.
+    func with<T>(create: Bool = false, _ body: (any JobStore) async throws(JobError) -> T) async throws(JobError) -> T {
         var common = CommonOptions()
         common.database = database
-        return try common.openStore(ConfigResolver(environment: ProcessInfo.processInfo.environment),
-                                    mode: create ? .create : .readWrite)
+        common.databasePasswordFile = databasePasswordFile
+        let store = try await common.openStore(ConfigResolver(environment: ProcessInfo.processInfo.environment),
+                                               mode: create ? .create : .readWrite, job: "pushctl")
+        do throws(JobError) {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch {
+            await store.close()
+            throw error
+        }
     }
 }
 
@@ -36,8 +51,8 @@ struct Migrate: AsyncParsableCommand {
 
     func run() async throws {
         try await withExitCode("pushctl migrate") { () async throws(JobError) in
-            let store = try db.open(create: true)
-            print("schema up to date: \(try store.appliedMigrations().joined(separator: ", "))")
+            let applied = try await db.with(create: true) { store throws(JobError) in try await store.appliedMigrations() }
+            print("schema up to date: \(applied.joined(separator: ", "))")
         }
     }
 }
@@ -75,8 +90,7 @@ struct Seed: AsyncParsableCommand {
             options.dueCount = dueCount
             options.idPrefix = idPrefix
             options.wroteTodayShare = wroteTodayShare
-            let store = try db.open(create: true)
-            let report = try await Seeder().seed(options, into: store)
+            let report = try await db.with(create: true) { store throws(JobError) in try await Seeder().seed(options, into: store) }
             print("seeded \(report.users) users, \(report.devices) devices, \(report.entries) entries today, \(report.due) due at \(dueAt ?? "-")")
         }
     }
@@ -114,13 +128,13 @@ struct UserCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await withExitCode("pushctl user set") { () async throws(JobError) in
-                let store = try db.open()
-                try await store.upsertUser(UserProfile(id: id, timezone: timezone, locale: locale, plan: plan,
+                let now = try clockNow(nil)
+                try await db.with { store throws(JobError) in try await store.upsertUser(UserProfile(id: id, timezone: timezone, locale: locale, plan: plan,
                                                        diaryReminderEnabled: reminders == .on, reminderTime: reminderTime,
                                                        contentLimitWarningsEnabled: limitWarnings == .on,
                                                        quietHoursStart: quietHours?.split(separator: "-").first.map(String.init),
                                                        quietHoursEnd: quietHours?.split(separator: "-").last.map(String.init)),
-                                           now: try clockNow(nil))
+                                           now: now) }
                 print("saved user \(id)")
             }
         }
@@ -147,7 +161,8 @@ struct DeviceCommand: AsyncParsableCommand {
                 guard let provider = Provider(rawValue: provider) else { throw .usage("--provider must be apns or fcm") }
                 let registration = try DeviceRegistration(userID: user, token: token, provider: provider, platform: platform,
                                                           apnsEnvironment: environment, appVersion: appVersion)
-                let result = try await db.open().register(registration, now: try clockNow(nil))
+                let now = try clockNow(nil)
+                let result = try await db.with { store throws(JobError) in try await store.register(registration, now: now) }
                 print("device \(result.deviceID) \(Redaction.maskToken(registration.token)): \(result.change.rawValue)")
             }
         }
@@ -161,7 +176,8 @@ struct DeviceCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await withExitCode("pushctl device unregister") { () async throws(JobError) in
-                let changed = try await db.open().unregister(token: token, reason: reason, now: try clockNow(nil))
+                let now = try clockNow(nil)
+                let changed = try await db.with { store throws(JobError) in try await store.unregister(token: token, reason: reason, now: now) }
                 print(changed ? "deactivated \(Redaction.maskToken(token))" : "no active device with that token")
             }
         }
@@ -179,7 +195,8 @@ struct EntryCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await withExitCode("pushctl entry add") { () async throws(JobError) in
-                try await db.open().recordEntry(userID: user, at: try clockNow(at))
+                let instant = try clockNow(at)
+                try await db.with { store throws(JobError) in try await store.recordEntry(userID: user, at: instant) }
                 print("recorded an entry for \(user)")
             }
         }

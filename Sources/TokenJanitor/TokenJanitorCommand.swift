@@ -31,6 +31,8 @@ struct Run: AsyncParsableCommand {
     @Flag(help: "Also delete device rows inactive for --purge-after-days (off by default: they are history).") var purge = false
     @Option(help: "Days a device must have been inactive before --purge deletes it.") var purgeAfterDays = 365
     @Option(help: "Rows per batch; each batch is one short transaction.") var batchSize = 1_000
+    @Option(help: ArgumentHelp("Probe only this slice of the users' devices, e.g. 2/4 (env PUSH_SHARD).", valueName: "K/N"))
+    var shard: String?
 
     func validate() throws {
         guard (1...3650).contains(staleDays) else { throw ValidationError("--stale-days must be within 1…3650") }
@@ -51,31 +53,36 @@ struct Run: AsyncParsableCommand {
             let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
             let logger = try common.makeLogger("token-janitor", config)
             let now = try common.resolvedNow()
+            let shard = try config.raw(.shard, flag: self.shard).map { raw throws(JobError) in
+                try Shard.parse(raw.value, source: raw.source)
+            } ?? .all
             var providers = try DeliveryConfiguration.resolve(config, flags: delivery.flags(validateOnly: true))
             providers.apns = nil
             if probe && !dryRun {
                 guard providers.fcm != nil else { throw .config("--probe needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
                 try await providers.checkFiles()
             }
-            let store = try common.openStore(config, mode: dryRun ? .readOnly : .readWrite)
-            let probeProviders = providers
-            let janitor = TokenJanitor(store: store, logger: logger) { () async throws(JobError) -> any Sender in
-                try await PushSender(configuration: probeProviders, credentials: store, logger: logger)
+            try await common.withStore(config, mode: dryRun ? .readOnly : .readWrite, job: "token-janitor") { store throws(JobError) in
+                let probeProviders = providers
+                let janitor = TokenJanitor(store: store, logger: logger) { () async throws(JobError) -> any Sender in
+                    try await PushSender(configuration: probeProviders, credentials: store, logger: logger)
+                }
+                var options = JanitorOptions(now: now)
+                options.dryRun = dryRun
+                options.staleDays = staleDays
+                options.probe = probe
+                options.probeAfterDays = probeAfterDays
+                options.probeMax = probeMax
+                options.probeRate = probeRate
+                options.deliveryRetentionDays = deliveryRetentionDays
+                options.logRetentionDays = logRetentionDays
+                options.purge = purge
+                options.purgeAfterDays = purgeAfterDays
+                    options.batchSize = batchSize
+                options.shard = shard
+                let summary = try await janitor.run(options)
+                print(common.format == .json ? summary.json : summary.text)
             }
-            var options = JanitorOptions(now: now)
-            options.dryRun = dryRun
-            options.staleDays = staleDays
-            options.probe = probe
-            options.probeAfterDays = probeAfterDays
-            options.probeMax = probeMax
-            options.probeRate = probeRate
-            options.deliveryRetentionDays = deliveryRetentionDays
-            options.logRetentionDays = logRetentionDays
-            options.purge = purge
-            options.purgeAfterDays = purgeAfterDays
-            options.batchSize = batchSize
-            let summary = try await janitor.run(options)
-            print(common.format == .json ? summary.json : summary.text)
         }
     }
 }
@@ -85,7 +92,10 @@ struct Report: AsyncParsableCommand {
 
     enum Format: String, ExpressibleByArgument { case text, json, html }
 
-    @Option(name: .long, help: ArgumentHelp("SQLite database file (env PUSH_DATABASE_URL).", valueName: "path|url")) var database: String?
+    @Option(name: .long, help: ArgumentHelp("SQLite database file or postgres:// URL (env PUSH_DATABASE_URL).", valueName: "path|url"))
+    var database: String?
+    @Option(name: .long, help: ArgumentHelp("File holding the PostgreSQL password (env PUSH_DATABASE_PASSWORD_FILE).", valueName: "path"))
+    var databasePasswordFile: String?
     @Option(help: ArgumentHelp("The report's end instant, ISO 8601 (default: the clock).", valueName: "iso8601")) var now: String?
     @Option(help: "How many days back.") var days = 30
     @Option(help: "text, json or html (one self-contained file with charts).") var format: Format = .text
@@ -99,22 +109,24 @@ struct Report: AsyncParsableCommand {
         try await withExitCode("token-janitor report") { () async throws(JobError) in
             var common = CommonOptions()
             common.database = database
+            common.databasePasswordFile = databasePasswordFile
             common.now = now
             let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
             let end = try common.resolvedNow()
-            let store = try common.openStore(config, mode: .readOnly)
-            let report = try await store.healthReport(from: end - Int64(days) * 86_400, to: end)
-            let text = switch format {
-            case .text: report.text
-            case .json: report.json
-            case .html: report.html
-            }
-            if let output {
-                guard FileManager.default.createFile(atPath: output, contents: Data((text + "\n").utf8)) else {
-                    throw .cantCreate("cannot write the report to \(output)")
+            try await common.withStore(config, mode: .readOnly, job: "token-janitor") { store throws(JobError) in
+                let report = try await store.healthReport(from: end - Int64(days) * 86_400, to: end)
+                let text = switch format {
+                case .text: report.text
+                case .json: report.json
+                case .html: report.html
                 }
-            } else {
-                print(text)
+                if let output {
+                    guard FileManager.default.createFile(atPath: output, contents: Data((text + "\n").utf8)) else {
+                        throw .cantCreate("cannot write the report to \(output)")
+                    }
+                } else {
+                    print(text)
+                }
             }
         }
     }

@@ -54,7 +54,7 @@ import Testing
         }
     }
 
-    func hook(_ db: TemporaryDatabase, _ factory: SenderFactory, store: SQLiteStore? = nil) -> ContentLimitHook {
+    func hook(_ db: TemporaryDatabase, _ factory: SenderFactory, store: (any JobStore)? = nil) -> ContentLimitHook {
         ContentLimitHook(store: store ?? db.store, logger: quietLogger) { () async throws(JobError) -> any Sender in factory.make() }
     }
 
@@ -71,21 +71,21 @@ import Testing
         _ = try await db.store.register(DeviceRegistration(userID: id, token: "phone-\(id)", provider: .fcm, platform: "android"), now: 0)
     }
 
-    @Test func belowNinetyPercentWritesNothingAndTouchesNoNetwork() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func belowNinetyPercentWritesNothingAndTouchesNoNetwork(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
-        let before = try Data(contentsOf: URL(fileURLWithPath: db.path))
+        let before = try await db.contentDigest()
         let summary = try await fire(db, factory, used: 26)
         #expect(summary.action == .none)
         #expect(summary.reason == "below 90 %")
         #expect(factory.calls == 0)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: db.path)) == before)
-        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
+        #expect(try await db.contentDigest() == before)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
     }
 
-    @Test func ninetyPercentFiresOncePerPeriodWithTheNumbers() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func ninetyPercentFiresOncePerPeriodWithTheNumbers(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
         let first = try await fire(db, factory, used: 27)
@@ -98,34 +98,34 @@ import Testing
         #expect(sent.first?.type == .contentLimit90)
         #expect(sent.first?.body.contains("27 of 30") == true)
         #expect(sent.first?.collapseID == "content_limit_90:2026-11")
-        #expect(try db.strings("SELECT notification_type || ' ' || status FROM notification_logs") == ["content_limit_90 sent"])
+        #expect(try await db.strings("SELECT notification_type || ' ' || status FROM notification_logs") == ["content_limit_90 sent"])
         // Then 100 %: its own warning, once.
         #expect(try await fire(db, factory, used: 30).action == .sent)
         #expect(try await fire(db, factory, used: 31).action == .none)
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit90, .contentLimit100])
     }
 
-    @Test func aJumpStraightToTheLimitSendsOnlyTheHundredAndSupersedesTheNinety() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func aJumpStraightToTheLimitSendsOnlyTheHundredAndSupersedesTheNinety(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
         #expect(try await fire(db, factory, used: 30).action == .sent)
         #expect(try await fire(db, factory, used: 27).action == .none)   // deleted some, back at 90 %
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit100])
-        #expect(try db.strings("SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
+        #expect(try await db.strings("SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
                 == ["content_limit_100 sent", "content_limit_90 superseded"])
     }
 
-    @Test func usageThatDropsAndRisesAgainFiresNothingNew() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func usageThatDropsAndRisesAgainFiresNothingNew(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
         for used in [27, 20, 27, 29, 12, 28] { _ = try await fire(db, factory, used: used) }
         #expect(await factory.sender.sent.count == 1)
     }
 
-    @Test func aNewMonthStartsInTheUsersZoneBeforeUTC() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func aNewMonthStartsInTheUsersZoneBeforeUTC(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db, zone: "Pacific/Auckland")
         let factory = SenderFactory()
         let november = try await fire(db, factory, used: 27, at: "2026-11-30T10:00:00Z")   // 23:00 NZDT, 30 Nov
@@ -136,8 +136,8 @@ import Testing
         #expect(await factory.sender.sent.count == 2)
     }
 
-    @Test func annualPeriodsUseTheLocalYear() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func annualPeriodsUseTheLocalYear(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db, zone: "Pacific/Kiritimati")
         let factory = SenderFactory()
         let summary = try await fire(db, factory, used: 95, limit: 100, period: .annual, at: "2026-12-31T11:00:00Z")
@@ -145,8 +145,8 @@ import Testing
         #expect(try await fire(db, factory, used: 96, limit: 100, period: .annual, at: "2027-06-01T00:00:00Z").action == .none)
     }
 
-    @Test func unlimitedPlansAndDisabledWarningsDoNothing() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func unlimitedPlansAndDisabledWarningsDoNothing(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         try await addWriter(db, warnings: false, id: "quiet-type")
         let factory = SenderFactory()
@@ -154,12 +154,12 @@ import Testing
         #expect(try await fire(db, factory, used: 500, limit: 0).reason == "unlimited plan")
         #expect(try await fire(db, factory, used: 30, user: "quiet-type").reason == "warnings turned off")
         #expect(factory.calls == 0)
-        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
         await #expect(throws: JobError.dataError("unknown user ghost")) { try await fire(db, factory, used: 29, user: "ghost") }
     }
 
-    @Test func quietHoursDeferUntilTheyEndAndTheReminderRunDelivers() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func quietHoursDeferUntilTheyEndAndTheReminderRunDelivers(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db, zone: "Asia/Tokyo", quiet: ("22:00", "07:00"))
         let factory = SenderFactory()
         let summary = try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z")   // 23:30 JST
@@ -176,19 +176,19 @@ import Testing
         let sent = await factory.sender.sent
         #expect(sent.map(\.type) == [.contentLimit100])
         #expect(sent.first?.body.contains("30") == true)
-        #expect(try db.strings("SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
+        #expect(try await db.strings("SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
                 == ["content_limit_100 sent", "content_limit_90 superseded"])
         let later = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T22:15:00Z")))
         #expect(later.warningsDelivered == 0)
     }
 
-    @Test func twoConcurrentInvocationsSendOneWarning() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func twoConcurrentInvocationsSendOneWarning(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
         let summaries = try await withThrowingTaskGroup(of: HookSummary.self) { group in
             for _ in 0..<2 {
-                let store = try SQLiteStore.open(path: db.path, mode: .readWrite)
+                let store = try await db.reopen()
                 let hook = hook(db, factory, store: store)
                 group.addTask {
                     try await hook.handle(try ContentLimitEvent(userID: "writer", used: 27, limit: 30), options: .init(now: instant("2026-11-21T12:00:00Z")))
@@ -198,11 +198,11 @@ import Testing
         }
         #expect(summaries.filter { $0.action == .sent }.count == 1)
         #expect(await factory.sender.sent.count == 1)
-        #expect(try db.count("SELECT count(*) FROM notification_logs") == 1)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 1)
     }
 
-    @Test func aDryRunDecidesWithoutWriting() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func aDryRunDecidesWithoutWriting(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
         let summary = try await hook(db, factory).handle(try ContentLimitEvent(userID: "writer", used: 29, limit: 30),
@@ -211,6 +211,6 @@ import Testing
         #expect(summary.reason == "would send")
         #expect(summary.steps.contains { $0.contains("29 of 30") })
         #expect(factory.calls == 0)
-        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
     }
 }

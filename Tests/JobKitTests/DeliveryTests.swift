@@ -6,8 +6,8 @@ import Testing
 @testable import JobKit
 
 @Suite struct DeliveryTests {
-    @Test func bothProvidersReceiveTheRightShape() async throws {
-        let harness = try await DeliveryHarness.start()
+    @Test(arguments: Backend.allCases) func bothProvidersReceiveTheRightShape(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend)
         let apnsToken = hexToken("a1", 1)
         try await harness.addUser("tokyo", devices: [(apnsToken, .apns, "ios"), ("droid-1", .fcm, "android"),
                                                      ("fire-ios-1", .fcm, "ios")], zone: "Asia/Tokyo", time: "21:00")
@@ -34,12 +34,12 @@ import Testing
         let fireIOS = try #require(accepted["fire-ios-1"])
         #expect(fireIOS.payload.contains(#""apns-collapse-id":"diary_reminder:2026-11-21""#))
         #expect(fireIOS.payload.contains(#""sound":"default""#))
-        #expect(try harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered' AND provider_message_id IS NOT NULL") == 3)
+        #expect(try await harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered' AND provider_message_id IS NOT NULL") == 3)
         await harness.stop()
     }
 
-    @Test func everyClassificationUpdatesDevicesAndDeliveries() async throws {
-        let harness = try await DeliveryHarness.start()
+    @Test(arguments: Backend.allCases) func everyClassificationUpdatesDevicesAndDeliveries(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend)
         let devices: [(String, Provider, String)] = [
             (hexToken("dead", 1), .apns, "ios"), (hexToken("bad0", 2), .apns, "ios"), (hexToken("fa11", 3), .apns, "ios"),
             ("dead-fcm", .fcm, "android"), ("bad0-fcm", .fcm, "android"), ("fa11-fcm", .fcm, "android"),
@@ -49,8 +49,8 @@ import Testing
         var delivery = harness.delivery()
         delivery.retry.maxAttempts = 3
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(delivery))
-        let rows = try harness.db.strings("""
-            SELECT d.token || ' ' || x.outcome || ' ' || coalesce(x.reason, '-') || ' ' || x.attempts || ' ' || d.is_active || ' ' || coalesce(d.deactivation_reason, '-')
+        let rows = try await harness.db.strings("""
+            SELECT d.token || ' ' || x.outcome || ' ' || coalesce(x.reason, '-') || ' ' || x.attempts || ' ' || CASE WHEN d.is_active THEN 1 ELSE 0 END || ' ' || coalesce(d.deactivation_reason, '-')
             FROM notification_deliveries x JOIN user_devices d ON d.id = x.device_id ORDER BY d.id
             """)
         #expect(rows == [
@@ -66,12 +66,12 @@ import Testing
         #expect(summary.sent == 3)
         #expect(summary.failed == 4)
         #expect(summary.retry == 1)
-        #expect(try harness.db.strings("SELECT status FROM notification_logs WHERE user_id = 'u6'") == ["retry"])
+        #expect(try await harness.db.strings("SELECT status FROM notification_logs WHERE user_id = 'u6'") == ["retry"])
         await harness.stop()
     }
 
-    @Test func retryAfterIsHonouredAndTheNextRunRetries() async throws {
-        let harness = try await DeliveryHarness.start { $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 1)] }
+    @Test(arguments: Backend.allCases) func retryAfterIsHonouredAndTheNextRunRetries(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend) { $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 1)] }
         try await harness.addUser("throttled", devices: [(hexToken("7407", 1), .apns, "ios")])
         var delivery = harness.delivery()
         delivery.retry.maxAttempts = 2
@@ -89,8 +89,8 @@ import Testing
         await harness.stop()
     }
 
-    @Test func goAwayMidRunLosesAndDuplicatesNothing() async throws {
-        let harness = try await DeliveryHarness.start {
+    @Test(arguments: Backend.allCases) func goAwayMidRunLosesAndDuplicatesNothing(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend) {
             $0.goAwayAfterStreams = 37
             $0.maxConcurrentStreams = 25
         }
@@ -106,8 +106,8 @@ import Testing
         await harness.stop()
     }
 
-    @Test func consecutiveRunsShareOneProviderTokenAndOneAccessToken() async throws {
-        let harness = try await DeliveryHarness.start()
+    @Test(arguments: Backend.allCases) func consecutiveRunsShareOneProviderTokenAndOneAccessToken(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser("a", devices: [(hexToken("ab", 1), .apns, "ios"), ("f-1", .fcm, "android")], time: "20:00")
         try await harness.addUser("b", devices: [(hexToken("ab", 2), .apns, "ios"), ("f-2", .fcm, "android")], time: "20:15")
         // Two runs, each with its own sender, as two cron processes would be.
@@ -135,8 +135,8 @@ import Testing
         await harness.stop()
     }
 
-    @Test func concurrentSendersMintOneToken() async throws {
-        let harness = try await DeliveryHarness.start()
+    @Test(arguments: Backend.allCases) func concurrentSendersMintOneToken(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend)
         var senders: [PushSender] = []
         for _ in 0..<4 { senders.append(try await harness.sender()) }
         let notifications = (0..<4).map { i in
@@ -165,8 +165,8 @@ import Testing
         try await harness.addUser("back", devices: [(hexToken("dead0", 1), .apns, "ios")], registeredAt: registered)
         try await harness.addUser("gone", devices: [(hexToken("dead1", 2), .apns, "ios")], registeredAt: registered)
         try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
-        #expect(try harness.db.strings("SELECT user_id || ' ' || is_active FROM user_devices ORDER BY user_id") == ["back 1", "gone 0"])
-        #expect(try harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'token_dead'") == 2)
+        #expect(try await harness.db.strings("SELECT user_id || ' ' || is_active FROM user_devices ORDER BY user_id") == ["back 1", "gone 0"])
+        #expect(try await harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'token_dead'") == 2)
         await harness.stop()
     }
 
@@ -183,29 +183,29 @@ import Testing
         #expect(summary.sent == 0)
         #expect(harness.simulator.stats.errors["ExpiredProviderToken"] == 10)   // first try and one refresh
         #expect(harness.simulator.stats.apnsProviderTokens == 0)
-        #expect(try harness.db.count("SELECT count(*) FROM user_devices WHERE is_active = 0") == 0)
+        #expect(try await harness.db.count("SELECT count(*) FROM user_devices WHERE NOT is_active") == 0)
         #expect(logs.lines.contains { $0.contains("stopped sending to this provider") })
         await harness.stop()
     }
 
-    @Test func thirdPartyAuthErrorsNeverDeactivate() async throws {
-        let harness = try await DeliveryHarness.start()
+    @Test(arguments: Backend.allCases) func thirdPartyAuthErrorsNeverDeactivate(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser("ios-via-firebase", devices: [("a0th-token", .fcm, "ios")])
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         #expect(summary.outcomes == ["credentials": 1])
-        #expect(try harness.db.count("SELECT count(*) FROM user_devices WHERE is_active = 1") == 1)
-        #expect(try harness.db.strings("SELECT reason FROM notification_deliveries") == ["THIRD_PARTY_AUTH_ERROR"])
+        #expect(try await harness.db.count("SELECT count(*) FROM user_devices WHERE is_active") == 1)
+        #expect(try await harness.db.strings("SELECT reason FROM notification_deliveries") == ["THIRD_PARTY_AUTH_ERROR"])
         await harness.stop()
     }
 
-    @Test func noSecretAndNoFullTokenInAnyLogLine() async throws {
-        let harness = try await DeliveryHarness.start()
+    @Test(arguments: Backend.allCases) func noSecretAndNoFullTokenInAnyLogLine(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend)
         let tokens = [hexToken("dead", 1), hexToken("bad0", 2), hexToken("fa11", 3), hexToken("cafe", 4)]
         for (i, token) in tokens.enumerated() { try await harness.addUser("s\(i)", devices: [(token, .apns, "ios")]) }
         try await harness.addUser("f", devices: [("dead-fcm-token-0123456789", .fcm, "android"), ("a0th-fcm-token-0123456789", .fcm, "ios")])
         let logs = CapturedLogs()
         try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger), logger: logs.logger)
-        let secrets = try harness.db.strings("SELECT token FROM provider_credentials")
+        let secrets = try await harness.db.strings("SELECT token FROM provider_credentials")
         #expect(secrets.count == 2)
         let keyLines = try String(contentsOfFile: harness.simulator.credentials.apnsKeyFile, encoding: .utf8)
             .split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init)
@@ -217,20 +217,20 @@ import Testing
         await harness.stop()
     }
 
-    @Test func aProviderWithoutCredentialsIsSkippedBeforeClaiming() async throws {
-        let harness = try await DeliveryHarness.start()
+    @Test(arguments: Backend.allCases) func aProviderWithoutCredentialsIsSkippedBeforeClaiming(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser("apple-only", devices: [(hexToken("ab", 1), .apns, "ios")])
         try await harness.addUser("both", devices: [(hexToken("ab", 2), .apns, "ios"), ("fcm-2", .fcm, "android")])
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
         #expect(summary.skipped == ["no_configured_provider": 1])
         #expect(summary.sent == 1)
-        #expect(try harness.db.strings("SELECT user_id FROM notification_logs") == ["both"])
+        #expect(try await harness.db.strings("SELECT user_id FROM notification_logs") == ["both"])
         #expect(harness.simulator.accepted().map(\.token) == ["fcm-2"])
         await harness.stop()
     }
 
-    @Test func validateOnlyChecksWithFCMAndDeliversNothing() async throws {
-        let harness = try await DeliveryHarness.start()
+    @Test(arguments: Backend.allCases) func validateOnlyChecksWithFCMAndDeliversNothing(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser("v1", devices: [("fcm-live", .fcm, "android"), ("dead-fcm", .fcm, "android")])
         var delivery = harness.delivery(apns: false)
         delivery.fcm?.validateOnly = true
@@ -243,13 +243,13 @@ import Testing
         #expect(harness.simulator.stats.validated == 1)
         #expect(harness.simulator.accepted().isEmpty)
         #expect(lines.lines.count == 2)
-        #expect(try harness.db.count("SELECT count(*) FROM notification_logs") == 0)
-        #expect(try harness.db.count("SELECT count(*) FROM user_devices WHERE is_active = 0") == 0)
+        #expect(try await harness.db.count("SELECT count(*) FROM notification_logs") == 0)
+        #expect(try await harness.db.count("SELECT count(*) FROM user_devices WHERE NOT is_active") == 0)
         await harness.stop()
     }
 
-    @Test func inFlightStreamsStayWithinTheServerLimit() async throws {
-        let harness = try await DeliveryHarness.start { $0.maxConcurrentStreams = 3 }
+    @Test(arguments: Backend.allCases) func inFlightStreamsStayWithinTheServerLimit(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend) { $0.maxConcurrentStreams = 3 }
         for i in 0..<200 { try await harness.addUser("l\(i)", devices: [("limit-\(i)", .fcm, "android")]) }
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         #expect(summary.sent == 200)

@@ -1,10 +1,13 @@
+import Foundation
 import GRDB
+import PostgresNIO
 import Testing
 @testable import JobKit
+@testable import JobKitPostgres
 
 @Suite struct DeviceRegistryTests {
-    @Test func registrationIsAnIdempotentUpsert() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func registrationIsAnIdempotentUpsert(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice", tokens: [])
         let registration = try DeviceRegistration(userID: "alice", token: "AB12cd", provider: .apns, platform: "ios")
         let first = try await db.store.register(registration, now: 100)
@@ -12,42 +15,42 @@ import Testing
         #expect(first.change == .created)
         #expect(again.change == .refreshed)
         #expect(again.deviceID == first.deviceID)
-        #expect(try db.count("SELECT count(*) FROM user_devices") == 1)
-        #expect(try db.count("SELECT last_seen FROM user_devices") == 200)
+        #expect(try await db.count("SELECT count(*) FROM user_devices") == 1)
+        #expect(try await db.count("SELECT \(db.epoch("last_seen")) FROM user_devices") == 200)
         // APNs tokens are stored lower-case, with the production environment by default.
-        #expect(try db.strings("SELECT token || ' ' || apns_environment FROM user_devices") == ["ab12cd production"])
+        #expect(try await db.strings("SELECT token || ' ' || apns_environment FROM user_devices") == ["ab12cd production"])
     }
 
-    @Test func aTokenBelongsToOneUserAtATime() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func aTokenBelongsToOneUserAtATime(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice", tokens: ["shared-phone"])
         try await db.store.addUser("bob", tokens: [])
         let moved = try await db.store.register(
             DeviceRegistration(userID: "bob", token: "shared-phone", provider: .fcm, platform: "android"), now: 50)
         #expect(moved.change == .movedFromAnotherUser)
-        #expect(try db.count("SELECT count(*) FROM user_devices WHERE user_id = 'alice'") == 0)
-        #expect(try db.count("SELECT count(*) FROM user_devices WHERE user_id = 'bob' AND is_active = 1") == 1)
+        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE user_id = 'alice'") == 0)
+        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE user_id = 'bob' AND is_active") == 1)
         // Alice's reminders no longer reach that phone.
         let devices = try await db.store.activeDevices(userIDs: ["alice", "bob"])
         #expect(devices["alice"] == nil)
         #expect(devices["bob"]?.map(\.token) == ["shared-phone"])
     }
 
-    @Test func logoutDeactivatesAndReRegistrationReactivates() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func logoutDeactivatesAndReRegistrationReactivates(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice", tokens: ["phone"])
         #expect(try await db.store.unregister(token: "phone", reason: "logout", now: 10))
         #expect(try await db.store.unregister(token: "phone", reason: "logout", now: 11) == false)
-        #expect(try db.count("SELECT count(*) FROM user_devices WHERE is_active = 0 AND deactivation_reason = 'logout' AND deactivated_at = 10") == 1)
+        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE NOT is_active AND deactivation_reason = 'logout' AND \(db.epoch("deactivated_at")) = 10") == 1)
         #expect(try await db.store.activeDevices(userIDs: ["alice"]).isEmpty)
         let back = try await db.store.register(
             DeviceRegistration(userID: "alice", token: "phone", provider: .fcm, platform: "android"), now: 20)
         #expect(back.change == .reactivated)
-        #expect(try db.count("SELECT count(*) FROM user_devices WHERE is_active = 1 AND deactivated_at IS NULL AND deactivation_reason IS NULL") == 1)
+        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE is_active AND deactivated_at IS NULL AND deactivation_reason IS NULL") == 1)
     }
 
-    @Test func concurrentRegistrationsOfOneTokenLeaveOneRow() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func concurrentRegistrationsOfOneTokenLeaveOneRow(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         for user in ["u1", "u2", "u3", "u4"] { try await db.store.addUser(user, tokens: []) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<40 {
@@ -59,53 +62,51 @@ import Testing
             }
             try await group.waitForAll()
         }
-        #expect(try db.count("SELECT count(*) FROM user_devices WHERE token = 'race-token' AND is_active = 1") == 1)
+        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE token = 'race-token' AND is_active") == 1)
     }
 
-    @Test func badRegistrationsAreRejectedAndWriteNothing() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func badRegistrationsAreRejectedAndWriteNothing(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         #expect(throws: JobError.self) { try DeviceRegistration(userID: "a", token: "xyz", provider: .apns, platform: "ios") }
         #expect(throws: JobError.self) { try DeviceRegistration(userID: "a", token: "abc", provider: .apns, platform: "android") }
         #expect(throws: JobError.self) { try DeviceRegistration(userID: "a", token: " ", provider: .fcm, platform: "ios") }
         #expect(throws: JobError.self) { try DeviceRegistration(userID: "a", token: "ab", provider: .apns, platform: "ios", apnsEnvironment: "staging") }
         let unknown = try DeviceRegistration(userID: "ghost", token: "t", provider: .fcm, platform: "android")
         await #expect(throws: JobError.dataError("unknown user ghost")) { try await db.store.register(unknown, now: 1) }
-        #expect(try db.count("SELECT count(*) FROM user_devices") == 0)
+        #expect(try await db.count("SELECT count(*) FROM user_devices") == 0)
     }
 
-    @Test func theSchemaRejectsWhatTheRulesCannotUse() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func theSchemaRejectsWhatTheRulesCannotUse(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice")
-        try await db.store.pool.write { db in
-            #expect(throws: DatabaseError.self) {
-                try db.execute(sql: "INSERT INTO user_devices (user_id, token, provider, platform, last_seen, created_at, updated_at) VALUES ('alice', 't2', 'webpush', 'ios', 0, 0, 0)")
-            }
-            #expect(throws: DatabaseError.self) {
-                try db.execute(sql: "INSERT INTO diary_entries (user_id, created_at) VALUES ('alice', '2026-11-21 10:00:00')")
-            }
-            #expect(throws: DatabaseError.self) {
-                try db.execute(sql: "INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at) VALUES ('alice', 'diary_reminder', '2026-11-21', 'maybe', 'r', 0, 0)")
-            }
-            #expect(throws: DatabaseError.self) {
-                try db.execute(sql: "INSERT INTO diary_entries (user_id, created_at) VALUES ('nobody', 5)")
-            }
+        let zero = db.ts(0)
+        for statement in [
+            "INSERT INTO user_devices (user_id, token, provider, platform, last_seen, created_at, updated_at) VALUES ('alice', 't2', 'webpush', 'ios', \(zero), \(zero), \(zero))",
+            "INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at) VALUES ('alice', 'diary_reminder', '2026-11-21', 'maybe', 'r', \(zero), \(zero))",
+            "INSERT INTO diary_entries (user_id, created_at) VALUES ('nobody', \(db.ts(5)))",
+            "INSERT INTO notification_settings (user_id, reminder_time) VALUES ('nobody', '20:00')",
+            // SQLite stores whatever type it is given: a CHECK keeps text out of the instants. PostgreSQL's
+            // timestamptz would parse this text, so the case is SQLite's only.
+        ] + (backend == .sqlite ? ["INSERT INTO diary_entries (user_id, created_at) VALUES ('alice', '2026-11-21 10:00:00')"] : []) {
+            await #expect(throws: (any Error).self, "\(statement)") { try await db.execute(statement) }
         }
+        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE token = 't2'") == 0)
     }
 
-    @Test func theZoneCopyFollowsTheUserRow() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func theZoneCopyFollowsTheUserRow(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice", zone: "Asia/Tokyo")
         #expect(try await db.store.reminderZones() == ["Asia/Tokyo"])
-        try await db.store.pool.write { try $0.execute(sql: "UPDATE users SET timezone = 'Europe/Paris' WHERE id = 'alice'") }
+        try await db.execute("UPDATE users SET timezone = 'Europe/Paris' WHERE id = 'alice'")
         #expect(try await db.store.reminderZones() == ["Europe/Paris"])
         // A direct write to the copy is put back.
-        try await db.store.pool.write { try $0.execute(sql: "UPDATE notification_settings SET timezone = 'UTC'") }
+        try await db.execute("UPDATE notification_settings SET timezone = 'UTC'")
         #expect(try await db.store.reminderZones() == ["Europe/Paris"])
     }
 
-    @Test func theDueSelectionIsIndexDriven() throws {
-        let db = try TemporaryDatabase()
-        let plan = try db.store.pool.read { db in
+    @Test func theDueSelectionIsIndexDrivenOnSQLite() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        let plan = try await db.sqlite.pool.read { db in
             try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueCandidatesSQL, arguments: [
                 "dayStart": 0, "dayEnd": 86_400, "type": "diary_reminder", "period": "1970-01-01", "zone": "UTC",
                 "low": 10, "high": 20, "afterMinute": 9, "afterUser": "", "limit": 500,
@@ -113,5 +114,76 @@ import Testing
         }
         #expect(plan.contains { $0.contains("notification_settings_due") }, "\(plan)")
         #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+    }
+}
+
+@Suite struct PostgresStoreTests {
+    @Test func theDueSelectionIsIndexDriven() async throws {
+        let db = try await TemporaryDatabase(.postgres)
+        var options = SeedOptions(users: 4_000, now: 0)
+        options.randomSeed = 7
+        _ = try await Seeder().seed(options, into: db.store)
+        try await db.execute("ANALYZE")
+        let query = PostgresStore.dueCandidatesQuery(
+            DueQuery(zone: "Asia/Tokyo", period: "1970-01-01", minutes: 1_200...1_215, day: 0..<86_400, type: .diaryReminder),
+            after: DueCursor(minute: 1_199, userID: ""), limit: 500)
+        let plan = try await (db.store as! PostgresStore).rows("explain", PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds))
+            .map { try $0.decode(String.self) }.joined(separator: "\n")
+        #expect(plan.contains("notification_settings_due"), "\(plan)")
+        #expect(!plan.contains("Seq Scan on notification_settings"), "\(plan)")
+    }
+
+    @Test func urlsAreParsedStrictlyAndPasswordsNeverShown() throws {
+        let location = try PostgresLocation.parse("postgresql://app:s%40cret@db.example:6543/diary?sslmode=require&max_connections=8&application_name=cron")
+        #expect(location.host == "db.example")
+        #expect(location.port == 6543)
+        #expect(location.user == "app")
+        #expect(location.database == "diary")
+        #expect(location.tlsMode == .require)
+        #expect(location.maxConnections == 8)
+        #expect(location.password == "s@cret")
+        #expect(location.display == "postgres://app@db.example:6543/diary")
+        #expect(!location.display.contains("cret"))
+        for bad in ["postgres://h/db?sslmode=sometimes", "postgres://h/db?pool=3", "postgres:///db", "postgres://h/db?max_connections=0"] {
+            #expect(throws: JobError.self, "\(bad)") { try PostgresLocation.parse(bad) }
+        }
+        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("pw-\(UUID().uuidString)")
+        try Data("from-file\n".utf8).write(to: secret)
+        #expect(try PostgresLocation.parse("postgres://app@h/db", passwordFile: secret.path).password == "from-file")
+        #expect(throws: JobError.self) { try PostgresLocation.parse("postgres://app:x@h/db", passwordFile: secret.path) }
+        #expect(throws: JobError.noInput("cannot read the database password file /nonexistent/pw")) {
+            try PostgresLocation.parse("postgres://app@h/db?password_file=/nonexistent/pw")
+        }
+    }
+
+    @Test func connectionFailuresAreClearAndCarryNoPassword() async throws {
+        let admin = try PostgresLocation.parse(try Backend.postgresAdminURL)
+        var wrong = admin
+        wrong.password = "not-the-password"
+        await #expect(throws: JobError.config("connecting: PostgreSQL refused the login of postgres at \(admin.display): password authentication failed for user \"postgres\"")) {
+            _ = try await PostgresStore.open(wrong, mode: .readOnly, logger: quietLogger)
+        }
+        var missing = admin
+        missing.database = "no_such_database"
+        do {
+            _ = try await PostgresStore.open(missing, mode: .readWrite, logger: quietLogger)
+            Issue.record("opened a missing database")
+        } catch {
+            #expect(error.exitCode == 66, "\(error.message)")
+            #expect(error.message.contains("no_such_database"))
+        }
+        var closed = admin
+        closed.port = 1
+        do {
+            _ = try await PostgresStore.open(closed, mode: .readWrite, logger: quietLogger)
+            Issue.record("connected to port 1")
+        } catch {
+            #expect(error.exitCode == 69, "\(error.message)")
+            #expect(!error.message.contains(admin.password ?? "-"))
+        }
+        // A database nobody migrated: read-only use is refused with the fix, not an SQL error.
+        let fresh = try await TemporaryDatabase(.postgres)
+        _ = try await (fresh.store as! PostgresStore).rows("drop", "DROP TABLE schema_migrations")
+        await #expect(throws: JobError.self) { _ = try await fresh.reopen(.readOnly) }
     }
 }

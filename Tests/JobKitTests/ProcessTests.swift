@@ -65,8 +65,8 @@ enum Executables {
 }
 
 @Suite(.serialized) struct ProcessTests {
-    @Test func twoProcessesAtOnceClaimFiveThousandDueUsersExactlyOnce() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func twoProcessesAtOnceClaimFiveThousandDueUsersExactlyOnce(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let seeded = try Executables.run("pushctl", ["seed", "--database", db.path, "--users", "8000", "--due-at",
                                                      "2026-11-21T20:00:00Z", "--due-count", "5000", "--random-seed", "42"])
         #expect(seeded.status == 0, "\(seeded.stderr)")
@@ -79,9 +79,9 @@ enum Executables {
         for result in results { #expect(result.status == 0, "\(result.stderr)") }
         let summaries = try results.map { try JSONDecoder().decode(SummaryFields.self, from: Data($0.stdout.utf8)) }
         #expect(summaries.map(\.claimed).reduce(0, +) == 5_000)
-        #expect(try db.count("SELECT count(*) FROM notification_logs") == 5_000)
-        #expect(try db.count("SELECT count(DISTINCT user_id) FROM notification_logs") == 5_000)
-        #expect(try db.count("SELECT count(*) FROM notification_logs WHERE status <> 'sent'") == 0)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 5_000)
+        #expect(try await db.count("SELECT count(DISTINCT user_id) FROM notification_logs") == 5_000)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status <> 'sent'") == 0)
         // Every active device of every due user got exactly one notification, across both outboxes.
         var sentTo: [String] = []
         for outbox in outboxes {
@@ -92,18 +92,18 @@ enum Executables {
             }
         }
         #expect(sentTo.count == Set(sentTo).count)
-        #expect(sentTo.count == (try db.count("""
-            SELECT count(*) FROM user_devices d JOIN notification_logs l ON l.user_id = d.user_id WHERE d.is_active = 1
+        #expect(sentTo.count == (try await db.count("""
+            SELECT count(*) FROM user_devices d JOIN notification_logs l ON l.user_id = d.user_id WHERE d.is_active
             """)))
-        #expect(sentTo.count == (try db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")))
+        #expect(sentTo.count == (try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")))
     }
 
     struct SummaryFields: Decodable {
         let claimed: Int
     }
 
-    @Test func badInputsGetAClearMessageASysexitsCodeAndWriteNothing() throws {
-        let db = try TemporaryDatabase()
+    @Test func badInputsGetAClearMessageASysexitsCodeAndWriteNothing() async throws {
+        let db = try await TemporaryDatabase()
         let now = ["--now", "2026-11-21T20:00:00Z"]
         let cases: [(arguments: [String], env: [String: String], status: Int32, message: String)] = [
             (["--database", db.path, "--now", "tomorrow", "--dry-run"], [:], 64, "--now"),
@@ -115,7 +115,11 @@ enum Executables {
             (["--database", db.path] + now, ["PUSH_APNS_KEY_FILE": "/k.p8"], 78, "APNs is partly configured"),
             (["--database", db.path, "--fcm-endpoint", "http://plain", "--fcm-service-account-file", "/x.json"] + now, [:], 64, "not an https URL"),
             (["--database", db.path, "--fcm-service-account-file", "/nonexistent.json"] + now, [:], 66, "service-account"),
-            (["--database", "postgres://db/x", "--dry-run"] + now, [:], 78, "PostgreSQL"),
+            (["--database", "postgres://app@127.0.0.1:1/x", "--dry-run"] + now, [:], 69, "cannot reach PostgreSQL at postgres://app@127.0.0.1:1/x"),
+            (["--database", "postgres://app:hunter2@127.0.0.1:1/x?sslmode=sometimes", "--dry-run"] + now, [:], 78, "sslmode"),
+            (["--database", "postgres://app@127.0.0.1:1/x", "--dry-run", "--database-password-file", "/nonexistent/pw"] + now, [:], 66, "password file"),
+            (["--database", db.path, "--dry-run", "--shard", "3/2"] + now, [:], 64, "--shard"),
+            (["--database", db.path, "--dry-run"] + now, ["PUSH_SHARD": "one"], 78, "PUSH_SHARD"),
             (["--database", db.directory.appendingPathComponent("missing.db").path, "--dry-run"] + now, [:], 66, "no database"),
             (["--database", db.path, "--explain", "ghost"] + now, [:], 65, "unknown user ghost"),
             (["--database", db.path, "--copy-catalog", "/nonexistent.json", "--dry-run"] + now, [:], 66, "copy catalog"),
@@ -124,13 +128,14 @@ enum Executables {
             let result = try Executables.run("diary-reminder", testCase.arguments, environment: testCase.env)
             #expect(result.status == testCase.status, "\(testCase.arguments): \(result.stderr)")
             #expect(result.stderr.contains(testCase.message), "\(testCase.arguments): \(result.stderr)")
+            #expect(!result.stderr.contains("hunter2"))
         }
         #expect(!FileManager.default.fileExists(atPath: db.directory.appendingPathComponent("missing.db").path))
-        #expect(try db.count("SELECT count(*) FROM notification_logs") + db.count("SELECT count(*) FROM job_runs") == 0)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") + db.count("SELECT count(*) FROM job_runs") == 0)
     }
 
-    @Test func pushctlValidatesAndExplains() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func pushctlValidatesAndExplains(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path]
         #expect(try Executables.run("pushctl", ["user", "set", "--id", "u1", "--timezone", "Asia/Tokyo"] + database).status == 0)
         let badZone = try Executables.run("pushctl", ["user", "set", "--id", "u2", "--timezone", "Tokyo"] + database)
@@ -149,15 +154,15 @@ enum Executables {
         #expect(explain.status == 0, "\(explain.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(explain.stdout.utf8)) as? [String: Any]
         #expect(object?["due"] as? Bool == true)
-        #expect(try db.count("SELECT count(*) FROM user_devices") == 1)
+        #expect(try await db.count("SELECT count(*) FROM user_devices") == 1)
         let export = try Executables.run("pushctl", ["copy", "export"])
         let file = db.directory.appendingPathComponent("copy.json")
         try export.stdout.write(to: file, atomically: true, encoding: .utf8)
         #expect(try Executables.run("pushctl", ["copy", "check", file.path]).status == 0)
     }
 
-    @Test func theHookTakesFlagsOrAStdinEventAndRejectsBadInputWritingNothing() throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func theHookTakesFlagsOrAStdinEventAndRejectsBadInputWritingNothing(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path, "--now", "2026-11-21T12:00:00Z"]
         #expect(try Executables.run("pushctl", ["user", "set", "--id", "w", "--timezone", "Europe/Paris", "--database", db.path]).status == 0)
         #expect(try Executables.run("pushctl", ["device", "register", "--user", "w", "--token", "phone-w", "--provider", "fcm",
@@ -180,7 +185,7 @@ enum Executables {
             #expect(result.status == testCase.status, "\(testCase.arguments): \(result.stderr)")
             #expect(result.stderr.contains(testCase.message), "\(testCase.arguments): \(result.stderr)")
         }
-        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
 
         let below = try Executables.run("content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "30", "--format", "json"])
         #expect(below.status == 0)
@@ -190,6 +195,46 @@ enum Executables {
         #expect(fired.status == 0, "\(fired.stderr)")
         #expect(fired.stdout.contains("action=sent"))
         #expect(try String(contentsOfFile: outbox, encoding: .utf8).contains("28 of 30"))
-        #expect(try db.strings("SELECT notification_type || ' ' || status || ' ' || period_key FROM notification_logs") == ["content_limit_90 sent 2026-11"])
+        #expect(try await db.strings("SELECT notification_type || ' ' || status || ' ' || period_key FROM notification_logs") == ["content_limit_90 sent 2026-11"])
+    }
+
+    /// Four hosts' worth of runners at the same instant on one PostgreSQL database: two split the users
+    /// in halves, one runs unsharded (overlapping both), one has a misconfigured shard count.
+    @Test func fourRunnersWithMixedShardsOnPostgreSQLRemindTwentyThousandUsersExactlyOnce() async throws {
+        let db = try await TemporaryDatabase(.postgres)
+        let seeded = try Executables.run("pushctl", ["seed", "--database", db.path, "--users", "24000", "--due-at",
+                                                     "2026-11-21T20:00:00Z", "--due-count", "20000", "--random-seed", "9"])
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        let shards: [[String]] = [["--shard", "1/2"], ["--shard", "2/2"], [], ["--shard", "2/3"]]
+        let outboxes = shards.indices.map { db.directory.appendingPathComponent("outbox-\($0).jsonl").path }
+        let started = try zip(shards, outboxes).map { shard, outbox in
+            try Executables.start("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
+                                                     "--outbox", outbox, "--format", "json"] + shard)
+        }
+        let results = started.map(Executables.finish)
+        for result in results { #expect(result.status == 0, "\(result.stderr)") }
+        let summaries = try results.map { try JSONDecoder().decode(SummaryFields.self, from: Data($0.stdout.utf8)) }
+        #expect(summaries.map(\.claimed).reduce(0, +) == 20_000)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 20_000)
+        #expect(try await db.count("SELECT count(DISTINCT user_id) FROM notification_logs") == 20_000)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status <> 'sent'") == 0)
+        var sentTo: [String] = []
+        for outbox in outboxes where FileManager.default.fileExists(atPath: outbox) {
+            let text = try String(contentsOfFile: outbox, encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                sentTo.append(try #require(object?["device"] as? String))
+            }
+        }
+        #expect(sentTo.count == Set(sentTo).count)
+        #expect(sentTo.count == (try await db.count("""
+            SELECT count(*) FROM user_devices d JOIN notification_logs l ON l.user_id = d.user_id WHERE d.is_active
+            """)))
+        #expect(sentTo.count == (try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")))
+        // Nobody missed: a second round finds every due user already reminded.
+        let again = try Executables.run("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
+                                                          "--outbox", outboxes[0], "--format", "json"])
+        #expect(again.status == 0, "\(again.stderr)")
+        #expect(try JSONDecoder().decode(SummaryFields.self, from: Data(again.stdout.utf8)).claimed == 0)
     }
 }

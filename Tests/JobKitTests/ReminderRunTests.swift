@@ -13,8 +13,8 @@ import Testing
         try await runner(db, sender).run(ReminderRunOptions(now: instant(now), dryRun: dryRun))
     }
 
-    @Test func runsEitherSideOfTheSlotRemindExactlyOnce() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func runsEitherSideOfTheSlotRemindExactlyOnce(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
         try await db.store.addUser("u20", time: "20:00")
         let early = try await run(db, sender, at: "2026-11-21T19:59:58Z")
@@ -23,11 +23,11 @@ import Testing
         #expect(late.sent == 0)
         #expect(late.skipped == ["already_reminded": 1])
         #expect(await sender.users() == ["u20"])
-        #expect(try db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent' AND period_key = '2026-11-21'") == 1)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent' AND period_key = '2026-11-21'") == 1)
     }
 
-    @Test func skippedRunsAreMadeUpByTheNextOne() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func skippedRunsAreMadeUpByTheNextOne(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
         try await db.store.addUser("u20", time: "20:00")
         // The 20:00 and 20:15 runs never happened.
@@ -36,19 +36,19 @@ import Testing
         #expect(await sender.sent.map(\.period) == ["2026-11-21"])
     }
 
-    @Test func aLateReminderAfterMidnightBelongsToThePreviousDay() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func aLateReminderAfterMidnightBelongsToThePreviousDay(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
         try await db.store.addUser("night", time: "23:50")
         try await run(db, sender, at: "2026-11-22T00:20:00Z")
-        #expect(try db.strings("SELECT period_key FROM notification_logs") == ["2026-11-21"])
+        #expect(try await db.strings("SELECT period_key FROM notification_logs") == ["2026-11-21"])
         // The same user tonight is reminded again: that is the next day's period.
         try await run(db, sender, at: "2026-11-22T23:50:00Z")
-        #expect(try db.strings("SELECT period_key FROM notification_logs ORDER BY period_key") == ["2026-11-21", "2026-11-22"])
+        #expect(try await db.strings("SELECT period_key FROM notification_logs ORDER BY period_key") == ["2026-11-21", "2026-11-22"])
     }
 
-    @Test func everySkipReasonIsCountedAndNothingCrashes() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func everySkipReasonIsCountedAndNothingCrashes(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
         let now = instant("2026-11-21T20:00:00Z")
         try await db.store.addUser("due")
@@ -75,8 +75,8 @@ import Testing
         #expect(await sender.sent.isEmpty)
     }
 
-    @Test func daylightSavingDaysRemindExactlyOnceAtTheRightRun() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func daylightSavingDaysRemindExactlyOnceAtTheRightRun(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
         try await db.store.addUser("spring", zone: "America/New_York", time: "02:30")
         try await db.store.addUser("fall", zone: "America/New_York", time: "01:30")
@@ -98,8 +98,8 @@ import Testing
         #expect(sendsAt["fall"]?.filter { $0 >= instant("2026-11-01T04:00:00Z") && $0 < instant("2026-11-02T05:00:00Z") }.count == 1)
     }
 
-    @Test func everyKindOfOffsetEndToEnd() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func everyKindOfOffsetEndToEnd(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
         let zones = ["Asia/Kathmandu": "2026-11-21T14:15:00Z", "Pacific/Chatham": "2026-11-21T06:15:00Z",
                      "Pacific/Marquesas": "2026-11-22T05:30:00Z", "Pacific/Kiritimati": "2026-11-21T06:00:00Z",
@@ -120,12 +120,12 @@ import Testing
         }
     }
 
-    @Test func aDryRunWritesNothingAndPrintsWhatItWouldSend() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func aDryRunWritesNothingAndPrintsWhatItWouldSend(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice", locale: "ja", tokens: ["a-phone", "a-tablet"])
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: db.path))
+        let bytes = try await db.contentDigest()
         let lines = LineBuffer()
-        let readOnly = try SQLiteStore.open(path: db.path, mode: .readOnly)
+        let readOnly = try await db.reopen(.readOnly)
         let summary = try await DiaryReminderRunner(store: readOnly, sender: DryRunSender(sink: lines, json: false),
                                                     logger: quietLogger)
             .run(ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true))
@@ -133,13 +133,13 @@ import Testing
         #expect(summary.notifications == 2)
         #expect(lines.lines.count == 2)
         #expect(lines.lines.allSatisfy { $0.contains("user=alice") && $0.contains("locale=ja") && !$0.contains("a-phone") })
-        #expect(try db.count("SELECT count(*) FROM notification_logs") == 0)
-        #expect(try db.count("SELECT count(*) FROM job_runs") == 0)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: db.path)) == bytes)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
+        #expect(try await db.count("SELECT count(*) FROM job_runs") == 0)
+        #expect(try await db.contentDigest() == bytes)
     }
 
-    @Test func consecutiveDaysNeverRepeatTheMessage() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func consecutiveDaysNeverRepeatTheMessage(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
         for i in 0..<20 { try await db.store.addUser("user\(i)", locale: ["en", "ja", "pt-BR", "pt_PT", "xx"][i % 5]) }
         let start = instant("2026-11-01T20:00:00Z")
@@ -161,8 +161,8 @@ import Testing
         #expect(sent.filter { $0.device.userID == "user1" }.allSatisfy { $0.title.unicodeScalars.contains { $0.value > 0x3000 } })
     }
 
-    @Test func aDeadRunsClaimIsTakenOverAndOnlyUndeliveredDevicesAreSent() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func aDeadRunsClaimIsTakenOverAndOnlyUndeliveredDevicesAreSent(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("crashed", tokens: ["phone", "tablet"])
         try await db.store.addUser("busy")
         let now = instant("2026-11-21T20:15:00Z")
@@ -170,17 +170,15 @@ import Testing
         // working on busy (claimed a minute ago).
         let devices = try await db.store.activeDevices(userIDs: ["crashed"])
         let phone = try #require(devices["crashed"]?.first { $0.token == "phone" })
-        try await db.store.pool.write { db in
-            try db.execute(sql: """
-                INSERT INTO notification_logs (id, user_id, notification_type, period_key, status, message_index, locale, run_id, claimed_at, updated_at)
-                VALUES (1, 'crashed', 'diary_reminder', '2026-11-21', 'claimed', 1, 'en', 'dead-run', ?, ?),
-                       (2, 'busy', 'diary_reminder', '2026-11-21', 'claimed', 0, 'en', 'live-run', ?, ?)
-                """, arguments: [now - 900, now - 900, now - 60, now - 60])
-            try db.execute(sql: """
-                INSERT INTO notification_deliveries (log_id, device_id, provider, outcome, run_id, created_at)
-                VALUES (1, ?, 'fcm', 'delivered', 'dead-run', ?)
-                """, arguments: [phone.id, now - 899])
-        }
+        try await db.execute("""
+            INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale, run_id, claimed_at, updated_at)
+            VALUES ('crashed', 'diary_reminder', '2026-11-21', 'claimed', 1, 'en', 'dead-run', \(db.ts(now - 900)), \(db.ts(now - 900))),
+                   ('busy', 'diary_reminder', '2026-11-21', 'claimed', 0, 'en', 'live-run', \(db.ts(now - 60)), \(db.ts(now - 60)))
+            """)
+        try await db.execute("""
+            INSERT INTO notification_deliveries (log_id, device_id, provider, outcome, run_id, created_at)
+            SELECT id, \(phone.id), 'fcm', 'delivered', 'dead-run', \(db.ts(now - 899)) FROM notification_logs WHERE user_id = 'crashed'
+            """)
         let sender = RecordingSender()
         let summary = try await runner(db, sender).run(ReminderRunOptions(now: now))
         #expect(summary.takenOver == 1)
@@ -188,11 +186,11 @@ import Testing
         let sent = await sender.sent
         #expect(sent.map(\.device.token) == ["tablet"])
         #expect(sent.first?.messageIndex == 1)  // the words the first run chose
-        #expect(try db.strings("SELECT status || ' ' || attempts FROM notification_logs ORDER BY id") == ["sent 2", "claimed 1"])
+        #expect(try await db.strings("SELECT status || ' ' || attempts FROM notification_logs ORDER BY id") == ["sent 2", "claimed 1"])
     }
 
-    @Test func transientFailuresAreRetriedByTheNextRunAndDeliveredOnesAreDone() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func transientFailuresAreRetriedByTheNextRunAndDeliveredOnesAreDone(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("unlucky", tokens: ["flaky-1"])
         try await db.store.addUser("half", tokens: ["ok-1", "flaky-2"])
         try await db.store.addUser("gone", tokens: ["dead-1"])
@@ -201,7 +199,7 @@ import Testing
         #expect(first.retry == 1)
         #expect(first.partial == 1)
         #expect(first.failed == 1)
-        #expect(try db.count("SELECT count(*) FROM user_devices WHERE token = 'dead-1' AND is_active = 0 AND deactivation_reason = 'Unregistered'") == 1)
+        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE token = 'dead-1' AND NOT is_active AND deactivation_reason = 'Unregistered'") == 1)
         let second = try await run(db, sender, at: "2026-11-21T20:15:00Z")
         #expect(second.takenOver == 1)
         // half is done (one device reached); gone's only device was deactivated.
@@ -210,11 +208,11 @@ import Testing
         // Past the catch-up window nothing more is tried.
         let late = try await run(db, sender, at: "2026-11-21T21:00:00Z")
         #expect(late.candidates == 0)
-        #expect(try db.count("SELECT count(*) FROM notification_deliveries") == 5)
+        #expect(try await db.count("SELECT count(*) FROM notification_deliveries") == 5)
     }
 
-    @Test func twoRunnersOnOneFileClaimEachUserOnce() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func twoRunnersOnOneFileClaimEachUserOnce(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let report = try await Seeder().seed({
             var options = SeedOptions(users: 3_000, now: instant("2026-11-21T20:00:00Z"))
             options.dueAt = instant("2026-11-21T20:00:00Z")
@@ -225,7 +223,7 @@ import Testing
         let senders = [RecordingSender(), RecordingSender()]
         let summaries = try await withThrowingTaskGroup(of: RunSummary.self) { group in
             for sender in senders {
-                let store = try SQLiteStore.open(path: db.path, mode: .readWrite)
+                let store = try await db.reopen()
                 group.addTask {
                     var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
                     options.pageSize = 100
@@ -237,12 +235,12 @@ import Testing
         #expect(summaries.map(\.claimed).reduce(0, +) == 1_500)
         let users = await senders[0].users() + senders[1].users()
         #expect(Set(users).count == 1_500)
-        #expect(try db.count("SELECT count(*) FROM notification_logs") == 1_500)
-        #expect(try db.count("SELECT count(*) FROM notification_deliveries") == users.count)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 1_500)
+        #expect(try await db.count("SELECT count(*) FROM notification_deliveries") == users.count)
     }
 
-    @Test func explainShowsEachRuleAndTheVerdict() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func explainShowsEachRuleAndTheVerdict(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("tokyo", zone: "Asia/Tokyo", time: "21:00", locale: "ja")
         try await db.store.addUser("off", enabled: false)
         let runner = runner(db, RecordingSender())
@@ -259,12 +257,15 @@ import Testing
         }
     }
 
-    @Test func eachRunIsRecordedInJobRuns() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func eachRunIsRecordedInJobRuns(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice")
         let summary = try await run(db, RecordingSender(), at: "2026-11-21T20:00:00Z")
-        #expect(try db.strings("SELECT job || ' ' || outcome || ' ' || run_at FROM job_runs") == ["diary-reminder ok \(instant("2026-11-21T20:00:00Z"))"])
-        let stored = try db.strings("SELECT summary FROM job_runs")
-        #expect(stored == [summary.json])
+        #expect(try await db.strings("SELECT job || ' ' || outcome || ' ' || \(db.epoch("run_at")) FROM job_runs") == ["diary-reminder ok \(instant("2026-11-21T20:00:00Z"))"])
+        // The stored summary is the run's JSON (PostgreSQL's jsonb keeps the content, not the spelling).
+        let stored = try await db.strings("SELECT summary\(backend == .postgres ? "::text" : "") FROM job_runs")
+        func object(_ json: String) throws -> NSDictionary? { try JSONSerialization.jsonObject(with: Data(json.utf8)) as? NSDictionary }
+        #expect(stored.count == 1)
+        #expect(try object(stored[0]) == object(summary.json))
     }
 }

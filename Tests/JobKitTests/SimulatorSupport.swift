@@ -16,8 +16,9 @@ struct DeliveryHarness {
     let db: TemporaryDatabase
     let simulator: PushSimulator
 
-    static func start(_ configure: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> DeliveryHarness {
-        let db = try TemporaryDatabase()
+    static func start(_ backend: Backend = .sqlite,
+                      _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> DeliveryHarness {
+        let db = try await TemporaryDatabase(backend)
         let directory = db.directory.appendingPathComponent("sim")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for name in ["ca.pem", "server.pem", "server-key.pem", "apns-key.p8", "service-account-key.pem"] {

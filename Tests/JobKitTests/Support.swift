@@ -1,26 +1,143 @@
 import Foundation
+import GRDB
 import Logging
+import PostgresNIO
+import Testing
 @testable import JobKit
+@testable import JobKitPostgres
 
-/// A fresh SQLite file in its own temporary directory.
-struct TemporaryDatabase {
+/// The stores every contract and end-to-end test runs against.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+    var testDescription: String { rawValue }
+
+    /// The admin URL of the throwaway PostgreSQL server that scripts/test starts (scripts/with-postgres).
+    static var postgresAdminURL: String {
+        get throws {
+            guard let url = ProcessInfo.processInfo.environment["PUSH_TEST_POSTGRES_URL"], !url.isEmpty else {
+                throw TestSetupError(message: "PUSH_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)")
+            }
+            return url
+        }
+    }
+}
+
+struct TestSetupError: Error, CustomStringConvertible {
+    let message: String
+    var description: String { message }
+}
+
+/// A fresh database: a SQLite file in its own temporary directory, or a new database on the test
+/// PostgreSQL server. Raw SQL in tests is written to run on both (`ts` and `epoch` bridge the one
+/// difference that matters: instants are INTEGER seconds in SQLite and timestamptz in PostgreSQL).
+struct TemporaryDatabase: Sendable {
+    let backend: Backend
+    /// A working directory for files the test writes.
     let directory: URL
+    /// What `--database` / PUSH_DATABASE_URL takes: the SQLite file, or the postgres:// URL.
     let path: String
-    let store: SQLiteStore
+    let store: any JobStore
 
-    init() throws {
+    init(_ backend: Backend = .sqlite) async throws {
+        self.backend = backend
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("jobkit-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        path = directory.appendingPathComponent("push.sqlite").path
-        store = try SQLiteStore.open(path: path, mode: .create)
+        switch backend {
+        case .sqlite:
+            path = directory.appendingPathComponent("push.sqlite").path
+            store = try SQLiteStore.open(path: path, mode: .create)
+        case .postgres:
+            path = try await Self.createPostgresDatabase()
+            store = try await PostgresStore.open(try PostgresLocation.parse(path), mode: .create, applicationName: "tests",
+                                                 logger: quietLogger)
+        }
     }
 
-    func count(_ sql: String) throws -> Int {
-        try store.pool.read { db in try Int.fetchOne(db, sql: sql) ?? 0 }
+    /// The SQLite store (for tests of SQLite-only behaviour).
+    var sqlite: SQLiteStore { store as! SQLiteStore }
+
+    /// Another store on the same database, as a second process would open it.
+    func reopen(_ mode: StoreOpenMode = .readWrite) async throws -> any JobStore {
+        switch backend {
+        case .sqlite: try SQLiteStore.open(path: path, mode: mode)
+        case .postgres: try await PostgresStore.open(try PostgresLocation.parse(path), mode: mode, logger: quietLogger)
+        }
     }
 
-    func strings(_ sql: String) throws -> [String] {
-        try store.pool.read { db in try String.fetchAll(db, sql: sql) }
+    /// An instant as an SQL literal of this backend.
+    func ts(_ seconds: Int64) -> String {
+        backend == .sqlite ? "\(seconds)" : "to_timestamp(\(seconds))"
+    }
+
+    /// An instant column as Unix seconds.
+    func epoch(_ column: String) -> String {
+        backend == .sqlite ? column : "floor(extract(epoch FROM \(column)))::int8"
+    }
+
+    func count(_ sql: String) async throws -> Int {
+        switch backend {
+        case .sqlite:
+            return try await sqlite.pool.read { db in try Int.fetchOne(db, sql: sql) ?? 0 }
+        case .postgres:
+            guard let row = try await postgres.rows("test query", PostgresQuery(unsafeSQL: sql)).first else { return 0 }
+            return try row.decode(Int?.self) ?? 0
+        }
+    }
+
+    func strings(_ sql: String) async throws -> [String] {
+        switch backend {
+        case .sqlite:
+            return try await sqlite.pool.read { db in try String.fetchAll(db, sql: sql) }
+        case .postgres:
+            return try await postgres.rows("test query", PostgresQuery(unsafeSQL: sql)).map { try $0.decode(String.self) }
+        }
+    }
+
+    /// Changes when anything in the database changes: the SQLite file's bytes, or a digest of every
+    /// PostgreSQL table's rows.
+    func contentDigest() async throws -> String {
+        switch backend {
+        case .sqlite:
+            return try Data(contentsOf: URL(fileURLWithPath: path)).base64EncodedString()
+        case .postgres:
+            var digest: [String] = []
+            for table in ["users", "notification_settings", "user_devices", "diary_entries", "notification_logs",
+                          "notification_deliveries", "job_runs", "provider_credentials", "schema_migrations"] {
+                digest += try await strings("SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '-') FROM \(table) t")
+            }
+            return digest.joined(separator: " ")
+        }
+    }
+
+    /// One statement, in its own transaction.
+    func execute(_ sql: String) async throws {
+        switch backend {
+        case .sqlite:
+            try await sqlite.pool.write { db in try db.execute(sql: sql) }
+        case .postgres:
+            _ = try await postgres.write("test statement", PostgresQuery(unsafeSQL: sql))
+        }
+    }
+
+    private var postgres: PostgresStore { store as! PostgresStore }
+
+    private static func createPostgresDatabase() async throws -> String {
+        let admin = try await Backend.postgresAdminURL
+        var location = try PostgresLocation.parse(admin)
+        let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let connection = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(applicationName: "tests"),
+                                                              id: 0, logger: quietLogger)
+        do {
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: quietLogger).collect()
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        try await connection.close()
+        location.database = name
+        guard var components = URLComponents(string: admin) else { throw TestSetupError(message: "bad admin URL") }
+        components.path = "/" + name
+        return components.string!
     }
 }
 
@@ -58,7 +175,7 @@ let quietLogger: Logger = {
     return logger
 }()
 
-extension SQLiteStore {
+extension JobStore {
     /// A user with reminders at `time`, and `devices` active tokens (`token-<user>-<n>` unless given).
     func addUser(_ id: String, zone: String = "UTC", time: String = "20:00", locale: String = "en",
                  enabled: Bool = true, tokens: [String]? = nil, now: Int64 = 0) async throws {

@@ -8,14 +8,14 @@ import Testing
     let day: Int64 = 86_400
 
     /// A janitor whose probe sender must not be needed.
-    func janitor(_ store: SQLiteStore) -> TokenJanitor {
+    func janitor(_ store: any JobStore) -> TokenJanitor {
         TokenJanitor(store: store, logger: quietLogger) { () async throws(JobError) -> any Sender in
             Issue.record("the probe sender was made without --probe")
             return RecordingSender()
         }
     }
 
-    func janitor(_ store: SQLiteStore, probe: @escaping @Sendable () async throws(JobError) -> any Sender) -> TokenJanitor {
+    func janitor(_ store: any JobStore, probe: @escaping @Sendable () async throws(JobError) -> any Sender) -> TokenJanitor {
         TokenJanitor(store: store, logger: quietLogger, makeProbeSender: probe)
     }
 
@@ -26,8 +26,8 @@ import Testing
                                         now: now - seenDaysAgo * day)
     }
 
-    @Test func staleAndFCMExpiryRules() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func staleAndFCMExpiryRules(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await device(db, user: "a", token: "fresh", seenDaysAgo: 89)
         try await device(db, user: "b", token: "old", seenDaysAgo: 91)
         try await device(db, user: "c", token: "ab01", provider: .apns, seenDaysAgo: 300)
@@ -36,17 +36,17 @@ import Testing
         let first = try await janitor(db.store).run(options)
         #expect(first.staleDeactivated == 2)
         #expect(first.fcmExpiredDeactivated == 1)
-        #expect(try db.strings("SELECT token || ' ' || is_active || ' ' || coalesce(deactivation_reason, '-') FROM user_devices ORDER BY token")
+        #expect(try await db.strings("SELECT token || ' ' || CASE WHEN is_active THEN 1 ELSE 0 END || ' ' || coalesce(deactivation_reason, '-') FROM user_devices ORDER BY token")
                 == ["ab01 0 stale", "fcm-ancient 0 fcm_expired", "fresh 1 -", "old 0 stale"])
         // With a long stale period, FCM's 270 days still applies.
-        let db2 = try TemporaryDatabase()
+        let db2 = try await TemporaryDatabase(backend)
         try await device(db2, user: "c", token: "ab01", provider: .apns, seenDaysAgo: 300)
         try await device(db2, user: "d", token: "fcm-ancient", seenDaysAgo: 271)
         options.staleDays = 400
         let second = try await janitor(db2.store).run(options)
         #expect(second.fcmExpiredDeactivated == 1)
         #expect(second.staleDeactivated == 0)
-        #expect(try db2.count("SELECT count(*) FROM user_devices WHERE is_active = 1 AND provider = 'apns'") == 1)
+        #expect(try await db2.count("SELECT count(*) FROM user_devices WHERE is_active AND provider = 'apns'") == 1)
     }
 
     @Test func probeDeactivatesOnlyTokensFCMCallsUnregisteredAndDeliversNothing() async throws {
@@ -68,35 +68,35 @@ import Testing
         }.run(options)
         #expect(summary.probed == 5)
         #expect(summary.probeUnregistered == 2)
-        #expect(try db.strings("SELECT token FROM user_devices WHERE is_active = 0 ORDER BY token") == ["dead-1", "dead-2"])
-        #expect(try db.strings("SELECT DISTINCT deactivation_reason FROM user_devices WHERE is_active = 0") == ["UNREGISTERED"])
+        #expect(try await db.strings("SELECT token FROM user_devices WHERE NOT is_active ORDER BY token") == ["dead-1", "dead-2"])
+        #expect(try await db.strings("SELECT DISTINCT deactivation_reason FROM user_devices WHERE NOT is_active") == ["UNREGISTERED"])
         #expect(harness.simulator.stats.accepted == 0)
         #expect(harness.simulator.stats.validated == 3)
         await harness.stop()
     }
 
-    func log(_ db: Database, _ user: String, _ type: String, _ period: String, claimedDaysAgo: Int64, status: String = "sent") throws {
-        try db.execute(sql: """
+    func log(_ db: TemporaryDatabase, _ user: String, _ type: String, _ period: String, claimedDaysAgo: Int64,
+             status: String = "sent") async throws {
+        let at = db.ts(now - claimedDaysAgo * day)
+        try await db.execute("""
             INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at)
-            VALUES (?, ?, ?, ?, 'r', ?, ?)
-            """, arguments: [user, type, period, status, now - claimedDaysAgo * day, now - claimedDaysAgo * day])
+            VALUES ('\(user)', '\(type)', '\(period)', '\(status)', 'r', \(at), \(at))
+            """)
     }
 
-    @Test func retentionNeverRemovesALogRowThatStillDeduplicates() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func retentionNeverRemovesALogRowThatStillDeduplicates(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await db.store.upsertUser(UserProfile(id: "u", timezone: "Pacific/Kiritimati"), now: 0)
-        try await db.store.pool.write { db in
-            try log(db, "u", "diary_reminder", "2026-10-01", claimedDaysAgo: 90)            // over: goes
-            try log(db, "u", "diary_reminder", "2026-12-29", claimedDaysAgo: 1)             // recent: stays
-            try log(db, "u", "content_limit_90", "2026-10", claimedDaysAgo: 80)             // month over: goes
-            try log(db, "u", "content_limit_100", "2026", claimedDaysAgo: 300)              // this year's: stays
-            try log(db, "u", "content_limit_90", "2025", claimedDaysAgo: 380)               // last year's: goes
-            try log(db, "u", "content_limit_100", "2026-12", claimedDaysAgo: 40, status: "deferred")   // pending: stays
-            try db.execute(sql: """
-                INSERT INTO notification_deliveries (log_id, provider, outcome, run_id, created_at)
-                SELECT id, 'fcm', 'delivered', 'r', claimed_at FROM notification_logs
-                """)
-        }
+        try await log(db, "u", "diary_reminder", "2026-10-01", claimedDaysAgo: 90)            // over: goes
+        try await log(db, "u", "diary_reminder", "2026-12-29", claimedDaysAgo: 1)             // recent: stays
+        try await log(db, "u", "content_limit_90", "2026-10", claimedDaysAgo: 80)             // month over: goes
+        try await log(db, "u", "content_limit_100", "2026", claimedDaysAgo: 300)              // this year's: stays
+        try await log(db, "u", "content_limit_90", "2025", claimedDaysAgo: 380)               // last year's: goes
+        try await log(db, "u", "content_limit_100", "2026-12", claimedDaysAgo: 40, status: "deferred")   // pending: stays
+        try await db.execute("""
+            INSERT INTO notification_deliveries (log_id, provider, outcome, run_id, created_at)
+            SELECT id, 'fcm', 'delivered', 'r', claimed_at FROM notification_logs
+            """)
         var options = JanitorOptions(now: now)
         options.logRetentionDays = 35
         let dry = try await janitor(db.store).run({ var o = options; o.dryRun = true; return o }())
@@ -104,52 +104,53 @@ import Testing
         #expect(summary.logsDeleted == 3)
         #expect(dry.logsDeleted == summary.logsDeleted)
         #expect(summary.deliveriesDeleted == 5)   // all but the 1-day-old one (deliveries keep 30 days)
-        #expect(try db.strings("SELECT notification_type || ' ' || period_key FROM notification_logs ORDER BY period_key")
+        #expect(try await db.strings("SELECT notification_type || ' ' || period_key FROM notification_logs ORDER BY period_key")
                 == ["content_limit_100 2026", "content_limit_100 2026-12", "diary_reminder 2026-12-29"])
         // Default retention (400 days) keeps everything younger.
         let defaults = try await janitor(db.store).run(JanitorOptions(now: now))
         #expect(defaults.logsDeleted == 0)
     }
 
-    @Test func purgeIsOffByDefaultAndADryRunWritesNothing() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func purgeIsOffByDefaultAndADryRunWritesNothing(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         try await device(db, user: "gone", token: "long-gone", seenDaysAgo: 800)
-        try await db.store.pool.write { db in
-            try db.execute(sql: "UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = 'logout'",
-                           arguments: [now - 400 * day])
-        }
+        try await db.execute("UPDATE user_devices SET is_active = \(backend == .sqlite ? "0" : "false"), deactivated_at = \(db.ts(now - 400 * day)), deactivation_reason = 'logout'")
         try await device(db, user: "stale", token: "stale-token", seenDaysAgo: 120)
-        let bytes = try Data(contentsOf: URL(fileURLWithPath: db.path))
+        let snapshot = "SELECT token || ' ' || CASE WHEN is_active THEN 1 ELSE 0 END || ' ' || \(db.epoch("updated_at")) FROM user_devices ORDER BY token"
+        let before = try await db.strings(snapshot)
+        let bytes = try await db.contentDigest()
         var options = JanitorOptions(now: now)
         options.dryRun = true
         options.purge = true
-        let readOnly = try SQLiteStore.open(path: db.path, mode: .readOnly)
+        let readOnly = try await db.reopen(.readOnly)
         let dry = try await janitor(readOnly).run(options)
         #expect(dry.staleDeactivated == 1)
         #expect(dry.devicesPurged == 1)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: db.path)) == bytes)
+        #expect(try await db.strings(snapshot) == before)
+        #expect(try await db.count("SELECT count(*) FROM job_runs") == 0)
+        #expect(try await db.contentDigest() == bytes)
         let plain = try await janitor(db.store).run(JanitorOptions(now: now))
         #expect(plain.devicesPurged == 0)
-        #expect(try db.count("SELECT count(*) FROM user_devices") == 2)
+        #expect(try await db.count("SELECT count(*) FROM user_devices") == 2)
         options.dryRun = false
         let purged = try await janitor(db.store).run(options)
         #expect(purged.devicesPurged == 1)
-        #expect(try db.strings("SELECT token FROM user_devices") == ["stale-token"])
+        #expect(try await db.strings("SELECT token FROM user_devices") == ["stale-token"])
     }
 
-    @Test func smallBatchesDoTheSameWork() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func smallBatchesDoTheSameWork(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         for i in 0..<25 { try await device(db, user: "u\(i)", token: "t\(i)", seenDaysAgo: 100) }
         var options = JanitorOptions(now: now)
         options.batchSize = 4
         #expect(try await janitor(db.store).run(options).staleDeactivated == 25)
-        #expect(try db.count("SELECT count(*) FROM job_runs WHERE job = 'token-janitor'") == 1)
+        #expect(try await db.count("SELECT count(*) FROM job_runs WHERE job = 'token-janitor'") == 1)
     }
 }
 
 @Suite struct HealthReportTests {
-    @Test func figuresMatchASeededHistory() async throws {
-        let db = try TemporaryDatabase()
+    @Test(arguments: Backend.allCases) func figuresMatchASeededHistory(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
         let day: Int64 = 86_400
         let end = instant("2026-11-22T00:00:00Z")
         for user in ["a", "b", "c"] { try await db.store.upsertUser(UserProfile(id: user, timezone: "UTC"), now: 0) }
@@ -158,33 +159,33 @@ import Testing
             _ = try await db.store.register(DeviceRegistration(userID: user, token: token, provider: provider, platform: platform), now: 0)
         }
         try await db.store.unregister(token: "fcm-c", reason: "logout", now: end - day)
-        try await db.store.pool.write { db in
-            // Day 1 (2026-11-20): a sent (2 deliveries), b failed (token dead). Day 2: a partial, c deferred warning.
-            let rows: [(String, String, String, String, Int64)] = [
-                ("a", "diary_reminder", "2026-11-20", "sent", end - 2 * day + 3600),
-                ("b", "diary_reminder", "2026-11-20", "failed", end - 2 * day + 3600),
-                ("a", "diary_reminder", "2026-11-21", "partial", end - day + 3600),
-                ("c", "content_limit_90", "2026-11", "deferred", end - day + 7200),
-                ("a", "diary_reminder", "2026-10-01", "sent", end - 50 * day),   // outside the window
-            ]
-            for (user, type, period, status, at) in rows {
-                try db.execute(sql: """
-                    INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at)
-                    VALUES (?, ?, ?, ?, 'r', ?, ?)
-                    """, arguments: [user, type, period, status, at, at])
-            }
-            let deliveries: [(Int64, String, String, Int64)] = [
-                (1, "apns", "delivered", end - 2 * day + 3601), (1, "apns", "delivered", end - 2 * day + 3602),
-                (2, "fcm", "token_dead", end - 2 * day + 3601),
-                (3, "apns", "delivered", end - day + 3601), (3, "fcm", "retry_later", end - day + 3601),
-            ]
-            for (log, provider, outcome, at) in deliveries {
-                try db.execute(sql: "INSERT INTO notification_deliveries (log_id, provider, outcome, run_id, created_at) VALUES (?, ?, ?, 'r', ?)",
-                               arguments: [log, provider, outcome, at])
-            }
-            try db.execute(sql: "INSERT INTO job_runs (id, job, run_at, duration_ms, outcome) VALUES ('r1', 'diary-reminder', ?, 12, 'ok'), ('r0', 'diary-reminder', ?, 9, 'ok')",
-                           arguments: [end - 3600, end - 7200])
+        // Day 1 (2026-11-20): a sent (2 deliveries), b failed (token dead). Day 2: a partial, c deferred warning.
+        let rows: [(String, String, String, String, Int64)] = [
+            ("a", "diary_reminder", "2026-11-20", "sent", end - 2 * day + 3600),
+            ("b", "diary_reminder", "2026-11-20", "failed", end - 2 * day + 3600),
+            ("a", "diary_reminder", "2026-11-21", "partial", end - day + 3600),
+            ("c", "content_limit_90", "2026-11", "deferred", end - day + 7200),
+            ("a", "diary_reminder", "2026-10-01", "sent", end - 50 * day),   // outside the window
+        ]
+        for (user, type, period, status, at) in rows {
+            try await db.execute("""
+                INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at)
+                VALUES ('\(user)', '\(type)', '\(period)', '\(status)', 'r', \(db.ts(at)), \(db.ts(at)))
+                """)
         }
+        let deliveries: [((String, String), String, String, Int64)] = [
+            (("a", "2026-11-20"), "apns", "delivered", end - 2 * day + 3601), (("a", "2026-11-20"), "apns", "delivered", end - 2 * day + 3602),
+            (("b", "2026-11-20"), "fcm", "token_dead", end - 2 * day + 3601),
+            (("a", "2026-11-21"), "apns", "delivered", end - day + 3601), (("a", "2026-11-21"), "fcm", "retry_later", end - day + 3601),
+        ]
+        for ((user, period), provider, outcome, at) in deliveries {
+            try await db.execute("""
+                INSERT INTO notification_deliveries (log_id, provider, outcome, run_id, created_at)
+                SELECT id, '\(provider)', '\(outcome)', 'r', \(db.ts(at)) FROM notification_logs
+                WHERE user_id = '\(user)' AND period_key = '\(period)'
+                """)
+        }
+        try await db.execute("INSERT INTO job_runs (id, job, run_at, duration_ms, outcome) VALUES ('r1', 'diary-reminder', \(db.ts(end - 3600)), 12, 'ok'), ('r0', 'diary-reminder', \(db.ts(end - 7200)), 9, 'ok')")
         let report = try await db.store.healthReport(from: end - 7 * day, to: end)
         #expect(report.volume == [
             .init(day: "2026-11-20", type: "diary_reminder", claimed: 2, sent: 1, partial: 0, failed: 1, deferred: 0, retry: 0, superseded: 0, inProgress: 0),

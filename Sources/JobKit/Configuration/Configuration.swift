@@ -5,9 +5,11 @@ import Foundation
 /// environment over the default. The README's configuration table lists the same keys.
 public enum ConfigKey: String, CaseIterable, Sendable {
     case databaseURL = "PUSH_DATABASE_URL"
+    case databasePasswordFile = "PUSH_DATABASE_PASSWORD_FILE"
     case earlyMinutes = "PUSH_EARLY_MINUTES"
     case catchUpMinutes = "PUSH_CATCH_UP_MINUTES"
     case claimLeaseMinutes = "PUSH_CLAIM_LEASE_MINUTES"
+    case shard = "PUSH_SHARD"
     case copyCatalog = "PUSH_COPY_CATALOG"
     case outbox = "PUSH_OUTBOX"
     case logLevel = "PUSH_LOG_LEVEL"
@@ -28,9 +30,11 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     public var flag: String {
         switch self {
         case .databaseURL: "--database"
+        case .databasePasswordFile: "--database-password-file"
         case .earlyMinutes: "--early-minutes"
         case .catchUpMinutes: "--catch-up-minutes"
         case .claimLeaseMinutes: "--claim-lease-minutes"
+        case .shard: "--shard"
         case .copyCatalog: "--copy-catalog"
         case .outbox: "--outbox"
         case .logLevel: "--log-level"
@@ -51,10 +55,12 @@ public enum ConfigKey: String, CaseIterable, Sendable {
 
     public var help: String {
         switch self {
-        case .databaseURL: "SQLite file path (or sqlite:///absolute/path). Required."
+        case .databaseURL: "SQLite file path (or sqlite:///absolute/path), or a postgres:// URL (sslmode, password_file, max_connections). Required."
+        case .databasePasswordFile: "A file holding the PostgreSQL password (instead of one in the URL)."
         case .earlyMinutes: "Minutes before the reminder time a run may already send (default 2, 0–14)."
         case .catchUpMinutes: "Minutes after the reminder time a late run still sends (default 60, 1–720)."
         case .claimLeaseMinutes: "Minutes after which an unfinished claim of a dead run is taken over (default 10, 2–60)."
+        case .shard: "K/N: this host handles the users whose stable id hash falls in slice K of N (diary-reminder, token-janitor probes)."
         case .copyCatalog: "A copy catalog JSON file replacing the built-in one."
         case .outbox: "Deliver by appending JSON lines to this file (- for stdout) instead of a provider."
         case .logLevel: "trace, debug, info, notice, warning, error or critical (default info); logs go to stderr."

@@ -235,6 +235,7 @@ extension DiaryReminderRunner {
         guard !options.dryRun, let warningsStore = store as? any ContentLimitStore else { return }
         let staleBefore = options.now - options.claimLeaseSeconds
         let pending = try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
+            .filter { options.shard.contains(userID: $0.userID) }
         guard !pending.isEmpty else { return }
         let won = try await warningsStore.claimPendingWarnings(pending.map(\.logID), runID: options.runID, now: options.now,
                                                                 staleBefore: staleBefore)

@@ -13,6 +13,8 @@ public struct ReminderRunOptions: Sendable {
     public var claimLeaseSeconds: Int64 = 600
     /// Users per page of the due set (one claim transaction per page).
     public var pageSize = 500
+    /// The slice of users this run handles (`--shard K/N`); the others are left to the other shards.
+    public var shard: Shard = .all
     public var runID: String
 
     public init(now: Int64, rule: DueRule = .default, dryRun: Bool = false, runID: String = UUID().uuidString.lowercased()) {
@@ -42,6 +44,7 @@ public struct DiaryReminderRunner: Sendable {
         let started = ContinuousClock.now
         let budget = Duration.seconds(options.claimLeaseSeconds / 2)
         var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
+        if options.shard.count > 1 { summary.shard = options.shard.description }
         var phases = Phases()
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
@@ -104,6 +107,10 @@ public struct DiaryReminderRunner: Sendable {
         let staleBefore = options.now - options.claimLeaseSeconds
         var requests: [ClaimRequest] = []
         for candidate in page {
+            guard options.shard.contains(userID: candidate.userID) else {
+                summary.otherShards += 1
+                continue
+            }
             summary.candidates += 1
             switch ReminderDecision.decide(hasActiveDevice: candidate.hasActiveDevice, wroteToday: candidate.wroteToday,
                                            log: candidate.log, staleBefore: staleBefore) {

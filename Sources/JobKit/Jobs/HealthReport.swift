@@ -7,23 +7,54 @@ public struct HealthReport: Sendable, Codable, Hashable {
         public let day: String
         public let type: String
         public let claimed, sent, partial, failed, deferred, retry, superseded, inProgress: Int
-    }
+    
+        public init(day: String, type: String, claimed: Int, sent: Int, partial: Int, failed: Int, deferred: Int, retry: Int, superseded: Int, inProgress: Int) {
+            self.day = day
+            self.type = type
+            self.claimed = claimed
+            self.sent = sent
+            self.partial = partial
+            self.failed = failed
+            self.deferred = deferred
+            self.retry = retry
+            self.superseded = superseded
+            self.inProgress = inProgress
+        }
+}
     public struct Count: Sendable, Codable, Hashable {
         public let key: String
         public let count: Int
-    }
+    
+        public init(key: String, count: Int) {
+            self.key = key
+            self.count = count
+        }
+}
     public struct DayRate: Sendable, Codable, Hashable {
         public let day: String
         public let deliveries: Int
         public let tokenDead: Int
         public var rate: Double { deliveries == 0 ? 0 : Double(tokenDead) / Double(deliveries) }
-    }
+    
+        public init(day: String, deliveries: Int, tokenDead: Int) {
+            self.day = day
+            self.deliveries = deliveries
+            self.tokenDead = tokenDead
+        }
+}
     public struct JobRun: Sendable, Codable, Hashable {
         public let job: String
         public let runAt: String
         public let outcome: String
         public let durationMs: Int?
-    }
+    
+        public init(job: String, runAt: String, outcome: String, durationMs: Int?) {
+            self.job = job
+            self.runAt = runAt
+            self.outcome = outcome
+            self.durationMs = durationMs
+        }
+}
 
     public let from: String
     public let to: String
@@ -38,6 +69,18 @@ public struct HealthReport: Sendable, Codable, Hashable {
     /// Devices deactivated in the window, by reason.
     public let deactivations: [Count]
     public let lastRuns: [JobRun]
+
+        public init(from: String, to: String, days: Int, volume: [DayType], deliveries: [Count], invalidTokenRate: [DayRate], activeDevices: [Count], deactivations: [Count], lastRuns: [JobRun]) {
+            self.from = from
+            self.to = to
+            self.days = days
+            self.volume = volume
+            self.deliveries = deliveries
+            self.invalidTokenRate = invalidTokenRate
+            self.activeDevices = activeDevices
+            self.deactivations = deactivations
+            self.lastRuns = lastRuns
+        }
 }
 
 public protocol ReportStore: Sendable {

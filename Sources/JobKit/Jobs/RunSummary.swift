@@ -7,6 +7,10 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var runID: String
     public var now: String
     public var dryRun: Bool
+    /// The run's shard (`K/N`), when sharded.
+    public var shard: String?
+    /// Due-set users of other shards, passed over.
+    public var otherShards = 0
     /// Users examined: those whose reminder time has come, plus those skipped for invalid data.
     public var candidates = 0
     /// Candidates that passed every rule.
@@ -56,8 +60,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
 
     /// One human-readable line.
     public var text: String {
-        var parts = ["\(job)\(dryRun ? " (dry run)" : ""): now=\(now)", "candidates=\(candidates)", "due=\(due)",
-                     "claimed=\(claimed)"]
+        var parts = ["\(job)\(dryRun ? " (dry run)" : ""): now=\(now)"]
+        if let shard { parts.append("shard=\(shard) other_shards=\(otherShards)") }
+        parts += ["candidates=\(candidates)", "due=\(due)", "claimed=\(claimed)"]
         if takenOver > 0 { parts.append("taken_over=\(takenOver)") }
         parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)"]
         if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }

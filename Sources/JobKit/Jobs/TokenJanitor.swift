@@ -22,6 +22,8 @@ public struct JanitorOptions: Sendable {
     public var purgeAfterDays = 365
     /// Rows per batch (each batch is one short transaction).
     public var batchSize = 1_000
+    /// `--shard K/N`: probe only this slice's devices (the bulk steps are safe on every shard at once).
+    public var shard: Shard = .all
     public var runID = UUID().uuidString.lowercased()
 
     public init(now: Int64) { self.now = now }
@@ -126,9 +128,11 @@ public struct TokenJanitor: Sendable {
     /// says are not. Nothing is delivered to anyone.
     private func probe(_ options: JanitorOptions, summary: inout JanitorSummary) async throws(JobError) {
         let day: Int64 = 86_400
-        let candidates = try await store.probeCandidates(
+        // A shard probes its own users' devices; the bulk steps are idempotent batches any shard may run.
+        let candidates = Array(try await store.probeCandidates(
             seenBefore: options.now - Int64(options.probeAfterDays) * day,
-            notBefore: options.now - Int64(options.staleDays) * day, limit: options.probeMax)
+            notBefore: options.now - Int64(options.staleDays) * day, limit: options.probeMax * options.shard.count)
+            .filter { options.shard.contains(userID: $0.userID) }.prefix(options.probeMax))
         summary.probed = candidates.count
         guard !candidates.isEmpty, !options.dryRun else { return }
         let sender = try await makeProbeSender()

@@ -58,6 +58,15 @@ public struct LimitClaim: Sendable, Hashable {
     public let params: [String: String]
     public let deferred: Bool
     public let takenOver: Bool
+
+    public init(logID: Int64, messageIndex: Int, locale: String, params: [String: String], deferred: Bool, takenOver: Bool) {
+        self.logID = logID
+        self.messageIndex = messageIndex
+        self.locale = locale
+        self.params = params
+        self.deferred = deferred
+        self.takenOver = takenOver
+    }
 }
 
 /// A stored quota warning that a run should deliver now (deferred past quiet hours, or left for retry).
@@ -70,6 +79,17 @@ public struct PendingWarning: Sendable, Hashable {
     public let locale: String
     public let params: [String: String]
     public let timezone: String
+
+    public init(logID: Int64, userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String, params: [String: String], timezone: String) {
+        self.logID = logID
+        self.userID = userID
+        self.type = type
+        self.period = period
+        self.messageIndex = messageIndex
+        self.locale = locale
+        self.params = params
+        self.timezone = timezone
+    }
 }
 
 public protocol ContentLimitStore: Sendable {
@@ -87,12 +107,30 @@ public protocol ContentLimitStore: Sendable {
     func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> Set<Int64>
 }
 
-enum LimitParams {
-    static func encode(_ params: [String: String]) -> String {
+/// The stored form of a warning's numbers: a JSON object of strings.
+public enum LimitParams {
+    public static func encode(_ params: [String: String]) -> String {
         String(decoding: (try? JSONSerialization.data(withJSONObject: params, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
     }
-    static func decode(_ text: String?) -> [String: String] {
+    public static func decode(_ text: String?) -> [String: String] {
         guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] else { return [:] }
         return object
+    }
+}
+
+extension LimitSnapshot {
+    /// Parses log rows given as a JSON array of `[id, type, period, status, claimed_at, message_index, locale, run_id]`
+    /// (what both stores aggregate in their one read).
+    public static func parseLogs(json: String?) -> [LimitLogKey: LogState] {
+        var logs: [LimitLogKey: LogState] = [:]
+        for item in (try? JSONSerialization.jsonObject(with: Data((json ?? "[]").utf8)) as? [[Any]]) ?? [] where item.count == 8 {
+            guard let id = (item[0] as? NSNumber)?.int64Value, let type = item[1] as? String, let period = item[2] as? String,
+                  let status = item[3] as? String, let claimedAt = (item[4] as? NSNumber)?.int64Value,
+                  let runID = item[7] as? String else { continue }
+            logs[LimitLogKey(type: NotificationType(rawValue: type), period: period)] = LogState(
+                id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt,
+                messageIndex: (item[5] as? NSNumber)?.intValue, locale: item[6] as? String, runID: runID)
+        }
+        return logs
     }
 }

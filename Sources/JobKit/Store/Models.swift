@@ -120,6 +120,11 @@ public struct DueQuery: Sendable, Hashable {
 public struct DueCursor: Sendable, Hashable {
     public let minute: Int
     public let userID: String
+
+    public init(minute: Int, userID: String) {
+        self.minute = minute
+        self.userID = userID
+    }
 }
 
 /// A claim to make: insert the log row, or take over a stale or retryable one.
@@ -150,6 +155,15 @@ public struct Claim: Sendable, Hashable {
     public let takenOver: Bool
     /// Devices that already received this notification under an earlier run of the same claim.
     public let deliveredDeviceIDs: Set<Int64>
+
+    public init(logID: Int64, userID: String, messageIndex: Int, locale: String, takenOver: Bool, deliveredDeviceIDs: Set<Int64>) {
+        self.logID = logID
+        self.userID = userID
+        self.messageIndex = messageIndex
+        self.locale = locale
+        self.takenOver = takenOver
+        self.deliveredDeviceIDs = deliveredDeviceIDs
+    }
 }
 
 /// One device attempt to record: the sender's report for one device of one claim.
@@ -170,6 +184,12 @@ public struct ClaimResolution: Sendable, Hashable {
     public let logID: Int64
     public let status: ClaimStatus
     public let detail: String?
+
+    public init(logID: Int64, status: ClaimStatus, detail: String?) {
+        self.logID = logID
+        self.status = status
+        self.detail = detail
+    }
 }
 
 /// Everything the explain command needs to know about one user.
@@ -186,6 +206,21 @@ public struct UserSnapshot: Sendable, Hashable {
         public let diaryReminderEnabled: Bool
         public let reminderTime: String
         public let contentLimitWarningsEnabled: Bool
+    
+        public init(diaryReminderEnabled: Bool, reminderTime: String, contentLimitWarningsEnabled: Bool) {
+            self.diaryReminderEnabled = diaryReminderEnabled
+            self.reminderTime = reminderTime
+            self.contentLimitWarningsEnabled = contentLimitWarningsEnabled
+        }
+}
+
+    public init(userID: String, timezone: String, locale: String, plan: String, settings: Settings?, activeDevices: [Device]) {
+        self.userID = userID
+        self.timezone = timezone
+        self.locale = locale
+        self.plan = plan
+        self.settings = settings
+        self.activeDevices = activeDevices
     }
 }
 
@@ -229,4 +264,9 @@ public struct RegistrationResult: Sendable, Hashable {
     }
     public let deviceID: Int64
     public let change: Change
+
+    public init(deviceID: Int64, change: Change) {
+        self.deviceID = deviceID
+        self.change = change
+    }
 }

@@ -16,16 +16,7 @@ extension SQLiteStore: ContentLimitStore {
                 FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
                 WHERE u.id = ?
                 """), arguments: [periodsFrom, userID]) else { return nil }
-            var logs: [LimitLogKey: LogState] = [:]
-            let json: String = row[8] ?? "[]"
-            for item in (try? JSONSerialization.jsonObject(with: Data(json.utf8)) as? [[Any]]) ?? [] where item.count == 8 {
-                guard let id = (item[0] as? NSNumber)?.int64Value, let type = item[1] as? String, let period = item[2] as? String,
-                      let status = item[3] as? String, let claimedAt = (item[4] as? NSNumber)?.int64Value,
-                      let runID = item[7] as? String else { continue }
-                logs[LimitLogKey(type: NotificationType(rawValue: type), period: period)] = LogState(
-                    id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt,
-                    messageIndex: (item[5] as? NSNumber)?.intValue, locale: item[6] as? String, runID: runID)
-            }
+            let logs = LimitSnapshot.parseLogs(json: row[8])
             return LimitSnapshot(userID: row[0], timezone: row[1], locale: row[2], plan: row[3], warningsEnabled: row[4],
                                  quietHoursStart: row[5], quietHoursEnd: row[6], hasActiveDevice: row[7], logs: logs)
         }

@@ -46,9 +46,7 @@ extension SQLiteStore: DeviceRegistry {
     }
 }
 
-/// The app's own data, as the app backend writes it. The jobs only read these tables; `pushctl`, the
-/// seeder and tests write them through this API. A backend not written in Swift uses the SQL in
-/// docs/SCHEMA.md.
+/// A user and their notification settings, as the app backend keeps them.
 public struct UserProfile: Sendable, Hashable {
     public var id: String
     public var timezone: String
@@ -76,8 +74,7 @@ public struct UserProfile: Sendable, Hashable {
     }
 }
 
-extension SQLiteStore {
-    /// Creates or updates a user and their notification settings.
+extension SQLiteStore: AppDataStore {
     public func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError) {
         try await write("saving a user") { db in
             try Self.upsertUser(profile, now: now, db: db)
@@ -107,7 +104,6 @@ extension SQLiteStore {
                                          profile.quietHoursEnd, now])
     }
 
-    /// Records a diary entry written at `at` (what the app backend does on each write).
     public func recordEntry(userID: String, at: Int64) async throws(JobError) {
         try await write("recording a diary entry") { db in
             try db.execute(sql: "INSERT INTO diary_entries (user_id, created_at) VALUES (?, ?)", arguments: [userID, at])

@@ -4,17 +4,8 @@ import GRDB
 /// The embedded default store: one SQLite file in WAL mode, safe for several processes at once
 /// (claims run in `BEGIN IMMEDIATE` transactions; readers never block the writer).
 public final class SQLiteStore: Sendable {
-    /// How to open the file.
-    public struct OpenMode: Sendable, Hashable {
-        fileprivate enum Kind { case create, readWrite, readOnly }
-        fileprivate let kind: Kind
-        /// Create the file if needed and apply pending migrations (`pushctl migrate`, `seed`, tests).
-        public static let create = OpenMode(kind: .create)
-        /// The file must exist; pending migrations are applied (the jobs).
-        public static let readWrite = OpenMode(kind: .readWrite)
-        /// The file must exist and be fully migrated; nothing is ever written (dry runs, explain).
-        public static let readOnly = OpenMode(kind: .readOnly)
-    }
+    /// How to open the file (see ``StoreOpenMode``).
+    public typealias OpenMode = StoreOpenMode
 
     public let path: String
     let pool: DatabasePool
@@ -25,12 +16,12 @@ public final class SQLiteStore: Sendable {
     }
 
     public static func open(path: String, mode: OpenMode, busyTimeout: TimeInterval = 30) throws(JobError) -> SQLiteStore {
-        if mode.kind != .create && !FileManager.default.fileExists(atPath: path) {
+        if mode != .create && !FileManager.default.fileExists(atPath: path) {
             throw .noInput("no database at \(path) (create it with: pushctl migrate --database \(path))")
         }
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
-        configuration.readonly = mode.kind == .readOnly
+        configuration.readonly = mode == .readOnly
         configuration.label = "diary-push"
         let pool: DatabasePool
         do {
@@ -39,7 +30,7 @@ public final class SQLiteStore: Sendable {
             throw mapError(error, "opening \(path)")
         }
         let store = SQLiteStore(path: path, pool: pool)
-        try store.prepareSchema(migrate: mode.kind != .readOnly)
+        try store.prepareSchema(migrate: mode != .readOnly)
         return store
     }
 
@@ -360,5 +351,13 @@ extension SQLiteStore: ReminderStore {
                                                summary = excluded.summary
                 """, arguments: [id, job, runAt, durationMs, outcome, summaryJSON])
         }
+    }
+}
+
+extension SQLiteStore: JobStore {
+    public var backend: String { "sqlite" }
+    public var displayLocation: String { path }
+    public func close() async {
+        try? pool.close()
     }
 }

@@ -1,5 +1,38 @@
-/// What the diary reminder run needs from a store. SQLite implements it today (``SQLiteStore``);
-/// any implementation must make ``claim(_:runID:now:staleBefore:)`` atomic per row.
+/// How a job opens its store.
+public enum StoreOpenMode: Sendable, Hashable {
+    /// Create the database if needed and apply pending migrations (`pushctl migrate`, `seed`, tests).
+    case create
+    /// The database must exist; pending migrations are applied (the jobs).
+    case readWrite
+    /// The database must exist and be fully migrated; nothing is ever written (dry runs, explain).
+    case readOnly
+}
+
+/// Everything the jobs, `pushctl` and the tests need from one database. ``SQLiteStore`` (the embedded
+/// default) and `PostgresStore` (module JobKitPostgres) implement it, and one set of contract tests runs
+/// against both.
+public protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, ContentLimitStore, JanitorStore, ReportStore,
+    AppDataStore, SeedSink {
+    /// `sqlite` or `postgres`.
+    var backend: String { get }
+    /// Where the data lives, for messages (never with a password).
+    var displayLocation: String { get }
+    /// The identifiers of applied migrations, oldest first.
+    func appliedMigrations() async throws(JobError) -> [String]
+    /// Releases connections; the store is unusable afterwards.
+    func close() async
+}
+
+/// The app's own tables, as the app backend writes them. The jobs only read them; `pushctl`, the seeder
+/// and tests write them through this API. A backend not written in Swift uses the SQL in docs/SCHEMA.md.
+public protocol AppDataStore: Sendable {
+    /// Creates or updates a user and their notification settings.
+    func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError)
+    /// Records a diary entry written at `at` (what the app backend does on each write).
+    func recordEntry(userID: String, at: Int64) async throws(JobError)
+}
+
+/// What the diary reminder run needs from a store. Any implementation must make ``claim(_:runID:now:staleBefore:)`` atomic per row.
 public protocol ReminderStore: Sendable {
     /// Distinct time zones of users with reminders enabled.
     func reminderZones() async throws(JobError) -> [String]

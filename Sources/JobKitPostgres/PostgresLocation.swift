@@ -1,0 +1,125 @@
+import Foundation
+import JobKit
+import NIOSSL
+import PostgresNIO
+
+/// A parsed `postgres://user[:password]@host[:port]/database?…` URL.
+///
+/// Query parameters (anything else is a configuration error, so a typo never goes unnoticed):
+/// - `sslmode`: `disable`, `prefer` (default), `require` — as libpq: encrypted, certificate not checked —,
+///   `verify-ca` or `verify-full` (certificate checked against the system roots or `sslrootcert`).
+/// - `sslrootcert`: a PEM file of CA certificates for the verify modes.
+/// - `password_file`: a file holding the password (also `PUSH_DATABASE_PASSWORD_FILE`).
+/// - `max_connections`: connections this process may open (default 4).
+/// - `connect_timeout`: seconds (default 10).
+/// - `application_name`: shown in `pg_stat_activity` (default the job's name).
+public struct PostgresLocation: Sendable {
+    public enum TLSMode: String, Sendable, CaseIterable {
+        case disable, prefer, require
+        case verifyCA = "verify-ca"
+        case verifyFull = "verify-full"
+    }
+
+    public var host: String
+    public var port: Int
+    public var user: String
+    public var database: String
+    public var tlsMode: TLSMode = .prefer
+    public var rootCertificateFile: String?
+    public var maxConnections = 4
+    public var connectTimeoutSeconds = 10
+    public var applicationName: String?
+    /// Never printed: ``display`` leaves it out.
+    var password: String?
+
+    /// The location for messages and logs: no password.
+    public var display: String { "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)" }
+
+    /// Parses `url`; `passwordFile` (from `PUSH_DATABASE_PASSWORD_FILE`) supplies the password when the URL has none.
+    public static func parse(_ url: String, passwordFile: String? = nil, source: String = "PUSH_DATABASE_URL") throws(JobError) -> PostgresLocation {
+        // Never echo the URL itself: it may hold a password.
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              scheme == "postgres" || scheme == "postgresql" else {
+            throw .config("\(source): not a valid postgres:// URL")
+        }
+        var host = components.host ?? ""
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw .config("\(source): the postgres:// URL names no host") }
+        let user = components.user?.removingPercentEncoding ?? components.user ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+        var path = components.path
+        if path.hasPrefix("/") { path.removeFirst() }
+        let database = path.removingPercentEncoding ?? path
+        var location = PostgresLocation(host: host, port: components.port ?? 5432, user: user,
+                                        database: database.isEmpty ? user : database)
+        location.password = components.password?.removingPercentEncoding ?? components.password
+        var passwordFile = passwordFile
+        for item in components.queryItems ?? [] {
+            let value = item.value ?? ""
+            switch item.name {
+            case "sslmode":
+                guard let mode = TLSMode(rawValue: value) else {
+                    throw .config("\(source): sslmode must be one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", ")), got \(value)")
+                }
+                location.tlsMode = mode
+            case "sslrootcert":
+                location.rootCertificateFile = value
+            case "password_file":
+                passwordFile = value
+            case "max_connections":
+                guard let number = Int(value), (1...100).contains(number) else {
+                    throw .config("\(source): max_connections must be within 1…100, got \(value)")
+                }
+                location.maxConnections = number
+            case "connect_timeout":
+                guard let number = Int(value), (1...600).contains(number) else {
+                    throw .config("\(source): connect_timeout must be within 1…600 seconds, got \(value)")
+                }
+                location.connectTimeoutSeconds = number
+            case "application_name":
+                location.applicationName = value
+            default:
+                throw .config("\(source): unknown postgres:// parameter \(item.name) (known: sslmode, sslrootcert, password_file, max_connections, connect_timeout, application_name)")
+            }
+        }
+        if let passwordFile {
+            guard location.password == nil else {
+                throw .config("\(source): a password is in the URL and a password file is given too; use one")
+            }
+            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+                throw .noInput("cannot read the database password file \(passwordFile)")
+            }
+            location.password = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+        }
+        return location
+    }
+
+    /// The postgres-nio configuration of one connection.
+    func connectionConfiguration(applicationName fallback: String) throws(JobError) -> PostgresConnection.Configuration {
+        let tls: PostgresConnection.Configuration.TLS
+        do {
+            switch tlsMode {
+            case .disable:
+                tls = .disable
+            case .prefer, .require:
+                var configuration = TLSConfiguration.makeClientConfiguration()
+                configuration.certificateVerification = .none
+                let context = try NIOSSLContext(configuration: configuration)
+                tls = tlsMode == .prefer ? .prefer(context) : .require(context)
+            case .verifyCA, .verifyFull:
+                var configuration = TLSConfiguration.makeClientConfiguration()
+                configuration.certificateVerification = tlsMode == .verifyFull ? .fullVerification : .noHostnameVerification
+                if let rootCertificateFile {
+                    configuration.trustRoots = .file(rootCertificateFile)
+                }
+                tls = .require(try NIOSSLContext(configuration: configuration))
+            }
+        } catch {
+            throw .config("PostgreSQL TLS (sslmode=\(tlsMode.rawValue)): \(error)")
+        }
+        var configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password,
+                                                             database: database, tls: tls)
+        configuration.options.connectTimeout = .seconds(Int64(connectTimeoutSeconds))
+        configuration.options.additionalStartupParameters = [("application_name", applicationName ?? fallback)]
+        return configuration
+    }
+}

@@ -1,0 +1,279 @@
+import Foundation
+import JobKit
+import PostgresNIO
+
+extension PostgresStore: ContentLimitStore {
+    public func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot? {
+        try await rows("reading a user's quota state", """
+            SELECT u.id, u.timezone, u.locale, u.plan,
+                   coalesce(s.content_limit_warnings_enabled, true), s.quiet_hours_start, s.quiet_hours_end,
+                   EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = u.id AND d.is_active),
+                   (SELECT json_agg(json_build_array(l.id, l.notification_type, l.period_key, l.status,
+                                                     \(unescaped: Self.epoch("l.claimed_at")), l.message_index, l.locale,
+                                                     l.run_id))::text
+                    FROM notification_logs l
+                    WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
+                      AND l.period_key >= \(periodsFrom))
+            FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
+            WHERE u.id = \(userID)
+            """).first.map { row throws(JobError) in
+            let (id, timezone, locale, plan, enabled, quietStart, quietEnd, hasDevice, logs) = try decode(
+                row, (String, String, String, String, Bool, String?, String?, Bool, String?).self)
+            return LimitSnapshot(userID: id, timezone: timezone, locale: locale, plan: plan, warningsEnabled: enabled,
+                                 quietHoursStart: quietStart, quietHoursEnd: quietEnd, hasActiveDevice: hasDevice,
+                                 logs: LimitSnapshot.parseLogs(json: logs))
+        }
+    }
+
+    public func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> LimitClaim? {
+        let logger = self.logger
+        let params = LimitParams.encode(request.params)
+        return try await transaction("claiming a quota warning") { connection -> LimitClaim? in
+            if request.type == .contentLimit100 {
+                _ = try await connection.query("""
+                    INSERT INTO notification_logs
+                        (user_id, notification_type, period_key, status, run_id, claimed_at, finished_at, updated_at, detail)
+                    VALUES (\(request.userID), 'content_limit_90', \(request.period), 'superseded', \(runID), to_timestamp(\(now)),
+                            to_timestamp(\(now)), to_timestamp(\(now)), 'usage reached 100 % first')
+                    ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
+                        status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
+                    WHERE notification_logs.status IN ('deferred', 'retry')
+                    """, logger: logger).collect()
+            } else if try await connection.query("""
+                SELECT 1 FROM notification_logs
+                WHERE user_id = \(request.userID) AND notification_type = 'content_limit_100' AND period_key = \(request.period)
+                """, logger: logger).collect().first != nil {
+                return nil
+            }
+            let status = request.deliverAfter == nil ? "claimed" : "deferred"
+            if let row = try await connection.query("""
+                INSERT INTO notification_logs
+                    (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at,
+                     updated_at, deliver_after, params)
+                VALUES (\(request.userID), \(request.type.rawValue), \(request.period), \(status), \(Int32(request.messageIndex)),
+                        \(request.locale), \(runID), 1, to_timestamp(\(now)), to_timestamp(\(now)),
+                        to_timestamp(\(request.deliverAfter)), \(params)::jsonb)
+                ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
+                RETURNING id
+                """, logger: logger).collect().first {
+                return LimitClaim(logID: try row.decode(Int64.self), messageIndex: request.messageIndex, locale: request.locale,
+                                  params: request.params, deferred: request.deliverAfter != nil, takenOver: false)
+            }
+            guard request.deliverAfter == nil, let row = try await connection.query("""
+                UPDATE notification_logs
+                SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
+                    updated_at = to_timestamp(\(now)), finished_at = NULL
+                WHERE user_id = \(request.userID) AND notification_type = \(request.type.rawValue) AND period_key = \(request.period)
+                  AND (status = 'retry' OR (status = 'claimed' AND claimed_at <= to_timestamp(\(staleBefore))))
+                RETURNING id, message_index, locale, params::text
+                """, logger: logger).collect().first else {
+                return nil
+            }
+            let (id, messageIndex, locale, storedParams) = try row.decode((Int64, Int?, String?, String?).self)
+            return LimitClaim(logID: id, messageIndex: messageIndex ?? request.messageIndex, locale: locale ?? request.locale,
+                              params: LimitParams.decode(storedParams), deferred: false, takenOver: true)
+        }
+    }
+
+    public func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning] {
+        try await rows("reading pending quota warnings", """
+            SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params::text, u.timezone
+            FROM notification_logs l JOIN users u ON u.id = l.user_id
+            WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
+              AND l.claimed_at >= to_timestamp(\(now - 86_400))
+              AND ((l.status = 'deferred' AND l.deliver_after <= to_timestamp(\(now))) OR l.status = 'retry'
+                   OR (l.status = 'claimed' AND l.claimed_at <= to_timestamp(\(staleBefore))))
+            ORDER BY l.claimed_at LIMIT \(limit)
+            """).map { row throws(JobError) in
+            let (id, userID, type, period, messageIndex, locale, params, timezone) = try decode(
+                row, (Int64, String, String, String, Int?, String?, String?, String).self)
+            return PendingWarning(logID: id, userID: userID, type: NotificationType(rawValue: type), period: period,
+                                  messageIndex: messageIndex ?? 0, locale: locale ?? CopyCatalog.fallbackLocale,
+                                  params: LimitParams.decode(params), timezone: timezone)
+        }
+    }
+
+    public func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> Set<Int64> {
+        guard !ids.isEmpty else { return [] }
+        let rows = try await write("claiming pending quota warnings", """
+            UPDATE notification_logs
+            SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
+                updated_at = to_timestamp(\(now)), finished_at = NULL
+            WHERE id = ANY(\(ids)::int8[])
+              AND ((status = 'deferred' AND deliver_after <= to_timestamp(\(now))) OR status = 'retry'
+                   OR (status = 'claimed' AND claimed_at <= to_timestamp(\(staleBefore))))
+            RETURNING id
+            """)
+        var won: Set<Int64> = []
+        for row in rows { won.insert(try decode(row, Int64.self)) }
+        return won
+    }
+}
+
+extension PostgresStore: JanitorStore {
+    public func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int {
+        try await count("counting stale devices", """
+            SELECT count(*) FROM user_devices
+            WHERE is_active AND last_seen < to_timestamp(\(seenBefore))
+              AND (\(provider?.rawValue)::text IS NULL OR provider = \(provider?.rawValue))
+            """)
+    }
+
+    /// Each batch skips rows another janitor holds (`SKIP LOCKED`), so two janitors never wait on each other.
+    public func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int) async throws(JobError) -> Int {
+        try await changed("deactivating stale devices", """
+            WITH batch AS (
+                SELECT id FROM user_devices
+                WHERE is_active AND last_seen < to_timestamp(\(seenBefore))
+                  AND (\(provider?.rawValue)::text IS NULL OR provider = \(provider?.rawValue))
+                LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            UPDATE user_devices d SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = \(reason),
+                   updated_at = to_timestamp(\(now))
+            FROM batch WHERE d.id = batch.id
+            RETURNING 1
+            """)
+    }
+
+    public func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device] {
+        var devices: [Device] = []
+        for row in try await rows("selecting devices to probe", """
+            SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+            WHERE is_active AND provider = 'fcm' AND last_seen < to_timestamp(\(seenBefore))
+              AND last_seen >= to_timestamp(\(notBefore))
+            ORDER BY last_seen LIMIT \(limit)
+            """) {
+            if let device = try Self.device(row) { devices.append(device) }
+        }
+        return devices
+    }
+
+    public func deactivate(deviceIDs: [Int64], reason: String, now: Int64) async throws(JobError) -> Int {
+        guard !deviceIDs.isEmpty else { return 0 }
+        return try await changed("deactivating devices", """
+            UPDATE user_devices SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = \(reason),
+                   updated_at = to_timestamp(\(now))
+            WHERE id = ANY(\(deviceIDs)::int8[]) AND is_active
+            RETURNING 1
+            """)
+    }
+
+    public func deliveryCount(before: Int64) async throws(JobError) -> Int {
+        try await count("counting old deliveries", """
+            SELECT count(*) FROM notification_deliveries WHERE created_at < to_timestamp(\(before))
+            """)
+    }
+
+    public func deleteDeliveries(before: Int64, limit: Int) async throws(JobError) -> Int {
+        try await changed("deleting old deliveries", """
+            WITH batch AS (
+                SELECT id FROM notification_deliveries WHERE created_at < to_timestamp(\(before))
+                ORDER BY created_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            DELETE FROM notification_deliveries d USING batch WHERE d.id = batch.id
+            RETURNING 1
+            """)
+    }
+
+    /// Rows whose period has ended in every zone, judged by the shape of the key.
+    private static func expiredLogs(_ prefix: String, _ before: Int64, _ guards: PeriodGuards, _ suffix: String = "") -> PostgresQuery {
+        """
+        \(unescaped: prefix) claimed_at < to_timestamp(\(before)) AND status <> 'claimed' AND status <> 'deferred' AND (
+            (length(period_key) = 10 AND period_key < \(guards.day)) OR
+            (length(period_key) = 7 AND period_key < \(guards.month)) OR
+            (length(period_key) = 4 AND period_key < \(guards.year))) \(unescaped: suffix)
+        """
+    }
+
+    public func expiredLogCount(before: Int64, guards: PeriodGuards) async throws(JobError) -> Int {
+        try await count("counting old log rows", Self.expiredLogs("SELECT count(*) FROM notification_logs WHERE", before, guards))
+    }
+
+    public func deleteExpiredLogs(before: Int64, guards: PeriodGuards, limit: Int) async throws(JobError) -> Int {
+        try await changed("deleting old log rows", Self.expiredLogs(
+            "WITH batch AS (SELECT id FROM notification_logs WHERE", before, guards, """
+            ORDER BY claimed_at LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
+            DELETE FROM notification_logs l USING batch WHERE l.id = batch.id
+            RETURNING 1
+            """))
+    }
+
+    public func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int {
+        try await count("counting inactive devices", """
+            SELECT count(*) FROM user_devices WHERE NOT is_active AND deactivated_at < to_timestamp(\(deactivatedBefore))
+            """)
+    }
+
+    public func purgeInactiveDevices(deactivatedBefore: Int64, limit: Int) async throws(JobError) -> Int {
+        try await changed("purging inactive devices", """
+            WITH batch AS (
+                SELECT id FROM user_devices WHERE NOT is_active AND deactivated_at < to_timestamp(\(deactivatedBefore))
+                ORDER BY deactivated_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
+            DELETE FROM user_devices d USING batch WHERE d.id = batch.id
+            RETURNING 1
+            """)
+    }
+}
+
+extension PostgresStore: ReportStore {
+    public func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
+        let logger = self.logger
+        return try await read("building the report") { connection in
+            func all(_ query: PostgresQuery) async throws -> [PostgresRow] {
+                try await connection.query(query, logger: logger).collect()
+            }
+            let volume = try await all("""
+                SELECT to_char(claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), notification_type, count(*),
+                       count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'partial'),
+                       count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'deferred'),
+                       count(*) FILTER (WHERE status = 'retry'), count(*) FILTER (WHERE status = 'superseded'),
+                       count(*) FILTER (WHERE status = 'claimed')
+                FROM notification_logs WHERE claimed_at >= to_timestamp(\(from)) AND claimed_at < to_timestamp(\(to))
+                GROUP BY 1, 2 ORDER BY 1, 2
+                """).map { row in
+                let (day, type, claimed, sent, partial, failed, deferred, retry, superseded, inProgress) = try row.decode(
+                    (String, String, Int, Int, Int, Int, Int, Int, Int, Int).self)
+                return HealthReport.DayType(day: day, type: type, claimed: claimed, sent: sent, partial: partial, failed: failed,
+                                            deferred: deferred, retry: retry, superseded: superseded, inProgress: inProgress)
+            }
+            let deliveries = try await all("""
+                SELECT provider || '/' || outcome COLLATE "C", count(*) FROM notification_deliveries
+                WHERE created_at >= to_timestamp(\(from)) AND created_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
+                """).map { row in
+                let (key, count) = try row.decode((String, Int).self)
+                return HealthReport.Count(key: key, count: count)
+            }
+            let rates = try await all("""
+                SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), count(*),
+                       count(*) FILTER (WHERE outcome = 'token_dead')
+                FROM notification_deliveries
+                WHERE created_at >= to_timestamp(\(from)) AND created_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
+                """).map { row in
+                let (day, deliveries, dead) = try row.decode((String, Int, Int).self)
+                return HealthReport.DayRate(day: day, deliveries: deliveries, tokenDead: dead)
+            }
+            let active = try await all("""
+                SELECT platform || '/' || provider COLLATE "C", count(*) FROM user_devices WHERE is_active GROUP BY 1 ORDER BY 1
+                """).map { row in
+                let (key, count) = try row.decode((String, Int).self)
+                return HealthReport.Count(key: key, count: count)
+            }
+            let deactivations = try await all("""
+                SELECT coalesce(deactivation_reason, 'unknown') COLLATE "C", count(*) FROM user_devices
+                WHERE NOT is_active AND deactivated_at >= to_timestamp(\(from)) AND deactivated_at < to_timestamp(\(to))
+                GROUP BY 1 ORDER BY 2 DESC, 1
+                """).map { row in
+                let (key, count) = try row.decode((String, Int).self)
+                return HealthReport.Count(key: key, count: count)
+            }
+            let runs = try await all("""
+                SELECT DISTINCT ON (job) job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms FROM job_runs
+                ORDER BY job, run_at DESC
+                """).map { row in
+                let (job, runAt, outcome, duration) = try row.decode((String, Int64, String, Int?).self)
+                return HealthReport.JobRun(job: job, runAt: Timestamps.format(runAt), outcome: outcome, durationMs: duration)
+            }
+            return HealthReport(from: Timestamps.format(from), to: Timestamps.format(to), days: Int((to - from) / 86_400),
+                                volume: volume, deliveries: deliveries, invalidTokenRate: rates, activeDevices: active,
+                                deactivations: deactivations, lastRuns: runs)
+        }
+    }
+}

@@ -1,0 +1,216 @@
+import Foundation
+import JobKit
+import PostgresNIO
+
+extension PostgresStore: DeviceRegistry {
+    public func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
+        let logger = self.logger
+        return try await transaction("registering a device") { connection in
+            guard try await connection.query("SELECT 1 FROM users WHERE id = \(registration.userID)", logger: logger)
+                .collect().first != nil else {
+                throw JobError.dataError("unknown user \(registration.userID)")
+            }
+            // Locks the token's row (if any) until commit, so the change reported is the one made.
+            let previous = try await connection.query("""
+                SELECT user_id, is_active FROM user_devices WHERE token = \(registration.token) FOR UPDATE
+                """, logger: logger).collect().first.map { try $0.decode((String, Bool).self) }
+            guard let row = try await connection.query("""
+                INSERT INTO user_devices
+                    (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
+                VALUES (\(registration.userID), \(registration.token), \(registration.provider.rawValue), \(registration.platform),
+                        \(registration.apnsEnvironment), true, to_timestamp(\(now)), \(registration.appVersion),
+                        to_timestamp(\(now)), to_timestamp(\(now)))
+                ON CONFLICT (token) DO UPDATE SET
+                    user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
+                    apns_environment = excluded.apns_environment, is_active = true,
+                    last_seen = greatest(user_devices.last_seen, excluded.last_seen),
+                    app_version = coalesce(excluded.app_version, user_devices.app_version),
+                    updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL
+                RETURNING id
+                """, logger: logger).collect().first else {
+                throw JobError.software("registering a device: no id returned")
+            }
+            let id = try row.decode(Int64.self)
+            let change: RegistrationResult.Change
+            if let (owner, active) = previous {
+                change = owner != registration.userID ? .movedFromAnotherUser : (active ? .refreshed : .reactivated)
+            } else {
+                change = .created
+            }
+            return RegistrationResult(deviceID: id, change: change)
+        }
+    }
+
+    @discardableResult
+    public func unregister(token: String, reason: String = "logout", now: Int64) async throws(JobError) -> Bool {
+        try await changed("unregistering a device", """
+            UPDATE user_devices SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = \(reason),
+                   updated_at = to_timestamp(\(now))
+            WHERE token IN (\(token), lower(\(token))) AND is_active
+            RETURNING 1
+            """) > 0
+    }
+
+    /// Runs a writing statement ending in `RETURNING 1` and returns how many rows it changed.
+    func changed(_ context: String, _ query: PostgresQuery) async throws(JobError) -> Int {
+        let logger = self.logger
+        return try await transaction(context) { connection in
+            let rows = try await connection.query(query, logger: logger)
+            var count = 0
+            for try await _ in rows { count += 1 }
+            return count
+        }
+    }
+}
+
+extension PostgresStore: AppDataStore {
+    public func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError) {
+        try await insertProfiles([profile], now: now, context: "saving a user")
+    }
+
+    public func recordEntry(userID: String, at: Int64) async throws(JobError) {
+        _ = try await write("recording a diary entry", """
+            INSERT INTO diary_entries (user_id, created_at) VALUES (\(userID), to_timestamp(\(at)))
+            """)
+    }
+
+    private struct ProfileRow: Encodable {
+        let id, timezone, locale, plan: String
+        let diary_reminder_enabled: Bool
+        let reminder_time: String
+        let content_limit_warnings_enabled: Bool
+        let quiet_hours_start, quiet_hours_end: String?
+        init(_ profile: UserProfile) {
+            id = profile.id
+            timezone = profile.timezone
+            locale = profile.locale
+            plan = profile.plan
+            diary_reminder_enabled = profile.diaryReminderEnabled
+            reminder_time = profile.reminderTime
+            content_limit_warnings_enabled = profile.contentLimitWarningsEnabled
+            quiet_hours_start = profile.quietHoursStart
+            quiet_hours_end = profile.quietHoursEnd
+        }
+    }
+
+    private func insertProfiles(_ profiles: [UserProfile], now: Int64, context: String) async throws(JobError) {
+        let json = Self.json(profiles.map(ProfileRow.init))
+        let logger = self.logger
+        try await transaction(context) { connection in
+            try await Self.upsertProfiles(json, now: now, connection: connection, logger: logger)
+        }
+    }
+
+    private static func upsertProfiles(_ json: String, now: Int64, connection: PostgresConnection, logger: Logger) async throws {
+        _ = try await connection.query("""
+            INSERT INTO users (id, timezone, locale, plan, created_at, updated_at)
+            SELECT r.id, r.timezone, r.locale, r.plan, to_timestamp(\(now)), to_timestamp(\(now))
+            FROM jsonb_to_recordset(\(json)::jsonb) AS r(id text, timezone text, locale text, plan text)
+            ON CONFLICT (id) DO UPDATE SET timezone = excluded.timezone, locale = excluded.locale, plan = excluded.plan,
+                                           updated_at = excluded.updated_at
+            """, logger: logger).collect()
+        _ = try await connection.query("""
+            INSERT INTO notification_settings
+                (user_id, diary_reminder_enabled, reminder_time, content_limit_warnings_enabled, quiet_hours_start,
+                 quiet_hours_end, updated_at)
+            SELECT r.id, r.diary_reminder_enabled, r.reminder_time, r.content_limit_warnings_enabled, r.quiet_hours_start,
+                   r.quiet_hours_end, to_timestamp(\(now))
+            FROM jsonb_to_recordset(\(json)::jsonb) AS r(id text, diary_reminder_enabled boolean, reminder_time text,
+                 content_limit_warnings_enabled boolean, quiet_hours_start text, quiet_hours_end text)
+            ON CONFLICT (user_id) DO UPDATE SET diary_reminder_enabled = excluded.diary_reminder_enabled,
+                reminder_time = excluded.reminder_time, content_limit_warnings_enabled = excluded.content_limit_warnings_enabled,
+                quiet_hours_start = excluded.quiet_hours_start, quiet_hours_end = excluded.quiet_hours_end,
+                updated_at = excluded.updated_at
+            """, logger: logger).collect()
+    }
+}
+
+extension PostgresStore: SeedSink {
+    /// A batch of generated users in one transaction and four statements.
+    public func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError) {
+        struct DeviceRow: Encodable {
+            let user_id, token, provider, platform: String
+            let apns_environment, app_version: String?
+        }
+        struct EntryRow: Encodable { let user_id: String, at: Int64 }
+        let profiles = Self.json(users.map { ProfileRow($0.profile) })
+        let devices = Self.json(users.flatMap { user in
+            user.devices.map { DeviceRow(user_id: $0.userID, token: $0.token, provider: $0.provider.rawValue, platform: $0.platform,
+                                         apns_environment: $0.apnsEnvironment, app_version: $0.appVersion) }
+        })
+        let entries = Self.json(users.flatMap { user in user.entries.map { EntryRow(user_id: user.profile.id, at: $0) } })
+        let logger = self.logger
+        try await transaction("seeding users") { connection in
+            try await Self.upsertProfiles(profiles, now: now, connection: connection, logger: logger)
+            _ = try await connection.query("""
+                INSERT INTO user_devices
+                    (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
+                SELECT r.user_id, r.token, r.provider, r.platform, r.apns_environment, true, to_timestamp(\(now)), r.app_version,
+                       to_timestamp(\(now)), to_timestamp(\(now))
+                FROM jsonb_to_recordset(\(devices)::jsonb) AS r(user_id text, token text, provider text, platform text,
+                     apns_environment text, app_version text)
+                ON CONFLICT (token) DO NOTHING
+                """, logger: logger).collect()
+            _ = try await connection.query("""
+                INSERT INTO diary_entries (user_id, created_at)
+                SELECT r.user_id, to_timestamp(r.at) FROM jsonb_to_recordset(\(entries)::jsonb) AS r(user_id text, at int8)
+                """, logger: logger).collect()
+        }
+    }
+}
+
+extension PostgresStore: CredentialStore {
+    public func cachedCredential(key: String) async throws(JobError) -> CachedCredential? {
+        try await rows("reading a provider credential", """
+            SELECT token, \(unescaped: Self.epoch("issued_at")), \(unescaped: Self.epoch("expires_at"))
+            FROM provider_credentials WHERE credential_key = \(key) AND token IS NOT NULL
+            """).first.map { row throws(JobError) in
+            let (token, issuedAt, expiresAt) = try decode(row, (String, Int64, Int64).self)
+            return CachedCredential(token: token, issuedAt: issuedAt, expiresAt: expiresAt)
+        }
+    }
+
+    /// The credential's row is locked (`FOR UPDATE`) while the decision is made, so of a fleet of runners
+    /// exactly one takes the mint lease; the others use the fresh token or wait for it.
+    public func beginMint(key: String, holder: String, now: Int64, leaseSeconds: Int64,
+                          isFresh: @escaping @Sendable (CachedCredential) -> Bool) async throws(JobError) -> MintDecision {
+        let logger = self.logger
+        return try await transaction("leasing a provider credential") { connection in
+            _ = try await connection.query("""
+                INSERT INTO provider_credentials (credential_key, updated_at) VALUES (\(key), to_timestamp(\(now)))
+                ON CONFLICT (credential_key) DO NOTHING
+                """, logger: logger).collect()
+            guard let row = try await connection.query("""
+                SELECT token, \(unescaped: Self.epoch("issued_at")), \(unescaped: Self.epoch("expires_at")), minting_by,
+                       \(unescaped: Self.epoch("minting_until"))
+                FROM provider_credentials WHERE credential_key = \(key) FOR UPDATE
+                """, logger: logger).collect().first else {
+                throw JobError.software("leasing a provider credential: the row vanished")
+            }
+            let (token, issuedAt, expiresAt, by, until) = try row.decode((String?, Int64?, Int64?, String?, Int64?).self)
+            if let token, let issuedAt, let expiresAt {
+                let credential = CachedCredential(token: token, issuedAt: issuedAt, expiresAt: expiresAt)
+                if isFresh(credential) { return MintDecision.use(credential) }
+            }
+            if let by, by != holder, let until, until > now {
+                return MintDecision.wait
+            }
+            _ = try await connection.query("""
+                UPDATE provider_credentials SET minting_by = \(holder), minting_until = to_timestamp(\(now + leaseSeconds)),
+                       updated_at = to_timestamp(\(now))
+                WHERE credential_key = \(key)
+                """, logger: logger).collect()
+            return MintDecision.mint
+        }
+    }
+
+    public func finishMint(key: String, holder: String, credential: CachedCredential) async throws(JobError) {
+        _ = try await write("storing a provider credential", """
+            UPDATE provider_credentials
+            SET token = \(credential.token), issued_at = to_timestamp(\(credential.issuedAt)),
+                expires_at = to_timestamp(\(credential.expiresAt)), minting_by = NULL, minting_until = NULL,
+                updated_at = to_timestamp(\(credential.issuedAt))
+            WHERE credential_key = \(key)
+            """)
+    }
+}

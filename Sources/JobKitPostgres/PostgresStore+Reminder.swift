@@ -1,0 +1,292 @@
+import Foundation
+import JobKit
+import PostgresNIO
+
+extension PostgresStore: ReminderStore {
+    public func reminderZones() async throws(JobError) -> [String] {
+        // A loose index scan: one index probe per zone instead of reading every user.
+        try await rows("listing reminder zones", """
+            WITH RECURSIVE zones(tz) AS (
+                SELECT (SELECT min(timezone) FROM notification_settings WHERE diary_reminder_enabled)
+                UNION ALL
+                SELECT (SELECT min(timezone) FROM notification_settings
+                        WHERE diary_reminder_enabled AND timezone > zones.tz)
+                FROM zones WHERE zones.tz IS NOT NULL
+            )
+            SELECT tz FROM zones WHERE tz IS NOT NULL
+            """).map { row throws(JobError) in try decode(row, String.self) }
+    }
+
+    public func enabledUserCount(zone: String) async throws(JobError) -> Int {
+        try await count("counting users in a zone", """
+            SELECT count(*) FROM notification_settings
+            WHERE diary_reminder_enabled AND timezone = \(zone) AND reminder_minute IS NOT NULL
+            """)
+    }
+
+    public func malformedReminderTimeCount() async throws(JobError) -> Int {
+        try await count("counting malformed reminder times", """
+            SELECT count(*) FROM notification_settings WHERE diary_reminder_enabled AND reminder_minute IS NULL
+            """)
+    }
+
+    /// One page of the due set for one zone, local date and minute range, driven by the
+    /// `notification_settings_due` index (the row comparison is an index range condition).
+    static func dueCandidatesQuery(_ query: DueQuery, after cursor: DueCursor, limit: Int) -> PostgresQuery {
+        let type = query.type.rawValue
+        return """
+            SELECT s.user_id, s.reminder_minute, u.locale,
+                   EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active),
+                   EXISTS (SELECT 1 FROM diary_entries e
+                           WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(\(query.day.lowerBound))
+                             AND e.created_at < to_timestamp(\(query.day.upperBound))),
+                   l.id, l.status, \(unescaped: epoch("l.claimed_at")), l.message_index, l.locale, l.run_id,
+                   (SELECT p.message_index FROM notification_logs p
+                    WHERE p.user_id = s.user_id AND p.notification_type = \(type) AND p.period_key < \(query.period)
+                      AND p.message_index IS NOT NULL
+                    ORDER BY p.period_key DESC LIMIT 1)
+            FROM notification_settings s
+            JOIN users u ON u.id = s.user_id
+            LEFT JOIN notification_logs l
+                   ON l.user_id = s.user_id AND l.notification_type = \(type) AND l.period_key = \(query.period)
+            WHERE s.diary_reminder_enabled AND s.timezone = \(query.zone)
+              AND s.reminder_minute BETWEEN \(Int32(query.minutes.lowerBound)) AND \(Int32(query.minutes.upperBound))
+              AND (s.reminder_minute, s.user_id) > (\(Int32(cursor.minute)), \(cursor.userID))
+            ORDER BY s.reminder_minute, s.user_id
+            LIMIT \(limit)
+            """
+    }
+
+    public func dueCandidates(_ query: DueQuery, after cursor: DueCursor?, limit: Int) async throws(JobError) -> [ReminderCandidate] {
+        let cursor = cursor ?? DueCursor(minute: query.minutes.lowerBound - 1, userID: "")
+        return try await rows("selecting due users", Self.dueCandidatesQuery(query, after: cursor, limit: limit)).map { row throws(JobError) in
+            let (userID, minute, locale, hasDevice, wrote, logID, status, claimedAt, messageIndex, logLocale, runID, previous) = try decode(
+                row, (String, Int, String, Bool, Bool, Int64?, String?, Int64?, Int?, String?, String?, Int?).self)
+            let log = logID.map { id in
+                LogState(id: id, status: ClaimStatus(rawValue: status ?? ""), claimedAt: claimedAt ?? 0,
+                         messageIndex: messageIndex, locale: logLocale, runID: runID ?? "")
+            }
+            return ReminderCandidate(userID: userID, locale: locale, reminderMinute: minute, hasActiveDevice: hasDevice,
+                                     wroteToday: wrote, log: log, previousMessageIndex: previous)
+        }
+    }
+
+    /// Claims a page in one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for all of it (in
+    /// key order, so concurrent runners lock rows in the same order and cannot deadlock), then one
+    /// conditional `UPDATE` taking over `retry` rows and stale claims: only one runner's update matches.
+    public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim] {
+        guard !requests.isEmpty else { return [] }
+        struct Key: Hashable { let user, type, period: String }
+        func key(_ request: ClaimRequest) -> Key { Key(user: request.userID, type: request.type.rawValue, period: request.period) }
+        let byKey = Dictionary(requests.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
+        let logger = self.logger
+        let won: [Key: Claim] = try await transaction("claiming notifications") { connection in
+            var won: [Key: Claim] = [:]
+            let inserted = try await connection.query("""
+                INSERT INTO notification_logs
+                    (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
+                SELECT r.user_id, r.type, r.period, 'claimed', r.message_index, r.locale, \(runID), 1,
+                       to_timestamp(\(now)), to_timestamp(\(now))
+                FROM unnest(\(requests.map(\.userID))::text[], \(requests.map(\.type.rawValue))::text[],
+                            \(requests.map(\.period))::text[], \(requests.map { Int64($0.messageIndex) })::int8[],
+                            \(requests.map(\.locale))::text[]) AS r(user_id, type, period, message_index, locale)
+                ORDER BY r.user_id COLLATE "C", r.type COLLATE "C", r.period COLLATE "C"
+                ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
+                RETURNING id, user_id, notification_type, period_key
+                """, logger: logger).collect()
+            for row in inserted {
+                let (id, user, type, period) = try row.decode((Int64, String, String, String).self)
+                let key = Key(user: user, type: type, period: period)
+                guard let request = byKey[key] else { continue }
+                won[key] = Claim(logID: id, userID: user, messageIndex: request.messageIndex, locale: request.locale,
+                                 takenOver: false, deliveredDeviceIDs: [])
+            }
+            let rest = requests.filter { won[key($0)] == nil }
+            guard !rest.isEmpty else { return won }
+            let taken = try await connection.query("""
+                UPDATE notification_logs l
+                SET status = 'claimed', run_id = \(runID), attempts = l.attempts + 1, claimed_at = to_timestamp(\(now)),
+                    updated_at = to_timestamp(\(now)), finished_at = NULL
+                FROM unnest(\(rest.map(\.userID))::text[], \(rest.map(\.type.rawValue))::text[],
+                            \(rest.map(\.period))::text[]) AS r(user_id, type, period)
+                WHERE l.user_id = r.user_id AND l.notification_type = r.type AND l.period_key = r.period
+                  AND (l.status = 'retry' OR (l.status = 'claimed' AND l.claimed_at <= to_timestamp(\(staleBefore))))
+                RETURNING l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale
+                """, logger: logger).collect()
+            var takenOver: [Int64: (Key, Int?, String?)] = [:]
+            for row in taken {
+                let (id, user, type, period, messageIndex, locale) = try row.decode((Int64, String, String, String, Int?, String?).self)
+                takenOver[id] = (Key(user: user, type: type, period: period), messageIndex, locale)
+            }
+            guard !takenOver.isEmpty else { return won }
+            var delivered: [Int64: Set<Int64>] = [:]
+            for row in try await connection.query("""
+                SELECT log_id, device_id FROM notification_deliveries
+                WHERE log_id = ANY(\(Array(takenOver.keys))::int8[]) AND outcome = 'delivered' AND device_id IS NOT NULL
+                """, logger: logger).collect() {
+                let (logID, deviceID) = try row.decode((Int64, Int64).self)
+                delivered[logID, default: []].insert(deviceID)
+            }
+            for (id, (key, messageIndex, locale)) in takenOver {
+                guard let request = byKey[key] else { continue }
+                won[key] = Claim(logID: id, userID: key.user, messageIndex: messageIndex ?? request.messageIndex,
+                                 locale: locale ?? request.locale, takenOver: true, deliveredDeviceIDs: delivered[id] ?? [])
+            }
+            return won
+        }
+        return requests.compactMap { won[key($0)] }
+    }
+
+    public func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
+        guard !userIDs.isEmpty else { return [:] }
+        var result: [String: [Device]] = [:]
+        for row in try await rows("loading devices", """
+            SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+            WHERE is_active AND user_id = ANY(\(userIDs)::text[]) ORDER BY user_id, id
+            """) {
+            guard let device = try Self.device(row) else { continue }
+            result[device.userID, default: []].append(device)
+        }
+        return result
+    }
+
+    static func device(_ row: PostgresRow) throws(JobError) -> Device? {
+        let (id, userID, token, provider, platform, environment) = try decode(row, (Int64, String, String, String, String, String?).self)
+        guard let provider = Provider(rawValue: provider) else { return nil }
+        return Device(id: id, userID: userID, token: token, provider: provider, platform: platform, apnsEnvironment: environment)
+    }
+
+    /// Device attempts, dead-token deactivations and the claims' final states, in one transaction and three
+    /// statements whatever the page size (rows travel as one JSON parameter each).
+    public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
+        guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
+        struct Attempt: Encodable {
+            let log_id: Int64, device_id: Int64, provider: String, outcome: String, reason: String?
+            let provider_message_id: String?, attempts: Int, latency_ms: Int?
+        }
+        struct Dead: Encodable { let device_id: Int64, reason: String, invalid_since: Int64? }
+        struct Resolution: Encodable { let log_id: Int64, status: String, detail: String? }
+        let attempts = Self.json(deliveries.map {
+            Attempt(log_id: $0.logID, device_id: $0.deviceID, provider: $0.report.channel, outcome: $0.report.outcome.rawValue,
+                    reason: $0.report.reason, provider_message_id: $0.report.providerMessageID,
+                    attempts: max(1, $0.report.attempts), latency_ms: $0.report.latencyMs)
+        })
+        let dead = Self.json(deliveries.filter { $0.report.outcome == .tokenDead }.map {
+            Dead(device_id: $0.deviceID, reason: $0.report.reason ?? "token_dead", invalid_since: $0.report.tokenInvalidSince)
+        })
+        let resolved = Self.json(resolutions.map { Resolution(log_id: $0.logID, status: $0.status.rawValue, detail: $0.detail) })
+        let logger = self.logger
+        try await transaction("recording deliveries") { connection in
+            if !deliveries.isEmpty {
+                _ = try await connection.query("""
+                    INSERT INTO notification_deliveries
+                        (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
+                    SELECT r.log_id, r.device_id, r.provider, r.outcome, r.reason, r.provider_message_id, r.attempts, r.latency_ms,
+                           \(runID), to_timestamp(\(now))
+                    FROM jsonb_to_recordset(\(attempts)::jsonb) AS r(log_id int8, device_id int8, provider text, outcome text,
+                         reason text, provider_message_id text, attempts int4, latency_ms int4)
+                    """, logger: logger).collect()
+                _ = try await connection.query("""
+                    UPDATE user_devices d
+                    SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = r.reason,
+                        updated_at = to_timestamp(\(now))
+                    FROM jsonb_to_recordset(\(dead)::jsonb) AS r(device_id int8, reason text, invalid_since int8)
+                    WHERE d.id = r.device_id AND d.is_active
+                      AND (r.invalid_since IS NULL OR d.last_seen <= to_timestamp(r.invalid_since))
+                    """, logger: logger).collect()
+            }
+            if !resolutions.isEmpty {
+                _ = try await connection.query("""
+                    UPDATE notification_logs l
+                    SET status = r.status, finished_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now)), detail = r.detail
+                    FROM jsonb_to_recordset(\(resolved)::jsonb) AS r(log_id int8, status text, detail text)
+                    WHERE l.id = r.log_id AND l.run_id = \(runID) AND l.status = 'claimed'
+                    """, logger: logger).collect()
+            }
+        }
+    }
+
+    public func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
+        let logger = self.logger
+        return try await read("reading a user") { connection -> UserSnapshot? in
+            guard let row = try await connection.query("""
+                SELECT u.id, u.timezone, u.locale, u.plan, s.user_id IS NOT NULL,
+                       coalesce(s.diary_reminder_enabled, false), coalesce(s.reminder_time, ''),
+                       coalesce(s.content_limit_warnings_enabled, false)
+                FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
+                WHERE u.id = \(userID)
+                """, logger: logger).collect().first else { return nil }
+            let (id, timezone, locale, plan, hasSettings, enabled, time, warnings) = try row.decode(
+                (String, String, String, String, Bool, Bool, String, Bool).self)
+            let devices = try await connection.query("""
+                SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+                WHERE user_id = \(userID) AND is_active ORDER BY id
+                """, logger: logger).collect().compactMap { row in try Self.device(row) }
+            return UserSnapshot(
+                userID: id, timezone: timezone, locale: locale, plan: plan,
+                settings: hasSettings ? UserSnapshot.Settings(diaryReminderEnabled: enabled, reminderTime: time,
+                                                             contentLimitWarningsEnabled: warnings) : nil,
+                activeDevices: devices)
+        }
+    }
+
+    public func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
+        try await count("counting diary entries", """
+            SELECT count(*) FROM diary_entries WHERE user_id = \(userID)
+              AND created_at >= to_timestamp(\(range.lowerBound)) AND created_at < to_timestamp(\(range.upperBound))
+            """)
+    }
+
+    public func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
+        try await rows("reading the notification log", """
+            SELECT id, status, \(unescaped: Self.epoch("claimed_at")), message_index, locale, run_id FROM notification_logs
+            WHERE user_id = \(userID) AND notification_type = \(type.rawValue) AND period_key = \(period)
+            """).first.map { row throws(JobError) in
+            let (id, status, claimedAt, messageIndex, locale, runID) = try decode(row, (Int64, String, Int64, Int?, String?, String).self)
+            return LogState(id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt, messageIndex: messageIndex,
+                            locale: locale, runID: runID)
+        }
+    }
+
+    public func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
+        try await rows("reading the notification log", """
+            SELECT message_index FROM notification_logs
+            WHERE user_id = \(userID) AND notification_type = \(type.rawValue) AND period_key < \(period)
+              AND message_index IS NOT NULL
+            ORDER BY period_key DESC LIMIT 1
+            """).first.map { row throws(JobError) in try decode(row, Int.self) }
+    }
+
+    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError) {
+        _ = try await write("recording the run", """
+            INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary)
+            VALUES (\(id), \(job), to_timestamp(\(runAt)), \(Int32(clamping: durationMs)), \(outcome), \(summaryJSON)::jsonb)
+            ON CONFLICT (id) DO UPDATE SET duration_ms = excluded.duration_ms, outcome = excluded.outcome,
+                                           summary = excluded.summary
+            """)
+    }
+}
+
+// MARK: - Helpers shared by the extensions
+
+extension PostgresStore {
+    func count(_ context: String, _ query: PostgresQuery) async throws(JobError) -> Int {
+        guard let row = try await rows(context, query).first else { return 0 }
+        return try decode(row, Int.self)
+    }
+
+    /// Rows as one JSON array parameter (for `jsonb_to_recordset`): one statement for a whole batch.
+    static func json<T: Encodable>(_ rows: [T]) -> String {
+        let encoder = JSONEncoder()
+        guard let data = try? encoder.encode(rows) else { return "[]" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+func decode<each T: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each T).Type) throws(JobError) -> (repeat each T) {
+    do {
+        return try row.decode(type)
+    } catch {
+        throw .software("unexpected column types from PostgreSQL: \(String(describing: type))")
+    }
+}

@@ -1,0 +1,317 @@
+import Foundation
+import JobKit
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The store for more than one machine: the same contract as ``SQLiteStore`` on PostgreSQL, through
+/// postgres-nio with bind parameters only.
+///
+/// Every operation is one statement or one short transaction on a connection leased from a small pool,
+/// and nothing is kept in the session between them (no `SET`, no session advisory locks, no named
+/// prepared statements), so PgBouncer in transaction mode works. Claims rely on the unique key
+/// (`INSERT … ON CONFLICT DO NOTHING RETURNING`); credential minting on a row lock.
+public final class PostgresStore: Sendable {
+    public let location: PostgresLocation
+    let pool: PostgresConnectionPool
+    let readOnly: Bool
+    let logger: Logger
+
+    private init(location: PostgresLocation, pool: PostgresConnectionPool, readOnly: Bool, logger: Logger) {
+        self.location = location
+        self.pool = pool
+        self.readOnly = readOnly
+        self.logger = logger
+    }
+
+    /// Connects (failing at once with a clear error when the server, the database or the credentials are
+    /// wrong) and prepares the schema: `.create` and `.readWrite` apply pending migrations, `.readOnly`
+    /// requires them applied. PostgreSQL databases are never created here (`createdb` does that).
+    public static func open(_ location: PostgresLocation, mode: StoreOpenMode, applicationName: String = "diary-push",
+                            logger: Logger = Logger(label: "postgres")) async throws(JobError) -> PostgresStore {
+        let configuration = try location.connectionConfiguration(applicationName: applicationName)
+        var quiet = logger
+        quiet.logLevel = max(logger.logLevel, .warning)
+        let pool = PostgresConnectionPool(configuration: configuration, maximum: location.maxConnections, logger: quiet)
+        let store = PostgresStore(location: location, pool: pool, readOnly: mode == .readOnly, logger: quiet)
+        do {
+            // The first connection: a wrong host, database or password fails here, at once.
+            await pool.release(try await store.lease("connecting"))
+            try await store.prepareSchema(migrate: mode != .readOnly)
+        } catch {
+            await pool.close()
+            throw error
+        }
+        return store
+    }
+
+    // MARK: Schema
+
+    func readMigrations() async throws(JobError) -> [String] {
+        try await read("reading migrations") { connection in
+            try await Self.applied(connection, self.logger)
+        }
+    }
+
+    private static func applied(_ connection: PostgresConnection, _ logger: Logger) async throws -> [String] {
+        let exists = try await connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger)
+            .collect().first?.decode(Bool.self) ?? false
+        guard exists else { return [] }
+        return try await connection.query("SELECT id FROM schema_migrations ORDER BY id", logger: logger)
+            .collect().map { try $0.decode(String.self) }
+    }
+
+    /// Applies pending migrations in one transaction under a transaction-level advisory lock, so several
+    /// processes starting at once apply each migration once (and PgBouncer's transaction mode is fine).
+    private func prepareSchema(migrate: Bool) async throws(JobError) {
+        let expected = PostgresSchema.migrations.map(\.id)
+        let applied = try await readMigrations()
+        if applied.starts(with: expected) { return }
+        guard migrate else {
+            throw .config("the database at \(location.display) is not migrated to this version's schema (run: pushctl migrate --database URL)")
+        }
+        try await transaction("migrating \(location.display)", allowedWhenReadOnly: false) { connection in
+            _ = try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLockKey))", logger: self.logger).collect()
+            _ = try await connection.query("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
+                """, logger: self.logger).collect()
+            let done = Set(try await Self.applied(connection, self.logger))
+            for migration in PostgresSchema.migrations where !done.contains(migration.id) {
+                for statement in PostgresSchema.statements(migration.sql) {
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger).collect()
+                }
+                _ = try await connection.query("INSERT INTO schema_migrations (id) VALUES (\(migration.id))", logger: self.logger).collect()
+            }
+        }
+    }
+
+    // MARK: Running statements
+
+    /// One statement outside an explicit transaction.
+    func rows(_ context: String, _ query: PostgresQuery) async throws(JobError) -> [PostgresRow] {
+        try await read(context) { connection in
+            try await connection.query(query, logger: self.logger).collect()
+        }
+    }
+
+    /// One writing statement outside an explicit transaction.
+    func write(_ context: String, _ query: PostgresQuery) async throws(JobError) -> [PostgresRow] {
+        try await transaction(context) { connection in
+            try await connection.query(query, logger: self.logger).collect()
+        }
+    }
+
+    func read<T: Sendable>(_ context: String, _ body: (PostgresConnection) async throws -> T) async throws(JobError) -> T {
+        let connection = try await lease(context)
+        do {
+            let result = try await body(connection)
+            await pool.release(connection)
+            return result
+        } catch {
+            await pool.release(connection, reusable: !Self.isConnectionError(error))
+            throw Self.mapError(error, context, location: location)
+        }
+    }
+
+    /// A transaction (`BEGIN … COMMIT`). A serialization failure or deadlock rolls it back and runs it again
+    /// (up to 3 times), so a body must not have effects outside the database.
+    func transaction<T: Sendable>(_ context: String, allowedWhenReadOnly: Bool = false,
+                                  _ body: (PostgresConnection) async throws -> T) async throws(JobError) -> T {
+        if readOnly && !allowedWhenReadOnly {
+            throw .cantCreate("\(context): the store was opened read-only")
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let connection = try await lease(context)
+            do {
+                _ = try await connection.query("BEGIN", logger: logger).collect()
+                let result = try await body(connection)
+                _ = try await connection.query("COMMIT", logger: logger).collect()
+                await pool.release(connection)
+                return result
+            } catch {
+                let broken = Self.isConnectionError(error)
+                if !broken {
+                    _ = try? await connection.query("ROLLBACK", logger: logger).collect()
+                }
+                await pool.release(connection, reusable: !broken)
+                if attempt < 3, Self.isRetryable(error) {
+                    logger.debug("transaction retried", metadata: ["context": "\(context)", "attempt": "\(attempt)"])
+                    continue
+                }
+                throw Self.mapError(error, context, location: location)
+            }
+        }
+    }
+
+    private func lease(_ context: String) async throws(JobError) -> PostgresConnection {
+        do {
+            return try await pool.lease()
+        } catch {
+            throw Self.mapError(error, context, location: location)
+        }
+    }
+
+    // MARK: Errors
+
+    static func sqlState(_ error: any Error) -> String? {
+        (error as? PSQLError)?.serverInfo?[.sqlState]
+    }
+
+    static func isRetryable(_ error: any Error) -> Bool {
+        ["40001", "40P01"].contains(sqlState(error) ?? "")
+    }
+
+    static func isConnectionError(_ error: any Error) -> Bool {
+        guard let error = error as? PSQLError else { return false }
+        return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown].contains(error.code)
+    }
+
+    /// Maps a postgres-nio error to the jobs' exit codes. Messages carry the server's text and the location
+    /// without its password, never a bound value.
+    static func mapError(_ error: any Error, _ context: String, location: PostgresLocation) -> JobError {
+        if let error = error as? JobError { return error }
+        guard let error = error as? PSQLError else {
+            if error is PostgresDecodingError { return .software("\(context): unexpected column type from PostgreSQL") }
+            return .unavailable("\(context): \(location.display): \(error)")
+        }
+        let message = error.serverInfo?[.message] ?? ""
+        switch error.code {
+        case .server:
+            let state = error.serverInfo?[.sqlState] ?? ""
+            switch state {
+            case "40001", "40P01", "55P03", "57014", "53300", "57P03", "08006":
+                return .tempFailure("\(context): PostgreSQL: \(message) (\(state)); try again")
+            case "28P01", "28000":
+                return .config("\(context): PostgreSQL refused the login of \(location.user) at \(location.display): \(message)")
+            case "3D000":
+                return .noInput("\(context): \(message) at \(location.display) (create it with createdb, then run pushctl migrate)")
+            case "42P01", "42703", "42883":
+                return .config("\(context): \(message): is the database migrated? (pushctl migrate)")
+            case "25006", "42501":
+                return .cantCreate("\(context): PostgreSQL: \(message)")
+            case "53100", "53200":
+                return .ioError("\(context): PostgreSQL: \(message)")
+            case let state where state.hasPrefix("23") || state.hasPrefix("22"):
+                return .dataError("\(context): \(message)")
+            default:
+                return .unavailable("\(context): PostgreSQL: \(message) (\(state))")
+            }
+        case .sslUnsupported:
+            return .config("\(context): \(location.display) does not offer TLS, and sslmode=\(location.tlsMode.rawValue) requires it")
+        case .authMechanismRequiresPassword:
+            return .config("\(context): \(location.display) asks for a password and none was given (URL, password_file or PUSH_DATABASE_PASSWORD_FILE)")
+        case .unsupportedAuthMechanism, .saslError:
+            return .config("\(context): cannot authenticate to \(location.display) (\(error.code))")
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .failedToAddSSLHandler:
+            let detail = error.underlying.map { "\($0)" } ?? "\(error.code)"
+            return .unavailable("\(context): cannot reach PostgreSQL at \(location.display): \(detail)")
+        default:
+            return .unavailable("\(context): PostgreSQL (\(error.code)) \(message)")
+        }
+    }
+
+    // MARK: SQL helpers
+
+    /// Unix seconds of a `timestamptz` expression.
+    static func epoch(_ expression: String) -> String {
+        "floor(extract(epoch FROM \(expression)))::int8"
+    }
+}
+
+extension PostgresStore: JobStore {
+    public var backend: String { "postgres" }
+    public var displayLocation: String { location.display }
+
+    public func appliedMigrations() async throws(JobError) -> [String] {
+        try await readMigrations()
+    }
+
+    public func close() async {
+        await pool.close()
+    }
+}
+
+/// A few connections, opened on demand and kept for the process's life (a warm serverless instance
+/// reuses them). A connection that failed is dropped, never handed out again.
+actor PostgresConnectionPool {
+    private let configuration: PostgresConnection.Configuration
+    private let maximum: Int
+    private let logger: Logger
+    private var idle: [PostgresConnection] = []
+    private var open = 0
+    private var nextID = 0
+    private var waiters: [CheckedContinuation<PostgresConnection?, Never>] = []
+    private var closed = false
+
+    init(configuration: PostgresConnection.Configuration, maximum: Int, logger: Logger) {
+        self.configuration = configuration
+        self.maximum = maximum
+        self.logger = logger
+    }
+
+    func lease() async throws -> PostgresConnection {
+        while true {
+            if closed { throw JobError.unavailable("the PostgreSQL connection pool is closed") }
+            while let connection = idle.popLast() {
+                if !connection.isClosed { return connection }
+                open -= 1
+            }
+            if open < maximum {
+                open += 1
+                nextID += 1
+                do {
+                    return try await PostgresConnection.connect(configuration: configuration, id: nextID, logger: logger)
+                } catch {
+                    open -= 1
+                    wakeOne(with: nil)
+                    throw error
+                }
+            }
+            // Wait for a connection to come back (or for a slot to free up).
+            if let handed = await withCheckedContinuation({ waiters.append($0) }) {
+                return handed
+            }
+        }
+    }
+
+    func release(_ connection: PostgresConnection, reusable: Bool = true) {
+        guard reusable, !closed, !connection.isClosed else {
+            open -= 1
+            connection.close().whenComplete { _ in }
+            wakeOne(with: nil)
+            return
+        }
+        if !waiters.isEmpty {
+            waiters.removeFirst().resume(returning: connection)
+        } else {
+            idle.append(connection)
+        }
+    }
+
+    private func wakeOne(with connection: PostgresConnection?) {
+        if !waiters.isEmpty { waiters.removeFirst().resume(returning: connection) }
+    }
+
+    /// A pool dropped without ``close()`` still closes its idle connections (each kept alive until its
+    /// channel has closed).
+    deinit {
+        for connection in idle {
+            connection.close().whenComplete { _ in _ = connection }
+        }
+    }
+
+    func close() async {
+        closed = true
+        let connections = idle
+        idle = []
+        open -= connections.count
+        for waiter in waiters { waiter.resume(returning: nil) }
+        waiters = []
+        for connection in connections {
+            try? await connection.close()
+        }
+    }
+}
