@@ -269,3 +269,39 @@ import Testing
         #expect(try object(stored[0]) == object(summary.json))
     }
 }
+
+@Suite struct ShardTests {
+    @Test func shardsPartitionEveryUserExactlyOnce() throws {
+        let users = (0..<10_000).map { "user-\($0)" }
+        for count in [1, 2, 3, 7] {
+            let shards = (1...count).map { Shard(index: $0, count: count) }
+            let sizes = shards.map { shard in users.filter { shard.contains(userID: $0) }.count }
+            #expect(sizes.reduce(0, +) == users.count)
+            #expect(users.allSatisfy { user in shards.filter { $0.contains(userID: user) }.count == 1 })
+            // Roughly even: within 10 % of the mean.
+            #expect(sizes.allSatisfy { abs($0 - users.count / count) < users.count / count / 10 }, "\(sizes)")
+        }
+        #expect(try Shard.parse("2/4") == Shard(index: 2, count: 4))
+        for bad in ["0/4", "5/4", "2", "a/b", "1/0", "1/2/3", "1/2000"] {
+            #expect(throws: JobError.self, "\(bad)") { try Shard.parse(bad) }
+        }
+    }
+
+    @Test(arguments: Backend.allCases) func shardedRunnersTogetherRemindEveryoneOnce(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        for i in 0..<60 { try await db.store.addUser("s\(i)") }
+        let sender = RecordingSender()
+        var claimed = 0
+        for index in 1...3 {
+            var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+            options.shard = Shard(index: index, count: 3)
+            let summary = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger).run(options)
+            #expect(summary.shard == "\(index)/3")
+            #expect(summary.candidates + summary.otherShards == 60)
+            claimed += summary.claimed
+        }
+        #expect(claimed == 60)
+        #expect(Set(await sender.users()).count == 60)
+        #expect(await sender.users().count == 60)
+    }
+}
