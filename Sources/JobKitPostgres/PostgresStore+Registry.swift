@@ -30,14 +30,8 @@ extension PostgresStore: DeviceRegistry {
                 """, logger: logger).collect().first else {
                 throw JobError.software("registering a device: no id returned")
             }
-            let id = try row.decode(Int64.self)
-            let change: RegistrationResult.Change
-            if let (owner, active) = previous {
-                change = owner != registration.userID ? .movedFromAnotherUser : (active ? .refreshed : .reactivated)
-            } else {
-                change = .created
-            }
-            return RegistrationResult(deviceID: id, change: change)
+            return RegistrationResult(deviceID: try row.decode(Int64.self),
+                                      change: .init(previous: previous.map { (owner: $0.0, active: $0.1) }, userID: registration.userID))
         }
     }
 

@@ -31,15 +31,18 @@ extension PostgresStore: ReminderStore {
     }
 
     /// One page of the due set for one zone, local date and minute range, driven by the
-    /// `notification_settings_due` index (the row comparison is an index range condition).
+    /// `notification_settings_due` index (the row comparison is an index range condition). Every other
+    /// rule is a per-row index probe, written so that the planner cannot choose otherwise: scalar
+    /// subqueries with `LIMIT 1` and a `LATERAL` log lookup. (With a plain join, the log table's statistics
+    /// — stale while a run is inserting thousands of claims — led PostgreSQL to rescan it for every row.)
     static func dueCandidatesQuery(_ query: DueQuery, after cursor: DueCursor, limit: Int) -> PostgresQuery {
         let type = query.type.rawValue
         return """
             SELECT s.user_id, s.reminder_minute, u.locale,
-                   EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active),
-                   EXISTS (SELECT 1 FROM diary_entries e
-                           WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(\(query.day.lowerBound))
-                             AND e.created_at < to_timestamp(\(query.day.upperBound))),
+                   coalesce((SELECT true FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active LIMIT 1), false),
+                   coalesce((SELECT true FROM diary_entries e
+                             WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(\(query.day.lowerBound))
+                               AND e.created_at < to_timestamp(\(query.day.upperBound)) LIMIT 1), false),
                    l.id, l.status, \(unescaped: epoch("l.claimed_at")), l.message_index, l.locale, l.run_id,
                    (SELECT p.message_index FROM notification_logs p
                     WHERE p.user_id = s.user_id AND p.notification_type = \(type) AND p.period_key < \(query.period)
@@ -47,8 +50,10 @@ extension PostgresStore: ReminderStore {
                     ORDER BY p.period_key DESC LIMIT 1)
             FROM notification_settings s
             JOIN users u ON u.id = s.user_id
-            LEFT JOIN notification_logs l
-                   ON l.user_id = s.user_id AND l.notification_type = \(type) AND l.period_key = \(query.period)
+            LEFT JOIN LATERAL (
+                SELECT x.id, x.status, x.claimed_at, x.message_index, x.locale, x.run_id FROM notification_logs x
+                WHERE x.user_id = s.user_id AND x.notification_type = \(type) AND x.period_key = \(query.period)
+                LIMIT 1) l ON true
             WHERE s.diary_reminder_enabled AND s.timezone = \(query.zone)
               AND s.reminder_minute BETWEEN \(Int32(query.minutes.lowerBound)) AND \(Int32(query.minutes.upperBound))
               AND (s.reminder_minute, s.user_id) > (\(Int32(cursor.minute)), \(cursor.userID))
@@ -174,6 +179,9 @@ extension PostgresStore: ReminderStore {
         let dead = Self.json(deliveries.filter { $0.report.outcome == .tokenDead }.map {
             Dead(device_id: $0.deviceID, reason: $0.report.reason ?? "token_dead", invalid_since: $0.report.tokenInvalidSince)
         })
+        // The `= ANY(ids)` conditions make each update an index probe, whatever the (stale, mid-run)
+        // statistics say about the table.
+        let deadIDs = deliveries.filter { $0.report.outcome == .tokenDead }.map(\.deviceID)
         let resolved = Self.json(resolutions.map { Resolution(log_id: $0.logID, status: $0.status.rawValue, detail: $0.detail) })
         let logger = self.logger
         try await transaction("recording deliveries") { connection in
@@ -186,21 +194,22 @@ extension PostgresStore: ReminderStore {
                     FROM jsonb_to_recordset(\(attempts)::jsonb) AS r(log_id int8, device_id int8, provider text, outcome text,
                          reason text, provider_message_id text, attempts int4, latency_ms int4)
                     """, logger: logger).collect()
-                _ = try await connection.query("""
+                if !deadIDs.isEmpty { _ = try await connection.query("""
                     UPDATE user_devices d
                     SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = r.reason,
                         updated_at = to_timestamp(\(now))
                     FROM jsonb_to_recordset(\(dead)::jsonb) AS r(device_id int8, reason text, invalid_since int8)
-                    WHERE d.id = r.device_id AND d.is_active
+                    WHERE d.id = r.device_id AND d.id = ANY(\(deadIDs)::int8[]) AND d.is_active
                       AND (r.invalid_since IS NULL OR d.last_seen <= to_timestamp(r.invalid_since))
-                    """, logger: logger).collect()
+                    """, logger: logger).collect() }
             }
             if !resolutions.isEmpty {
                 _ = try await connection.query("""
                     UPDATE notification_logs l
                     SET status = r.status, finished_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now)), detail = r.detail
                     FROM jsonb_to_recordset(\(resolved)::jsonb) AS r(log_id int8, status text, detail text)
-                    WHERE l.id = r.log_id AND l.run_id = \(runID) AND l.status = 'claimed'
+                    WHERE l.id = r.log_id AND l.id = ANY(\(resolutions.map(\.logID))::int8[]) AND l.run_id = \(runID)
+                      AND l.status = 'claimed'
                     """, logger: logger).collect()
             }
         }

@@ -26,16 +26,8 @@ struct DatabaseOption: ParsableArguments {
         var common = CommonOptions()
         common.database = database
         common.databasePasswordFile = databasePasswordFile
-        let store = try await common.openStore(ConfigResolver(environment: ProcessInfo.processInfo.environment),
-                                               mode: create ? .create : .readWrite, job: "pushctl")
-        do throws(JobError) {
-            let result = try await body(store)
-            await store.close()
-            return result
-        } catch {
-            await store.close()
-            throw error
-        }
+        return try await common.withStore(ConfigResolver(environment: ProcessInfo.processInfo.environment),
+                                          mode: create ? .create : .readWrite, job: "pushctl", body)
     }
 }
 

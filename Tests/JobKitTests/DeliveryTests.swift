@@ -137,8 +137,12 @@ import Testing
 
     @Test(arguments: Backend.allCases) func concurrentSendersMintOneToken(_ backend: Backend) async throws {
         let harness = try await DeliveryHarness.start(backend)
+        // Four "hosts": each its own store connection(s), one database.
         var senders: [PushSender] = []
-        for _ in 0..<4 { senders.append(try await harness.sender()) }
+        for _ in 0..<4 {
+            senders.append(try await PushSender(configuration: harness.delivery(), credentials: try await harness.db.reopen(),
+                                                logger: quietLogger))
+        }
         let notifications = (0..<4).map { i in
             OutgoingNotification(logID: nil, device: Device(id: Int64(i), userID: "u", token: hexToken("ab", i), provider: .apns,
                                                             platform: "ios", apnsEnvironment: "production"),

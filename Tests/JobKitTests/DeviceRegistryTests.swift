@@ -181,6 +181,16 @@ import Testing
             #expect(error.exitCode == 69, "\(error.message)")
             #expect(!error.message.contains(admin.password ?? "-"))
         }
+        // The test server offers no TLS: `require` refuses to go on in clear text, `prefer` falls back.
+        var tls = admin
+        tls.tlsMode = .require
+        do {
+            _ = try await PostgresStore.open(tls, mode: .readOnly, logger: quietLogger)
+            Issue.record("sslmode=require connected without TLS")
+        } catch {
+            #expect(error.exitCode == 78, "\(error.message)")
+            #expect(error.message.contains("sslmode=require"), "\(error.message)")
+        }
         // A database nobody migrated: read-only use is refused with the fix, not an SQL error.
         let fresh = try await TemporaryDatabase(.postgres)
         _ = try await (fresh.store as! PostgresStore).rows("drop", "DROP TABLE schema_migrations")

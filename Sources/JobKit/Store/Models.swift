@@ -261,6 +261,12 @@ public struct DeviceRegistration: Sendable, Hashable {
 public struct RegistrationResult: Sendable, Hashable {
     public enum Change: String, Sendable, Hashable {
         case created, refreshed, reactivated, movedFromAnotherUser = "moved"
+
+        /// What registering the token for `userID` did, given the token's row before (owner, active), if any.
+        public init(previous: (owner: String, active: Bool)?, userID: String) {
+            guard let previous else { self = .created; return }
+            self = previous.owner != userID ? .movedFromAnotherUser : (previous.active ? .refreshed : .reactivated)
+        }
     }
     public let deviceID: Int64
     public let change: Change

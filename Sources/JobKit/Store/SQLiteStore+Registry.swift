@@ -22,15 +22,8 @@ extension SQLiteStore: DeviceRegistry {
                 """, arguments: [registration.userID, registration.token, registration.provider.rawValue,
                                  registration.platform, registration.apnsEnvironment, now, registration.appVersion,
                                  now, now])!
-            let change: RegistrationResult.Change
-            if let previous {
-                let owner: String = previous[0]
-                let active: Bool = previous[1]
-                change = owner != registration.userID ? .movedFromAnotherUser : (active ? .refreshed : .reactivated)
-            } else {
-                change = .created
-            }
-            return RegistrationResult(deviceID: id, change: change)
+            return RegistrationResult(deviceID: id, change: .init(previous: previous.map { (owner: $0[0], active: $0[1]) },
+                                                                  userID: registration.userID))
         }
     }
 
