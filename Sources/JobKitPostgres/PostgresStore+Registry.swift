@@ -48,7 +48,7 @@ extension PostgresStore: DeviceRegistry {
     /// Runs a writing statement ending in `RETURNING 1` and returns how many rows it changed.
     func changed(_ context: String, _ query: PostgresQuery) async throws(JobError) -> Int {
         let logger = self.logger
-        return try await transaction(context) { connection in
+        return try await transaction(context, explicit: false) { connection in
             let rows = try await connection.query(query, logger: logger)
             var count = 0
             for try await _ in rows { count += 1 }

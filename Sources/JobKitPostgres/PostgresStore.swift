@@ -95,9 +95,9 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// One writing statement outside an explicit transaction.
+    /// One writing statement: its own transaction, without `BEGIN`/`COMMIT` round trips.
     func write(_ context: String, _ query: PostgresQuery) async throws(JobError) -> [PostgresRow] {
-        try await transaction(context) { connection in
+        try await transaction(context, explicit: false) { connection in
             try await connection.query(query, logger: self.logger).collect()
         }
     }
@@ -114,9 +114,10 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    /// A transaction (`BEGIN … COMMIT`). A serialization failure or deadlock rolls it back and runs it again
-    /// (up to 3 times), so a body must not have effects outside the database.
-    func transaction<T: Sendable>(_ context: String, allowedWhenReadOnly: Bool = false,
+    /// A transaction (`BEGIN … COMMIT`; with `explicit: false`, a body of one statement, which is a
+    /// transaction by itself). A serialization failure or deadlock rolls it back and runs it again (up to 3
+    /// times), so a body must not have effects outside the database.
+    func transaction<T: Sendable>(_ context: String, allowedWhenReadOnly: Bool = false, explicit: Bool = true,
                                   _ body: (PostgresConnection) async throws -> T) async throws(JobError) -> T {
         if readOnly && !allowedWhenReadOnly {
             throw .cantCreate("\(context): the store was opened read-only")
@@ -126,14 +127,14 @@ public final class PostgresStore: Sendable {
             attempt += 1
             let connection = try await lease(context)
             do {
-                _ = try await connection.query("BEGIN", logger: logger).collect()
+                if explicit { _ = try await connection.query("BEGIN", logger: logger).collect() }
                 let result = try await body(connection)
-                _ = try await connection.query("COMMIT", logger: logger).collect()
+                if explicit { _ = try await connection.query("COMMIT", logger: logger).collect() }
                 await pool.release(connection)
                 return result
             } catch {
                 let broken = Self.isConnectionError(error)
-                if !broken {
+                if explicit && !broken {
                     _ = try? await connection.query("ROLLBACK", logger: logger).collect()
                 }
                 await pool.release(connection, reusable: !broken)

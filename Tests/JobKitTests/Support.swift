@@ -123,7 +123,7 @@ struct TemporaryDatabase: Sendable {
 
     private static func createPostgresDatabase() async throws -> String {
         let admin = try await Backend.postgresAdminURL
-        var location = try PostgresLocation.parse(admin)
+        let location = try PostgresLocation.parse(admin)
         let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let connection = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(applicationName: "tests"),
                                                               id: 0, logger: quietLogger)
@@ -134,7 +134,6 @@ struct TemporaryDatabase: Sendable {
             throw error
         }
         try await connection.close()
-        location.database = name
         guard var components = URLComponents(string: admin) else { throw TestSetupError(message: "bad admin URL") }
         components.path = "/" + name
         return components.string!
