@@ -14,6 +14,7 @@ let package = Package(
         .executable(name: "send-bench", targets: ["SendBench"]),
         .library(name: "JobKitPostgres", targets: ["JobKitPostgres"]),
         .library(name: "PushSimulator", targets: ["PushSimulator"]),
+        .library(name: "LambdaRuntimeSimulator", targets: ["LambdaRuntimeSimulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", exact: "7.10.0"),
@@ -35,6 +36,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -68,6 +70,14 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
+        .target(
+            name: "LambdaRuntimeSimulator",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
+        ),
         .executableTarget(
             name: "PushSimulatorCommand",
             dependencies: ["PushSimulator", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
@@ -83,15 +93,18 @@ let package = Package(
         ),
         .executableTarget(
             name: "DiaryReminderJob",
-            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "ContentLimitHook",
-            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "TokenJanitor",
-            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .executableTarget(
             name: "PushCtl",
@@ -104,7 +117,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JobKitTests",
-            dependencies: ["JobKit", "JobKitPostgres", "JobCLI", "PushSimulator",
+            dependencies: ["JobKit", "JobKitPostgres", "JobCLI", "PushSimulator", "LambdaRuntimeSimulator",
                            .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
     ],

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import JobCLI
 import JobKit
+import Logging
 
-@main
 struct ContentLimitHookCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "content-limit-hook",
@@ -54,7 +54,6 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
             if !readOnly && outboxPath == nil && !deliveryConfiguration.hasProvider && ContentLimitRule.threshold(used: input.used, limit: input.limit) != nil {
                 throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables, pass --outbox PATH, or use --dry-run")
             }
-            let catalogPath = config.string(.copyCatalog, flag: nil)
             if input.limit ?? 0 <= 0 {
                 // An unlimited plan: nothing to decide, nothing to open.
                 let summary = HookSummary(runID: UUID().uuidString.lowercased(), now: Timestamps.format(now), dryRun: readOnly,
@@ -63,20 +62,51 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
                 return
             }
             try await common.withStore(config, mode: readOnly ? .readOnly : .readWrite, job: "content-limit-hook") { store throws(JobError) in
-                let hook = ContentLimitHook(store: store, logger: logger, loadCatalog: { () throws(JobError) -> CopyCatalog in
-                    try catalogPath.map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
-                }) { () async throws(JobError) -> any Sender in
-                    if let outboxPath { return try OutboxSender(path: outboxPath) }
-                    try await deliveryConfiguration.checkFiles()
-                    return try await PushSender(configuration: deliveryConfiguration, credentials: store, logger: logger)
+                let handler = Self.handler(config, delivery: deliveryConfiguration, outbox: outboxPath, store: store,
+                                           logger: logger, dryRun: readOnly, explain: explain)
+                let summary: HookSummary
+                do throws(JobError) {
+                    summary = try await handler.handle(input, context: InvocationContext(now: now))
+                } catch {
+                    await handler.senders.shutdown()
+                    throw error
                 }
-                let summary = try await hook.handle(input, options: ContentLimitHook.Options(now: now, dryRun: readOnly, explain: explain))
+                await handler.senders.shutdown()
                 if explain && common.format == .text {
                     for step in summary.steps { print("  \(step)") }
                 }
                 print(common.format == .json ? summary.json : summary.text)
             }
         }
+    }
+
+    /// The handler: the store is read first; the catalog and the sender are made only when a warning is sent.
+    static func handler(_ config: ConfigResolver, delivery: DeliveryConfiguration, outbox: String?, store: any JobStore,
+                        logger: Logger, dryRun: Bool = false, explain: Bool = false) -> ContentLimitHookHandler {
+        let catalogPath = config.string(.copyCatalog, flag: nil)
+        let senders = LazySender { () async throws(JobError) -> any Sender in
+            if let outbox { return try OutboxSender(path: outbox) }
+            try await delivery.checkFiles()
+            return try await PushSender(configuration: delivery, credentials: store, logger: logger)
+        }
+        let hook = ContentLimitHook(store: store, logger: logger, loadCatalog: { () throws(JobError) -> CopyCatalog in
+            try catalogPath.map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
+        }, makeSender: { () async throws(JobError) -> any Sender in try await senders.get() })
+        return ContentLimitHookHandler(hook: hook, senders: senders, dryRun: dryRun, explain: explain)
+    }
+
+    /// The handler a Lambda execution environment serves: every setting from the environment, checked at init.
+    static func lambdaHandler(_ config: ConfigResolver, logger: Logger, store: any JobStore) async throws(JobError) -> ContentLimitHookHandler {
+        let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
+        let outbox = config.string(.outbox, flag: nil)
+        if outbox == nil {
+            guard delivery.hasProvider else {
+                throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables, or PUSH_OUTBOX")
+            }
+            try await delivery.checkFiles()
+        }
+        if let path = config.string(.copyCatalog, flag: nil) { _ = try CopyCatalog.load(path: path) }
+        return handler(config, delivery: delivery, outbox: outbox, store: store, logger: logger)
     }
 
     private func readEvent() throws(JobError) -> ContentLimitEvent {
@@ -95,3 +125,15 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
 }
 
 extension LimitPeriod: ExpressibleByArgument {}
+
+/// The executable: one invocation per process from the app backend, or a Lambda custom runtime when the
+/// platform says so.
+@main
+enum ContentLimitHookMain {
+    static func main() async {
+        guard LambdaAdapter.runtimeAPI != nil else { return await ContentLimitHookCommand.main() }
+        await LambdaAdapter.serve(job: ContentLimitHook.jobName) { config, logger, store throws(JobError) in
+            try await ContentLimitHookCommand.lambdaHandler(config, logger: logger, store: store)
+        }
+    }
+}

@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import JobCLI
 import JobKit
+import Logging
 
-@main
 struct DiaryReminderCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diary-reminder",
@@ -52,58 +52,43 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
             let logger = try common.makeLogger("diary-reminder", config)
             let now = try common.resolvedNow()
-            let rule = try DueRule(
-                earlyMinutes: config.integer(.earlyMinutes, flag: earlyMinutes, default: DueRule.defaultEarlyMinutes,
-                                             range: DueRule.earlyMinutesRange),
-                catchUpMinutes: config.integer(.catchUpMinutes, flag: catchUpMinutes,
-                                               default: DueRule.defaultCatchUpMinutes, range: DueRule.catchUpMinutesRange))
-            let shard = try config.raw(.shard, flag: shard).map { raw throws(JobError) in
-                try Shard.parse(raw.value, source: raw.source)
-            } ?? .all
-            let lease = try config.integer(.claimLeaseMinutes, flag: claimLeaseMinutes, default: 10, range: 2...60)
-            let catalog = try config.string(.copyCatalog, flag: copyCatalog).map { path throws(JobError) in
-                try CopyCatalog.load(path: path)
-            } ?? .builtIn
+            var settings = try Self.settings(config, earlyMinutes: earlyMinutes, catchUpMinutes: catchUpMinutes,
+                                             claimLeaseMinutes: claimLeaseMinutes, shard: shard)
+            let catalog = try Self.catalog(config, flag: copyCatalog)
             let json = common.format == .json
             let readOnly = dryRun || explain != nil
+            settings.dryRun = readOnly || validateOnly
             let deliveryConfiguration = try DeliveryConfiguration.resolve(config, flags: delivery.flags(validateOnly: validateOnly))
             let outboxPath = config.string(.outbox, flag: outbox)
             if validateOnly && deliveryConfiguration.fcm == nil {
                 throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")
             }
-            if !readOnly && !validateOnly && outboxPath == nil && !deliveryConfiguration.hasProvider {
-                throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (README \"Configuration\"), pass --outbox PATH, or use --dry-run")
-            }
+            if !readOnly && !validateOnly { try Self.requireDelivery(deliveryConfiguration, outbox: outboxPath) }
             if !readOnly || validateOnly { try await deliveryConfiguration.checkFiles() }
             // Validation mints (and caches) an FCM access token: the only write it makes.
             try await common.withStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder") { store throws(JobError) in
                 let sender: any Sender
                 if readOnly && !validateOnly {
                     sender = DryRunSender(sink: StandardOutput(), json: json)
-                } else if let outboxPath, !validateOnly {
-                    sender = try OutboxSender(path: outboxPath)
-                } else {
+                } else if validateOnly {
                     var providers = deliveryConfiguration
-                    if validateOnly { providers.apns = nil }
-                    let push = try await PushSender(configuration: providers, credentials: store, logger: logger)
-                    for (name, configured) in [("APNs", providers.apns != nil), ("FCM", providers.fcm != nil)] where !configured {
-                        logger.warning("provider not configured: its devices are skipped", metadata: ["provider": "\(name)"])
-                    }
-                    sender = validateOnly ? ReportingSender(inner: push, sink: StandardOutput(), json: json) : push
+                    providers.apns = nil
+                    let push = try await Self.providerSender(providers, outbox: nil, store: store, logger: logger)
+                    sender = ReportingSender(inner: push, sink: StandardOutput(), json: json)
+                } else {
+                    sender = try await Self.providerSender(deliveryConfiguration, outbox: outboxPath, store: store, logger: logger)
                 }
-                let runner = DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger)
-                var options = ReminderRunOptions(now: now, rule: rule, dryRun: readOnly || validateOnly)
-                options.claimLeaseSeconds = Int64(lease) * 60
-                options.shard = shard
+                let handler = DiaryReminderHandler(
+                    runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger), settings: settings)
 
                 if let userID = explain {
-                    let explanation = try await runner.explain(userID: userID, options: options)
+                    let explanation = try await handler.runner.explain(userID: userID, options: handler.options(now: now))
                     print(json ? explanation.json : explanation.text)
                     return
                 }
                 let summary: RunSummary
                 do throws(JobError) {
-                    summary = try await runner.run(options)
+                    summary = try await handler.handle(ScheduledEvent(time: now), context: InvocationContext(now: now))
                 } catch {
                     await sender.shutdown()
                     throw error
@@ -111,6 +96,66 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 await sender.shutdown()
                 print(json ? summary.json : summary.text)
             }
+        }
+    }
+
+    /// The handler a Lambda execution environment serves: every setting from the environment.
+    static func lambdaHandler(_ config: ConfigResolver, logger: Logger, store: any JobStore) async throws(JobError) -> DiaryReminderHandler {
+        let settings = try settings(config, earlyMinutes: nil, catchUpMinutes: nil, claimLeaseMinutes: nil, shard: nil)
+        let catalog = try catalog(config, flag: nil)
+        let deliveryConfiguration = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
+        let outboxPath = config.string(.outbox, flag: nil)
+        try requireDelivery(deliveryConfiguration, outbox: outboxPath)
+        try await deliveryConfiguration.checkFiles()
+        let sender = try await providerSender(deliveryConfiguration, outbox: outboxPath, store: store, logger: logger)
+        return DiaryReminderHandler(runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger),
+                                    settings: settings)
+    }
+
+    static func settings(_ config: ConfigResolver, earlyMinutes: Int?, catchUpMinutes: Int?, claimLeaseMinutes: Int?,
+                         shard: String?) throws(JobError) -> DiaryReminderHandler.Settings {
+        var settings = DiaryReminderHandler.Settings()
+        settings.rule = try DueRule(
+            earlyMinutes: config.integer(.earlyMinutes, flag: earlyMinutes, default: DueRule.defaultEarlyMinutes,
+                                         range: DueRule.earlyMinutesRange),
+            catchUpMinutes: config.integer(.catchUpMinutes, flag: catchUpMinutes,
+                                           default: DueRule.defaultCatchUpMinutes, range: DueRule.catchUpMinutesRange))
+        settings.shard = try config.raw(.shard, flag: shard).map { raw throws(JobError) in
+            try Shard.parse(raw.value, source: raw.source)
+        } ?? .all
+        settings.claimLeaseSeconds = Int64(try config.integer(.claimLeaseMinutes, flag: claimLeaseMinutes, default: 10,
+                                                              range: 2...60)) * 60
+        return settings
+    }
+
+    static func catalog(_ config: ConfigResolver, flag: String?) throws(JobError) -> CopyCatalog {
+        try config.string(.copyCatalog, flag: flag).map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
+    }
+
+    static func requireDelivery(_ configuration: DeliveryConfiguration, outbox: String?) throws(JobError) {
+        if outbox == nil && !configuration.hasProvider {
+            throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (README \"Configuration\"), pass --outbox PATH, or use --dry-run")
+        }
+    }
+
+    static func providerSender(_ configuration: DeliveryConfiguration, outbox: String?, store: any JobStore,
+                               logger: Logger) async throws(JobError) -> any Sender {
+        if let outbox { return try OutboxSender(path: outbox) }
+        let push = try await PushSender(configuration: configuration, credentials: store, logger: logger)
+        for (name, configured) in [("APNs", configuration.apns != nil), ("FCM", configuration.fcm != nil)] where !configured {
+            logger.warning("provider not configured: its devices are skipped", metadata: ["provider": "\(name)"])
+        }
+        return push
+    }
+}
+
+/// The executable: a cron job from the command line, or a Lambda custom runtime when the platform says so.
+@main
+enum DiaryReminderMain {
+    static func main() async {
+        guard LambdaAdapter.runtimeAPI != nil else { return await DiaryReminderCommand.main() }
+        await LambdaAdapter.serve(job: DiaryReminderRunner.jobName) { config, logger, store throws(JobError) in
+            try await DiaryReminderCommand.lambdaHandler(config, logger: logger, store: store)
         }
     }
 }

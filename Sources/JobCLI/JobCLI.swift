@@ -31,6 +31,17 @@ public struct CommonOptions: ParsableArguments {
 
     public init() {}
 
+    /// The options with no flag given: every setting from the environment (a Lambda execution environment).
+    public static var environmentOnly: CommonOptions {
+        var options = CommonOptions()
+        options.database = nil
+        options.databasePasswordFile = nil
+        options.now = nil
+        options.format = .json
+        options.logLevel = nil
+        return options
+    }
+
     /// The run's instant: `--now`, or the system clock read once here, at the edge.
     public func resolvedNow() throws(JobError) -> Int64 {
         guard let now else { return Int64(Date().timeIntervalSince1970) }

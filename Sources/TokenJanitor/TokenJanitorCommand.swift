@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import JobCLI
 import JobKit
+import Logging
 
-@main
 struct TokenJanitorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "token-janitor",
@@ -35,16 +35,20 @@ struct Run: AsyncParsableCommand {
     var shard: String?
 
     func validate() throws {
-        guard (1...3650).contains(staleDays) else { throw ValidationError("--stale-days must be within 1…3650") }
-        guard (1...3650).contains(probeAfterDays) else { throw ValidationError("--probe-after-days must be within 1…3650") }
-        guard (1...100_000).contains(probeMax), (1...10_000).contains(probeRate) else {
-            throw ValidationError("--probe-max must be within 1…100000 and --probe-rate within 1…10000")
+        func check(_ value: Int, _ range: ClosedRange<Int>, _ flag: String) throws {
+            guard range.contains(value) else {
+                throw ValidationError("\(flag) must be within \(range.lowerBound)…\(range.upperBound)")
+            }
         }
-        guard (1...3650).contains(deliveryRetentionDays) else { throw ValidationError("--delivery-retention-days must be within 1…3650") }
+        try check(staleDays, JanitorOptions.daysRange, "--stale-days")
+        try check(probeAfterDays, JanitorOptions.daysRange, "--probe-after-days")
+        try check(probeMax, JanitorOptions.probeMaxRange, "--probe-max")
+        try check(probeRate, JanitorOptions.probeRateRange, "--probe-rate")
+        try check(deliveryRetentionDays, JanitorOptions.daysRange, "--delivery-retention-days")
         // A month's warnings deduplicate for a month: keeping rows at least that long (plus zone slack) is the floor.
-        guard (35...3650).contains(logRetentionDays) else { throw ValidationError("--log-retention-days must be within 35…3650") }
-        guard (1...3650).contains(purgeAfterDays) else { throw ValidationError("--purge-after-days must be within 1…3650") }
-        guard (1...100_000).contains(batchSize) else { throw ValidationError("--batch-size must be within 1…100000") }
+        try check(logRetentionDays, JanitorOptions.logRetentionRange, "--log-retention-days")
+        try check(purgeAfterDays, JanitorOptions.daysRange, "--purge-after-days")
+        try check(batchSize, JanitorOptions.batchSizeRange, "--batch-size")
     }
 
     func run() async throws {
@@ -63,10 +67,6 @@ struct Run: AsyncParsableCommand {
                 try await providers.checkFiles()
             }
             try await common.withStore(config, mode: dryRun ? .readOnly : .readWrite, job: "token-janitor") { store throws(JobError) in
-                let probeProviders = providers
-                let janitor = TokenJanitor(store: store, logger: logger) { () async throws(JobError) -> any Sender in
-                    try await PushSender(configuration: probeProviders, credentials: store, logger: logger)
-                }
                 var options = JanitorOptions(now: now)
                 options.dryRun = dryRun
                 options.staleDays = staleDays
@@ -78,12 +78,47 @@ struct Run: AsyncParsableCommand {
                 options.logRetentionDays = logRetentionDays
                 options.purge = purge
                 options.purgeAfterDays = purgeAfterDays
-                    options.batchSize = batchSize
+                options.batchSize = batchSize
                 options.shard = shard
-                let summary = try await janitor.run(options)
+                let handler = Self.handler(providers, store: store, logger: logger, base: options)
+                let summary: JanitorSummary
+                do throws(JobError) {
+                    summary = try await handler.handle(ScheduledEvent(time: now), context: InvocationContext(now: now))
+                } catch {
+                    await handler.senders.shutdown()
+                    throw error
+                }
+                await handler.senders.shutdown()
                 print(common.format == .json ? summary.json : summary.text)
             }
         }
+    }
+
+    static func handler(_ providers: DeliveryConfiguration, store: any JobStore, logger: Logger,
+                        base: JanitorOptions) -> TokenJanitorHandler {
+        let senders = LazySender { () async throws(JobError) -> any Sender in
+            guard providers.fcm != nil else { throw .config("probing needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
+            return try await PushSender(configuration: providers, credentials: store, logger: logger)
+        }
+        let janitor = TokenJanitor(store: store, logger: logger) { () async throws(JobError) -> any Sender in
+            try await senders.get()
+        }
+        return TokenJanitorHandler(janitor: janitor, senders: senders, base: base)
+    }
+
+    /// The handler a Lambda execution environment serves: the documented defaults, `PUSH_SHARD`, and per
+    /// schedule the event's `detail` (`{"probe": true}`, `{"stale_days": 60}`, …).
+    static func lambdaHandler(_ config: ConfigResolver, logger: Logger, store: any JobStore) async throws(JobError) -> TokenJanitorHandler {
+        var flags = DeliveryFlags()
+        flags.validateOnly = true
+        var providers = try DeliveryConfiguration.resolve(config, flags: flags)
+        providers.apns = nil
+        if providers.fcm != nil { try await providers.checkFiles() }
+        var base = JanitorOptions(now: 0)
+        base.shard = try config.raw(.shard, flag: nil).map { raw throws(JobError) in
+            try Shard.parse(raw.value, source: raw.source)
+        } ?? .all
+        return handler(providers, store: store, logger: logger, base: base)
     }
 }
 
@@ -128,6 +163,18 @@ struct Report: AsyncParsableCommand {
                     print(text)
                 }
             }
+        }
+    }
+}
+
+/// The executable: the daily cron job and the report from the command line, or a Lambda custom runtime
+/// (the daily run) when the platform says so.
+@main
+enum TokenJanitorMain {
+    static func main() async {
+        guard LambdaAdapter.runtimeAPI != nil else { return await TokenJanitorCommand.main() }
+        await LambdaAdapter.serve(job: TokenJanitor.jobName) { config, logger, store throws(JobError) in
+            try await Run.lambdaHandler(config, logger: logger, store: store)
         }
     }
 }

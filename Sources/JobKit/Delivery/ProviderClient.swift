@@ -44,7 +44,9 @@ actor ProviderClient {
     private let tls: NIOSSLContext
     private let policy: RetryPolicy
     private let logger: Logger
-    private let started = ContinuousClock.now
+    /// When the current run began (the retry budget counts from here) and when its sends must be answered.
+    private var runStarted = ContinuousClock.now
+    private var finishBy: ContinuousClock.Instant?
     private var connections: [Endpoint: HTTP2Connection] = [:]
     /// Set when credentials failed after a refresh: nothing more is sent to this provider in this run.
     private var stopped: String?
@@ -93,7 +95,9 @@ actor ProviderClient {
             func transient(_ i: Int, _ verdict: ProviderVerdict) {
                 lastVerdict[i] = verdict
                 let delay = policy.delay(attempt: attempts[i], retryAfter: verdict.retryAfter)
-                if attempts[i] < policy.maxAttempts && ContinuousClock.now - started + delay < policy.budget {
+                let now = ContinuousClock.now
+                let answeredInTime = finishBy.map { now + delay + policy.requestTimeout < $0 } ?? true
+                if attempts[i] < policy.maxAttempts && now - runStarted + delay < policy.budget && answeredInTime {
                     retryLater.append(i)
                     wait = max(wait, delay)
                 } else {
@@ -162,6 +166,15 @@ actor ProviderClient {
             pending = retryNow + retryLater
         }
         return reports.map { $0 ?? DeliveryReport(channel: provider.name, outcome: .retryLater, reason: "not attempted") }
+    }
+
+    /// A new run on this client: a fresh retry budget, and a credential refusal of an earlier run forgotten
+    /// (connections and the cached credential are kept).
+    func beginRun(finishBy: ContinuousClock.Instant?) {
+        runStarted = ContinuousClock.now
+        self.finishBy = finishBy
+        stopped = nil
+        refreshed = false
     }
 
     private func stop(_ reason: String) {

@@ -99,6 +99,11 @@ public final class PushSender: Sender {
         return await client.send(items)
     }
 
+    public func beginRun(finishBy: ContinuousClock.Instant?) async {
+        await apns?.beginRun(finishBy: finishBy)
+        await fcm?.beginRun(finishBy: finishBy)
+    }
+
     public func shutdown() async {
         await apns?.shutdown()
         await fcm?.shutdown()

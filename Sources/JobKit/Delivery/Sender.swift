@@ -82,11 +82,16 @@ public protocol Sender: Sendable {
     /// False for a provider this sender has no credentials for: the run skips such devices (and users
     /// left with none) before claiming.
     func canDeliver(to provider: Provider) -> Bool
-    /// Closes connections. Called once, at the end of a run.
+    /// Starts a run on a sender that may have served earlier runs (a warm Lambda): resets the run's retry
+    /// budget and per-run verdicts, keeping connections and credentials. Sends must be answered by
+    /// `finishBy` (the invocation's deadline less time to record), when given.
+    func beginRun(finishBy: ContinuousClock.Instant?) async
+    /// Closes connections. Called once, when the sender's owner is done with it.
     func shutdown() async
 }
 
 extension Sender {
     public func canDeliver(to provider: Provider) -> Bool { true }
+    public func beginRun(finishBy: ContinuousClock.Instant?) async {}
     public func shutdown() async {}
 }

@@ -56,6 +56,7 @@ public struct HookSummary: Sendable, Codable, Hashable {
 public struct ContentLimitHook: Sendable {
     public static let jobName = "content-limit-hook"
     public let store: any ContentLimitStore & ReminderStore
+    /// Gives the sender when a warning is sent now (a ``LazySender``: made once, shut down by its owner).
     public let makeSender: @Sendable () async throws(JobError) -> any Sender
     /// Loads the copy catalog; called only when a warning is worded (parsing and validating a catalog
     /// costs more than the whole nothing-fires path).
@@ -167,7 +168,6 @@ public struct ContentLimitHook: Sendable {
             LimitClaimRequest(userID: user.userID, type: type, period: period, messageIndex: choice.index,
                               locale: choice.locale, params: params, deliverAfter: deliverAfter),
             runID: options.runID, now: options.now, staleBefore: staleBefore) else {
-            await sender?.shutdown()
             return finish("another invocation has this warning")
         }
         if claim.deferred {
@@ -180,7 +180,6 @@ public struct ContentLimitHook: Sendable {
                             messageIndex: claim.messageIndex, locale: claim.locale, params: claim.params,
                             timezone: user.timezone)],
             store: store, sender: sender, catalog: catalog, runID: options.runID, now: options.now)
-        await sender.shutdown()
         summary.action = .sent
         summary.notifications = delivered.notifications
         summary.outcomes = delivered.outcomes

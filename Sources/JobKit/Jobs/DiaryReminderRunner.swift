@@ -15,6 +15,8 @@ public struct ReminderRunOptions: Sendable {
     public var pageSize = 500
     /// The slice of users this run handles (`--shard K/N`); the others are left to the other shards.
     public var shard: Shard = .all
+    /// No page is claimed from this instant on (a Lambda invocation's deadline, less time to finish).
+    public var stopClaimingAt: ContinuousClock.Instant?
     public var runID: String
 
     public init(now: Int64, rule: DueRule = .default, dryRun: Bool = false, runID: String = UUID().uuidString.lowercased()) {
@@ -74,7 +76,8 @@ public struct DiaryReminderRunner: Sendable {
                                          type: .diaryReminder)
                     var cursor: DueCursor?
                     while true {
-                        if ContinuousClock.now - started > budget {
+                        let now = ContinuousClock.now
+                        if now - started > budget || options.stopClaimingAt.map({ now >= $0 }) ?? false {
                             logger.warning("time budget spent: leaving the rest to the next run")
                             summary.stoppedEarly = true
                             break zones

@@ -37,6 +37,8 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var skipped: [String: Int] = [:]
     /// True when the run stopped selecting because its time budget ran out; the rest is left to the next run.
     public var stoppedEarly = false
+    /// Why the run did nothing at all (a stale scheduled event), if so.
+    public var notRun: String?
     public var durationMs = 0
     /// Where the time went: select, claim, send, record (milliseconds).
     public var phasesMs: [String: Int] = [:]
@@ -72,6 +74,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
         }
         parts.append("skipped[" + skipped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]")
         if stoppedEarly { parts.append("STOPPED EARLY (time budget)") }
+        if let notRun { parts.append("NOT RUN (\(notRun))") }
         parts.append("run=\(runID) \(durationMs)ms")
         return parts.joined(separator: " ")
     }

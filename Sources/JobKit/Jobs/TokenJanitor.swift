@@ -27,6 +27,13 @@ public struct JanitorOptions: Sendable {
     public var runID = UUID().uuidString.lowercased()
 
     public init(now: Int64) { self.now = now }
+
+    public static let daysRange = 1...3650
+    /// A month's warnings deduplicate for a month: keeping log rows at least that long (plus zone slack) is the floor.
+    public static let logRetentionRange = 35...3650
+    public static let probeMaxRange = 1...100_000
+    public static let probeRateRange = 1...10_000
+    public static let batchSizeRange = 1...100_000
 }
 
 /// What a janitor run did (or, dry, would do).
@@ -55,7 +62,7 @@ public struct TokenJanitor: Sendable {
     public static let jobName = "token-janitor"
     public let store: any JanitorStore & ReminderStore
     public let logger: Logger
-    /// Makes the FCM validate-only sender for `--probe` (only called when probing).
+    /// Gives the FCM validate-only sender for `--probe` (only called when probing; its owner shuts it down).
     public let makeProbeSender: @Sendable () async throws(JobError) -> any Sender
 
     public init(store: any JanitorStore & ReminderStore, logger: Logger,
@@ -155,7 +162,6 @@ public struct TokenJanitor: Sendable {
                 if rest > .zero { try? await Task.sleep(for: rest) }
             }
         }
-        await sender.shutdown()
         summary.probeUnregistered = try await store.deactivate(deviceIDs: dead, reason: "UNREGISTERED", now: options.now)
     }
 }

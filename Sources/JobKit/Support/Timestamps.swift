@@ -79,4 +79,9 @@ enum JSONLine {
         guard let data = try? encoder.encode(value) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
+
+    /// A JSON string literal.
+    static func quote(_ text: String) -> String {
+        encode(text)
+    }
 }

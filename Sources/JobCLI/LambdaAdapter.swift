@@ -1,0 +1,54 @@
+import Foundation
+import JobKit
+import Logging
+
+/// Runs a job as an AWS Lambda custom runtime (`provided.al2023`, the executable as `bootstrap`) when
+/// `AWS_LAMBDA_RUNTIME_API` is set: the handler is built once at init — settings from the environment,
+/// the store opened, key files read — and then serves every invocation of the execution environment.
+public enum LambdaAdapter {
+    public static let runtimeAPIVariable = "AWS_LAMBDA_RUNTIME_API"
+
+    /// The Runtime API's `host:port`, when running inside Lambda.
+    public static var runtimeAPI: String? {
+        ProcessInfo.processInfo.environment[runtimeAPIVariable].flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Serves invocations until the environment is shut down; never returns. A failure to initialise is
+    /// posted to `…/runtime/init/error` and ends the process with the error's sysexits code.
+    public static func serve<Handler: JobHandler>(
+        job: String,
+        makeHandler: @Sendable (ConfigResolver, Logger, any JobStore) async throws(JobError) -> Handler
+    ) async -> Never where Handler.Event: LambdaEvent {
+        bootstrapLogging()
+        let environment = ProcessInfo.processInfo.environment
+        let address = environment[runtimeAPIVariable] ?? ""
+        let client: RuntimeAPIClient
+        do {
+            client = try await RuntimeAPIClient.connect(address)
+        } catch {
+            fail(job, error)
+        }
+        let config = ConfigResolver(environment: environment)
+        let logger: Logger
+        let handler: Handler
+        do throws(JobError) {
+            logger = try CommonOptions.environmentOnly.makeLogger(job, config)
+            let store = try await CommonOptions.environmentOnly.openStore(config, mode: .readWrite, job: job)
+            handler = try await makeHandler(config, logger, store)
+        } catch {
+            try? await client.failInitialization(LambdaErrorReport(error))
+            fail(job, error)
+        }
+        do {
+            try await LambdaRuntime.serve(handler, client: client, logger: logger)
+        } catch {
+            fail(job, error)
+        }
+        exit(0)
+    }
+
+    private static func fail(_ job: String, _ error: JobError) -> Never {
+        FileHandle.standardError.write(Data("\(job): error: \(error.message)\n".utf8))
+        exit(error.exitCode)
+    }
+}

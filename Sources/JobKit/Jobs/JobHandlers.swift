@@ -1,0 +1,270 @@
+import Foundation
+import Logging
+
+/// What a handler knows about the invocation it serves.
+public struct InvocationContext: Sendable {
+    /// The clock when the invocation arrived (or `--now`): the instant of events that carry none.
+    public var now: Int64
+    /// When the platform ends the invocation (Lambda's `Lambda-Runtime-Deadline-Ms`); `nil` from cron.
+    public var deadline: ContinuousClock.Instant?
+    /// The platform's request id, for logs.
+    public var requestID: String?
+
+    public init(now: Int64, deadline: ContinuousClock.Instant? = nil, requestID: String? = nil) {
+        self.now = now
+        self.deadline = deadline
+        self.requestID = requestID
+    }
+}
+
+/// A job as a function of an event: `(Event, Context) async throws -> Summary`. The cron executables and the
+/// Lambda runtime loop are thin adapters over the same handler values, built once and reused for every
+/// invocation (store, provider connections and credentials stay warm).
+public protocol JobHandler: Sendable {
+    associatedtype Event: Sendable
+    associatedtype Summary: JobSummary
+    func handle(_ event: Event, context: InvocationContext) async throws(JobError) -> Summary
+}
+
+/// A job's account of one run, as one JSON line (the Lambda response) or one human-readable line.
+public protocol JobSummary: Sendable {
+    var json: String { get }
+    var text: String { get }
+}
+
+/// An event as it arrives in a Lambda invocation's body.
+public protocol LambdaEvent: Sendable {
+    static func decode(lambdaPayload: [UInt8]) throws(JobError) -> Self
+}
+
+extension RunSummary: JobSummary {}
+extension HookSummary: JobSummary {}
+extension JanitorSummary: JobSummary {}
+
+extension ContentLimitEvent: LambdaEvent {
+    public static func decode(lambdaPayload: [UInt8]) throws(JobError) -> ContentLimitEvent {
+        try parse(json: Data(lambdaPayload))
+    }
+}
+
+/// An EventBridge scheduled event (a rule's `Scheduled Event`, or an EventBridge Scheduler input with
+/// `"time": "<aws.scheduler.scheduled-time>"`): its `time` is the run's instant. `detail` may carry a
+/// job's settings (the janitor's); a job rejects keys it does not know, so a typo is not ignored.
+public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
+    public enum Value: Sendable, Hashable, Decodable {
+        case bool(Bool), int(Int), string(String)
+
+        public init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if let value = try? container.decode(Bool.self) { self = .bool(value) }
+            else if let value = try? container.decode(Int.self) { self = .int(value) }
+            else { self = .string(try container.decode(String.self)) }
+        }
+    }
+
+    public var time: Int64
+    public var detail: [String: Value]
+
+    public init(time: Int64, detail: [String: Value] = [:]) {
+        self.time = time
+        self.detail = detail
+    }
+
+    public static func decode(lambdaPayload: [UInt8]) throws(JobError) -> ScheduledEvent {
+        struct Raw: Decodable {
+            let time: String?
+            let detail: [String: Value]?
+        }
+        let raw: Raw
+        do {
+            raw = try JSONDecoder().decode(Raw.self, from: Data(lambdaPayload))
+        } catch {
+            throw .dataError("event: not a scheduled event (a JSON object with \"time\" and an optional \"detail\" object of booleans, numbers and strings)")
+        }
+        guard let text = raw.time else {
+            throw .dataError("event: missing \"time\" (an EventBridge Scheduler input needs \"time\": \"<aws.scheduler.scheduled-time>\")")
+        }
+        guard let time = Timestamps.parse(text) else { throw .dataError("event: \"time\" is not an ISO 8601 instant: \(text)") }
+        return ScheduledEvent(time: time, detail: raw.detail ?? [:])
+    }
+
+    /// Fails when `detail` has a key outside `known`.
+    public func checkDetail(known: Set<String>, job: String) throws(JobError) {
+        if let unknown = detail.keys.sorted().first(where: { !known.contains($0) }) {
+            let accepted = known.isEmpty ? "none" : known.sorted().joined(separator: ", ")
+            throw .dataError("event: \(job) does not know detail.\(unknown) (accepted: \(accepted))")
+        }
+    }
+
+    public func bool(_ key: String) throws(JobError) -> Bool? {
+        switch detail[key] {
+        case nil: return nil
+        case .bool(let value): return value
+        default: throw .dataError("event: detail.\(key) must be true or false")
+        }
+    }
+
+    public func int(_ key: String, in range: ClosedRange<Int>) throws(JobError) -> Int? {
+        switch detail[key] {
+        case nil: return nil
+        case .int(let value) where range.contains(value): return value
+        default: throw .dataError("event: detail.\(key) must be a whole number within \(range.lowerBound)…\(range.upperBound)")
+        }
+    }
+}
+
+/// Makes a sender on first use and keeps it (and its connections and credentials) for later runs; the
+/// owner shuts it down. A job that usually sends nothing (the hook) never pays for one.
+public actor LazySender {
+    private let make: @Sendable () async throws(JobError) -> any Sender
+    private var sender: (any Sender)?
+    private var finishBy: ContinuousClock.Instant?
+
+    public init(_ make: @escaping @Sendable () async throws(JobError) -> any Sender) {
+        self.make = make
+    }
+
+    public func get() async throws(JobError) -> any Sender {
+        if let sender { return sender }
+        let made = try await make()
+        await made.beginRun(finishBy: finishBy)
+        sender = made
+        return made
+    }
+
+    /// Starts a run's budgets on the sender (now, or when it is made).
+    public func beginRun(finishBy: ContinuousClock.Instant?) async {
+        self.finishBy = finishBy
+        await sender?.beginRun(finishBy: finishBy)
+    }
+
+    public func shutdown() async {
+        await sender?.shutdown()
+        sender = nil
+    }
+}
+
+/// The end of an invocation's useful time: claims stop `claimReserve` before the deadline (time for the last
+/// page's sends and records), sends must finish `recordReserve` before it.
+public struct DeadlinePolicy: Sendable, Hashable {
+    public var claimReserve: Duration = .seconds(15)
+    public var recordReserve: Duration = .seconds(2)
+    public init() {}
+}
+
+/// `diary-reminder` as a handler of scheduled events.
+public struct DiaryReminderHandler: JobHandler {
+    public struct Settings: Sendable {
+        public var rule: DueRule = .default
+        public var claimLeaseSeconds: Int64 = 600
+        public var shard: Shard = .all
+        public var pageSize = 500
+        /// Decide only: claim, send and write nothing (the sender prints or validates).
+        public var dryRun = false
+        public var deadlines = DeadlinePolicy()
+        public init() {}
+    }
+
+    public let runner: DiaryReminderRunner
+    public let settings: Settings
+
+    public init(runner: DiaryReminderRunner, settings: Settings) {
+        self.runner = runner
+        self.settings = settings
+    }
+
+    /// The run options at `now`, before any deadline.
+    public func options(now: Int64) -> ReminderRunOptions {
+        var options = ReminderRunOptions(now: now, rule: settings.rule, dryRun: settings.dryRun)
+        options.claimLeaseSeconds = settings.claimLeaseSeconds
+        options.shard = settings.shard
+        options.pageSize = settings.pageSize
+        return options
+    }
+
+    public func handle(_ event: ScheduledEvent, context: InvocationContext) async throws(JobError) -> RunSummary {
+        try event.checkDetail(known: [], job: DiaryReminderRunner.jobName)
+        var options = options(now: event.time)
+        // A scheduled event delivered long after its time (asynchronous invocations are retried for hours)
+        // would remind people at an hour they did not choose: past the catch-up window it does nothing, and
+        // the runs on schedule catch up.
+        if context.now - event.time >= settings.rule.catchUp {
+            runner.logger.warning("stale scheduled event: nothing done", metadata: [
+                "event_time": "\(Timestamps.format(event.time))", "received": "\(Timestamps.format(context.now))"])
+            var summary = RunSummary(job: DiaryReminderRunner.jobName, runID: options.runID, now: event.time,
+                                     dryRun: settings.dryRun)
+            summary.notRun = "stale event: scheduled \(Timestamps.format(event.time)), received \(Timestamps.format(context.now))"
+            return summary
+        }
+        if let deadline = context.deadline {
+            options.stopClaimingAt = deadline - settings.deadlines.claimReserve
+        }
+        await runner.sender.beginRun(finishBy: context.deadline.map { $0 - settings.deadlines.recordReserve })
+        return try await runner.run(options)
+    }
+}
+
+/// `content-limit-hook` as a handler of write events.
+public struct ContentLimitHookHandler: JobHandler {
+    public let hook: ContentLimitHook
+    public let senders: LazySender
+    public var dryRun = false
+    public var explain = false
+    public var deadlines = DeadlinePolicy()
+
+    public init(hook: ContentLimitHook, senders: LazySender, dryRun: Bool = false, explain: Bool = false) {
+        self.hook = hook
+        self.senders = senders
+        self.dryRun = dryRun
+        self.explain = explain
+    }
+
+    public func handle(_ event: ContentLimitEvent, context: InvocationContext) async throws(JobError) -> HookSummary {
+        await senders.beginRun(finishBy: context.deadline.map { $0 - deadlines.recordReserve })
+        var options = ContentLimitHook.Options(now: context.now, dryRun: dryRun || explain, explain: explain)
+        if let requestID = context.requestID { options.runID = requestID }
+        return try await hook.handle(event, options: options)
+    }
+}
+
+/// `token-janitor` as a handler of scheduled events; `detail` may set any option (`stale_days`, `probe`, …).
+public struct TokenJanitorHandler: JobHandler {
+    public let janitor: TokenJanitor
+    public let senders: LazySender
+    /// The options every run starts from (its `now` is replaced by the event's time).
+    public let base: JanitorOptions
+    public var deadlines = DeadlinePolicy()
+
+    public init(janitor: TokenJanitor, senders: LazySender, base: JanitorOptions) {
+        self.janitor = janitor
+        self.senders = senders
+        self.base = base
+    }
+
+    public static let detailKeys: Set<String> = [
+        "dry_run", "stale_days", "probe", "probe_after_days", "probe_max", "probe_rate", "delivery_retention_days",
+        "log_retention_days", "purge", "purge_after_days", "batch_size",
+    ]
+
+    public func handle(_ event: ScheduledEvent, context: InvocationContext) async throws(JobError) -> JanitorSummary {
+        try event.checkDetail(known: Self.detailKeys, job: TokenJanitor.jobName)
+        var options = base
+        options.now = event.time
+        options.runID = UUID().uuidString.lowercased()
+        options.dryRun = try event.bool("dry_run") ?? options.dryRun
+        options.staleDays = try event.int("stale_days", in: JanitorOptions.daysRange) ?? options.staleDays
+        options.probe = try event.bool("probe") ?? options.probe
+        options.probeAfterDays = try event.int("probe_after_days", in: JanitorOptions.daysRange) ?? options.probeAfterDays
+        options.probeMax = try event.int("probe_max", in: JanitorOptions.probeMaxRange) ?? options.probeMax
+        options.probeRate = try event.int("probe_rate", in: JanitorOptions.probeRateRange) ?? options.probeRate
+        options.deliveryRetentionDays = try event.int("delivery_retention_days", in: JanitorOptions.daysRange)
+            ?? options.deliveryRetentionDays
+        options.logRetentionDays = try event.int("log_retention_days", in: JanitorOptions.logRetentionRange)
+            ?? options.logRetentionDays
+        options.purge = try event.bool("purge") ?? options.purge
+        options.purgeAfterDays = try event.int("purge_after_days", in: JanitorOptions.daysRange) ?? options.purgeAfterDays
+        options.batchSize = try event.int("batch_size", in: JanitorOptions.batchSizeRange) ?? options.batchSize
+        await senders.beginRun(finishBy: context.deadline.map { $0 - deadlines.recordReserve })
+        return try await janitor.run(options)
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Logging
+
+/// The Lambda custom-runtime loop: fetch the next invocation, hand its event to the handler, post the
+/// summary (or the error) back, and go again — with the same handler, so the store, provider
+/// connections and credentials it holds stay warm between invocations.
+public enum LambdaRuntime {
+    /// Serves invocations until the Runtime API fails (the platform is shutting the environment down) or,
+    /// with `limit`, until that many have been served.
+    ///
+    /// - Parameters:
+    ///   - wallClockMs: the real clock in Unix milliseconds, read once per invocation: it turns the
+    ///     deadline into a monotonic instant and is the instant of events that carry none (the hook's).
+    public static func serve<Handler: JobHandler>(
+        _ handler: Handler, client: RuntimeAPIClient, logger: Logger,
+        wallClockMs: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+        limit: Int? = nil
+    ) async throws(JobError) where Handler.Event: LambdaEvent {
+        var served = 0
+        while limit.map({ served < $0 }) ?? true {
+            let invocation = try await client.next()
+            served += 1
+            let arrivedMs = wallClockMs()
+            let context = InvocationContext(
+                now: arrivedMs / 1000,
+                deadline: ContinuousClock.now + .milliseconds(invocation.deadlineMs - arrivedMs),
+                requestID: invocation.requestID)
+            var log = logger
+            log[metadataKey: "request_id"] = "\(invocation.requestID)"
+
+            let result: Result<Handler.Summary, JobError>
+            do throws(JobError) {
+                let event = try Handler.Event.decode(lambdaPayload: invocation.payload)
+                result = .success(try await handler.handle(event, context: context))
+            } catch {
+                result = .failure(error)
+            }
+            switch result {
+            case .success(let summary):
+                log.info("\(summary.text)")
+                try await client.respond(to: invocation.requestID, json: summary.json)
+            case .failure(let error):
+                log.error("invocation failed", metadata: ["error_type": "\(error.kind)", "error": "\(error.message)"])
+                try await client.fail(invocation.requestID, LambdaErrorReport(error))
+            }
+        }
+    }
+}

@@ -1,0 +1,209 @@
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// One invocation as the Lambda Runtime API hands it out (`GET …/runtime/invocation/next`).
+public struct LambdaInvocation: Sendable, Hashable {
+    /// `Lambda-Runtime-Aws-Request-Id`.
+    public let requestID: String
+    /// `Lambda-Runtime-Deadline-Ms`: when the platform ends the invocation, Unix milliseconds.
+    public let deadlineMs: Int64
+    /// `Lambda-Runtime-Invoked-Function-Arn`.
+    public let functionARN: String?
+    /// `Lambda-Runtime-Trace-Id` (X-Ray).
+    public let traceID: String?
+    /// The event, as sent.
+    public let payload: [UInt8]
+}
+
+/// An error reported to the Runtime API: a type (`JobError.dataError`) and a secret-free message.
+public struct LambdaErrorReport: Sendable, Hashable {
+    public let type: String
+    public let message: String
+
+    public init(type: String, message: String) {
+        self.type = type
+        self.message = message
+    }
+
+    public init(_ error: JobError) {
+        self.init(type: "JobError.\(error.kind)", message: error.message)
+    }
+
+    /// The body the Runtime API expects: `{"errorMessage":…, "errorType":…, "stackTrace":[]}`.
+    var body: String {
+        "{\"errorMessage\":\(JSONLine.quote(message)),\"errorType\":\(JSONLine.quote(type)),\"stackTrace\":[]}"
+    }
+}
+
+/// The runtime's side of the Lambda Runtime API (version 2018-06-01): a small HTTP/1.1 client over one
+/// kept-alive connection to `AWS_LAMBDA_RUNTIME_API`, one request at a time.
+public final class RuntimeAPIClient: Sendable {
+    private static let prefix = "/2018-06-01/runtime"
+    private let channel: any Channel
+    private let host: String
+
+    private init(channel: any Channel, host: String) {
+        self.channel = channel
+        self.host = host
+    }
+
+    /// Connects to `host:port` (the value of `AWS_LAMBDA_RUNTIME_API`).
+    public static func connect(_ address: String,
+                               group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws(JobError) -> RuntimeAPIClient {
+        guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
+              (1...65_535).contains(port), colon > address.startIndex else {
+            throw .config("AWS_LAMBDA_RUNTIME_API: not host:port: \(address)")
+        }
+        let host = String(address[..<colon]).trimmingCharacters(in: ["[", "]"])
+        do {
+            let channel = try await ClientBootstrap(group: group)
+                .connectTimeout(.seconds(5))
+                .channelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHTTPClientHandlers()
+                        try channel.pipeline.syncOperations.addHandler(RuntimeAPIHandler())
+                    }
+                }
+                .connect(host: host, port: port).get()
+            return RuntimeAPIClient(channel: channel, host: address)
+        } catch {
+            throw .unavailable("cannot connect to the Lambda Runtime API at \(address)")
+        }
+    }
+
+    /// Waits for the next invocation (a long poll: no timeout, as the API asks).
+    public func next() async throws(JobError) -> LambdaInvocation {
+        let response = try await exchange(.GET, "\(Self.prefix)/invocation/next", body: nil)
+        guard response.status == .ok else {
+            throw .unavailable("the Runtime API answered \(response.status.code) to invocation/next")
+        }
+        guard let requestID = response.headers.first(name: "Lambda-Runtime-Aws-Request-Id"), !requestID.isEmpty,
+              !requestID.contains("/") else {
+            throw .unavailable("the Runtime API sent an invocation without a request id")
+        }
+        guard let deadline = response.headers.first(name: "Lambda-Runtime-Deadline-Ms").flatMap({ Int64($0) }) else {
+            throw .unavailable("the Runtime API sent invocation \(requestID) without a deadline")
+        }
+        return LambdaInvocation(requestID: requestID, deadlineMs: deadline,
+                                functionARN: response.headers.first(name: "Lambda-Runtime-Invoked-Function-Arn"),
+                                traceID: response.headers.first(name: "Lambda-Runtime-Trace-Id"),
+                                payload: response.body)
+    }
+
+    /// Posts the invocation's result.
+    public func respond(to requestID: String, json: String) async throws(JobError) {
+        try await expectAccepted(.POST, "\(Self.prefix)/invocation/\(requestID)/response", body: json, errorType: nil)
+    }
+
+    /// Reports a failed invocation.
+    public func fail(_ requestID: String, _ report: LambdaErrorReport) async throws(JobError) {
+        try await expectAccepted(.POST, "\(Self.prefix)/invocation/\(requestID)/error", body: report.body, errorType: report.type)
+    }
+
+    /// Reports a failed initialisation; the runtime exits afterwards.
+    public func failInitialization(_ report: LambdaErrorReport) async throws(JobError) {
+        try await expectAccepted(.POST, "\(Self.prefix)/init/error", body: report.body, errorType: report.type)
+    }
+
+    public func close() async {
+        try? await channel.close()
+    }
+
+    private func expectAccepted(_ method: HTTPMethod, _ path: String, body: String, errorType: String?) async throws(JobError) {
+        let response = try await exchange(method, path, body: body, errorType: errorType)
+        guard response.status == .accepted else {
+            // 400/403/413: our request was wrong; 500: the environment is broken and the runtime must exit.
+            throw .unavailable("the Runtime API answered \(response.status.code) to \(path)")
+        }
+    }
+
+    private func exchange(_ method: HTTPMethod, _ path: String, body: String?,
+                          errorType: String? = nil) async throws(JobError) -> RuntimeAPIResponse {
+        var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
+        head.headers.add(name: "Host", value: host)
+        head.headers.add(name: "User-Agent", value: "diary-push")
+        if let errorType { head.headers.add(name: "Lambda-Runtime-Function-Error-Type", value: errorType) }
+        var buffer: ByteBuffer?
+        if let body {
+            buffer = ByteBuffer(string: body)
+            head.headers.add(name: "Content-Type", value: "application/json")
+            head.headers.add(name: "Content-Length", value: "\(body.utf8.count)")
+        }
+        let promise = channel.eventLoop.makePromise(of: RuntimeAPIResponse.self)
+        let request = RuntimeAPIHandler.Request(head: head, body: buffer, promise: promise)
+        channel.writeAndFlush(request, promise: nil)
+        do {
+            return try await promise.futureResult.get()
+        } catch {
+            throw .unavailable("the Lambda Runtime API connection failed (\(path))")
+        }
+    }
+}
+
+struct RuntimeAPIResponse: Sendable {
+    var status: HTTPResponseStatus
+    var headers: HTTPHeaders
+    var body: [UInt8]
+}
+
+/// Writes one request at a time and completes its promise with the whole response.
+private final class RuntimeAPIHandler: ChannelDuplexHandler {
+    struct Request: Sendable {
+        let head: HTTPRequestHead
+        let body: ByteBuffer?
+        let promise: EventLoopPromise<RuntimeAPIResponse>
+    }
+    typealias InboundIn = HTTPClientResponsePart
+    typealias OutboundIn = Request
+    typealias OutboundOut = HTTPClientRequestPart
+
+    private var waiting: [EventLoopPromise<RuntimeAPIResponse>] = []
+    private var response: RuntimeAPIResponse?
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        guard context.channel.isActive else {
+            request.promise.fail(ChannelError.ioOnClosedChannel)
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        waiting.append(request.promise)
+        context.write(wrapOutboundOut(.head(request.head)), promise: nil)
+        if let body = request.body { context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil) }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.assumeIsolated().whenFailure { [self] error in failAll(error) }
+        written.futureResult.cascade(to: promise)
+        context.write(wrapOutboundOut(.end(nil)), promise: written)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            response = RuntimeAPIResponse(status: head.status, headers: head.headers, body: [])
+        case .body(let buffer):
+            response?.body.append(contentsOf: buffer.readableBytesView)
+        case .end:
+            if let response, !waiting.isEmpty { waiting.removeFirst().succeed(response) }
+            response = nil
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failAll(ChannelError.ioOnClosedChannel)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failAll(error)
+        context.close(promise: nil)
+    }
+
+    private func failAll(_ error: any Error) {
+        let promises = waiting
+        waiting.removeAll()
+        for promise in promises { promise.fail(error) }
+    }
+}
