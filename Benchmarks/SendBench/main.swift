@@ -3,6 +3,9 @@
 // sent (headers and body) so that h2load can send the same requests to the same server.
 //
 //   send-bench --simulator demo/simulator.json --count 20000 [--fcm-share 0.4] [--batch 2000] [--emit DIR]
+//              [--apns-port N]   (send the APNs requests to another server on loopback, e.g. nghttpd, with the
+//                                 simulator's certificate and keys)
+//              [--one-token]     (every APNs notification to the same device: a static-file server answers 200 to one path)
 import Foundation
 import JobKit
 import Logging
@@ -26,12 +29,13 @@ guard let readyFile = argument("--simulator"),
 let count = argument("--count").flatMap(Int.init) ?? 20_000
 let fcmShare = argument("--fcm-share").flatMap(Double.init) ?? 0
 let batch = argument("--batch").flatMap(Int.init) ?? 2_000
+let oneToken = CommandLine.arguments.contains("--one-token")
 
 let endpoint = Endpoint(host: "127.0.0.1", port: port)
 var delivery = DeliveryConfiguration()
 var apns = APNsConfiguration(keyFile: ready["apns_key_file"]!, keyID: ready["apns_key_id"]!, teamID: ready["apns_team_id"]!,
                              topic: ready["apns_topic"]!)
-apns.productionEndpoint = endpoint
+apns.productionEndpoint = argument("--apns-port").flatMap(Int.init).map { Endpoint(host: "127.0.0.1", port: $0) } ?? endpoint
 delivery.apns = apns
 var fcm = FCMConfiguration(serviceAccountFile: ready["fcm_service_account_file"]!)
 fcm.endpoint = endpoint
@@ -51,7 +55,7 @@ let notifications: [OutgoingNotification] = (0..<count).map { i in
     let isFCM = Double(i % 1000) < fcmShare * 1000
     let device = isFCM
         ? Device(id: Int64(i), userID: "u\(i)", token: "bench-fcm-token-\(i)", provider: .fcm, platform: "android", apnsEnvironment: nil)
-        : Device(id: Int64(i), userID: "u\(i)", token: String(format: "%064x", i + 1), provider: .apns, platform: "ios",
+        : Device(id: Int64(i), userID: "u\(i)", token: String(format: "%064x", oneToken ? 1 : i + 1), provider: .apns, platform: "ios",
                  apnsEnvironment: "production")
     return OutgoingNotification(logID: nil, device: device, type: .diaryReminder, period: "2026-11-21", locale: "en",
                                 messageIndex: 0, title: "How was your day?", body: body, expiresAt: expiresAt)

@@ -56,7 +56,6 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         var status: Int?
         var headers: HPACKHeaders = [:]
         var body: ByteBuffer?
-        var timeout: Scheduled<Void>?
         var started: NIODeadline
     }
 
@@ -77,6 +76,9 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private var unflushed = 0
     /// Inbound DATA bytes not yet returned to the connection window.
     private var consumedWindow = 0
+    /// One timer per connection sweeps for streams past their timeout (a timer per stream cost more CPU
+    /// than the HPACK encoding of its request).
+    private var sweeper: Scheduled<Void>?
     static let connectionWindow = 1 << 24
 
     init(streamCap: Int, requestTimeout: TimeAmount, flushEvery: Int = 16) {
@@ -90,6 +92,27 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        scheduleSweep(on: context.eventLoop)
+    }
+
+    private func scheduleSweep(on loop: any EventLoop) {
+        let interval = max(TimeAmount.milliseconds(10), min(TimeAmount.seconds(1), .nanoseconds(requestTimeout.nanoseconds / 10)))
+        sweeper = loop.assumeIsolated().scheduleTask(in: interval) { [weak self] () -> Void in
+            guard let self, !self.closed else { return }
+            self.sweepTimeouts()
+            self.scheduleSweep(on: loop)
+        }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        sweeper?.cancel()
+        sweeper = nil
+    }
+
+    private func sweepTimeouts() {
+        guard !open.isEmpty else { return }
+        let expired = NIODeadline.now() - requestTimeout
+        for (streamID, stream) in open where stream.started <= expired { timedOut(streamID) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -118,10 +141,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         while open.count < limit, let pending = queue.popFirst() {
             let streamID = nextStreamID
             nextStreamID = nextStreamID.advanced(by: 2)
-            let timeout = context.eventLoop.assumeIsolated().scheduleTask(in: requestTimeout) { [weak self] () -> Void in
-                self?.timedOut(streamID)
-            }
-            open[streamID] = Open(promise: pending.promise, timeout: timeout, started: .now())
+            open[streamID] = Open(promise: pending.promise, started: .now())
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: pending.request.headers,
                                                                                                  endStream: false)))),
                           promise: nil)
@@ -184,6 +204,8 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         closed = true
+        sweeper?.cancel()
+        sweeper = nil
         for streamID in Array(open.keys) { fail(streamID, .connectionLost) }
         failQueue()
         context.fireChannelInactive()
@@ -208,7 +230,6 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
 
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = open.removeValue(forKey: streamID) else { return }
-        stream.timeout?.cancel()
         if let status = stream.status {
             stream.promise.succeed(HTTP2Response(status: status, headers: stream.headers,
                                                  body: stream.body ?? ByteBuffer(), latency: .now() - stream.started))
@@ -220,7 +241,6 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
 
     private func fail(_ streamID: HTTP2StreamID, _ failure: HTTP2StreamFailure) {
         guard let stream = open.removeValue(forKey: streamID) else { return }
-        stream.timeout?.cancel()
         stream.promise.fail(failure)
         drainQueue()
     }

@@ -31,17 +31,18 @@ enum APNs {
     /// custom keys the app reads.
     static func payload(for notification: OutgoingNotification, links: DeepLinks) -> Data {
         PayloadFitting.fit(body: notification.body, maxBytes: maxPayloadBytes) { body in
-            PayloadFitting.json([
+            let payload: PayloadJSON = [
                 "aps": [
-                    "alert": ["title": notification.title, "body": body],
-                    "sound": "default",
+                    "alert": ["body": .string(body), "title": .string(notification.title)],
                     "badge": 1,
-                    "thread-id": notification.type.rawValue,
-                ] as [String: Any],
-                "type": notification.type.rawValue,
-                "period": notification.period,
-                "link": links.link(for: notification.type, period: notification.period),
-            ])
+                    "sound": "default",
+                    "thread-id": .string(notification.type.rawValue),
+                ],
+                "link": .string(links.link(for: notification.type, period: notification.period)),
+                "period": .string(notification.period),
+                "type": .string(notification.type.rawValue),
+            ]
+            return payload.data
         }.data
     }
 

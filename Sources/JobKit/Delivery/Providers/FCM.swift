@@ -56,30 +56,34 @@ enum FCM {
     static func message(for notification: OutgoingNotification, configuration: FCMConfiguration, links: DeepLinks,
                         now: Int64) -> Data {
         let ttl = max(0, notification.expiresAt - now)
-        let data = ["type": notification.type.rawValue, "period": notification.period,
-                    "link": links.link(for: notification.type, period: notification.period)]
+        let data: PayloadJSON = ["link": .string(links.link(for: notification.type, period: notification.period)),
+                                 "period": .string(notification.period), "type": .string(notification.type.rawValue)]
         return PayloadFitting.fit(body: notification.body, maxBytes: maxPayloadBytes) { body in
-            var message: [String: Any] = [
-                "token": notification.device.token,
-                "notification": ["title": notification.title, "body": body],
-                "data": data,
-            ]
+            let platform: (String, PayloadJSON)
             if notification.device.platform == "android" {
-                message["android"] = [
+                platform = ("android", [
+                    "notification": ["channel_id": .string(configuration.androidChannelID), "sound": "default",
+                                     "tag": .string(notification.collapseID)],
                     "priority": "high",
-                    "ttl": "\(ttl)s",
-                    "notification": ["channel_id": configuration.androidChannelID, "sound": "default",
-                                     "tag": notification.collapseID],
-                ] as [String: Any]
+                    "ttl": .string("\(ttl)s"),
+                ])
             } else {
-                message["apns"] = [
-                    "headers": ["apns-expiration": String(notification.expiresAt),
-                                "apns-collapse-id": notification.collapseID,
+                platform = ("apns", [
+                    "headers": ["apns-collapse-id": .string(notification.collapseID),
+                                "apns-expiration": .string(String(notification.expiresAt)),
                                 "apns-priority": "10", "apns-push-type": "alert"],
-                    "payload": ["aps": ["sound": "default", "badge": 1] as [String: Any]],
-                ] as [String: Any]
+                    "payload": ["aps": ["badge": 1, "sound": "default"]],
+                ])
             }
-            return PayloadFitting.json(["validate_only": configuration.validateOnly, "message": message])
+            // Sorted: android|apns, data, notification, token.
+            let message: PayloadJSON = .object([
+                platform,
+                ("data", data),
+                ("notification", ["body": .string(body), "title": .string(notification.title)]),
+                ("token", .string(notification.device.token)),
+            ])
+            let request: PayloadJSON = ["message": message, "validate_only": .bool(configuration.validateOnly)]
+            return request.data
         }.data
     }
 

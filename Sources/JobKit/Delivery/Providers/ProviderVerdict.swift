@@ -45,11 +45,6 @@ enum PayloadFitting {
         }
         return (best, bestBody)
     }
-
-    /// JSON with sorted keys and no escaped slashes, as providers accept.
-    static func json(_ object: Any) -> Data {
-        (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-    }
 }
 
 /// Deep links opened by a tap, per notification type.
