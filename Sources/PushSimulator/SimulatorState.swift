@@ -65,9 +65,13 @@ final class SimulatorState: Sendable {
 
     func handle(method: HTTPMethod, path: String, headers: HTTPHeaders, body: ByteBuffer) -> SimulatedResponse {
         box.withLockedValue { $0.stats.requests += 1 }
-        let response: SimulatedResponse
+        var response: SimulatedResponse
         if path.hasPrefix("/3/device/") {
             response = apns(method: method, token: String(path.dropFirst("/3/device/".count)), headers: headers, body: body)
+            // APNs answers with the request's apns-id when it has one (clients match answers by it).
+            if let id = headers.first(name: "apns-id"), let index = response.headers.firstIndex(where: { $0.0 == "apns-id" }) {
+                response.headers[index].1 = id
+            }
         } else if path.hasPrefix("/v1/projects/") && path.hasSuffix("/messages:send") {
             let project = String(path.dropFirst("/v1/projects/".count).dropLast("/messages:send".count))
             response = fcm(method: method, project: project, headers: headers, body: body)
