@@ -134,6 +134,23 @@ import Testing
         await api.stop()
     }
 
+    /// The platform going away between invocations ends the loop with an error (the process then exits);
+    /// a request written after the connection closed must fail too, not wait forever.
+    @Test(.timeLimit(.minutes(1))) func aDroppedConnectionFailsEveryLaterRequest() async throws {
+        let api = try await LambdaRuntimeSimulator.start()
+        let client = try await RuntimeAPIClient.connect(api.address)
+        let answered = Task { await api.invoke("{}", deadlineMs: 0) }
+        let invocation = try await client.next()
+        try await client.respond(to: invocation.requestID, json: "{}")
+        #expect(await answered.value == .response("{}"))
+        await api.stop()
+        for _ in 0..<3 {
+            await #expect(throws: JobError.self) { try await client.next() }
+            await #expect(throws: JobError.self) { try await client.respond(to: invocation.requestID, json: "{}") }
+        }
+        await client.close()
+    }
+
     @Test func janitorTakesItsOptionsFromTheEventDetailAndRejectsUnknownOnes() async throws {
         let db = try await TemporaryDatabase(.sqlite)
         try await db.store.addUser("old", now: instant("2026-06-01T00:00:00Z"))
@@ -206,13 +223,13 @@ import Testing
         let second = try LambdaTests.fields(await api.invoke(event, deadlineMs: (now + 300) * 1000))
         #expect(second.claimed == 0)
         let bad = await api.invoke("not json", deadlineMs: (now + 300) * 1000)
+        await api.stop()
+        let result = await Executables.finish(process)
         guard case .error(let type, _, _)? = bad else {
             Issue.record("expected an error, got \(String(describing: bad))")
             return
         }
         #expect(type == "JobError.dataError")
-        await api.stop()
-        let result = Executables.finish(process)
         #expect(result.status == 69, "\(result.stderr)")
         #expect(result.stderr.contains("Runtime API"))
         #expect(try String(contentsOfFile: outbox, encoding: .utf8).split(separator: "\n").count == 1)
@@ -230,7 +247,7 @@ import Testing
         let process = try Executables.start(job, [], environment: env)
         let error = try #require(await api.initError())
         #expect(error.type == type && error.header == type)
-        let result = Executables.finish(process)
+        let result = await Executables.finish(process)
         #expect(result.status == status, "\(result.stderr)")
         #expect(result.stderr.contains(error.message))
         await api.stop()

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 @testable import JobKit
 
@@ -27,15 +28,15 @@ enum Executables {
         let stderr: String
     }
 
-    static func run(_ name: String, _ arguments: [String], stdin: String, environment: [String: String] = [:]) throws -> Result {
+    static func run(_ name: String, _ arguments: [String], stdin: String, environment: [String: String] = [:]) async throws -> Result {
         let input = Pipe()
         let started = try start(name, arguments, environment: environment, stdin: input)
         input.fileHandleForWriting.write(Data(stdin.utf8))
         try input.fileHandleForWriting.close()
-        return finish(started)
+        return await finish(started)
     }
 
-    static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:], stdin: Pipe? = nil) throws -> (Process, Pipe, Pipe) {
+    static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:], stdin: Pipe? = nil) throws -> Started {
         let process = Process()
         process.executableURL = try url(name)
         process.arguments = arguments
@@ -45,29 +46,65 @@ enum Executables {
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
-        if let stdin { process.standardInput = stdin }
+        // Without a pipe of its own the child would share the test runner's stdin.
+        process.standardInput = stdin ?? FileHandle.nullDevice
         try process.run()
-        return (process, out, err)
+        return Started(process: process, stdout: out, stderr: err)
     }
 
-    static func finish(_ started: (Process, Pipe, Pipe)) -> Result {
-        let (process, out, err) = started
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+    /// A running child and the pipes it writes to.
+    struct Started: @unchecked Sendable {
+        let process: Process
+        let stdout: Pipe
+        let stderr: Pipe
     }
 
-    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Result {
-        finish(try start(name, arguments, environment: environment))
+    /// Reads both pipes to their end at once (a child that fills one while we wait on the other would
+    /// never finish) and waits for the exit — on threads of their own: blocking the concurrency pool,
+    /// which has only as many threads as cores, would starve every other test (and the servers the
+    /// children talk to) running beside this one.
+    /// A child still running after `limit` is killed and its result says so, so that a hung child fails its
+    /// test instead of hanging the suite.
+    static func finish(_ started: Started, limit: Duration = .seconds(120)) async -> Result {
+        let killed = NIOLockedValueBox(false)
+        let watchdog = Task {
+            try await Task.sleep(for: limit)
+            killed.withLockedValue { $0 = true }
+            kill(started.process.processIdentifier, SIGKILL)
+        }
+        defer { watchdog.cancel() }
+        let result = await collect(started)
+        guard killed.withLockedValue({ $0 }) else { return result }
+        return Result(status: -1, stdout: result.stdout, stderr: "killed: still running after \(limit)\n" + result.stderr)
+    }
+
+    private static func collect(_ started: Started) async -> Result {
+        async let stderr = blocking { started.stderr.fileHandleForReading.readDataToEndOfFile() }
+        let stdout = await blocking { started.stdout.fileHandleForReading.readDataToEndOfFile() }
+        let errors = await stderr
+        let status = await blocking { () -> Int32 in
+            started.process.waitUntilExit()
+            return started.process.terminationStatus
+        }
+        return Result(status: status, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: errors, as: UTF8.self))
+    }
+
+    static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> Result {
+        await finish(try start(name, arguments, environment: environment))
+    }
+
+    /// Runs `body` on a new thread and resumes with its value.
+    private static func blocking<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: body()) }
+        }
     }
 }
 
 @Suite(.serialized) struct ProcessTests {
     @Test(arguments: Backend.allCases) func twoProcessesAtOnceClaimFiveThousandDueUsersExactlyOnce(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
-        let seeded = try Executables.run("pushctl", ["seed", "--database", db.path, "--users", "8000", "--due-at",
+        let seeded = try await Executables.run("pushctl", ["seed", "--database", db.path, "--users", "8000", "--due-at",
                                                      "2026-11-21T20:00:00Z", "--due-count", "5000", "--random-seed", "42"])
         #expect(seeded.status == 0, "\(seeded.stderr)")
         let outboxes = ["a", "b"].map { db.directory.appendingPathComponent("outbox-\($0).jsonl").path }
@@ -75,7 +112,8 @@ enum Executables {
             try Executables.start("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
                                                      "--outbox", outbox, "--format", "json"])
         }
-        let results = started.map(Executables.finish)
+        var results: [Executables.Result] = []
+        for process in started { results.append(await Executables.finish(process)) }
         for result in results { #expect(result.status == 0, "\(result.stderr)") }
         let summaries = try results.map { try JSONDecoder().decode(SummaryFields.self, from: Data($0.stdout.utf8)) }
         #expect(summaries.map(\.claimed).reduce(0, +) == 5_000)
@@ -131,7 +169,7 @@ enum Executables {
             (["--database", db.path, "--copy-catalog", "/nonexistent.json", "--dry-run"] + now, [:], 66, "copy catalog"),
         ]
         for testCase in cases {
-            let result = try Executables.run("diary-reminder", testCase.arguments, environment: testCase.env)
+            let result = try await Executables.run("diary-reminder", testCase.arguments, environment: testCase.env)
             #expect(result.status == testCase.status, "\(testCase.arguments): \(result.stderr)")
             #expect(result.stderr.contains(testCase.message), "\(testCase.arguments): \(result.stderr)")
             #expect(!result.stderr.contains("hunter2"))
@@ -143,35 +181,35 @@ enum Executables {
     @Test(arguments: Backend.allCases) func pushctlValidatesAndExplains(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path]
-        #expect(try Executables.run("pushctl", ["user", "set", "--id", "u1", "--timezone", "Asia/Tokyo"] + database).status == 0)
-        let badZone = try Executables.run("pushctl", ["user", "set", "--id", "u2", "--timezone", "Tokyo"] + database)
+        #expect(try await Executables.run("pushctl", ["user", "set", "--id", "u1", "--timezone", "Asia/Tokyo"] + database).status == 0)
+        let badZone = try await Executables.run("pushctl", ["user", "set", "--id", "u2", "--timezone", "Tokyo"] + database)
         #expect(badZone.status == 64)
         #expect(badZone.stderr.contains("unknown IANA time zone"))
-        let register = try Executables.run("pushctl", ["device", "register", "--user", "u1", "--token", "ABCDEF0123",
+        let register = try await Executables.run("pushctl", ["device", "register", "--user", "u1", "--token", "ABCDEF0123",
                                                        "--provider", "apns", "--platform", "ios"] + database)
         #expect(register.status == 0)
         #expect(register.stdout.contains("created"))
         #expect(!register.stdout.contains("ABCDEF0123"))
-        let ghost = try Executables.run("pushctl", ["device", "register", "--user", "ghost", "--token", "t",
+        let ghost = try await Executables.run("pushctl", ["device", "register", "--user", "ghost", "--token", "t",
                                                     "--provider", "fcm", "--platform", "android"] + database)
         #expect(ghost.status == 65)
-        let explain = try Executables.run("diary-reminder", ["--explain", "u1", "--now", "2026-11-21T12:00:00Z",
+        let explain = try await Executables.run("diary-reminder", ["--explain", "u1", "--now", "2026-11-21T12:00:00Z",
                                                              "--format", "json"] + database)
         #expect(explain.status == 0, "\(explain.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(explain.stdout.utf8)) as? [String: Any]
         #expect(object?["due"] as? Bool == true)
         #expect(try await db.count("SELECT count(*) FROM user_devices") == 1)
-        let export = try Executables.run("pushctl", ["copy", "export"])
+        let export = try await Executables.run("pushctl", ["copy", "export"])
         let file = db.directory.appendingPathComponent("copy.json")
         try export.stdout.write(to: file, atomically: true, encoding: .utf8)
-        #expect(try Executables.run("pushctl", ["copy", "check", file.path]).status == 0)
+        #expect(try await Executables.run("pushctl", ["copy", "check", file.path]).status == 0)
     }
 
     @Test(arguments: Backend.allCases) func theHookTakesFlagsOrAStdinEventAndRejectsBadInputWritingNothing(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path, "--now", "2026-11-21T12:00:00Z"]
-        #expect(try Executables.run("pushctl", ["user", "set", "--id", "w", "--timezone", "Europe/Paris", "--database", db.path]).status == 0)
-        #expect(try Executables.run("pushctl", ["device", "register", "--user", "w", "--token", "phone-w", "--provider", "fcm",
+        #expect(try await Executables.run("pushctl", ["user", "set", "--id", "w", "--timezone", "Europe/Paris", "--database", db.path]).status == 0)
+        #expect(try await Executables.run("pushctl", ["device", "register", "--user", "w", "--token", "phone-w", "--provider", "fcm",
                                                 "--platform", "android", "--database", db.path]).status == 0)
         let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
         let cases: [(arguments: [String], stdin: String?, status: Int32, message: String)] = [
@@ -186,17 +224,20 @@ enum Executables {
         ]
         for testCase in cases {
             let arguments = database + testCase.arguments
-            let result = try testCase.stdin.map { try Executables.run("content-limit-hook", arguments, stdin: $0) }
-                ?? Executables.run("content-limit-hook", arguments)
+            let result = if let stdin = testCase.stdin {
+                try await Executables.run("content-limit-hook", arguments, stdin: stdin)
+            } else {
+                try await Executables.run("content-limit-hook", arguments)
+            }
             #expect(result.status == testCase.status, "\(testCase.arguments): \(result.stderr)")
             #expect(result.stderr.contains(testCase.message), "\(testCase.arguments): \(result.stderr)")
         }
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
 
-        let below = try Executables.run("content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "30", "--format", "json"])
+        let below = try await Executables.run("content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "30", "--format", "json"])
         #expect(below.status == 0)
         #expect(below.stdout.contains(#""action":"none""#))
-        let fired = try Executables.run("content-limit-hook", database + ["--event", "-", "--outbox", outbox],
+        let fired = try await Executables.run("content-limit-hook", database + ["--event", "-", "--outbox", outbox],
                                         stdin: #"{"user_id":"w","used":28,"limit":30,"period":"monthly"}"#)
         #expect(fired.status == 0, "\(fired.stderr)")
         #expect(fired.stdout.contains("action=sent"))
@@ -208,7 +249,7 @@ enum Executables {
     /// in halves, one runs unsharded (overlapping both), one has a misconfigured shard count.
     @Test func fourRunnersWithMixedShardsOnPostgreSQLRemindTwentyThousandUsersExactlyOnce() async throws {
         let db = try await TemporaryDatabase(.postgres)
-        let seeded = try Executables.run("pushctl", ["seed", "--database", db.path, "--users", "24000", "--due-at",
+        let seeded = try await Executables.run("pushctl", ["seed", "--database", db.path, "--users", "24000", "--due-at",
                                                      "2026-11-21T20:00:00Z", "--due-count", "20000", "--random-seed", "9"])
         #expect(seeded.status == 0, "\(seeded.stderr)")
         let shards: [[String]] = [["--shard", "1/2"], ["--shard", "2/2"], [], ["--shard", "2/3"]]
@@ -217,7 +258,8 @@ enum Executables {
             try Executables.start("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
                                                      "--outbox", outbox, "--format", "json"] + shard)
         }
-        let results = started.map(Executables.finish)
+        var results: [Executables.Result] = []
+        for process in started { results.append(await Executables.finish(process)) }
         for result in results { #expect(result.status == 0, "\(result.stderr)") }
         let summaries = try results.map { try JSONDecoder().decode(SummaryFields.self, from: Data($0.stdout.utf8)) }
         #expect(summaries.map(\.claimed).reduce(0, +) == 20_000)
@@ -226,7 +268,7 @@ enum Executables {
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status <> 'sent'") == 0)
         try await expectOneNotificationPerActiveDevice(db, outboxes: outboxes)
         // Nobody missed: a second round finds every due user already reminded.
-        let again = try Executables.run("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
+        let again = try await Executables.run("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
                                                           "--outbox", outboxes[0], "--format", "json"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try JSONDecoder().decode(SummaryFields.self, from: Data(again.stdout.utf8)).claimed == 0)

@@ -134,7 +134,9 @@ public final class RuntimeAPIClient: Sendable {
         }
         let promise = channel.eventLoop.makePromise(of: RuntimeAPIResponse.self)
         let request = RuntimeAPIHandler.Request(head: head, body: buffer, promise: promise)
-        channel.writeAndFlush(request, promise: nil)
+        // A write that never reaches the handler (the connection closed and the pipeline is gone) must fail
+        // the exchange too; otherwise the runtime would wait forever instead of exiting.
+        channel.writeAndFlush(request).whenFailure { promise.fail($0) }
         do {
             return try await promise.futureResult.get()
         } catch {
@@ -194,6 +196,10 @@ private final class RuntimeAPIHandler: ChannelDuplexHandler {
     func channelInactive(context: ChannelHandlerContext) {
         failAll(ChannelError.ioOnClosedChannel)
         context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failAll(ChannelError.ioOnClosedChannel)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -105,8 +105,13 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        // Normally after channelInactive; if not, nothing submitted may be left waiting.
+        closed = true
         sweeper?.cancel()
         sweeper = nil
+        for streamID in Array(open.keys) { fail(streamID, .connectionLost) }
+        failQueue()
+        self.context = nil
     }
 
     private func sweepTimeouts() {
