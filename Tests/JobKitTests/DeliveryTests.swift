@@ -160,6 +160,31 @@ import Testing
         await harness.stop()
     }
 
+    /// The run sends one page while it claims the next, so sends overlap: they share one connection per
+    /// endpoint, opened once.
+    @Test func overlappingSendsShareOneConnection() async throws {
+        let harness = try await DeliveryHarness.start(.sqlite)
+        let sender = try await harness.sender()
+        let batches = (0..<4).map { batch in
+            (0..<50).map { i in
+                OutgoingNotification(logID: nil, device: Device(id: Int64(batch * 100 + i), userID: "u\(batch)-\(i)",
+                                                                token: hexToken("c\(batch)", i), provider: .apns, platform: "ios",
+                                                                apnsEnvironment: "production"),
+                                     type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t",
+                                     body: "b", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
+            }
+        }
+        let outcomes = await withTaskGroup(of: [DeliveryReport].self) { group in
+            for batch in batches { group.addTask { await sender.send(batch) } }
+            return await group.reduce(into: [DeliveryOutcome]()) { $0 += $1.map(\.outcome) }
+        }
+        #expect(outcomes.count == 200 && outcomes.allSatisfy { $0 == .delivered })
+        #expect(harness.simulator.stats.connections == 1)
+        #expect(harness.simulator.accepted().count == 200)
+        await sender.shutdown()
+        await harness.stop()
+    }
+
     @Test func aDeviceThatReRegisteredAfterThe410IsKept() async throws {
         let registered = instant("2026-11-21T12:00:00Z")
         let harness = try await DeliveryHarness.start {

@@ -48,6 +48,8 @@ actor ProviderClient {
     private var runStarted = ContinuousClock.now
     private var finishBy: ContinuousClock.Instant?
     private var connections: [Endpoint: HTTP2Connection] = [:]
+    private var connecting: [Endpoint: Task<HTTP2Connection, any Error>] = [:]
+    private var retired: [HTTP2Connection] = []
     /// Set when credentials failed after a refresh: nothing more is sent to this provider in this run.
     private var stopped: String?
     private var refreshed = false
@@ -186,20 +188,39 @@ actor ProviderClient {
         stopped = reason
     }
 
+    /// The endpoint's connection, opened if there is none or it can take no more requests. Sends may run
+    /// concurrently (the run delivers one page while the next is claimed): they share one connection and
+    /// one connection attempt.
     private func connection(to endpoint: Endpoint) async throws -> HTTP2Connection {
-        if let existing = connections[endpoint], await existing.isUsable { return existing }
-        if let stale = connections.removeValue(forKey: endpoint) { await stale.close() }
+        if let existing = connections[endpoint] {
+            if await existing.isUsable { return existing }
+            // Another send may have replaced it while we asked.
+            if connections[endpoint] === existing {
+                // Not closed here: another send's streams may still be answered on it (after a GOAWAY the
+                // server finishes those); the server closes it, or shutdown does.
+                connections[endpoint] = nil
+                retired.append(existing)
+            }
+        }
+        if let current = connections[endpoint] { return current }
+        if let opening = connecting[endpoint] { return try await opening.value }
         var options = HTTP2Connection.Options()
         options.streamCap = policy.streamsPerConnection
         options.requestTimeout = .nanoseconds(Int64(policy.requestTimeout.components.seconds) * 1_000_000_000
                                               + policy.requestTimeout.components.attoseconds / 1_000_000_000)
-        let connection = try await HTTP2Connection.connect(to: endpoint, tls: tls, options: options)
+        let tls = self.tls
+        let opening = Task { try await HTTP2Connection.connect(to: endpoint, tls: tls, options: options) }
+        connecting[endpoint] = opening
+        defer { connecting[endpoint] = nil }
+        let connection = try await opening.value
         connections[endpoint] = connection
         return connection
     }
 
     func shutdown() async {
         for connection in connections.values { await connection.close() }
+        for connection in retired { await connection.close() }
         connections.removeAll()
+        retired.removeAll()
     }
 }

@@ -48,6 +48,7 @@ public struct DiaryReminderRunner: Sendable {
         var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
         if options.shard.count > 1 { summary.shard = options.shard.description }
         var phases = Phases()
+        var pipeline = DeliveryPipeline()
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
 
@@ -83,18 +84,33 @@ public struct DiaryReminderRunner: Sendable {
                             break zones
                         }
                         let after = cursor
-                        let page = try await phases.measure(.select) { () async throws(JobError) in
-                            try await store.dueCandidates(query, after: after, limit: options.pageSize)
+                        let page: [ReminderCandidate]
+                        let claimed: ClaimedPage?
+                        do throws(JobError) {
+                            page = try await phases.measure(.select) { () async throws(JobError) in
+                                try await store.dueCandidates(query, after: after, limit: options.pageSize)
+                            }
+                            claimed = try await claim(page, query: query, expiresAt: day.upperBound, options: options,
+                                                      summary: &summary, phases: &phases)
+                        } catch {
+                            // What is already on its way is still sent and recorded before the run fails.
+                            try await pipeline.drain(into: &summary, phases: &phases)
+                            throw error
                         }
-                        guard let last = page.last else { break }
+                        // Page N+1 was selected and claimed while page N was being sent; now page N+1 goes
+                        // out while page N+2 is selected.
+                        if let claimed {
+                            try await pipeline.submit(claimed, summary: &summary, phases: &phases) { page async throws(JobError) in
+                                try await deliver(page, options: options)
+                            }
+                        }
+                        guard let last = page.last, page.count == options.pageSize else { break }
                         cursor = DueCursor(minute: last.reminderMinute, userID: last.userID)
-                        try await process(page, query: query, expiresAt: day.upperBound, options: options,
-                                          summary: &summary, phases: &phases)
-                        if page.count < options.pageSize { break }
                     }
                 }
             }
         }
+        try await pipeline.drain(into: &summary, phases: &phases)
 
         summary.phasesMs = phases.milliseconds
         summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
@@ -105,8 +121,9 @@ public struct DiaryReminderRunner: Sendable {
         return summary
     }
 
-    private func process(_ page: [ReminderCandidate], query: DueQuery, expiresAt: Int64, options: ReminderRunOptions,
-                         summary: inout RunSummary, phases: inout Phases) async throws(JobError) {
+    /// Decides, checks devices and claims one page; `nil` when nobody on it is to be sent to.
+    private func claim(_ page: [ReminderCandidate], query: DueQuery, expiresAt: Int64, options: ReminderRunOptions,
+                       summary: inout RunSummary, phases: inout Phases) async throws(JobError) -> ClaimedPage? {
         let staleBefore = options.now - options.claimLeaseSeconds
         var requests: [ClaimRequest] = []
         for candidate in page {
@@ -127,7 +144,7 @@ public struct DiaryReminderRunner: Sendable {
                                              messageIndex: choice.index, locale: choice.locale))
             }
         }
-        guard !requests.isEmpty else { return }
+        guard !requests.isEmpty else { return nil }
 
         // Devices first: a user whose devices all belong to an unconfigured provider is not claimed.
         let allDevices = try await phases.measure(.claim) { () async throws(JobError) in
@@ -144,7 +161,7 @@ public struct DiaryReminderRunner: Sendable {
             }
         }
         requests = deliverable
-        guard !requests.isEmpty else { return }
+        guard !requests.isEmpty else { return nil }
 
         let claims: [Claim]
         if options.dryRun {
@@ -160,7 +177,7 @@ public struct DiaryReminderRunner: Sendable {
         summary.claimed += claims.count
         summary.takenOver += claims.filter(\.takenOver).count
         summary.skip(.claimLost, requests.count - claims.count)
-        guard !claims.isEmpty else { return }
+        guard !claims.isEmpty else { return nil }
 
         var notifications: [OutgoingNotification] = []
         var owners: [Int] = []   // index into claims, per notification
@@ -176,19 +193,27 @@ public struct DiaryReminderRunner: Sendable {
                 owners.append(index)
             }
         }
+        return ClaimedPage(claims: claims, notifications: notifications, owners: owners)
+    }
 
-        let reports = await phases.measure(.send) { await sender.send(notifications) }
+    /// Sends one claimed page and records every answer and each claim's resolution.
+    private func deliver(_ page: ClaimedPage, options: ReminderRunOptions) async throws(JobError) -> DeliveredPage {
+        var delivered = DeliveredPage()
+        let (claims, notifications, owners) = (page.claims, page.notifications, page.owners)
+        let sendStart = ContinuousClock.now
+        let reports = await sender.send(notifications)
+        delivered.send = ContinuousClock.now - sendStart
         guard reports.count == notifications.count else {
             throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
         }
-        summary.notifications += notifications.count
+        delivered.notifications = notifications.count
 
         var outcomes = Array(repeating: [DeliveryOutcome](), count: claims.count)
         var deliveries: [DeliveryRecord] = []
         deliveries.reserveCapacity(reports.count)
         for (i, report) in reports.enumerated() {
             outcomes[owners[i]].append(report.outcome)
-            summary.outcomes[report.outcome.rawValue, default: 0] += 1
+            delivered.outcomes[report.outcome.rawValue, default: 0] += 1
             deliveries.append(DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
                                              report: report))
         }
@@ -197,19 +222,77 @@ public struct DiaryReminderRunner: Sendable {
             let status = ReminderDecision.resolution(previouslyDelivered: claim.deliveredDeviceIDs.count,
                                                      outcomes: outcomes[index])
             switch status {
-            case .sent: summary.sent += 1
-            case .partial: summary.partial += 1
-            case .retry: summary.retry += 1
-            default: summary.failed += 1
+            case .sent: delivered.sent += 1
+            case .partial: delivered.partial += 1
+            case .retry: delivered.retry += 1
+            default: delivered.failed += 1
             }
             let detail = outcomes[index].isEmpty && claim.deliveredDeviceIDs.isEmpty ? "no active device at send time" : nil
             resolutions.append(ClaimResolution(logID: claim.logID, status: status, detail: detail))
         }
         if !options.dryRun {
-            try await phases.measure(.record) { () async throws(JobError) in
-                try await store.record(deliveries, resolutions: resolutions, runID: options.runID, now: options.now)
-            }
+            let recordStart = ContinuousClock.now
+            try await store.record(deliveries, resolutions: resolutions, runID: options.runID, now: options.now)
+            delivered.record = ContinuousClock.now - recordStart
         }
+        return delivered
+    }
+}
+
+/// A claimed page: its claims and the notifications to send (`owners[i]` is the claim of notification `i`).
+struct ClaimedPage: Sendable {
+    let claims: [Claim]
+    let notifications: [OutgoingNotification]
+    let owners: [Int]
+}
+
+/// What sending and recording one page did, merged into the run's summary when it is collected.
+struct DeliveredPage: Sendable {
+    var notifications = 0
+    var outcomes: [String: Int] = [:]
+    var sent = 0, partial = 0, retry = 0, failed = 0
+    var send = Duration.zero, record = Duration.zero
+
+    func merge(into summary: inout RunSummary, phases: inout Phases) {
+        summary.notifications += notifications
+        summary.outcomes.merge(outcomes, uniquingKeysWith: +)
+        summary.sent += sent
+        summary.partial += partial
+        summary.retry += retry
+        summary.failed += failed
+        phases.add(.send, send)
+        phases.add(.record, record)
+    }
+}
+
+/// One page in delivery while the next is selected and claimed: at most one in flight, so pages go out in
+/// order and a failure stops the run after at most one more claimed page (which is still delivered).
+struct DeliveryPipeline {
+    private var inFlight: Task<Result<DeliveredPage, JobError>, Never>?
+
+    /// Waits for the page in flight, merges it, and starts `page`.
+    mutating func submit(_ page: ClaimedPage, summary: inout RunSummary, phases: inout Phases,
+                         deliver: @escaping @Sendable (ClaimedPage) async throws(JobError) -> DeliveredPage) async throws(JobError) {
+        let previous = inFlight
+        inFlight = Task {
+            do throws(JobError) { return .success(try await deliver(page)) } catch { return .failure(error) }
+        }
+        if let previous {
+            // Started before waiting: the next page is on the wire while this one's answers are merged.
+            try await Self.collect(previous, into: &summary, phases: &phases)
+        }
+    }
+
+    /// Waits for the page in flight, if any.
+    mutating func drain(into summary: inout RunSummary, phases: inout Phases) async throws(JobError) {
+        guard let last = inFlight else { return }
+        inFlight = nil
+        try await Self.collect(last, into: &summary, phases: &phases)
+    }
+
+    private static func collect(_ task: Task<Result<DeliveredPage, JobError>, Never>, into summary: inout RunSummary,
+                                phases: inout Phases) async throws(JobError) {
+        try await task.value.get().merge(into: &summary, phases: &phases)
     }
 }
 
@@ -228,6 +311,10 @@ struct Phases {
         let start = ContinuousClock.now
         defer { spent[phase, default: .zero] += ContinuousClock.now - start }
         return await body()
+    }
+
+    mutating func add(_ phase: Phase, _ duration: Duration) {
+        spent[phase, default: .zero] += duration
     }
 
     var milliseconds: [String: Int] {
