@@ -265,8 +265,10 @@ struct DeliveredPage: Sendable {
     }
 }
 
-/// One page in delivery while the next is selected and claimed: at most one in flight, so pages go out in
-/// order and a failure stops the run after at most one more claimed page (which is still delivered).
+/// Delivery of claimed pages beside the selection and claiming of the next one. A page starts as soon as it
+/// is claimed, and only then are the answers of the page before it collected, so the connection stays busy:
+/// at most two pages are in delivery, and a failure stops the run with every claimed page still delivered
+/// and recorded.
 struct DeliveryPipeline {
     private var inFlight: Task<Result<DeliveredPage, JobError>, Never>?
 
