@@ -25,8 +25,19 @@ extension PostgresStore: ReminderStore {
     }
 
     public func malformedReminderTimeCount() async throws(JobError) -> Int {
+        // Per zone, an index range (NULL minutes sort together); a plain count would read every enabled
+        // user's index entry, a cost that grows with the user base rather than with who is due.
         try await count("counting malformed reminder times", """
-            SELECT count(*) FROM notification_settings WHERE diary_reminder_enabled AND reminder_minute IS NULL
+            WITH RECURSIVE zones(tz) AS (
+                SELECT (SELECT min(timezone) FROM notification_settings WHERE diary_reminder_enabled)
+                UNION ALL
+                SELECT (SELECT min(timezone) FROM notification_settings
+                        WHERE diary_reminder_enabled AND timezone > zones.tz)
+                FROM zones WHERE zones.tz IS NOT NULL
+            )
+            SELECT coalesce(sum((SELECT count(*) FROM notification_settings s
+                                 WHERE s.diary_reminder_enabled AND s.timezone = zones.tz AND s.reminder_minute IS NULL)), 0)::bigint
+            FROM zones WHERE tz IS NOT NULL
             """)
     }
 

@@ -114,6 +114,12 @@ import Testing
         }
         #expect(plan.contains { $0.contains("notification_settings_due") }, "\(plan)")
         #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
+        // The count of malformed reminder times seeks per zone too: no scan of every enabled user.
+        let countPlan = try await db.sqlite.pool.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.malformedCountSQL).map { $0["detail"] as String }
+        }
+        #expect(!countPlan.contains { $0.hasPrefix("SCAN notification_settings") || $0.hasPrefix("SCAN s") }, "\(countPlan)")
+        #expect(countPlan.contains { $0.contains("reminder_minute=?") }, "\(countPlan)")
     }
 }
 

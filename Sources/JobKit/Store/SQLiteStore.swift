@@ -155,12 +155,25 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
+    /// Per zone, an index range (NULL minutes sort together); a plain count would read every enabled
+    /// user's index entry, a cost that grows with the user base rather than with who is due.
+    static let malformedCountSQL = """
+        WITH RECURSIVE zones(tz) AS (
+            SELECT (SELECT min(timezone) FROM notification_settings WHERE diary_reminder_enabled = 1)
+            UNION ALL
+            SELECT (SELECT min(timezone) FROM notification_settings
+                    WHERE diary_reminder_enabled = 1 AND timezone > zones.tz)
+            FROM zones WHERE zones.tz IS NOT NULL
+        )
+        SELECT coalesce(sum((SELECT count(*) FROM notification_settings s
+                             WHERE s.diary_reminder_enabled = 1 AND s.timezone = zones.tz
+                               AND s.reminder_minute IS NULL)), 0)
+        FROM zones WHERE tz IS NOT NULL
+        """
+
     public func malformedReminderTimeCount() async throws(JobError) -> Int {
         try await read("counting malformed reminder times") { db in
-            try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM notification_settings
-                WHERE diary_reminder_enabled = 1 AND reminder_minute IS NULL
-                """) ?? 0
+            try Int.fetchOne(db, sql: Self.malformedCountSQL) ?? 0
         }
     }
 
