@@ -3,18 +3,24 @@ import JobKit
 import PostgresNIO
 
 extension PostgresStore: ReminderStore {
+    /// The zones that have enabled users, as `zones(tz)` (plus one NULL row): a loose index scan, one index
+    /// probe per zone instead of reading every user.
+    static let enabledZonesCTE = """
+        WITH RECURSIVE zones(tz) AS (
+            SELECT (SELECT min(timezone) FROM notification_settings WHERE diary_reminder_enabled)
+            UNION ALL
+            SELECT (SELECT min(timezone) FROM notification_settings
+                    WHERE diary_reminder_enabled AND timezone > zones.tz)
+            FROM zones WHERE zones.tz IS NOT NULL
+        )
+
+        """
+
     public func reminderZones() async throws(JobError) -> [String] {
         // A loose index scan: one index probe per zone instead of reading every user.
-        try await rows("listing reminder zones", """
-            WITH RECURSIVE zones(tz) AS (
-                SELECT (SELECT min(timezone) FROM notification_settings WHERE diary_reminder_enabled)
-                UNION ALL
-                SELECT (SELECT min(timezone) FROM notification_settings
-                        WHERE diary_reminder_enabled AND timezone > zones.tz)
-                FROM zones WHERE zones.tz IS NOT NULL
-            )
+        try await rows("listing reminder zones", PostgresQuery(unsafeSQL: Self.enabledZonesCTE + """
             SELECT tz FROM zones WHERE tz IS NOT NULL
-            """).map { row throws(JobError) in try decode(row, String.self) }
+            """)).map { row throws(JobError) in try decode(row, String.self) }
     }
 
     public func enabledUserCount(zone: String) async throws(JobError) -> Int {
@@ -27,18 +33,11 @@ extension PostgresStore: ReminderStore {
     public func malformedReminderTimeCount() async throws(JobError) -> Int {
         // Per zone, an index range (NULL minutes sort together); a plain count would read every enabled
         // user's index entry, a cost that grows with the user base rather than with who is due.
-        try await count("counting malformed reminder times", """
-            WITH RECURSIVE zones(tz) AS (
-                SELECT (SELECT min(timezone) FROM notification_settings WHERE diary_reminder_enabled)
-                UNION ALL
-                SELECT (SELECT min(timezone) FROM notification_settings
-                        WHERE diary_reminder_enabled AND timezone > zones.tz)
-                FROM zones WHERE zones.tz IS NOT NULL
-            )
+        try await count("counting malformed reminder times", PostgresQuery(unsafeSQL: Self.enabledZonesCTE + """
             SELECT coalesce(sum((SELECT count(*) FROM notification_settings s
                                  WHERE s.diary_reminder_enabled AND s.timezone = zones.tz AND s.reminder_minute IS NULL)), 0)::bigint
             FROM zones WHERE tz IS NOT NULL
-            """)
+            """))
     }
 
     /// One page of the due set for one zone, local date and minute range, driven by the

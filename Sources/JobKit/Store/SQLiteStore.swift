@@ -133,16 +133,7 @@ extension SQLiteStore: ReminderStore {
     public func reminderZones() async throws(JobError) -> [String] {
         // A loose index scan: one index seek per zone instead of reading every user.
         try await read("listing reminder zones") { db in
-            try String.fetchAll(db, sql: """
-                WITH RECURSIVE zones(tz) AS (
-                    SELECT (SELECT min(timezone) FROM notification_settings WHERE diary_reminder_enabled = 1)
-                    UNION ALL
-                    SELECT (SELECT min(timezone) FROM notification_settings
-                            WHERE diary_reminder_enabled = 1 AND timezone > zones.tz)
-                    FROM zones WHERE zones.tz IS NOT NULL
-                )
-                SELECT tz FROM zones WHERE tz IS NOT NULL
-                """)
+            try String.fetchAll(db, sql: Self.enabledZonesCTE + "SELECT tz FROM zones WHERE tz IS NOT NULL")
         }
     }
 
@@ -157,7 +148,9 @@ extension SQLiteStore: ReminderStore {
 
     /// Per zone, an index range (NULL minutes sort together); a plain count would read every enabled
     /// user's index entry, a cost that grows with the user base rather than with who is due.
-    static let malformedCountSQL = """
+    /// The zones that have enabled users, as `zones(tz)` (plus one NULL row): a loose index scan, one seek per
+    /// zone instead of reading every user.
+    static let enabledZonesCTE = """
         WITH RECURSIVE zones(tz) AS (
             SELECT (SELECT min(timezone) FROM notification_settings WHERE diary_reminder_enabled = 1)
             UNION ALL
@@ -165,6 +158,10 @@ extension SQLiteStore: ReminderStore {
                     WHERE diary_reminder_enabled = 1 AND timezone > zones.tz)
             FROM zones WHERE zones.tz IS NOT NULL
         )
+
+        """
+
+    static let malformedCountSQL = enabledZonesCTE + """
         SELECT coalesce(sum((SELECT count(*) FROM notification_settings s
                              WHERE s.diary_reminder_enabled = 1 AND s.timezone = zones.tz
                                AND s.reminder_minute IS NULL)), 0)
