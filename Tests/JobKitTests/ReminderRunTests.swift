@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 import Testing
 @testable import JobKit
 
@@ -11,6 +12,68 @@ import Testing
     @discardableResult
     func run(_ db: TemporaryDatabase, _ sender: any Sender, at now: String, dryRun: Bool = false) async throws -> RunSummary {
         try await runner(db, sender).run(ReminderRunOptions(now: instant(now), dryRun: dryRun))
+    }
+
+    /// A store whose first `record` fails, as a database that goes away mid-run.
+    struct FirstRecordFails: ReminderStore {
+        let inner: any ReminderStore
+        let calls = NIOLockedValueBox(0)
+        func reminderZones() async throws(JobError) -> [String] { try await inner.reminderZones() }
+        func enabledUserCount(zone: String) async throws(JobError) -> Int { try await inner.enabledUserCount(zone: zone) }
+        func malformedReminderTimeCount() async throws(JobError) -> Int { try await inner.malformedReminderTimeCount() }
+        func dueCandidates(_ query: DueQuery, after cursor: DueCursor?, limit: Int) async throws(JobError) -> [ReminderCandidate] {
+            try await inner.dueCandidates(query, after: cursor, limit: limit)
+        }
+        func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim] {
+            try await inner.claim(requests, runID: runID, now: now, staleBefore: staleBefore)
+        }
+        func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] { try await inner.activeDevices(userIDs: userIDs) }
+        func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
+            if calls.withLockedValue({ $0 += 1; return $0 }) == 1 { throw .unavailable("the database went away") }
+            try await inner.record(deliveries, resolutions: resolutions, runID: runID, now: now)
+        }
+        func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? { try await inner.userSnapshot(userID: userID) }
+        func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
+            try await inner.entryCount(userID: userID, in: range)
+        }
+        func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
+            try await inner.logState(userID: userID, type: type, period: period)
+        }
+        func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
+            try await inner.previousMessageIndex(userID: userID, type: type, before: period)
+        }
+        func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError) {
+            try await inner.recordRun(id: id, job: job, runAt: runAt, durationMs: durationMs, outcome: outcome, summaryJSON: summaryJSON)
+        }
+    }
+
+    /// A sender that takes a while, so that a page is still on the wire when the one before it fails.
+    struct SlowSender: Sender {
+        let inner = RecordingSender()
+        func canDeliver(to provider: Provider) -> Bool { true }
+        func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+            try? await Task.sleep(for: .milliseconds(100))
+            return await inner.send(batch)
+        }
+        func beginRun(finishBy: ContinuousClock.Instant?) async {}
+        func shutdown() async {}
+    }
+
+    /// Pages overlap (one is sent while the next is claimed). When recording a page fails, the run fails, but
+    /// only after the page already on its way has been sent and recorded: no send is left unrecorded.
+    @Test(arguments: Backend.allCases) func aFailedRecordEndsTheRunOnlyAfterThePageInFlightIsRecorded(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        for i in 0..<6 { try await db.store.addUser("u\(i)", time: "20:00") }
+        let sender = SlowSender()
+        var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+        options.pageSize = 3
+        let runner = DiaryReminderRunner(store: FirstRecordFails(inner: db.store), sender: sender, logger: quietLogger)
+        await #expect(throws: JobError.self) { try await runner.run(options) }
+        // Page 1 was sent but its record failed: its claims stay `claimed` for the next run to take over. Page 2
+        // was on the wire when that happened; it was awaited and recorded before the run returned.
+        #expect(await sender.inner.sent.count == 6)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'claimed'") == 3)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 3)
     }
 
     @Test(arguments: Backend.allCases) func runsEitherSideOfTheSlotRemindExactlyOnce(_ backend: Backend) async throws {

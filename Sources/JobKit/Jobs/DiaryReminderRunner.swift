@@ -279,9 +279,15 @@ struct DeliveryPipeline {
         inFlight = Task {
             do throws(JobError) { return .success(try await deliver(page)) } catch { return .failure(error) }
         }
-        if let previous {
-            // Started before waiting: the next page is on the wire while this one's answers are merged.
+        guard let previous else { return }
+        // Started before waiting: the next page is on the wire while this one's answers are merged.
+        do throws(JobError) {
             try await Self.collect(previous, into: &summary, phases: &phases)
+        } catch {
+            // The page just started is still sent and recorded before the run fails: a run must not end
+            // with sends in flight that nobody records.
+            try? await drain(into: &summary, phases: &phases)
+            throw error
         }
     }
 
