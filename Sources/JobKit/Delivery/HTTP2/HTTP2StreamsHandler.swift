@@ -106,12 +106,17 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         // Normally after channelInactive; if not, nothing submitted may be left waiting.
+        shutDown()
+        self.context = nil
+    }
+
+    /// The connection is gone: no more requests, and every stream and queued request fails.
+    private func shutDown() {
         closed = true
         sweeper?.cancel()
         sweeper = nil
         for streamID in Array(open.keys) { fail(streamID, .connectionLost) }
         failQueue()
-        self.context = nil
     }
 
     private func sweepTimeouts() {
@@ -208,11 +213,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        closed = true
-        sweeper?.cancel()
-        sweeper = nil
-        for streamID in Array(open.keys) { fail(streamID, .connectionLost) }
-        failQueue()
+        shutDown()
         context.fireChannelInactive()
     }
 
