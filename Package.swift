@@ -9,6 +9,7 @@ let package = Package(
         .executable(name: "diary-reminder", targets: ["DiaryReminderJob"]),
         .executable(name: "pushctl", targets: ["PushCtl"]),
         .executable(name: "content-limit-hook", targets: ["ContentLimitHook"]),
+        .executable(name: "content-limit-hook-full", targets: ["ContentLimitHookFull"]),
         .executable(name: "token-janitor", targets: ["TokenJanitor"]),
         .executable(name: "push-simulator", targets: ["PushSimulatorCommand"]),
         .executable(name: "send-bench", targets: ["SendBench"]),
@@ -29,9 +30,12 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
+        // The Foundation-free rules and calendar types; JobKit re-exports them.
+        .target(name: "JobKitCore"),
         .target(
             name: "JobKit",
             dependencies: [
+                "JobKitCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -96,8 +100,19 @@ let package = Package(
             dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")]
         ),
+        // content-limit-hook: the Foundation-free quiet path, statically linked so that it starts in about
+        // a millisecond; everything else runs content-limit-hook-full.
+        .target(
+            name: "ContentLimitQuietPath",
+            dependencies: ["JobKitCore", .product(name: "GRDBSQLite", package: "GRDB.swift")]
+        ),
         .executableTarget(
             name: "ContentLimitHook",
+            dependencies: ["ContentLimitQuietPath"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(platforms: [.linux]))]
+        ),
+        .executableTarget(
+            name: "ContentLimitHookFull",
             dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")]
         ),
@@ -117,7 +132,7 @@ let package = Package(
         ),
         .testTarget(
             name: "JobKitTests",
-            dependencies: ["JobKit", "JobKitPostgres", "JobCLI", "PushSimulator", "LambdaRuntimeSimulator",
+            dependencies: ["JobKit", "JobKitPostgres", "JobCLI", "PushSimulator", "LambdaRuntimeSimulator", "ContentLimitQuietPath",
                            .product(name: "PostgresNIO", package: "postgres-nio")]
         ),
     ],

@@ -37,8 +37,13 @@ enum Executables {
     }
 
     static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:], stdin: Pipe? = nil) throws -> Started {
+        try start(executable: try url(name), arguments, environment: environment, stdin: stdin)
+    }
+
+    /// Starts the executable at `executable` (a product copied elsewhere, say).
+    static func start(executable: URL, _ arguments: [String], environment: [String: String] = [:], stdin: Pipe? = nil) throws -> Started {
         let process = Process()
-        process.executableURL = try url(name)
+        process.executableURL = executable
         process.arguments = arguments
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSH_") }
         env.merge(environment) { $1 }

@@ -62,10 +62,11 @@ public enum ContentLimitRule {
     /// The warning a usage level calls for: 100 % at or past the limit, 90 % from 90 % (integer arithmetic,
     /// no rounding), none below or for an unlimited plan.
     public static func threshold(used: Int, limit: Int?) -> NotificationType? {
-        guard let limit, limit > 0 else { return nil }
-        if used >= limit { return .contentLimit100 }
-        if used * 10 >= limit * 9 { return .contentLimit90 }
-        return nil
+        switch QuotaLevel(used: used, limit: limit) {
+        case .below: nil
+        case .ninetyPercent: .contentLimit90
+        case .full: .contentLimit100
+        }
     }
 
     /// `YYYY-MM` (monthly) or `YYYY` (annual) in the user's zone.

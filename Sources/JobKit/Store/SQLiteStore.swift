@@ -368,6 +368,11 @@ extension SQLiteStore: JobStore {
     public var backend: String { "sqlite" }
     public var displayLocation: String { path }
     public func close() async {
+        // Readers first, so that the writer is the last connection to close: SQLite then checkpoints and
+        // deletes the WAL (when no other process has the database open). GRDB's close() alone closes the
+        // writer first, and the read-only reader closing last leaves every frame in the WAL, which the next
+        // process to open the database re-reads in full (24 MB after a large seed: +12 ms per hook run).
+        pool.releaseMemory()
         try? pool.close()
     }
 }

@@ -70,7 +70,6 @@ public struct ZoneClock: Sendable {
     }
 
     static func split(wallSeconds: Int64) -> (date: LocalDate, secondOfDay: Int) {
-        let days = wallSeconds >= 0 ? wallSeconds / 86_400 : (wallSeconds - 86_399) / 86_400
-        return (LocalDate(daysSinceEpoch: Int(days)), Int(wallSeconds - days * 86_400))
+        LocalDate.split(wallSeconds: wallSeconds)
     }
 }

@@ -66,7 +66,13 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)
     }
 
-    static func daysIn(month: Int, year: Int) -> Int {
+    /// Splits seconds on a wall clock (since 1970-01-01 00:00 of that clock) into a date and a second of day.
+    package static func split(wallSeconds: Int64) -> (date: LocalDate, secondOfDay: Int) {
+        let days = wallSeconds >= 0 ? wallSeconds / 86_400 : (wallSeconds - 86_399) / 86_400
+        return (LocalDate(daysSinceEpoch: Int(days)), Int(wallSeconds - days * 86_400))
+    }
+
+    package static func daysIn(month: Int, year: Int) -> Int {
         switch month {
         case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
         case 4, 6, 9, 11: return 30
@@ -74,7 +80,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         }
     }
 
-    static func pad(_ value: Int, _ width: Int) -> String {
+    package static func pad(_ value: Int, _ width: Int) -> String {
         let digits = String(value)
         return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
     }

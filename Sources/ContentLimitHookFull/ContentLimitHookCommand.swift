@@ -49,9 +49,12 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
             let now = try common.resolvedNow()
             let input = try readEvent()
             let readOnly = dryRun || explain
-            let deliveryConfiguration = try DeliveryConfiguration.resolve(config, flags: delivery.flags())
+            // Below 90 % nothing is sent, so provider settings are neither read nor checked — the same as
+            // on the quiet path of the content-limit-hook front (a diary-reminder run checks them every 15 min).
+            let warns = ContentLimitRule.threshold(used: input.used, limit: input.limit) != nil
+            let deliveryConfiguration = warns ? try DeliveryConfiguration.resolve(config, flags: delivery.flags()) : DeliveryConfiguration()
             let outboxPath = config.string(.outbox, flag: outbox)
-            if !readOnly && outboxPath == nil && !deliveryConfiguration.hasProvider && ContentLimitRule.threshold(used: input.used, limit: input.limit) != nil {
+            if !readOnly && outboxPath == nil && !deliveryConfiguration.hasProvider && warns {
                 throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables, pass --outbox PATH, or use --dry-run")
             }
             if input.limit ?? 0 <= 0 {
@@ -86,7 +89,7 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
         let catalogPath = config.string(.copyCatalog, flag: nil)
         let senders = LazySender { () async throws(JobError) -> any Sender in
             if let outbox { return try OutboxSender(path: outbox) }
-            try await delivery.checkFiles()
+            // PushSender loads and checks the same keys and CA files (checkFiles() first would do it all twice).
             return try await PushSender(configuration: delivery, credentials: store, logger: logger)
         }
         let hook = ContentLimitHook(store: store, logger: logger, loadCatalog: { () throws(JobError) -> CopyCatalog in

@@ -1,0 +1,33 @@
+/// How close a usage is to its quota: the rule behind `content_limit_90` and `content_limit_100`.
+///
+/// It lives here, free of Foundation and I/O, because two binaries apply it: JobKit's ``ContentLimitRule``
+/// and the `content-limit-hook` quiet path, which must start faster than Foundation loads.
+public enum QuotaLevel: Sendable, Hashable {
+    /// Below 90 %, or an unlimited plan: nothing to warn about.
+    case below
+    /// From 90 % (integer arithmetic, no rounding) up to the limit.
+    case ninetyPercent
+    /// At or past the limit.
+    case full
+
+    public init(used: Int, limit: Int?) {
+        guard let limit, limit > 0 else {
+            self = .below
+            return
+        }
+        if used >= limit {
+            self = .full
+        } else if used * 10 >= limit * 9 {
+            self = .ninetyPercent
+        } else {
+            self = .below
+        }
+    }
+}
+
+/// The SQLite schema this version reads and writes, as far as a reader without GRDB needs to know it.
+public enum SQLiteSchemaVersion {
+    /// The identifier of the newest migration (GRDB's `grdb_migrations` table). Migrations apply in order,
+    /// so a database that has it has them all. A test keeps it equal to the migrator's last one.
+    public static let latestMigration = "004_janitor_indexes"
+}
