@@ -214,3 +214,64 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
     }
 }
+
+/// The hook prepares its sender while it claims; the sender must still be made exactly once.
+@Suite struct LazySenderTests {
+    actor Counter {
+        var made = 0, shutDown = 0, failures = 0
+        func make() { made += 1 }
+        func shut() { shutDown += 1 }
+        func fail() -> Bool {
+            failures += 1
+            return failures == 1
+        }
+    }
+
+    struct CountedSender: Sender {
+        let counter: Counter
+        func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] { [] }
+        func beginRun(finishBy: ContinuousClock.Instant?) async {}
+        func shutdown() async { await counter.shut() }
+    }
+
+    func lazy(_ counter: Counter, failFirst: Bool = false) -> LazySender {
+        LazySender { () async throws(JobError) -> any Sender in
+            if failFirst, await counter.fail() { throw .unavailable("first making fails") }
+            try? await Task.sleep(for: .milliseconds(20))
+            await counter.make()
+            return CountedSender(counter: counter)
+        }
+    }
+
+    @Test func concurrentFirstUsesAndAPreparationShareOneMaking() async throws {
+        let counter = Counter()
+        let senders = lazy(counter)
+        await senders.prepare()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 { group.addTask { _ = try await senders.get() } }
+            try await group.waitForAll()
+        }
+        await senders.prepare()   // already made: nothing new
+        #expect(await counter.made == 1)
+        await senders.shutdown()
+        #expect(await counter.shutDown == 1)
+    }
+
+    @Test func aPreparedSenderNeverUsedIsStillShutDown() async {
+        let counter = Counter()
+        let senders = lazy(counter)
+        await senders.prepare()
+        await senders.shutdown()
+        #expect(await counter.made == 1)
+        #expect(await counter.shutDown == 1)
+    }
+
+    @Test func aFailedMakingIsNotKept() async throws {
+        let counter = Counter()
+        let senders = lazy(counter, failFirst: true)
+        await senders.prepare()
+        await #expect(throws: JobError.self) { _ = try await senders.get() }
+        _ = try await senders.get()
+        #expect(await counter.made == 1)
+    }
+}

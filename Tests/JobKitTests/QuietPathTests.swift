@@ -24,6 +24,16 @@ import Testing
         return false
     }
 
+    /// The next process — the quiet path above all — then opens the database without replaying a WAL.
+    @Test func aClosedStoreLeavesNoWALBehind() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        try await db.store.upsertUser(UserProfile(id: "w", timezone: "UTC"), now: 0)
+        #expect(try await db.count("SELECT count(*) FROM users") == 1)   // through a reader connection
+        #expect(FileManager.default.fileExists(atPath: db.path + "-wal"))
+        await db.store.close()
+        #expect(!FileManager.default.fileExists(atPath: db.path + "-wal"))
+    }
+
     @Test func theMigrationItChecksForIsTheNewest() {
         #expect(SQLiteSchema.migrator.migrations.last == SQLiteSchemaVersion.latestMigration)
     }

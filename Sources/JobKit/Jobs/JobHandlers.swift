@@ -114,10 +114,12 @@ public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
 }
 
 /// Makes a sender on first use and keeps it (and its connections and credentials) for later runs; the
-/// owner shuts it down. A job that usually sends nothing (the hook) never pays for one.
+/// owner shuts it down. A job that usually sends nothing (the hook) never pays for one. Concurrent first
+/// uses share one making; a failed making is not kept (the next use tries again).
 public actor LazySender {
     private let make: @Sendable () async throws(JobError) -> any Sender
     private var sender: (any Sender)?
+    private var making: Task<Result<any Sender, JobError>, Never>?
     private var finishBy: ContinuousClock.Instant?
 
     public init(_ make: @escaping @Sendable () async throws(JobError) -> any Sender) {
@@ -126,10 +128,30 @@ public actor LazySender {
 
     public func get() async throws(JobError) -> any Sender {
         if let sender { return sender }
-        let made = try await make()
-        await made.beginRun(finishBy: finishBy)
+        let task = startMaking()
+        let result = await task.value
+        if making == task { making = nil }
+        if let sender { return sender }   // a concurrent get() kept it first
+        let made = try result.get()
         sender = made
+        await made.beginRun(finishBy: finishBy)
         return made
+    }
+
+    /// Starts making the sender in the background — loading keys and trust roots while the caller does
+    /// something else (the hook: its claim) — for a ``get()`` that will probably follow.
+    public func prepare() {
+        if sender == nil { _ = startMaking() }
+    }
+
+    private func startMaking() -> Task<Result<any Sender, JobError>, Never> {
+        if let making { return making }
+        let make = self.make
+        let task = Task { () async -> Result<any Sender, JobError> in
+            do throws(JobError) { return .success(try await make()) } catch { return .failure(error) }
+        }
+        making = task
+        return task
     }
 
     /// Starts a run's budgets on the sender (now, or when it is made).
@@ -139,6 +161,11 @@ public actor LazySender {
     }
 
     public func shutdown() async {
+        if let making {
+            let result = await making.value
+            if self.making == making { self.making = nil }
+            if sender == nil, case .success(let made) = result { sender = made }   // prepared, never used
+        }
         await sender?.shutdown()
         sender = nil
     }
