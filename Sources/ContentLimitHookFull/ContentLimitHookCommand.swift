@@ -68,7 +68,7 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
                 let handler = Self.handler(config, delivery: deliveryConfiguration, outbox: outboxPath, store: store,
                                            logger: logger, dryRun: readOnly, explain: explain)
                 // A warning is probably sent: load the keys and trust roots while the store claims it.
-                if warns && !readOnly { await handler.senders.prepare() }
+                if warns && !readOnly && outboxPath == nil { await handler.senders.prepare() }
                 let summary: HookSummary
                 do throws(JobError) {
                     summary = try await handler.handle(input, context: InvocationContext(now: now))
