@@ -35,19 +35,6 @@ def send_headers(self, stream_id, headers, *rest, **options):
 
 h2.connection.H2Connection.send_headers = send_headers
 
-# The simulator ends a 200 answer with an empty DATA frame (APNs ends it on HEADERS); aioapns would parse
-# the empty frame as an error body. Skip empty frames.
-from aioapns.connection import APNsBaseClientProtocol
-_on_data_received = APNsBaseClientProtocol.on_data_received
-
-
-def on_data_received(self, data, stream_id):
-    if data:
-        _on_data_received(self, data, stream_id)
-
-
-APNsBaseClientProtocol.on_data_received = on_data_received
-
 # Point the production endpoint at the local server; trust the simulator's certificate authority.
 APNsProductionClientProtocol.APNS_SERVER = "127.0.0.1"
 APNsTLSClientProtocol.APNS_PORT = args.port

@@ -3,7 +3,6 @@ import _CryptoExtras
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
@@ -145,28 +144,11 @@ public final class PushSimulator: Sendable {
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 state.connectionOpened()
-                let connection = ConnectionStreams(goAwayAfter: goAwayAfter)
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: sslContext))
-                }.flatMap {
-                    channel.configureHTTP2Pipeline(mode: .server, initialLocalSettings: settings) { stream in
-                        stream.eventLoop.makeCompletedFuture {
-                            let streamID = try stream.syncOptions!.getOption(HTTP2StreamChannelOptions.streamID)
-                            if connection.admit(streamID, parent: channel, state: state) == false {
-                                // Past the GOAWAY's last stream id: never processed. REFUSED_STREAM tells the
-                                // client so (RFC 9113 §8.7), whichever of it and the GOAWAY arrives first. Sent
-                                // once the stream is registered, like the GOAWAY.
-                                channel.eventLoop.execute {
-                                    channel.writeAndFlush(HTTP2Frame(streamID: streamID, payload: .rstStream(.refusedStream)),
-                                                          promise: nil)
-                                }
-                                return
-                            }
-                            try stream.pipeline.syncOperations.addHandlers([
-                                HTTP2FramePayloadToHTTP1ServerCodec(), SimulatorRequestHandler(state: state),
-                            ])
-                        }
-                    }.map { _ in }
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    try sync.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
+                    try sync.addHandler(SimulatorConnectionHandler(state: state, goAwayAfter: goAwayAfter))
                 }
             }
             .bind(host: configuration.host, port: configuration.port).get()
@@ -187,31 +169,5 @@ public final class PushSimulator: Sendable {
     public func stop() async {
         try? await channel.close()
         state.closeRecordFile()
-    }
-}
-
-/// Per-connection stream accounting, for GOAWAY after N streams. Touched on the connection's event loop only.
-final class ConnectionStreams: @unchecked Sendable {
-    private let goAwayAfter: Int?
-    private var count = 0
-    private var lastStreamID: HTTP2StreamID?
-
-    init(goAwayAfter: Int?) { self.goAwayAfter = goAwayAfter }
-
-    func admit(_ streamID: HTTP2StreamID, parent: any Channel, state: SimulatorState) -> Bool {
-        if let lastStreamID { return streamID <= lastStreamID }
-        count += 1
-        if let goAwayAfter, count >= goAwayAfter {
-            lastStreamID = streamID
-            state.goAwaySent()
-            // After this stream is registered (the initializer runs before it is): a GOAWAY naming a stream
-            // the connection does not know yet would leave that stream unanswered.
-            parent.eventLoop.execute {
-                parent.writeAndFlush(HTTP2Frame(streamID: .rootStream,
-                                                payload: .goAway(lastStreamID: streamID, errorCode: .noError, opaqueData: nil)),
-                                     promise: nil)
-            }
-        }
-        return true
     }
 }

@@ -3,7 +3,7 @@ import _CryptoExtras
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
+import NIOHPACK
 
 /// An answer, built before it is written.
 struct SimulatedResponse: Sendable {
@@ -63,15 +63,14 @@ final class SimulatorState: Sendable {
 
     // MARK: Dispatch
 
-    func handle(method: HTTPMethod, path: String, headers: HTTPHeaders, body: ByteBuffer) -> SimulatedResponse {
+    func handle(method: String, path: String, headers: HPACKHeaders, body: ByteBuffer) -> SimulatedResponse {
         box.withLockedValue { $0.stats.requests += 1 }
         var response: SimulatedResponse
         if path.hasPrefix("/3/device/") {
             response = apns(method: method, token: String(path.dropFirst("/3/device/".count)), headers: headers, body: body)
-            // APNs answers with the request's apns-id when it has one (clients match answers by it).
-            if let id = headers.first(name: "apns-id"), let index = response.headers.firstIndex(where: { $0.0 == "apns-id" }) {
-                response.headers[index].1 = id
-            }
+            // Every APNs answer has an apns-id: the request's when it has one (clients match answers by it).
+            let id = headers.first(name: "apns-id") ?? UUID().uuidString.lowercased()
+            response.headers.insert(("apns-id", id), at: 0)
         } else if path.hasPrefix("/v1/projects/") && path.hasSuffix("/messages:send") {
             let project = String(path.dropFirst("/v1/projects/".count).dropLast("/messages:send".count))
             response = fcm(method: method, project: project, headers: headers, body: body)
@@ -120,13 +119,13 @@ final class SimulatorState: Sendable {
         countError(reason)
         var body = #"{"reason":"\#(reason)""#
         if let timestamp { body += #","timestamp":\#(timestamp)"# }
-        var response = SimulatedResponse(status: status, headers: [("apns-id", UUID().uuidString.lowercased())], body: body + "}")
+        var response = SimulatedResponse(status: status, body: body + "}")
         if let retryAfter { response.headers.append(("retry-after", String(retryAfter))) }
         return response
     }
 
-    private func apns(method: HTTPMethod, token: String, headers: HTTPHeaders, body: ByteBuffer) -> SimulatedResponse {
-        guard method == .POST else { return apnsError(405, "MethodNotAllowed") }
+    private func apns(method: String, token: String, headers: HPACKHeaders, body: ByteBuffer) -> SimulatedResponse {
+        guard method == "POST" else { return apnsError(405, "MethodNotAllowed") }
         guard let authorization = headers.first(name: "authorization") else { return apnsError(403, "MissingProviderToken") }
         guard authorization.lowercased().hasPrefix("bearer ") else { return apnsError(403, "InvalidProviderToken") }
         let jwt = String(authorization.dropFirst("bearer ".count))
@@ -175,7 +174,7 @@ final class SimulatorState: Sendable {
                                     expiration: headers.first(name: "apns-expiration"),
                                     title: alert?["title"] as? String, body: alert?["body"] as? String,
                                     payloadBytes: body.readableBytes, payload: String(buffer: body)))
-        return SimulatedResponse(status: 200, headers: [("apns-id", UUID().uuidString.lowercased())], delayMs: delay)
+        return SimulatedResponse(status: 200, delayMs: delay)
     }
 
     /// Apple's checks of a provider token: ES256, our key id, our team, a whole-second `iat` under an hour old.
@@ -218,8 +217,8 @@ final class SimulatorState: Sendable {
         return response
     }
 
-    private func fcm(method: HTTPMethod, project: String, headers: HTTPHeaders, body: ByteBuffer) -> SimulatedResponse {
-        guard method == .POST else { return fcmError(405, "METHOD_NOT_ALLOWED", "Use POST") }
+    private func fcm(method: String, project: String, headers: HPACKHeaders, body: ByteBuffer) -> SimulatedResponse {
+        guard method == "POST" else { return fcmError(405, "METHOD_NOT_ALLOWED", "Use POST") }
         let now = clock()
         guard let authorization = headers.first(name: "authorization"), authorization.hasPrefix("Bearer "),
               let expiry = box.withLockedValue({ $0.issuedAccessTokens[String(authorization.dropFirst("Bearer ".count))] }),
@@ -325,8 +324,8 @@ final class SimulatorState: Sendable {
         return SimulatedResponse(status: 400, body: #"{"error":"invalid_grant","error_description":"\#(description)"}"#)
     }
 
-    private func oauth(method: HTTPMethod, headers: HTTPHeaders, body: ByteBuffer) -> SimulatedResponse {
-        guard method == .POST else { return oauthError("POST required") }
+    private func oauth(method: String, headers: HPACKHeaders, body: ByteBuffer) -> SimulatedResponse {
+        guard method == "POST" else { return oauthError("POST required") }
         var form: [String: String] = [:]
         for pair in String(buffer: body).split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1)
@@ -392,47 +391,5 @@ struct JWTParts {
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64 += "=" }
         return Data(base64Encoded: base64)
-    }
-}
-
-/// One stream, as an HTTP/1-style request: collect, answer.
-final class SimulatorRequestHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let state: SimulatorState
-    private var head: HTTPRequestHead?
-    private var body = ByteBuffer()
-
-    init(state: SimulatorState) { self.state = state }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-        case .body(var chunk):
-            body.writeBuffer(&chunk)
-        case .end:
-            guard let head else { return }
-            let response = state.handle(method: head.method, path: head.uri, headers: head.headers, body: body)
-            if let delay = response.delayMs {
-                context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(delay))) { [weak self] () -> Void in
-                    self?.respond(context: context, response)
-                }
-            } else {
-                respond(context: context, response)
-            }
-        }
-    }
-
-    private func respond(context: ChannelHandlerContext, _ response: SimulatedResponse) {
-        var headers = HTTPHeaders(response.headers)
-        headers.add(name: "content-length", value: String(response.body.utf8.count))
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http2, status: .init(statusCode: response.status),
-                                                             headers: headers))), promise: nil)
-        if !response.body.isEmpty {
-            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: response.body)))), promise: nil)
-        }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 }

@@ -285,6 +285,27 @@ import Testing
         #expect(harness.simulator.stats.errors.isEmpty)
         await harness.stop()
     }
+
+    /// The simulator serves streams without a channel each, so it returns flow-control credit itself: a body
+    /// larger than the initial stream and connection windows (64 KiB) must still arrive whole and be answered.
+    @Test func theSimulatorReadsBodiesLargerThanTheFlowControlWindows() async throws {
+        let harness = try await DeliveryHarness.start()
+        let tls = try TLSSettings(additionalCAFile: harness.simulator.credentials.caFile).makeContext()
+        let connection = try await HTTP2Connection.connect(to: Endpoint(host: "127.0.0.1", port: harness.simulator.port),
+                                                           tls: tls, options: .init(requestTimeout: .seconds(20)))
+        let headers: HPACKHeaders = [":method": "POST", ":scheme": "https", ":authority": "127.0.0.1",
+                                     ":path": "/3/device/\(hexToken("b1", 1))"]
+        let requests = (0..<3).map { _ in HTTP2Request(headers: headers, body: ByteBuffer(repeating: UInt8(ascii: "x"), count: 300_000)) }
+        let results = await connection.send(requests)
+        for result in results {
+            let response = try result.get()
+            #expect(response.status == 403)
+            #expect(String(buffer: response.body) == #"{"reason":"MissingProviderToken"}"#)
+        }
+        #expect(harness.simulator.stats.requests == 3)
+        await connection.close()
+        await harness.stop()
+    }
 }
 
 /// A clock tests move by hand.
