@@ -146,7 +146,10 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         var headers = HPACKHeaders()
         headers.reserveCapacity(response.headers.count + 2)
         headers.add(name: ":status", value: String(response.status))
-        for (name, value) in response.headers { headers.add(name: name, value: value) }
+        for (name, value) in response.headers {
+            // A message id is new in every answer: kept out of HPACK's dynamic table, on both sides.
+            headers.add(name: name, value: value, indexing: name == "apns-id" ? .nonIndexable : .indexable)
+        }
         let body = response.body.utf8
         headers.add(name: "content-length", value: String(body.count))
         // No body, no DATA frame: the HEADERS frame ends the stream.

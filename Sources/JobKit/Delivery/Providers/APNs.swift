@@ -49,20 +49,23 @@ enum APNs {
     static func request(for notification: OutgoingNotification, topic: String, authority: String, jwt: String,
                         links: DeepLinks) -> HTTP2Request {
         let body = payload(for: notification, links: links)
-        let headers: HPACKHeaders = [
-            ":method": "POST",
-            ":scheme": "https",
-            ":path": "/3/device/\(notification.device.token)",
-            ":authority": authority,
-            "authorization": "bearer \(jwt)",
-            "apns-push-type": "alert",
-            "apns-priority": "10",
-            "apns-topic": topic,
-            "apns-expiration": String(notification.expiresAt),
-            "apns-collapse-id": notification.collapseID,
-            "content-type": "application/json",
-            "content-length": String(body.count),
-        ]
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(12)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        // The path holds the device token, different in every request: kept out of HPACK's dynamic table, where
+        // each one would push out the entries that do repeat (the provider token above all, ~250 bytes, which
+        // would then be sent again in full every few dozen requests).
+        headers.add(name: ":path", value: "/3/device/\(notification.device.token)", indexing: .nonIndexable)
+        headers.add(name: ":authority", value: authority)
+        headers.add(name: "authorization", value: "bearer \(jwt)")
+        headers.add(name: "apns-push-type", value: "alert")
+        headers.add(name: "apns-priority", value: "10")
+        headers.add(name: "apns-topic", value: topic)
+        headers.add(name: "apns-expiration", value: String(notification.expiresAt))
+        headers.add(name: "apns-collapse-id", value: notification.collapseID)
+        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: "content-length", value: String(body.count))
         return HTTP2Request(headers: headers, body: ByteBuffer(bytes: body))
     }
 
