@@ -109,7 +109,6 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         streamCount += 1
         if let goAwayAfter, streamCount >= goAwayAfter {
             lastStreamID = streamID
-            state.goAwaySent()
         }
         return true
     }
@@ -118,6 +117,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private func goAwayIfDrained(context: ChannelHandlerContext) {
         guard let lastStreamID, !goAwaySent, requests.isEmpty, delayedAnswers == 0 else { return }
         goAwaySent = true
+        state.goAwaySent()
         write(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil)),
               context: context)
     }
