@@ -62,7 +62,8 @@ public struct SimulatorConfiguration: Sendable {
     public var rules = SimulatorRule.defaults
     /// SETTINGS_MAX_CONCURRENT_STREAMS announced to clients.
     public var maxConcurrentStreams = 1000
-    /// Send GOAWAY after this many streams on each connection (and refuse the streams after it).
+    /// Refuse the streams after this many on each connection, and send GOAWAY naming the last one admitted once
+    /// the streams up to it are answered.
     public var goAwayAfterStreams: Int?
     /// Share of requests answered 503 at random (APNs ServiceUnavailable, FCM UNAVAILABLE).
     public var faultRate = 0.0

@@ -22,7 +22,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     static let connectionWindow = 1 << 24
 
     private let state: SimulatorState
-    /// Send GOAWAY after this many streams, and refuse the streams after it.
+    /// Refuse the streams after this many, and send GOAWAY once the ones before are answered (see `admit`).
     private let goAwayAfter: Int?
     private var requests: [HTTP2StreamID: Request] = [:]
     private var streamCount = 0
