@@ -40,49 +40,75 @@ extension PostgresStore: ReminderStore {
             """))
     }
 
-    /// One page of the due set for one zone, local date and minute range, driven by the
-    /// `notification_settings_due` index (the row comparison is an index range condition). Every other
-    /// rule is a per-row index probe, written so that the planner cannot choose otherwise: scalar
-    /// subqueries with `LIMIT 1` and a `LATERAL` log lookup. (With a plain join, the log table's statistics
-    /// — stale while a run is inserting thousands of claims — led PostgreSQL to rescan it for every row.)
-    static func dueCandidatesQuery(_ query: DueQuery, after cursor: DueCursor, limit: Int) -> PostgresQuery {
-        let type = query.type.rawValue
+    /// A run's due set, from the `notification_settings_due` index alone: one index range per query.
+    static func dueKeysQuery(_ queries: [DueQuery]) -> PostgresQuery {
+        """
+        SELECT q.i - 1, s.user_id
+        FROM unnest(\(queries.map(\.zone))::text[], \(queries.map { Int32($0.minutes.lowerBound) })::int4[],
+                    \(queries.map { Int32($0.minutes.upperBound) })::int4[]) WITH ORDINALITY AS q(zone, low, high, i)
+        CROSS JOIN LATERAL (
+            SELECT n.user_id FROM notification_settings n
+            WHERE n.diary_reminder_enabled AND n.timezone = q.zone AND n.reminder_minute BETWEEN q.low AND q.high) s
+        """
+    }
+
+    public func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] {
+        guard !queries.isEmpty else { return [] }
+        var keys = try await rows("selecting due users", Self.dueKeysQuery(queries)).map { row throws(JobError) in
+            let (query, userID) = try decode(row, (Int64, String).self)
+            return DueKey(userID: userID, query: Int(query))
+        }
+        keys.sort()
+        return keys
+    }
+
+    /// The candidates of one page of keys (each with its query's zone, minutes, day and period), driven by the
+    /// keys: every rule is a per-row index probe by user id, written so that the planner cannot choose
+    /// otherwise: scalar subqueries and `LATERAL` lookups with `LIMIT 1`. (With plain joins, the log table's
+    /// statistics — stale while a run is inserting thousands of claims — led PostgreSQL to rescan it for every
+    /// row, and a small page can make a scan of the settings look cheaper than its probes.)
+    static func dueCandidatesQuery(_ keys: [DueKey], of queries: [DueQuery]) -> PostgresQuery {
+        let rows = keys.map { (key: $0, query: queries[$0.query]) }
         return """
-            SELECT s.user_id, s.reminder_minute, u.locale,
+            SELECT p.query, s.user_id, s.reminder_minute, (SELECT u.locale FROM users u WHERE u.id = s.user_id),
                    coalesce((SELECT true FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active LIMIT 1), false),
                    coalesce((SELECT true FROM diary_entries e
-                             WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(\(query.day.lowerBound))
-                               AND e.created_at < to_timestamp(\(query.day.upperBound)) LIMIT 1), false),
+                             WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(p.day_start)
+                               AND e.created_at < to_timestamp(p.day_end) LIMIT 1), false),
                    l.id, l.status, \(unescaped: epoch("l.claimed_at")), l.message_index, l.locale, l.run_id,
-                   (SELECT p.message_index FROM notification_logs p
-                    WHERE p.user_id = s.user_id AND p.notification_type = \(type) AND p.period_key < \(query.period)
-                      AND p.message_index IS NOT NULL
-                    ORDER BY p.period_key DESC LIMIT 1)
-            FROM notification_settings s
-            JOIN users u ON u.id = s.user_id
+                   (SELECT x.message_index FROM notification_logs x
+                    WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
+                      AND x.message_index IS NOT NULL
+                    ORDER BY x.period_key DESC LIMIT 1)
+            FROM unnest(\(rows.map { Int64($0.key.query) })::int8[], \(rows.map(\.key.userID))::text[],
+                        \(rows.map(\.query.zone))::text[], \(rows.map { Int32($0.query.minutes.lowerBound) })::int4[],
+                        \(rows.map { Int32($0.query.minutes.upperBound) })::int4[], \(rows.map(\.query.day.lowerBound))::int8[],
+                        \(rows.map(\.query.day.upperBound))::int8[], \(rows.map(\.query.period))::text[],
+                        \(rows.map(\.query.type.rawValue))::text[])
+                 AS p(query, user_id, zone, low, high, day_start, day_end, period, type)
+            CROSS JOIN LATERAL (
+                SELECT n.user_id, n.reminder_minute FROM notification_settings n
+                WHERE n.user_id = p.user_id AND n.diary_reminder_enabled AND n.timezone = p.zone
+                  AND n.reminder_minute BETWEEN p.low AND p.high
+                LIMIT 1) s
             LEFT JOIN LATERAL (
                 SELECT x.id, x.status, x.claimed_at, x.message_index, x.locale, x.run_id FROM notification_logs x
-                WHERE x.user_id = s.user_id AND x.notification_type = \(type) AND x.period_key = \(query.period)
+                WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key = p.period
                 LIMIT 1) l ON true
-            WHERE s.diary_reminder_enabled AND s.timezone = \(query.zone)
-              AND s.reminder_minute BETWEEN \(Int32(query.minutes.lowerBound)) AND \(Int32(query.minutes.upperBound))
-              AND (s.reminder_minute, s.user_id) > (\(Int32(cursor.minute)), \(cursor.userID))
-            ORDER BY s.reminder_minute, s.user_id
-            LIMIT \(limit)
             """
     }
 
-    public func dueCandidates(_ query: DueQuery, after cursor: DueCursor?, limit: Int) async throws(JobError) -> [ReminderCandidate] {
-        let cursor = cursor ?? DueCursor(minute: query.minutes.lowerBound - 1, userID: "")
-        return try await rows("selecting due users", Self.dueCandidatesQuery(query, after: cursor, limit: limit)).map { row throws(JobError) in
-            let (userID, minute, locale, hasDevice, wrote, logID, status, claimedAt, messageIndex, logLocale, runID, previous) = try decode(
-                row, (String, Int, String, Bool, Bool, Int64?, String?, Int64?, Int?, String?, String?, Int?).self)
+    public func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
+        guard !keys.isEmpty else { return [] }
+        return try await rows("selecting due users", Self.dueCandidatesQuery(keys, of: queries)).map { row throws(JobError) in
+            let (query, userID, minute, locale, hasDevice, wrote, logID, status, claimedAt, messageIndex, logLocale, runID, previous) = try decode(
+                row, (Int64, String, Int, String, Bool, Bool, Int64?, String?, Int64?, Int?, String?, String?, Int?).self)
             let log = logID.map { id in
                 LogState(id: id, status: ClaimStatus(rawValue: status ?? ""), claimedAt: claimedAt ?? 0,
                          messageIndex: messageIndex, locale: logLocale, runID: runID ?? "")
             }
-            return ReminderCandidate(userID: userID, locale: locale, reminderMinute: minute, hasActiveDevice: hasDevice,
-                                     wroteToday: wrote, log: log, previousMessageIndex: previous)
+            return ReminderCandidate(query: Int(query), userID: userID, locale: locale, reminderMinute: minute,
+                                     hasActiveDevice: hasDevice, wroteToday: wrote, log: log, previousMessageIndex: previous)
         }
     }
 
@@ -113,8 +139,8 @@ extension PostgresStore: ReminderStore {
                 let (id, user, type, period) = try row.decode((Int64, String, String, String).self)
                 let key = Key(user: user, type: type, period: period)
                 guard let request = byKey[key] else { continue }
-                won[key] = Claim(logID: id, userID: user, messageIndex: request.messageIndex, locale: request.locale,
-                                 takenOver: false, deliveredDeviceIDs: [])
+                won[key] = Claim(logID: id, userID: user, period: period, messageIndex: request.messageIndex,
+                                 locale: request.locale, takenOver: false, deliveredDeviceIDs: [])
             }
             let rest = requests.filter { won[key($0)] == nil }
             guard !rest.isEmpty else { return won }
@@ -144,8 +170,9 @@ extension PostgresStore: ReminderStore {
             }
             for (id, (key, messageIndex, locale)) in takenOver {
                 guard let request = byKey[key] else { continue }
-                won[key] = Claim(logID: id, userID: key.user, messageIndex: messageIndex ?? request.messageIndex,
-                                 locale: locale ?? request.locale, takenOver: true, deliveredDeviceIDs: delivered[id] ?? [])
+                won[key] = Claim(logID: id, userID: key.user, period: key.period,
+                                 messageIndex: messageIndex ?? request.messageIndex, locale: locale ?? request.locale,
+                                 takenOver: true, deliveredDeviceIDs: delivered[id] ?? [])
             }
             return won
         }

@@ -106,13 +106,23 @@ import Testing
 
     @Test func theDueSelectionIsIndexDrivenOnSQLite() async throws {
         let db = try await TemporaryDatabase(.sqlite)
-        let plan = try await db.sqlite.pool.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueCandidatesSQL, arguments: [
-                "dayStart": 0, "dayEnd": 86_400, "type": "diary_reminder", "period": "1970-01-01", "zone": "UTC",
-                "low": 10, "high": 20, "afterMinute": 9, "afterUser": "", "limit": 500,
-            ]).map { $0["detail"] as String }
+        let keysPlan = try await db.sqlite.pool.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueKeysSQL, arguments: ["UTC", 10, 20])
+                .map { $0["detail"] as String }
         }
-        #expect(plan.contains { $0.contains("notification_settings_due") }, "\(plan)")
+        #expect(keysPlan.count == 1 && keysPlan[0].hasPrefix("SEARCH notification_settings USING")
+                    && keysPlan[0].hasSuffix("INDEX notification_settings_due (timezone=? AND reminder_minute>? AND reminder_minute<?)"),
+                "\(keysPlan)")
+        // A page's candidates: the keys drive, and every table is probed by user id.
+        let plan = try await db.sqlite.pool.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueCandidatesSQL(rows: 2), arguments: StatementArguments(
+                [0, "a", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder",
+                 0, "b", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder"] as [any DatabaseValueConvertible]))
+                .map { $0["detail"] as String }
+        }
+        #expect(plan.contains { $0.hasPrefix("SEARCH s USING PRIMARY KEY (user_id=?)") }, "\(plan)")
+        #expect(plan.contains { $0.hasPrefix("SEARCH u USING PRIMARY KEY (id=?)") }, "\(plan)")
+        #expect(!plan.contains { $0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN p") && !$0.contains("CONSTANT ROW") }, "\(plan)")
         #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
         // The count of malformed reminder times seeks per zone too: no scan of every enabled user.
         let countPlan = try await db.sqlite.pool.read { db in
@@ -130,13 +140,21 @@ import Testing
         options.randomSeed = 7
         _ = try await Seeder().seed(options, into: db.store)
         try await db.execute("ANALYZE")
-        let query = PostgresStore.dueCandidatesQuery(
-            DueQuery(zone: "Asia/Tokyo", period: "1970-01-01", minutes: 1_200...1_215, day: 0..<86_400, type: .diaryReminder),
-            after: DueCursor(minute: 1_199, userID: ""), limit: 500)
-        let plan = try await (db.store as! PostgresStore).rows("explain", PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds))
-            .map { try $0.decode(String.self) }.joined(separator: "\n")
-        #expect(plan.contains("notification_settings_due"), "\(plan)")
-        #expect(!plan.contains("Seq Scan on notification_settings"), "\(plan)")
+        let queries = [DueQuery(zone: "Asia/Tokyo", period: "1970-01-01", minutes: 1_200...1_215, day: 0..<86_400,
+                                type: .diaryReminder)]
+        let store = db.store as! PostgresStore
+        func explain(_ query: PostgresQuery) async throws -> String {
+            try await store.rows("explain", PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds))
+                .map { try $0.decode(String.self) }.joined(separator: "\n")
+        }
+        let keysPlan = try await explain(PostgresStore.dueKeysQuery(queries))
+        #expect(keysPlan.contains("notification_settings_due"), "\(keysPlan)")
+        #expect(!keysPlan.contains("Seq Scan"), "\(keysPlan)")
+        let keys = (0..<20).map { DueKey(userID: "user-\($0)", query: 0) }
+        let plan = try await explain(PostgresStore.dueCandidatesQuery(keys, of: queries))
+        #expect(plan.contains("Function Scan on p"), "\(plan)")   // the keys drive
+        #expect(plan.contains("on notification_settings n") && plan.contains("users_pkey on users"), "\(plan)")
+        #expect(!plan.contains("Seq Scan on notification_settings") && !plan.contains("Seq Scan on users"), "\(plan)")
     }
 
     @Test func urlsAreParsedStrictlyAndPasswordsNeverShown() throws {

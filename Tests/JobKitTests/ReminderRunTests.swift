@@ -21,8 +21,9 @@ import Testing
         func reminderZones() async throws(JobError) -> [String] { try await inner.reminderZones() }
         func enabledUserCount(zone: String) async throws(JobError) -> Int { try await inner.enabledUserCount(zone: zone) }
         func malformedReminderTimeCount() async throws(JobError) -> Int { try await inner.malformedReminderTimeCount() }
-        func dueCandidates(_ query: DueQuery, after cursor: DueCursor?, limit: Int) async throws(JobError) -> [ReminderCandidate] {
-            try await inner.dueCandidates(query, after: cursor, limit: limit)
+        func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] { try await inner.dueKeys(queries) }
+        func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
+            try await inner.dueCandidates(keys, of: queries)
         }
         func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim] {
             try await inner.claim(requests, runID: runID, now: now, staleBefore: staleBefore)
@@ -108,6 +109,43 @@ import Testing
         // The same user tonight is reminded again: that is the next day's period.
         try await run(db, sender, at: "2026-11-22T23:50:00Z")
         #expect(try await db.strings("SELECT period_key FROM notification_logs ORDER BY period_key") == ["2026-11-21", "2026-11-22"])
+    }
+
+    @Test(arguments: Backend.allCases) func pagesMixZonesAndEachUserKeepsTheirOwnLocalDate(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        // At 10:00 UTC it is midnight of the 22nd in Kiritimati (UTC+14) and 10:00 on the 21st in London.
+        for i in 0..<6 {
+            try await db.store.addUser("u\(i)", zone: i % 2 == 0 ? "Pacific/Kiritimati" : "Europe/London",
+                                       time: i % 2 == 0 ? "00:00" : "10:00")
+        }
+        let sender = RecordingSender()
+        var options = ReminderRunOptions(now: instant("2026-11-21T10:00:00Z"))
+        options.pageSize = 4   // pages hold users of both zones
+        let summary = try await runner(db, sender).run(options)
+        #expect(summary.sent == 6)
+        #expect(try await db.strings("SELECT user_id || ' ' || period_key FROM notification_logs ORDER BY user_id") == [
+            "u0 2026-11-22", "u1 2026-11-21", "u2 2026-11-22", "u3 2026-11-21", "u4 2026-11-22", "u5 2026-11-21",
+        ])
+        // Each notification expires at the end of its user's local day.
+        for notification in await sender.sent {
+            let kiritimati = ["u0", "u2", "u4"].contains(notification.device.userID)
+            #expect(notification.expiresAt == instant(kiritimati ? "2026-11-22T10:00:00Z" : "2026-11-22T00:00:00Z"))
+            #expect(notification.period == (kiritimati ? "2026-11-22" : "2026-11-21"))
+        }
+    }
+
+    @Test(arguments: Backend.allCases) func aPageReadsTheSettingsAgain(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        for user in ["a", "b", "c", "d"] { try await db.store.addUser(user) }
+        let queries = [DueQuery(zone: "UTC", period: "2026-11-21", minutes: 1_200...1_200,
+                                day: instant("2026-11-21T00:00:00Z")..<instant("2026-11-22T00:00:00Z"), type: .diaryReminder)]
+        let keys = try await db.store.dueKeys(queries)
+        #expect(keys == ["a", "b", "c", "d"].map { DueKey(userID: $0, query: 0) })
+        // Between reading the due set and reading a page, b turns reminders off, c moves the time, d moves away.
+        try await db.execute("UPDATE notification_settings SET diary_reminder_enabled = false WHERE user_id = 'b'")
+        try await db.execute("UPDATE notification_settings SET reminder_time = '21:00' WHERE user_id = 'c'")
+        try await db.execute("UPDATE users SET timezone = 'Asia/Tokyo' WHERE id = 'd'")
+        #expect(try await db.store.dueCandidates(keys, of: queries).map(\.userID) == ["a"])
     }
 
     @Test(arguments: Backend.allCases) func everySkipReasonIsCountedAndNothingCrashes(_ backend: Backend) async throws {

@@ -62,7 +62,10 @@ public struct DiaryReminderRunner: Sendable {
             try await deliverPendingWarnings(options, summary: &summary)
         }
 
-        zones: for zoneName in try await store.reminderZones() {
+        // The run's due set, in user-id order whatever the zone: each page then reads neighbouring rows of
+        // every table instead of one row per page per zone.
+        var queries: [DueQuery] = []
+        for zoneName in try await store.reminderZones() {
             guard let clock = ZoneClock(identifier: zoneName) else {
                 let count = try await store.enabledUserCount(zone: zoneName)
                 logger.warning("users skipped: unknown time zone", metadata: ["zone": "\(zoneName)", "count": "\(count)"])
@@ -73,40 +76,52 @@ public struct DiaryReminderRunner: Sendable {
             for slot in options.rule.dueSlots(now: options.now, in: clock) {
                 let day = clock.dayBounds(slot.period)
                 for minutes in slot.minuteRanges {
-                    let query = DueQuery(zone: zoneName, period: slot.period.description, minutes: minutes, day: day,
-                                         type: .diaryReminder)
-                    var cursor: DueCursor?
-                    while true {
-                        let now = ContinuousClock.now
-                        if now - started > budget || options.stopClaimingAt.map({ now >= $0 }) ?? false {
-                            logger.warning("time budget spent: leaving the rest to the next run")
-                            summary.stoppedEarly = true
-                            break zones
-                        }
-                        let after = cursor
-                        let page: [ReminderCandidate]
-                        let claimed: ClaimedPage?
-                        do throws(JobError) {
-                            page = try await phases.measure(.select) { () async throws(JobError) in
-                                try await store.dueCandidates(query, after: after, limit: options.pageSize)
-                            }
-                            claimed = try await claim(page, query: query, expiresAt: day.upperBound, options: options,
-                                                      summary: &summary, phases: &phases)
-                        } catch {
-                            // What is already on its way is still sent and recorded before the run fails.
-                            try await pipeline.drain(into: &summary, phases: &phases)
-                            throw error
-                        }
-                        // Page N+1 was selected and claimed while page N was being sent; now page N+1 goes
-                        // out while page N+2 is selected.
-                        if let claimed {
-                            try await pipeline.submit(claimed, summary: &summary, phases: &phases) { page async throws(JobError) in
-                                try await deliver(page, options: options)
-                            }
-                        }
-                        guard let last = page.last, page.count == options.pageSize else { break }
-                        cursor = DueCursor(minute: last.reminderMinute, userID: last.userID)
-                    }
+                    queries.append(DueQuery(zone: zoneName, period: slot.period.description, minutes: minutes, day: day,
+                                            type: .diaryReminder))
+                }
+            }
+        }
+        let allKeys = try await phases.measure(.select) { () async throws(JobError) in try await store.dueKeys(queries) }
+        var keys: [DueKey] = []
+        keys.reserveCapacity(allKeys.count)
+        for key in allKeys {
+            guard options.shard.contains(userID: key.userID) else {
+                summary.otherShards += 1
+                continue
+            }
+            // Two queries of one period (minute ranges that meet around a clock change) name a user once.
+            if let last = keys.last, last.userID == key.userID, queries[last.query].period == queries[key.query].period {
+                continue
+            }
+            keys.append(key)
+        }
+
+        var start = 0
+        while start < keys.count {
+            let now = ContinuousClock.now
+            if now - started > budget || options.stopClaimingAt.map({ now >= $0 }) ?? false {
+                logger.warning("time budget spent: leaving the rest to the next run")
+                summary.stoppedEarly = true
+                break
+            }
+            let pageKeys = Array(keys[start..<min(start + options.pageSize, keys.count)])
+            start += pageKeys.count
+            let claimed: ClaimedPage?
+            do throws(JobError) {
+                let page = try await phases.measure(.select) { () async throws(JobError) in
+                    try await store.dueCandidates(pageKeys, of: queries)
+                }
+                claimed = try await claim(page, queries: queries, options: options, summary: &summary, phases: &phases)
+            } catch {
+                // What is already on its way is still sent and recorded before the run fails.
+                try await pipeline.drain(into: &summary, phases: &phases)
+                throw error
+            }
+            // Page N+1 was selected and claimed while page N was being sent; now page N+1 goes out while
+            // page N+2 is selected.
+            if let claimed {
+                try await pipeline.submit(claimed, summary: &summary, phases: &phases) { page async throws(JobError) in
+                    try await deliver(page, options: options)
                 }
             }
         }
@@ -122,15 +137,15 @@ public struct DiaryReminderRunner: Sendable {
     }
 
     /// Decides, checks devices and claims one page; `nil` when nobody on it is to be sent to.
-    private func claim(_ page: [ReminderCandidate], query: DueQuery, expiresAt: Int64, options: ReminderRunOptions,
+    private func claim(_ page: [ReminderCandidate], queries: [DueQuery], options: ReminderRunOptions,
                        summary: inout RunSummary, phases: inout Phases) async throws(JobError) -> ClaimedPage? {
         let staleBefore = options.now - options.claimLeaseSeconds
         var requests: [ClaimRequest] = []
+        // The query of each request, by (user, period): a user can be due under two queries of one run (slots
+        // on both sides of local midnight), never twice for one period.
+        var queryOf: [ClaimKey: DueQuery] = [:]
         for candidate in page {
-            guard options.shard.contains(userID: candidate.userID) else {
-                summary.otherShards += 1
-                continue
-            }
+            let query = queries[candidate.query]
             summary.candidates += 1
             switch ReminderDecision.decide(hasActiveDevice: candidate.hasActiveDevice, wroteToday: candidate.wroteToday,
                                            log: candidate.log, staleBefore: staleBefore) {
@@ -142,6 +157,7 @@ public struct DiaryReminderRunner: Sendable {
                                             period: query.period, previousIndex: candidate.previousMessageIndex)
                 requests.append(ClaimRequest(userID: candidate.userID, type: query.type, period: query.period,
                                              messageIndex: choice.index, locale: choice.locale))
+                queryOf[ClaimKey(userID: candidate.userID, period: query.period)] = query
             }
         }
         guard !requests.isEmpty else { return nil }
@@ -166,8 +182,8 @@ public struct DiaryReminderRunner: Sendable {
         let claims: [Claim]
         if options.dryRun {
             claims = requests.map {
-                Claim(logID: -1, userID: $0.userID, messageIndex: $0.messageIndex, locale: $0.locale, takenOver: false,
-                      deliveredDeviceIDs: [])
+                Claim(logID: -1, userID: $0.userID, period: $0.period, messageIndex: $0.messageIndex, locale: $0.locale,
+                      takenOver: false, deliveredDeviceIDs: [])
             }
         } else {
             claims = try await phases.measure(.claim) { () async throws(JobError) in
@@ -182,6 +198,9 @@ public struct DiaryReminderRunner: Sendable {
         var notifications: [OutgoingNotification] = []
         var owners: [Int] = []   // index into claims, per notification
         for (index, claim) in claims.enumerated() {
+            guard let query = queryOf[ClaimKey(userID: claim.userID, period: claim.period)] else {
+                throw .software("the store returned a claim that was not requested (\(claim.userID), \(claim.period))")
+            }
             let message = catalog.message(query.type, locale: claim.locale, index: claim.messageIndex)
                 ?? catalog.choose(query.type, locale: claim.locale, userID: claim.userID, period: query.period,
                                   previousIndex: nil).message
@@ -189,7 +208,7 @@ public struct DiaryReminderRunner: Sendable {
                 notifications.append(OutgoingNotification(
                     logID: options.dryRun ? nil : claim.logID, device: device, type: query.type, period: query.period,
                     locale: claim.locale, messageIndex: claim.messageIndex, title: message.title, body: message.body,
-                    expiresAt: expiresAt))
+                    expiresAt: query.day.upperBound))
                 owners.append(index)
             }
         }
@@ -237,6 +256,12 @@ public struct DiaryReminderRunner: Sendable {
         }
         return delivered
     }
+}
+
+/// A claim's identity within one run of one notification type.
+struct ClaimKey: Hashable {
+    let userID: String
+    let period: String
 }
 
 /// A claimed page: its claims and the notifications to send (`owners[i]` is the claim of notification `i`).

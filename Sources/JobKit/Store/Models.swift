@@ -76,6 +76,8 @@ public struct LogState: Sendable, Hashable {
 
 /// What the store returns for a user whose reminder time has come.
 public struct ReminderCandidate: Sendable, Hashable {
+    /// The index of the ``DueQuery`` (in the run's list) the user is due under.
+    public let query: Int
     public let userID: String
     public let locale: String
     public let reminderMinute: Int
@@ -86,8 +88,9 @@ public struct ReminderCandidate: Sendable, Hashable {
     /// The message index of the user's latest earlier reminder.
     public let previousMessageIndex: Int?
 
-    public init(userID: String, locale: String, reminderMinute: Int, hasActiveDevice: Bool, wroteToday: Bool,
+    public init(query: Int, userID: String, locale: String, reminderMinute: Int, hasActiveDevice: Bool, wroteToday: Bool,
                 log: LogState?, previousMessageIndex: Int?) {
+        self.query = query
         self.userID = userID
         self.locale = locale
         self.reminderMinute = reminderMinute
@@ -98,8 +101,8 @@ public struct ReminderCandidate: Sendable, Hashable {
     }
 }
 
-/// One page request of the due set: users in `zone` whose reminder minute is in `minutes`, for the
-/// local date `period` whose bounds are `day`.
+/// Part of a run's due set: users in `zone` whose reminder minute is in `minutes`, for the local date
+/// `period` whose bounds are `day`.
 public struct DueQuery: Sendable, Hashable {
     public let zone: String
     public let period: String
@@ -116,14 +119,19 @@ public struct DueQuery: Sendable, Hashable {
     }
 }
 
-/// Keyset position inside a ``DueQuery``: the last (minute, user) returned.
-public struct DueCursor: Sendable, Hashable {
-    public let minute: Int
+/// One member of a run's due set: a user and the index of the ``DueQuery`` they matched. A run walks its
+/// due set in user-id order, whatever the zone, so that each page reads neighbouring rows of every table.
+public struct DueKey: Sendable, Hashable, Comparable {
     public let userID: String
+    public let query: Int
 
-    public init(minute: Int, userID: String) {
-        self.minute = minute
+    public init(userID: String, query: Int) {
         self.userID = userID
+        self.query = query
+    }
+
+    public static func < (lhs: DueKey, rhs: DueKey) -> Bool {
+        lhs.userID != rhs.userID ? lhs.userID < rhs.userID : lhs.query < rhs.query
     }
 }
 
@@ -148,6 +156,7 @@ public struct ClaimRequest: Sendable, Hashable {
 public struct Claim: Sendable, Hashable {
     public let logID: Int64
     public let userID: String
+    public let period: String
     /// The words recorded in the claim (a takeover keeps the original run's choice).
     public let messageIndex: Int
     public let locale: String
@@ -156,9 +165,11 @@ public struct Claim: Sendable, Hashable {
     /// Devices that already received this notification under an earlier run of the same claim.
     public let deliveredDeviceIDs: Set<Int64>
 
-    public init(logID: Int64, userID: String, messageIndex: Int, locale: String, takenOver: Bool, deliveredDeviceIDs: Set<Int64>) {
+    public init(logID: Int64, userID: String, period: String, messageIndex: Int, locale: String, takenOver: Bool,
+                deliveredDeviceIDs: Set<Int64>) {
         self.logID = logID
         self.userID = userID
+        self.period = period
         self.messageIndex = messageIndex
         self.locale = locale
         self.takenOver = takenOver

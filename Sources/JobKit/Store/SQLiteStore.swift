@@ -107,28 +107,41 @@ public final class SQLiteStore: Sendable {
 // MARK: - ReminderStore
 
 extension SQLiteStore: ReminderStore {
-    /// One page of the due set for one zone, local date and minute range: driven by the
-    /// `notification_settings_due` index, with the other rules answered by index lookups per row.
-    static let dueCandidatesSQL = """
-        SELECT s.user_id, s.reminder_minute, u.locale,
-               EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active = 1),
-               EXISTS (SELECT 1 FROM diary_entries e
-                       WHERE e.user_id = s.user_id AND e.created_at >= :dayStart AND e.created_at < :dayEnd),
-               l.id, l.status, l.claimed_at, l.message_index, l.locale, l.run_id,
-               (SELECT p.message_index FROM notification_logs p
-                WHERE p.user_id = s.user_id AND p.notification_type = :type AND p.period_key < :period
-                  AND p.message_index IS NOT NULL
-                ORDER BY p.period_key DESC LIMIT 1)
-        FROM notification_settings s
-        JOIN users u ON u.id = s.user_id
-        LEFT JOIN notification_logs l
-               ON l.user_id = s.user_id AND l.notification_type = :type AND l.period_key = :period
-        WHERE s.diary_reminder_enabled = 1 AND s.timezone = :zone
-          AND s.reminder_minute BETWEEN :low AND :high
-          AND (s.reminder_minute, s.user_id) > (:afterMinute, :afterUser)
-        ORDER BY s.reminder_minute, s.user_id
-        LIMIT :limit
+    /// One query's part of the due set, from the `notification_settings_due` index alone.
+    static let dueKeysSQL = """
+        SELECT user_id FROM notification_settings
+        WHERE diary_reminder_enabled = 1 AND timezone = ? AND reminder_minute BETWEEN ? AND ?
         """
+
+    /// Rows of the VALUES list per statement in ``dueCandidatesSQL(rows:)``: 9 parameters each, well under
+    /// SQLite's 32,766.
+    static let dueCandidatesChunk = 1_000
+
+    /// The candidates of `rows` keys, each row of `p` being (query, user, zone, low, high, day start, day end,
+    /// period, type). `p` is the outer loop (CROSS JOIN fixes the order) and every other rule is an index probe
+    /// by user id; as the keys come in user-id order, neighbouring probes read the same pages.
+    static func dueCandidatesSQL(rows: Int) -> String {
+        let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+        return """
+            WITH p(query, user_id, zone, low, high, day_start, day_end, period, type) AS (VALUES \(values))
+            SELECT p.query, s.user_id, s.reminder_minute, u.locale,
+                   EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active = 1),
+                   EXISTS (SELECT 1 FROM diary_entries e
+                           WHERE e.user_id = s.user_id AND e.created_at >= p.day_start AND e.created_at < p.day_end),
+                   l.id, l.status, l.claimed_at, l.message_index, l.locale, l.run_id,
+                   (SELECT x.message_index FROM notification_logs x
+                    WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
+                      AND x.message_index IS NOT NULL
+                    ORDER BY x.period_key DESC LIMIT 1)
+            FROM p
+            CROSS JOIN notification_settings s
+            CROSS JOIN users u
+            LEFT JOIN notification_logs l
+                   ON l.user_id = s.user_id AND l.notification_type = p.type AND l.period_key = p.period
+            WHERE s.user_id = p.user_id AND u.id = s.user_id
+              AND s.diary_reminder_enabled = 1 AND s.timezone = p.zone AND s.reminder_minute BETWEEN p.low AND p.high
+            """
+    }
 
     public func reminderZones() async throws(JobError) -> [String] {
         // A loose index scan: one index seek per zone instead of reading every user.
@@ -174,25 +187,52 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func dueCandidates(_ query: DueQuery, after cursor: DueCursor?, limit: Int) async throws(JobError) -> [ReminderCandidate] {
-        let cursor = cursor ?? DueCursor(minute: query.minutes.lowerBound - 1, userID: "")
+    public func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] {
+        guard !queries.isEmpty else { return [] }
         return try await read("selecting due users") { db in
-            let statement = try db.cachedStatement(sql: Self.dueCandidatesSQL)
-            let rows = try Row.fetchAll(statement, arguments: [
-                "dayStart": query.day.lowerBound, "dayEnd": query.day.upperBound, "type": query.type.rawValue,
-                "period": query.period, "zone": query.zone, "low": query.minutes.lowerBound,
-                "high": query.minutes.upperBound, "afterMinute": cursor.minute, "afterUser": cursor.userID,
-                "limit": limit,
-            ])
-            return rows.map { row in
-                let log: LogState? = (row[5] as Int64?).map { id in
-                    LogState(id: id, status: ClaimStatus(rawValue: row[6]), claimedAt: row[7],
-                             messageIndex: row[8], locale: row[9], runID: row[10])
-                }
-                return ReminderCandidate(userID: row[0], locale: row[2], reminderMinute: row[1],
-                                         hasActiveDevice: row[3], wroteToday: row[4], log: log,
-                                         previousMessageIndex: row[11])
+            let statement = try db.cachedStatement(sql: Self.dueKeysSQL)
+            var keys: [DueKey] = []
+            for (index, query) in queries.enumerated() {
+                let users = try String.fetchCursor(statement, arguments: [
+                    query.zone, query.minutes.lowerBound, query.minutes.upperBound,
+                ])
+                while let user = try users.next() { keys.append(DueKey(userID: user, query: index)) }
             }
+            keys.sort()
+            return keys
+        }
+    }
+
+    public func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
+        guard !keys.isEmpty else { return [] }
+        return try await read("selecting due users") { db in
+            var candidates: [ReminderCandidate] = []
+            candidates.reserveCapacity(keys.count)
+            for start in stride(from: 0, to: keys.count, by: Self.dueCandidatesChunk) {
+                let chunk = keys[start..<min(start + Self.dueCandidatesChunk, keys.count)]
+                // Full chunks share one prepared statement; the last, shorter one is prepared for itself.
+                let sql = Self.dueCandidatesSQL(rows: chunk.count)
+                let statement = chunk.count == Self.dueCandidatesChunk
+                    ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+                var values: [(any DatabaseValueConvertible)?] = []
+                values.reserveCapacity(chunk.count * 9)
+                for key in chunk {
+                    let query = queries[key.query]
+                    values += [key.query, key.userID, query.zone, query.minutes.lowerBound, query.minutes.upperBound,
+                               query.day.lowerBound, query.day.upperBound, query.period, query.type.rawValue]
+                }
+                let rows = try Row.fetchCursor(statement, arguments: StatementArguments(values))
+                while let row = try rows.next() {
+                    let log: LogState? = (row[6] as Int64?).map { id in
+                        LogState(id: id, status: ClaimStatus(rawValue: row[7]), claimedAt: row[8],
+                                 messageIndex: row[9], locale: row[10], runID: row[11])
+                    }
+                    candidates.append(ReminderCandidate(query: row[0], userID: row[1], locale: row[3], reminderMinute: row[2],
+                                                        hasActiveDevice: row[4], wroteToday: row[5], log: log,
+                                                        previousMessageIndex: row[12]))
+                }
+            }
+            return candidates
         }
     }
 
@@ -225,14 +265,15 @@ extension SQLiteStore: ReminderStore {
                     request.userID, request.type.rawValue, request.period, request.messageIndex, request.locale,
                     runID, now, now,
                 ]) {
-                    claims.append(Claim(logID: id, userID: request.userID, messageIndex: request.messageIndex,
-                                        locale: request.locale, takenOver: false, deliveredDeviceIDs: []))
+                    claims.append(Claim(logID: id, userID: request.userID, period: request.period,
+                                        messageIndex: request.messageIndex, locale: request.locale, takenOver: false,
+                                        deliveredDeviceIDs: []))
                 } else if let row = try Row.fetchOne(takeOver, arguments: [
                     runID, now, now, request.userID, request.type.rawValue, request.period, staleBefore,
                 ]) {
                     let id: Int64 = row[0]
                     let devices = try Int64.fetchSet(delivered, arguments: [id])
-                    claims.append(Claim(logID: id, userID: request.userID,
+                    claims.append(Claim(logID: id, userID: request.userID, period: request.period,
                                         messageIndex: row[1] ?? request.messageIndex, locale: row[2] ?? request.locale,
                                         takenOver: true, deliveredDeviceIDs: devices))
                 }

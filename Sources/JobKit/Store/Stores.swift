@@ -40,8 +40,12 @@ public protocol ReminderStore: Sendable {
     func enabledUserCount(zone: String) async throws(JobError) -> Int
     /// Users with reminders enabled whose reminder time is not `HH:MM`.
     func malformedReminderTimeCount() async throws(JobError) -> Int
-    /// One page of users whose reminder minute is in the query's range, ordered by (minute, user id).
-    func dueCandidates(_ query: DueQuery, after cursor: DueCursor?, limit: Int) async throws(JobError) -> [ReminderCandidate]
+    /// A run's due set: every user with reminders enabled whose reminder minute is in one of the queries'
+    /// ranges (read from an index alone), ordered by user id. A user matching two queries appears twice.
+    func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey]
+    /// The candidates of one page of the due set, in the keys' order. Settings are read again: a key whose
+    /// user no longer matches its query (reminders turned off, time or zone changed) yields no candidate.
+    func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate]
     /// Claims atomically: inserts each log row, or takes over one whose status is `retry` or whose
     /// `claimed` status dates from before `staleBefore`. Returns the claims won; the rest were lost.
     func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim]
