@@ -84,15 +84,17 @@ public struct DiaryReminderRunner: Sendable {
         let allKeys = try await phases.measure(.select) { () async throws(JobError) in try await store.dueKeys(queries) }
         var keys: [DueKey] = []
         keys.reserveCapacity(allKeys.count)
+        var periodsOfUser: [String] = []   // of the user of the last key kept (a user's keys are adjacent)
         for key in allKeys {
             guard options.shard.contains(userID: key.userID) else {
                 summary.otherShards += 1
                 continue
             }
+            if key.userID != keys.last?.userID { periodsOfUser = [] }
             // Two queries of one period (minute ranges that meet around a clock change) name a user once.
-            if let last = keys.last, last.userID == key.userID, queries[last.query].period == queries[key.query].period {
-                continue
-            }
+            let period = queries[key.query].period
+            guard !periodsOfUser.contains(period) else { continue }
+            periodsOfUser.append(period)
             keys.append(key)
         }
 
