@@ -70,7 +70,7 @@ extension PostgresStore: ReminderStore {
     static func dueCandidatesQuery(_ keys: [DueKey], of queries: [DueQuery]) -> PostgresQuery {
         let rows = keys.map { (key: $0, query: queries[$0.query]) }
         return """
-            SELECT p.query, s.user_id, s.reminder_minute, (SELECT u.locale FROM users u WHERE u.id = s.user_id),
+            SELECT p.query, s.user_id, (SELECT u.locale FROM users u WHERE u.id = s.user_id),
                    coalesce((SELECT true FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active LIMIT 1), false),
                    coalesce((SELECT true FROM diary_entries e
                              WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(p.day_start)
@@ -87,7 +87,7 @@ extension PostgresStore: ReminderStore {
                         \(rows.map(\.query.type.rawValue))::text[])
                  AS p(query, user_id, zone, low, high, day_start, day_end, period, type)
             CROSS JOIN LATERAL (
-                SELECT n.user_id, n.reminder_minute FROM notification_settings n
+                SELECT n.user_id FROM notification_settings n
                 WHERE n.user_id = p.user_id AND n.diary_reminder_enabled AND n.timezone = p.zone
                   AND n.reminder_minute BETWEEN p.low AND p.high
                 LIMIT 1) s
@@ -101,14 +101,14 @@ extension PostgresStore: ReminderStore {
     public func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
         guard !keys.isEmpty else { return [] }
         return try await rows("selecting due users", Self.dueCandidatesQuery(keys, of: queries)).map { row throws(JobError) in
-            let (query, userID, minute, locale, hasDevice, wrote, logID, status, claimedAt, messageIndex, logLocale, runID, previous) = try decode(
-                row, (Int64, String, Int, String, Bool, Bool, Int64?, String?, Int64?, Int?, String?, String?, Int?).self)
+            let (query, userID, locale, hasDevice, wrote, logID, status, claimedAt, messageIndex, logLocale, runID, previous) = try decode(
+                row, (Int64, String, String, Bool, Bool, Int64?, String?, Int64?, Int?, String?, String?, Int?).self)
             let log = logID.map { id in
                 LogState(id: id, status: ClaimStatus(rawValue: status ?? ""), claimedAt: claimedAt ?? 0,
                          messageIndex: messageIndex, locale: logLocale, runID: runID ?? "")
             }
-            return ReminderCandidate(query: Int(query), userID: userID, locale: locale, reminderMinute: minute,
-                                     hasActiveDevice: hasDevice, wroteToday: wrote, log: log, previousMessageIndex: previous)
+            return ReminderCandidate(query: Int(query), userID: userID, locale: locale, hasActiveDevice: hasDevice,
+                                     wroteToday: wrote, log: log, previousMessageIndex: previous)
         }
     }
 

@@ -80,7 +80,6 @@ public struct ReminderCandidate: Sendable, Hashable {
     public let query: Int
     public let userID: String
     public let locale: String
-    public let reminderMinute: Int
     public let hasActiveDevice: Bool
     public let wroteToday: Bool
     /// This period's log row, if any.
@@ -88,12 +87,11 @@ public struct ReminderCandidate: Sendable, Hashable {
     /// The message index of the user's latest earlier reminder.
     public let previousMessageIndex: Int?
 
-    public init(query: Int, userID: String, locale: String, reminderMinute: Int, hasActiveDevice: Bool, wroteToday: Bool,
-                log: LogState?, previousMessageIndex: Int?) {
+    public init(query: Int, userID: String, locale: String, hasActiveDevice: Bool, wroteToday: Bool, log: LogState?,
+                previousMessageIndex: Int?) {
         self.query = query
         self.userID = userID
         self.locale = locale
-        self.reminderMinute = reminderMinute
         self.hasActiveDevice = hasActiveDevice
         self.wroteToday = wroteToday
         self.log = log

@@ -116,6 +116,7 @@ extension SQLiteStore: ReminderStore {
     /// Rows of the VALUES list per statement in ``dueCandidatesSQL(rows:)``: 9 parameters each, well under
     /// SQLite's 32,766.
     static let dueCandidatesChunk = 1_000
+    static let dueCandidatesFullChunkSQL = dueCandidatesSQL(rows: dueCandidatesChunk)
 
     /// The candidates of `rows` keys, each row of `p` being (query, user, zone, low, high, day start, day end,
     /// period, type). `p` is the outer loop (CROSS JOIN fixes the order) and every other rule is an index probe
@@ -124,7 +125,7 @@ extension SQLiteStore: ReminderStore {
         let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
         return """
             WITH p(query, user_id, zone, low, high, day_start, day_end, period, type) AS (VALUES \(values))
-            SELECT p.query, s.user_id, s.reminder_minute, u.locale,
+            SELECT p.query, s.user_id, u.locale,
                    EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active = 1),
                    EXISTS (SELECT 1 FROM diary_entries e
                            WHERE e.user_id = s.user_id AND e.created_at >= p.day_start AND e.created_at < p.day_end),
@@ -211,9 +212,9 @@ extension SQLiteStore: ReminderStore {
             for start in stride(from: 0, to: keys.count, by: Self.dueCandidatesChunk) {
                 let chunk = keys[start..<min(start + Self.dueCandidatesChunk, keys.count)]
                 // Full chunks share one prepared statement; the last, shorter one is prepared for itself.
-                let sql = Self.dueCandidatesSQL(rows: chunk.count)
                 let statement = chunk.count == Self.dueCandidatesChunk
-                    ? try db.cachedStatement(sql: sql) : try db.makeStatement(sql: sql)
+                    ? try db.cachedStatement(sql: Self.dueCandidatesFullChunkSQL)
+                    : try db.makeStatement(sql: Self.dueCandidatesSQL(rows: chunk.count))
                 var values: [(any DatabaseValueConvertible)?] = []
                 values.reserveCapacity(chunk.count * 9)
                 for key in chunk {
@@ -223,13 +224,12 @@ extension SQLiteStore: ReminderStore {
                 }
                 let rows = try Row.fetchCursor(statement, arguments: StatementArguments(values))
                 while let row = try rows.next() {
-                    let log: LogState? = (row[6] as Int64?).map { id in
-                        LogState(id: id, status: ClaimStatus(rawValue: row[7]), claimedAt: row[8],
-                                 messageIndex: row[9], locale: row[10], runID: row[11])
+                    let log: LogState? = (row[5] as Int64?).map { id in
+                        LogState(id: id, status: ClaimStatus(rawValue: row[6]), claimedAt: row[7],
+                                 messageIndex: row[8], locale: row[9], runID: row[10])
                     }
-                    candidates.append(ReminderCandidate(query: row[0], userID: row[1], locale: row[3], reminderMinute: row[2],
-                                                        hasActiveDevice: row[4], wroteToday: row[5], log: log,
-                                                        previousMessageIndex: row[12]))
+                    candidates.append(ReminderCandidate(query: row[0], userID: row[1], locale: row[2], hasActiveDevice: row[3],
+                                                        wroteToday: row[4], log: log, previousMessageIndex: row[11]))
                 }
             }
             return candidates

@@ -43,7 +43,7 @@ public protocol ReminderStore: Sendable {
     /// A run's due set: every user with reminders enabled whose reminder minute is in one of the queries'
     /// ranges (read from an index alone), ordered by user id. A user matching two queries appears twice.
     func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey]
-    /// The candidates of one page of the due set, in the keys' order. Settings are read again: a key whose
+    /// The candidates of one page of the due set, in no promised order. Settings are read again: a key whose
     /// user no longer matches its query (reminders turned off, time or zone changed) yields no candidate.
     func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate]
     /// Claims atomically: inserts each log row, or takes over one whose status is `retry` or whose
