@@ -133,7 +133,8 @@ let package = Package(
         .testTarget(
             name: "JobKitTests",
             dependencies: ["JobKit", "JobKitPostgres", "JobCLI", "PushSimulator", "LambdaRuntimeSimulator", "ContentLimitQuietPath",
-                           .product(name: "PostgresNIO", package: "postgres-nio")]
+                           .product(name: "PostgresNIO", package: "postgres-nio"),
+                           .product(name: "NIOEmbedded", package: "swift-nio")]
         ),
     ],
     swiftLanguageModes: [.v6]

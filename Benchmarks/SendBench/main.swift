@@ -5,6 +5,7 @@
 //   send-bench --simulator demo/simulator.json --count 20000 [--fcm-share 0.4] [--batch 2000] [--emit DIR]
 //              [--apns-port N]   (send the APNs requests to another server on loopback, e.g. nghttpd, with the
 //                                 simulator's certificate and keys)
+//              [--streams N]     (streams in flight per connection; default: the sender's own)
 //              [--one-token]     (every APNs notification to the same device: a static-file server answers 200 to one path)
 import Foundation
 import JobKit
@@ -41,6 +42,7 @@ var fcm = FCMConfiguration(serviceAccountFile: ready["fcm_service_account_file"]
 fcm.endpoint = endpoint
 delivery.fcm = fcm
 delivery.tls.additionalCAFile = ready["ca_file"]
+if let streams = argument("--streams").flatMap(Int.init) { delivery.retry.streamsPerConnection = streams }
 
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("send-bench-\(getpid())")
 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -1,6 +1,7 @@
 import Crypto
 import _CryptoExtras
 import Foundation
+import JobKit
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP2
@@ -148,6 +149,8 @@ public final class PushSimulator: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    // Answers leave one TLS record per flush, as a production server's do.
+                    try sync.addHandler(WriteCoalescingHandler())
                     try sync.addHandler(NIOHTTP2Handler(mode: .server, initialSettings: settings))
                     try sync.addHandler(SimulatorConnectionHandler(state: state, goAwayAfter: goAwayAfter))
                 }

@@ -87,6 +87,8 @@ final class HTTP2Connection: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: serverHostname))
+                    // One TLS record per flush rather than up to three per request.
+                    try sync.addHandler(WriteCoalescingHandler())
                     var settings = nioDefaultSettings
                     settings.append(HTTP2Setting(parameter: .enablePush, value: 0))
                     // Our own requests are built by us: validating their header blocks again costs CPU per
@@ -112,19 +114,16 @@ final class HTTP2Connection: Sendable {
         guard !requests.isEmpty else { return [] }
         let loop = channel.eventLoop
         let handler = self.handler
-        let futures: [EventLoopFuture<HTTP2Response>]
         do {
-            futures = try await loop.submit {
-                let pending = requests.map { HTTP2StreamsHandler.Pending(request: $0, promise: loop.makePromise()) }
-                handler.value.submit(pending)
-                return pending.map(\.promise.futureResult)
+            // The batch always completes: every request is answered, fails, times out or is failed when the
+            // connection closes. Only an event loop that has shut down fails the submission itself.
+            return try await loop.flatSubmit {
+                let promise = loop.makePromise(of: [HTTP2Batch.Outcome].self)
+                handler.value.submit(requests, for: HTTP2Batch(count: requests.count, promise: promise))
+                return promise.futureResult
             }.get()
         } catch {
             return requests.map { _ in .failure(.notProcessed) }
-        }
-        let results = (try? await EventLoopFuture.whenAllComplete(futures, on: loop).get()) ?? []
-        return results.map { result in
-            result.mapError { ($0 as? HTTP2StreamFailure) ?? .connectionLost }
         }
     }
 

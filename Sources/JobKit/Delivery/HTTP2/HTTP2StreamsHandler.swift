@@ -33,6 +33,31 @@ enum HTTP2StreamFailure: Error, Sendable, Hashable {
     var mayHaveBeenProcessed: Bool { self != .notProcessed }
 }
 
+/// The requests of one `HTTP2Connection.send` call: their answers in request order, and one promise that
+/// completes when the last is in. One object and one promise per batch, not a promise and a future callback
+/// per request: the event loop is the send path's bottleneck (BENCHMARKS.md). Used on the event loop only.
+final class HTTP2Batch {
+    typealias Outcome = Result<HTTP2Response, HTTP2StreamFailure>
+
+    private var outcomes: [Outcome]
+    private var remaining: Int
+    private let promise: EventLoopPromise<[Outcome]>
+
+    init(count: Int, promise: EventLoopPromise<[Outcome]>) {
+        // Every slot is overwritten before the promise completes; this value is never seen.
+        outcomes = Array(repeating: .failure(.notProcessed), count: count)
+        remaining = count
+        self.promise = promise
+        if count == 0 { promise.succeed([]) }
+    }
+
+    func finish(_ index: Int, _ outcome: Outcome) {
+        outcomes[index] = outcome
+        remaining -= 1
+        if remaining == 0 { promise.succeed(outcomes) }
+    }
+}
+
 /// Multiplexes requests over one HTTP/2 connection from a single channel handler: each request is a
 /// HEADERS and a DATA frame written straight to the connection, its answer matched back by stream id.
 /// No channel per stream, no per-request task: that is what keeps the send path within reach of a C load
@@ -46,13 +71,15 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    struct Pending {
+    private struct Pending {
         var request: HTTP2Request
-        var promise: EventLoopPromise<HTTP2Response>
+        var batch: HTTP2Batch
+        var index: Int
     }
 
     private struct Open {
-        var promise: EventLoopPromise<HTTP2Response>
+        var batch: HTTP2Batch
+        var index: Int
         var status: Int?
         var headers: HPACKHeaders = [:]
         var body: ByteBuffer?
@@ -134,13 +161,14 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         context.fireChannelActive()
     }
 
-    /// Queues requests and sends as many as the stream limits allow; flushes every `flushEvery` writes.
-    func submit(_ batch: [Pending]) {
+    /// Queues requests and sends as many as the stream limits allow; flushes every `flushEvery` writes. The
+    /// batch gets one answer or failure per request.
+    func submit(_ requests: [HTTP2Request], for batch: HTTP2Batch) {
         guard isUsable else {
-            for pending in batch { pending.promise.fail(HTTP2StreamFailure.notProcessed) }
+            for index in requests.indices { batch.finish(index, .failure(.notProcessed)) }
             return
         }
-        for pending in batch { queue.append(pending) }
+        for (index, request) in requests.enumerated() { queue.append(Pending(request: request, batch: batch, index: index)) }
         drainQueue()
         flushIfNeeded(force: true)
     }
@@ -151,7 +179,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         while open.count < limit, let pending = queue.popFirst() {
             let streamID = nextStreamID
             nextStreamID = nextStreamID.advanced(by: 2)
-            open[streamID] = Open(promise: pending.promise, started: .now())
+            open[streamID] = Open(batch: pending.batch, index: pending.index, started: .now())
             context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: pending.request.headers,
                                                                                                  endStream: false)))),
                           promise: nil)
@@ -175,21 +203,24 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         let frame = unwrapInboundIn(data)
         switch frame.payload {
         case .headers(let headers):
-            guard var stream = open[frame.streamID] else { return }
-            if stream.status == nil, let status = headers.headers.first(name: ":status").flatMap(Int.init) {
-                if status >= 200 { stream.status = status }   // 1xx informational answers are skipped
-                stream.headers = headers.headers
+            // Updated in place: one lookup, no copy of the stream's state.
+            guard let slot = open.index(forKey: frame.streamID) else { return }
+            if open.values[slot].status == nil, let status = headers.headers.first(name: ":status").flatMap(Int.init) {
+                if status >= 200 { open.values[slot].status = status }   // 1xx informational answers are skipped
+                open.values[slot].headers = headers.headers
             }
-            open[frame.streamID] = stream
             if headers.endStream { complete(frame.streamID) }
         case .data(let payload):
             let length = payload.data.readableBytes + (payload.paddingBytes ?? 0)
             returnWindow(length, context: context)
-            guard var stream = open[frame.streamID] else { return }
-            if case .byteBuffer(var buffer) = payload.data {
-                if stream.body == nil { stream.body = buffer } else { stream.body!.writeBuffer(&buffer) }
+            guard let slot = open.index(forKey: frame.streamID) else { return }
+            if case .byteBuffer(var buffer) = payload.data, buffer.readableBytes > 0 {
+                if open.values[slot].body == nil {
+                    open.values[slot].body = buffer
+                } else {
+                    open.values[slot].body!.writeBuffer(&buffer)
+                }
             }
-            open[frame.streamID] = stream
             if payload.endStream { complete(frame.streamID) }
         case .rstStream(let code):
             fail(frame.streamID, code == .refusedStream ? .notProcessed : .reset(code))
@@ -237,17 +268,18 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = open.removeValue(forKey: streamID) else { return }
         if let status = stream.status {
-            stream.promise.succeed(HTTP2Response(status: status, headers: stream.headers,
-                                                 body: stream.body ?? ByteBuffer(), latency: .now() - stream.started))
+            stream.batch.finish(stream.index, .success(HTTP2Response(status: status, headers: stream.headers,
+                                                                     body: stream.body ?? ByteBuffer(),
+                                                                     latency: .now() - stream.started)))
         } else {
-            stream.promise.fail(HTTP2StreamFailure.reset(.protocolError))
+            stream.batch.finish(stream.index, .failure(.reset(.protocolError)))
         }
         drainQueue()
     }
 
     private func fail(_ streamID: HTTP2StreamID, _ failure: HTTP2StreamFailure) {
         guard let stream = open.removeValue(forKey: streamID) else { return }
-        stream.promise.fail(failure)
+        stream.batch.finish(stream.index, .failure(failure))
         drainQueue()
     }
 
@@ -258,6 +290,6 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     }
 
     private func failQueue() {
-        while let pending = queue.popFirst() { pending.promise.fail(HTTP2StreamFailure.notProcessed) }
+        while let pending = queue.popFirst() { pending.batch.finish(pending.index, .failure(.notProcessed)) }
     }
 }
