@@ -176,7 +176,12 @@ extension PostgresStore: ReminderStore {
             }
             return won
         }
-        return requests.compactMap { won[key($0)] }
+        // In request order, and once per log row: a request named twice gets one claim (as on SQLite).
+        var returned = Set<Key>()
+        return requests.compactMap { request in
+            let key = key(request)
+            return returned.insert(key).inserted ? won[key] : nil
+        }
     }
 
     public func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {

@@ -236,16 +236,82 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
+    /// Rows per multi-row statement in the write path (claims, delivery rows, claim resolutions): one statement
+    /// per chunk rather than one per row. The writer is the end-to-end run's critical path (BENCHMARKS.md); at
+    /// most 10 parameters a row, far under SQLite's 32,766.
+    static let writeChunk = 100
+
+    /// Claims `rows` requests at once; rows already in the log are left alone (and then looked at one by one).
+    static func claimInsertSQL(rows: Int) -> String {
+        """
+        INSERT INTO notification_logs
+            (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
+        VALUES \(Array(repeating: "(?, ?, ?, 'claimed', ?, ?, ?, 1, ?, ?)", count: rows).joined(separator: ", "))
+        ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
+        RETURNING id, user_id, notification_type, period_key
+        """
+    }
+    static let claimInsertFullChunkSQL = claimInsertSQL(rows: writeChunk)
+
+    static func deliveryInsertSQL(rows: Int) -> String {
+        """
+        INSERT INTO notification_deliveries
+            (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
+        VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
+        """
+    }
+    static let deliveryInsertFullChunkSQL = deliveryInsertSQL(rows: writeChunk)
+
+    /// Resolves `ids` claims of this run that are still `claimed` to one status and detail.
+    static func resolveSQL(ids: Int) -> String {
+        """
+        UPDATE notification_logs SET status = ?, finished_at = ?, updated_at = ?, detail = ?
+        WHERE run_id = ? AND status = 'claimed' AND id IN (\(Array(repeating: "?", count: ids).joined(separator: ", ")))
+        """
+    }
+    static let resolveFullChunkSQL = resolveSQL(ids: writeChunk)
+
+    /// The statement for a chunk of `rows` rows: full chunks share one cached statement, a shorter last chunk is
+    /// prepared for itself.
+    private static func chunkStatement(_ db: Database, rows: Int, fullChunkSQL: String,
+                                       sql: (Int) -> String) throws -> Statement {
+        rows == writeChunk ? try db.cachedStatement(sql: fullChunkSQL) : try db.makeStatement(sql: sql(rows))
+    }
+
+    private struct LogKey: Hashable {
+        let userID: String
+        let type: String
+        let period: String
+    }
+
     public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim] {
         guard !requests.isEmpty else { return [] }
         return try await write("claiming notifications") { db in
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO notification_logs
-                    (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
-                VALUES (?, ?, ?, 'claimed', ?, ?, ?, 1, ?, ?)
-                ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
-                RETURNING id
-                """)
+            // First every new claim, a chunk at a time; what was already in the log comes back without an id.
+            var inserted: [LogKey: Int64] = [:]
+            inserted.reserveCapacity(requests.count)
+            for start in stride(from: 0, to: requests.count, by: Self.writeChunk) {
+                let chunk = requests[start..<min(start + Self.writeChunk, requests.count)]
+                let statement = try Self.chunkStatement(db, rows: chunk.count, fullChunkSQL: Self.claimInsertFullChunkSQL,
+                                                        sql: Self.claimInsertSQL)
+                var values: [(any DatabaseValueConvertible)?] = []
+                values.reserveCapacity(chunk.count * 8)
+                for request in chunk {
+                    values.append(request.userID)
+                    values.append(request.type.rawValue)
+                    values.append(request.period)
+                    values.append(request.messageIndex)
+                    values.append(request.locale)
+                    values.append(runID)
+                    values.append(now)
+                    values.append(now)
+                }
+                let rows = try Row.fetchCursor(statement, arguments: StatementArguments(values))
+                while let row = try rows.next() {
+                    inserted[LogKey(userID: row[1], type: row[2], period: row[3])] = row[0]
+                }
+            }
+            // Then, in request order, the new claims and the take-overs of stale or retryable ones.
             let takeOver = try db.cachedStatement(sql: """
                 UPDATE notification_logs
                 SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?,
@@ -261,10 +327,9 @@ extension SQLiteStore: ReminderStore {
             var claims: [Claim] = []
             claims.reserveCapacity(requests.count)
             for request in requests {
-                if let id = try Int64.fetchOne(insert, arguments: [
-                    request.userID, request.type.rawValue, request.period, request.messageIndex, request.locale,
-                    runID, now, now,
-                ]) {
+                // Removed once taken: a request named twice gets one claim, as the unique key would give it.
+                if let id = inserted.removeValue(forKey: LogKey(userID: request.userID, type: request.type.rawValue,
+                                                                period: request.period)) {
                     claims.append(Claim(logID: id, userID: request.userID, period: request.period,
                                         messageIndex: request.messageIndex, locale: request.locale, takenOver: false,
                                         deliveredDeviceIDs: []))
@@ -303,38 +368,65 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
+    private struct ResolutionGroup: Hashable {
+        let status: String
+        let detail: String?
+    }
+
     public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
         try await write("recording deliveries") { db in
-            let insert = try db.cachedStatement(sql: """
-                INSERT INTO notification_deliveries
-                    (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """)
+            for start in stride(from: 0, to: deliveries.count, by: Self.writeChunk) {
+                let chunk = deliveries[start..<min(start + Self.writeChunk, deliveries.count)]
+                let insert = try Self.chunkStatement(db, rows: chunk.count, fullChunkSQL: Self.deliveryInsertFullChunkSQL,
+                                                     sql: Self.deliveryInsertSQL)
+                var values: [(any DatabaseValueConvertible)?] = []
+                values.reserveCapacity(chunk.count * 10)
+                for delivery in chunk {
+                    let report = delivery.report
+                    values.append(delivery.logID)
+                    values.append(delivery.deviceID)
+                    values.append(report.channel)
+                    values.append(report.outcome.rawValue)
+                    values.append(report.reason)
+                    values.append(report.providerMessageID)
+                    values.append(report.attempts)
+                    values.append(report.latencyMs)
+                    values.append(runID)
+                    values.append(now)
+                }
+                try insert.execute(arguments: StatementArguments(values))
+            }
             let deactivate = try db.cachedStatement(sql: """
                 UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
                 WHERE id = ? AND is_active = 1 AND (? IS NULL OR last_seen <= ?)
                 """)
-            for delivery in deliveries {
+            for delivery in deliveries where delivery.report.outcome == .tokenDead {
                 let report = delivery.report
-                try insert.execute(arguments: [
-                    delivery.logID, delivery.deviceID, report.channel, report.outcome.rawValue, report.reason,
-                    report.providerMessageID, report.attempts, report.latencyMs, runID, now,
+                try deactivate.execute(arguments: [
+                    now, report.reason ?? "token_dead", now, delivery.deviceID,
+                    report.tokenInvalidSince, report.tokenInvalidSince,
                 ])
-                if report.outcome == .tokenDead {
-                    try deactivate.execute(arguments: [
-                        now, report.reason ?? "token_dead", now, delivery.deviceID,
-                        report.tokenInvalidSince, report.tokenInvalidSince,
-                    ])
-                }
             }
-            let resolve = try db.cachedStatement(sql: """
-                UPDATE notification_logs SET status = ?, finished_at = ?, updated_at = ?, detail = ?
-                WHERE id = ? AND run_id = ? AND status = 'claimed'
-                """)
+            // Claims resolved alike (nearly all `sent`) are resolved together, in order of first appearance.
+            var groups: [ResolutionGroup: [Int64]] = [:]
+            var order: [ResolutionGroup] = []
             for resolution in resolutions {
-                try resolve.execute(arguments: [resolution.status.rawValue, now, now, resolution.detail,
-                                                 resolution.logID, runID])
+                let group = ResolutionGroup(status: resolution.status.rawValue, detail: resolution.detail)
+                if groups[group] == nil { order.append(group) }
+                groups[group, default: []].append(resolution.logID)
+            }
+            for group in order {
+                let ids = groups[group] ?? []
+                for start in stride(from: 0, to: ids.count, by: Self.writeChunk) {
+                    let chunk = ids[start..<min(start + Self.writeChunk, ids.count)]
+                    let resolve = try Self.chunkStatement(db, rows: chunk.count, fullChunkSQL: Self.resolveFullChunkSQL,
+                                                          sql: Self.resolveSQL)
+                    var values: [(any DatabaseValueConvertible)?] = [group.status, now, now, group.detail, runID]
+                    values.reserveCapacity(5 + chunk.count)
+                    for id in chunk { values.append(id) }
+                    try resolve.execute(arguments: StatementArguments(values))
+                }
             }
         }
     }
