@@ -271,11 +271,23 @@ extension SQLiteStore: ReminderStore {
     }
     static let resolveFullChunkSQL = resolveSQL(ids: writeChunk)
 
-    /// The statement for a chunk of `rows` rows: full chunks share one cached statement, a shorter last chunk is
-    /// prepared for itself.
-    private static func chunkStatement(_ db: Database, rows: Int, fullChunkSQL: String,
-                                       sql: (Int) -> String) throws -> Statement {
-        rows == writeChunk ? try db.cachedStatement(sql: fullChunkSQL) : try db.makeStatement(sql: sql(rows))
+    /// Calls `body` once per chunk of `writeChunk` items with the chunk's statement (`sql(rows)`: full chunks
+    /// share one cached statement, a shorter last chunk is prepared for itself) and its arguments: `leading`,
+    /// then what `row` appends for each item.
+    private static func inChunks<Item>(_ items: [Item], _ db: Database, fullChunkSQL: String, sql: (Int) -> String,
+                                       leading: [(any DatabaseValueConvertible)?] = [],
+                                       row: (Item, inout [(any DatabaseValueConvertible)?]) -> Void,
+                                       _ body: (Statement, StatementArguments) throws -> Void) throws {
+        for start in stride(from: 0, to: items.count, by: writeChunk) {
+            let chunk = items[start..<min(start + writeChunk, items.count)]
+            let statement = chunk.count == writeChunk
+                ? try db.cachedStatement(sql: fullChunkSQL)
+                : try db.makeStatement(sql: sql(chunk.count))
+            var values = leading
+            values.reserveCapacity(leading.count + chunk.count * 10)
+            for item in chunk { row(item, &values) }
+            try body(statement, StatementArguments(values))
+        }
     }
 
     private struct LogKey: Hashable {
@@ -290,23 +302,17 @@ extension SQLiteStore: ReminderStore {
             // First every new claim, a chunk at a time; what was already in the log comes back without an id.
             var inserted: [LogKey: Int64] = [:]
             inserted.reserveCapacity(requests.count)
-            for start in stride(from: 0, to: requests.count, by: Self.writeChunk) {
-                let chunk = requests[start..<min(start + Self.writeChunk, requests.count)]
-                let statement = try Self.chunkStatement(db, rows: chunk.count, fullChunkSQL: Self.claimInsertFullChunkSQL,
-                                                        sql: Self.claimInsertSQL)
-                var values: [(any DatabaseValueConvertible)?] = []
-                values.reserveCapacity(chunk.count * 8)
-                for request in chunk {
-                    values.append(request.userID)
-                    values.append(request.type.rawValue)
-                    values.append(request.period)
-                    values.append(request.messageIndex)
-                    values.append(request.locale)
-                    values.append(runID)
-                    values.append(now)
-                    values.append(now)
-                }
-                let rows = try Row.fetchCursor(statement, arguments: StatementArguments(values))
+            try Self.inChunks(requests, db, fullChunkSQL: Self.claimInsertFullChunkSQL, sql: Self.claimInsertSQL) { request, values in
+                values.append(request.userID)
+                values.append(request.type.rawValue)
+                values.append(request.period)
+                values.append(request.messageIndex)
+                values.append(request.locale)
+                values.append(runID)
+                values.append(now)
+                values.append(now)
+            } _: { statement, arguments in
+                let rows = try Row.fetchCursor(statement, arguments: arguments)
                 while let row = try rows.next() {
                     inserted[LogKey(userID: row[1], type: row[2], period: row[3])] = row[0]
                 }
@@ -376,26 +382,20 @@ extension SQLiteStore: ReminderStore {
     public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
         try await write("recording deliveries") { db in
-            for start in stride(from: 0, to: deliveries.count, by: Self.writeChunk) {
-                let chunk = deliveries[start..<min(start + Self.writeChunk, deliveries.count)]
-                let insert = try Self.chunkStatement(db, rows: chunk.count, fullChunkSQL: Self.deliveryInsertFullChunkSQL,
-                                                     sql: Self.deliveryInsertSQL)
-                var values: [(any DatabaseValueConvertible)?] = []
-                values.reserveCapacity(chunk.count * 10)
-                for delivery in chunk {
-                    let report = delivery.report
-                    values.append(delivery.logID)
-                    values.append(delivery.deviceID)
-                    values.append(report.channel)
-                    values.append(report.outcome.rawValue)
-                    values.append(report.reason)
-                    values.append(report.providerMessageID)
-                    values.append(report.attempts)
-                    values.append(report.latencyMs)
-                    values.append(runID)
-                    values.append(now)
-                }
-                try insert.execute(arguments: StatementArguments(values))
+            try Self.inChunks(deliveries, db, fullChunkSQL: Self.deliveryInsertFullChunkSQL, sql: Self.deliveryInsertSQL) { delivery, values in
+                let report = delivery.report
+                values.append(delivery.logID)
+                values.append(delivery.deviceID)
+                values.append(report.channel)
+                values.append(report.outcome.rawValue)
+                values.append(report.reason)
+                values.append(report.providerMessageID)
+                values.append(report.attempts)
+                values.append(report.latencyMs)
+                values.append(runID)
+                values.append(now)
+            } _: { insert, arguments in
+                try insert.execute(arguments: arguments)
             }
             let deactivate = try db.cachedStatement(sql: """
                 UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
@@ -417,15 +417,11 @@ extension SQLiteStore: ReminderStore {
                 groups[group, default: []].append(resolution.logID)
             }
             for group in order {
-                let ids = groups[group] ?? []
-                for start in stride(from: 0, to: ids.count, by: Self.writeChunk) {
-                    let chunk = ids[start..<min(start + Self.writeChunk, ids.count)]
-                    let resolve = try Self.chunkStatement(db, rows: chunk.count, fullChunkSQL: Self.resolveFullChunkSQL,
-                                                          sql: Self.resolveSQL)
-                    var values: [(any DatabaseValueConvertible)?] = [group.status, now, now, group.detail, runID]
-                    values.reserveCapacity(5 + chunk.count)
-                    for id in chunk { values.append(id) }
-                    try resolve.execute(arguments: StatementArguments(values))
+                try Self.inChunks(groups[group] ?? [], db, fullChunkSQL: Self.resolveFullChunkSQL, sql: Self.resolveSQL,
+                                  leading: [group.status, now, now, group.detail, runID]) { id, values in
+                    values.append(id)
+                } _: { resolve, arguments in
+                    try resolve.execute(arguments: arguments)
                 }
             }
         }
