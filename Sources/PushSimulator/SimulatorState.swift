@@ -1,6 +1,7 @@
 import Crypto
 import _CryptoExtras
 import Foundation
+import JobKit
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
@@ -164,8 +165,7 @@ final class SimulatorState: Sendable {
         if let collapseID, collapseID.utf8.count > 64 { return apnsError(400, "BadCollapseId") }
         guard body.readableBytes > 0 else { return apnsError(400, "PayloadEmpty") }
         guard body.readableBytes <= 4096 else { return apnsError(413, "PayloadTooLarge") }
-        guard let payload = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any],
-              let aps = payload["aps"] as? [String: Any] else {
+        guard let payload = try? JSONValue(parsing: body), let aps = payload["aps"], aps.isObject else {
             return apnsError(400, "PayloadEmpty")
         }
         guard !token.isEmpty, token.allSatisfy(\.isHexDigit) else { return apnsError(400, "BadDeviceToken") }
@@ -188,10 +188,10 @@ final class SimulatorState: Sendable {
         }
         if faultRate > 0 && Double.random(in: 0..<1) < faultRate { return apnsError(503, "ServiceUnavailable") }
         accept {
-            let alert = aps["alert"] as? [String: Any]
+            let alert = aps["alert"]
             return AcceptedNotification(provider: "apns", token: token, collapseID: collapseID,
                                         expiration: headers.first(name: "apns-expiration"),
-                                        title: alert?["title"] as? String, body: alert?["body"] as? String,
+                                        title: alert?["title"]?.string, body: alert?["body"]?.string,
                                         payloadBytes: body.readableBytes, payload: String(buffer: body))
         }
         return SimulatedResponse(status: 200, delayMs: delay)
@@ -248,23 +248,28 @@ final class SimulatorState: Sendable {
         guard project == SimulatorCredentials.projectID else {
             return fcmError(404, "NOT_FOUND", "Requested entity was not found.")
         }
-        guard let request = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any],
-              var message = request["message"] as? [String: Any] else {
+        guard let request = try? JSONValue(parsing: body), let message = request["message"]?.members else {
             return fcmError(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", errorCode: "INVALID_ARGUMENT")
         }
-        let targets = ["token", "topic", "condition"].filter { message[$0] != nil }
+        let targets = ["token", "topic", "condition"].filter { target in message.contains { $0.key == target } }
         guard targets.count == 1 else {
             return fcmError(400, "INVALID_ARGUMENT", "Exactly one of message.token, message.topic or message.condition must be set.",
                             errorCode: "INVALID_ARGUMENT")
         }
-        if let problem = Self.messageProblem(message) {
+        let messageValue = JSONValue.object(message)
+        if let problem = Self.messageProblem(messageValue) {
             return fcmError(400, "INVALID_ARGUMENT", problem, errorCode: "INVALID_ARGUMENT")
         }
-        let token = message.removeValue(forKey: "token") as? String ?? ""
+        let token = messageValue["token"]?.string ?? ""
         // The message without its token must fit 4096 bytes. A request body that fits holds such a message
         // (serialising it again would cost a third of the simulator's time under load); a larger one is
         // measured exactly.
-        let payloadSize = body.readableBytes <= 4096 ? 0 : (try? JSONSerialization.data(withJSONObject: message))?.count ?? 0
+        var payloadSize = 0
+        if body.readableBytes > 4096 {
+            var compact: [UInt8] = []
+            JSONValue.object(message.filter { $0.key != "token" }).write(into: &compact)
+            payloadSize = compact.count
+        }
         guard payloadSize <= 4096 else {
             return fcmError(400, "INVALID_ARGUMENT", "Message is too big", errorCode: "INVALID_ARGUMENT")
         }
@@ -293,46 +298,45 @@ final class SimulatorState: Sendable {
             return fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE")
         }
         let name = "projects/\(project)/messages/\(id)"
-        if request["validate_only"] as? Bool == true {
+        if request["validate_only"]?.bool == true {
             box.withLockedValue { $0.stats.validated += 1 }
             return SimulatedResponse(status: 200, body: #"{"name":"projects/\#(project)/messages/fake_message_id"}"#, delayMs: delay)
         }
-        let notification = message["notification"] as? [String: Any]
-        let android = (message["android"] as? [String: Any])?["notification"] as? [String: Any]
-        let apnsHeaders = (message["apns"] as? [String: Any])?["headers"] as? [String: Any]
+        let notification = messageValue["notification"]
+        let android = messageValue["android"]
+        let apnsHeaders = messageValue["apns"]?["headers"]
         accept {
             AcceptedNotification(provider: "fcm", token: token,
-                                 collapseID: android?["tag"] as? String ?? apnsHeaders?["apns-collapse-id"] as? String,
-                                 expiration: (message["android"] as? [String: Any])?["ttl"] as? String
-                                     ?? apnsHeaders?["apns-expiration"] as? String,
-                                 title: notification?["title"] as? String, body: notification?["body"] as? String,
+                                 collapseID: android?["notification"]?["tag"]?.string ?? apnsHeaders?["apns-collapse-id"]?.string,
+                                 expiration: android?["ttl"]?.string ?? apnsHeaders?["apns-expiration"]?.string,
+                                 title: notification?["title"]?.string, body: notification?["body"]?.string,
                                  payloadBytes: payloadSize, payload: String(buffer: body))
         }
         return SimulatedResponse(status: 200, body: #"{"name":"\#(name)"}"#, delayMs: delay)
     }
 
     /// What FCM rejects in a message's shape.
-    static func messageProblem(_ message: [String: Any]) -> String? {
+    static func messageProblem(_ message: JSONValue) -> String? {
         if let data = message["data"] {
-            guard let map = data as? [String: Any], map.values.allSatisfy({ $0 is String }) else {
+            guard let map = data.members, map.allSatisfy({ $0.value.string != nil }) else {
                 return "Invalid value at 'message.data': values must be strings"
             }
-            for key in map.keys where ["from", "message_type"].contains(key) || key.hasPrefix("google") || key.hasPrefix("gcm") {
+            for (key, _) in map where ["from", "message_type"].contains(key) || key.hasPrefix("google") || key.hasPrefix("gcm") {
                 return "Invalid data key: \(key) is reserved"
             }
         }
-        if let android = message["android"] as? [String: Any] {
-            if let priority = android["priority"] as? String, !["high", "normal", "HIGH", "NORMAL"].contains(priority) {
+        if let android = message["android"], android.isObject {
+            if let priority = android["priority"]?.string, !["high", "normal", "HIGH", "NORMAL"].contains(priority) {
                 return "Invalid value at 'message.android.priority'"
             }
             if let ttl = android["ttl"] {
-                guard let text = ttl as? String, text.hasSuffix("s"), Double(text.dropLast()) != nil else {
+                guard let text = ttl.string, text.hasSuffix("s"), Double(text.dropLast()) != nil else {
                     return "Invalid value at 'message.android.ttl' (expected a duration like \"3600s\")"
                 }
             }
         }
-        if let apns = message["apns"] as? [String: Any], let headers = apns["headers"] {
-            guard let map = headers as? [String: Any], map.values.allSatisfy({ $0 is String }) else {
+        if let apns = message["apns"], apns.isObject, let headers = apns["headers"] {
+            guard let map = headers.members, map.allSatisfy({ $0.value.string != nil }) else {
                 return "Invalid value at 'message.apns.headers': values must be strings"
             }
         }

@@ -69,11 +69,6 @@ enum APNs {
         return HTTP2Request(headers: headers, body: ByteBuffer(bytes: body))
     }
 
-    private struct ErrorBody: Decodable {
-        let reason: String?
-        let timestamp: Int64?
-    }
-
     static let deadTokenReasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken", "DeviceTokenNotForTopic"]
     static let credentialReasons: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken",
                                                  "BadEnvironmentKeyIdInToken", "TooManyProviderTokenUpdates"]
@@ -82,14 +77,15 @@ enum APNs {
     static func classify(status: Int, headers: HPACKHeaders, body: ByteBuffer) -> ProviderVerdict {
         let messageID = headers.first(name: "apns-id")
         if status == 200 { return ProviderVerdict(.delivered, providerMessageID: messageID) }
-        let decoded = try? JSONDecoder().decode(ErrorBody.self, from: Data(body.readableBytesView))
-        let reason = decoded?.reason ?? "HTTP \(status)"
+        // `{"reason": "…"}`, with `"timestamp"` (milliseconds) when the token is no longer valid.
+        let answer = try? JSONValue(parsing: body)
+        let reason = answer?["reason"]?.string ?? "HTTP \(status)"
         let retryAfter = headers.first(name: "retry-after").flatMap { Int($0) }
         if credentialReasons.contains(reason) {
             return ProviderVerdict(.credentials, reason: reason)
         }
         if deadTokenReasons.contains(reason) && (status == 410 || status == 400) {
-            return ProviderVerdict(.tokenDead, reason: reason, tokenInvalidSince: decoded?.timestamp.map { $0 / 1000 })
+            return ProviderVerdict(.tokenDead, reason: reason, tokenInvalidSince: answer?["timestamp"]?.int64.map { $0 / 1000 })
         }
         switch status {
         case 429, 500, 502, 503, 504:

@@ -102,39 +102,25 @@ enum FCM {
         return HTTP2Request(headers: headers, body: ByteBuffer(bytes: body))
     }
 
-    private struct Success: Decodable { let name: String? }
-    private struct Failure: Decodable {
-        struct Detail: Decodable {
-            let type: String?
-            let errorCode: String?
-            enum CodingKeys: String, CodingKey { case type = "@type", errorCode }
-        }
-        struct Body: Decodable {
-            let code: Int?
-            let message: String?
-            let status: String?
-            let details: [Detail]?
-        }
-        let error: Body?
-    }
-
+    /// `{"name": "projects/…/messages/…"}` on success; on failure Google's error object, whose `details` may name
+    /// an FCM error code.
     static func classify(status: Int, headers: HPACKHeaders, body: ByteBuffer) -> ProviderVerdict {
-        let bytes = Data(body.readableBytesView)
+        let answer = try? JSONValue(parsing: body)
         if status == 200 {
-            return ProviderVerdict(.delivered, providerMessageID: (try? JSONDecoder().decode(Success.self, from: bytes))?.name)
+            return ProviderVerdict(.delivered, providerMessageID: answer?["name"]?.string)
         }
-        let failure = (try? JSONDecoder().decode(Failure.self, from: bytes))?.error
-        let details = failure?.details ?? []
-        let fcmCode: String? = details.first { $0.type?.hasSuffix("FcmError") == true }?.errorCode
-        let anyCode: String? = details.compactMap(\.errorCode).first
-        let code: String = fcmCode ?? anyCode ?? failure?.status ?? "HTTP \(status)"
+        let failure = answer?["error"]
+        let details = failure?["details"]?.array ?? []
+        let fcmCode: String? = details.first { $0["@type"]?.string?.hasSuffix("FcmError") == true }?["errorCode"]?.string
+        let anyCode: String? = details.lazy.compactMap { $0["errorCode"]?.string }.first
+        let code: String = fcmCode ?? anyCode ?? failure?["status"]?.string ?? "HTTP \(status)"
         let retryAfter = headers.first(name: "retry-after").flatMap { Int($0) }
         switch code {
         case "UNREGISTERED", "SENDER_ID_MISMATCH":
             return ProviderVerdict(.tokenDead, reason: code)
         case "INVALID_ARGUMENT":
             // Only a complaint about the token itself means the token is dead; anything else is our bug.
-            let message = failure?.message?.lowercased() ?? ""
+            let message = failure?["message"]?.string?.lowercased() ?? ""
             if message.contains("registration token") || message.contains("message.token") {
                 return ProviderVerdict(.tokenDead, reason: "INVALID_ARGUMENT (token)")
             }

@@ -1,0 +1,348 @@
+import NIOCore
+
+/// A JSON document read strictly (RFC 8259): one value, optional white space around it, valid UTF-8, no
+/// trailing commas, comments or bare words. Numbers keep the text they were written with.
+///
+/// For the small documents of the delivery path: the providers' answers (`{"name":…}`, `{"reason":…}`) and,
+/// in the simulator, every request body. Foundation's `JSONDecoder` cost ~5 µs an answer there and
+/// `JSONSerialization` (a bridged `NSDictionary` per object) ~5 µs a request body; both were among the
+/// largest items of their threads' profiles (BENCHMARKS.md).
+package enum JSONValue: Sendable {
+    case null
+    case bool(Bool)
+    /// The number as written, e.g. `-12`, `3.5e2`.
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    /// Members in document order, duplicates included (lookups answer the first).
+    case object([(key: String, value: JSONValue)])
+
+    /// Nesting deeper than this is refused rather than risking the stack.
+    package static let maximumDepth = 64
+
+    package struct SyntaxError: Error, CustomStringConvertible {
+        /// Byte offset of the problem.
+        package let offset: Int
+        package let reason: String
+        package var description: String { "invalid JSON at byte \(offset): \(reason)" }
+    }
+
+    package init(parsing bytes: UnsafeRawBufferPointer) throws(SyntaxError) {
+        var reader = Reader(bytes: bytes)
+        reader.skipWhitespace()
+        self = try reader.value(depth: 0)
+        reader.skipWhitespace()
+        guard reader.atEnd else { throw reader.error("text after the value") }
+    }
+
+    package init(parsing buffer: ByteBuffer) throws(SyntaxError) {
+        let result = buffer.withUnsafeReadableBytes { bytes -> Result<JSONValue, SyntaxError> in
+            do throws(SyntaxError) { return .success(try JSONValue(parsing: bytes)) } catch { return .failure(error) }
+        }
+        self = try result.get()
+    }
+
+    package init(parsing text: String) throws(SyntaxError) {
+        try self.init(parsing: ByteBuffer(string: text))
+    }
+
+    // MARK: Reading values
+
+    /// The first member named `key` of an object; nil for anything else.
+    package subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members.first { $0.key == key }?.value
+    }
+
+    package var string: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    package var bool: Bool? {
+        if case .bool(let flag) = self { return flag }
+        return nil
+    }
+
+    /// A number written as a whole number that fits (`12`, not `12.0` or `1e3`).
+    package var int64: Int64? {
+        if case .number(let text) = self { return Int64(text) }
+        return nil
+    }
+
+    package var double: Double? {
+        if case .number(let text) = self { return Double(text) }
+        return nil
+    }
+
+    package var array: [JSONValue]? {
+        if case .array(let elements) = self { return elements }
+        return nil
+    }
+
+    package var members: [(key: String, value: JSONValue)]? {
+        if case .object(let members) = self { return members }
+        return nil
+    }
+
+    package var isObject: Bool { members != nil }
+
+    // MARK: Writing
+
+    /// The compact JSON text of the value (members in their order, strings escaped as ``PayloadJSON`` does).
+    package func write(into bytes: inout [UInt8]) {
+        switch self {
+        case .null: bytes.append(contentsOf: "null".utf8)
+        case .bool(let flag): bytes.append(contentsOf: (flag ? "true" : "false").utf8)
+        case .number(let text): bytes.append(contentsOf: text.utf8)
+        case .string(let text): PayloadJSON.write(string: text, into: &bytes)
+        case .array(let elements):
+            bytes.append(UInt8(ascii: "["))
+            for (index, element) in elements.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                element.write(into: &bytes)
+            }
+            bytes.append(UInt8(ascii: "]"))
+        case .object(let members):
+            bytes.append(UInt8(ascii: "{"))
+            for (index, member) in members.enumerated() {
+                if index > 0 { bytes.append(UInt8(ascii: ",")) }
+                PayloadJSON.write(string: member.key, into: &bytes)
+                bytes.append(UInt8(ascii: ":"))
+                member.value.write(into: &bytes)
+            }
+            bytes.append(UInt8(ascii: "}"))
+        }
+    }
+}
+
+/// The parser: a cursor over the bytes, one method per grammar rule.
+private struct Reader {
+    let bytes: UnsafeRawBufferPointer
+    var position = 0
+
+    init(bytes: UnsafeRawBufferPointer) {
+        self.bytes = bytes
+    }
+
+    var atEnd: Bool { position == bytes.count }
+
+    func error(_ reason: String) -> JSONValue.SyntaxError {
+        JSONValue.SyntaxError(offset: position, reason: reason)
+    }
+
+    func peek() -> UInt8? {
+        position < bytes.count ? bytes[position] : nil
+    }
+
+    mutating func skipWhitespace() {
+        while position < bytes.count {
+            switch bytes[position] {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): position += 1
+            default: return
+            }
+        }
+    }
+
+    mutating func expect(_ byte: UInt8, _ what: String) throws(JSONValue.SyntaxError) {
+        guard peek() == byte else { throw error("expected \(what)") }
+        position += 1
+    }
+
+    mutating func value(depth: Int) throws(JSONValue.SyntaxError) -> JSONValue {
+        guard let byte = peek() else { throw error("expected a value, found the end") }
+        switch byte {
+        case UInt8(ascii: "{"): return try object(depth: depth + 1)
+        case UInt8(ascii: "["): return try array(depth: depth + 1)
+        case UInt8(ascii: "\""): return .string(try string())
+        case UInt8(ascii: "t"): try word("true"); return .bool(true)
+        case UInt8(ascii: "f"): try word("false"); return .bool(false)
+        case UInt8(ascii: "n"): try word("null"); return .null
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
+        default: throw error("expected a value")
+        }
+    }
+
+    mutating func word(_ text: StaticString) throws(JSONValue.SyntaxError) {
+        let expected = UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+        guard bytes.count - position >= expected.count,
+              bytes[position..<position + expected.count].elementsEqual(expected) else {
+            throw error("expected \(text)")
+        }
+        position += expected.count
+    }
+
+    mutating func object(depth: Int) throws(JSONValue.SyntaxError) -> JSONValue {
+        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
+        position += 1   // {
+        var members: [(key: String, value: JSONValue)] = []
+        skipWhitespace()
+        if peek() == UInt8(ascii: "}") {
+            position += 1
+            return .object(members)
+        }
+        while true {
+            guard peek() == UInt8(ascii: "\"") else { throw error("expected a member name") }
+            let key = try string()
+            skipWhitespace()
+            try expect(UInt8(ascii: ":"), "':'")
+            skipWhitespace()
+            members.append((key, try value(depth: depth)))
+            skipWhitespace()
+            switch peek() {
+            case UInt8(ascii: ","):
+                position += 1
+                skipWhitespace()
+            case UInt8(ascii: "}"):
+                position += 1
+                return .object(members)
+            default:
+                throw error("expected ',' or '}'")
+            }
+        }
+    }
+
+    mutating func array(depth: Int) throws(JSONValue.SyntaxError) -> JSONValue {
+        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
+        position += 1   // [
+        var elements: [JSONValue] = []
+        skipWhitespace()
+        if peek() == UInt8(ascii: "]") {
+            position += 1
+            return .array(elements)
+        }
+        while true {
+            elements.append(try value(depth: depth))
+            skipWhitespace()
+            switch peek() {
+            case UInt8(ascii: ","):
+                position += 1
+                skipWhitespace()
+            case UInt8(ascii: "]"):
+                position += 1
+                return .array(elements)
+            default:
+                throw error("expected ',' or ']'")
+            }
+        }
+    }
+
+    /// A string; the cursor is on its opening quote. Text without escapes is validated and copied at once.
+    mutating func string() throws(JSONValue.SyntaxError) -> String {
+        position += 1   // "
+        let start = position
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                let text = String(validating: UnsafeRawBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+                guard let text else { throw JSONValue.SyntaxError(offset: start, reason: "a string is not valid UTF-8") }
+                position += 1
+                return text
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            guard byte >= 0x20 else { throw error("a control character inside a string") }
+            position += 1
+        }
+        guard position < bytes.count else { throw error("a string without its closing quote") }
+        // Escapes: decoded into a copy.
+        var decoded = Array(bytes[start..<position])
+        while position < bytes.count {
+            let byte = bytes[position]
+            switch byte {
+            case UInt8(ascii: "\""):
+                position += 1
+                guard let text = String(validating: decoded, as: UTF8.self) else {
+                    throw JSONValue.SyntaxError(offset: start, reason: "a string is not valid UTF-8")
+                }
+                return text
+            case UInt8(ascii: "\\"):
+                position += 1
+                guard let escape = peek() else { break }
+                position += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): decoded.append(escape)
+                case UInt8(ascii: "b"): decoded.append(0x08)
+                case UInt8(ascii: "f"): decoded.append(0x0C)
+                case UInt8(ascii: "n"): decoded.append(0x0A)
+                case UInt8(ascii: "r"): decoded.append(0x0D)
+                case UInt8(ascii: "t"): decoded.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = UInt32(try hex4())
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        // A high surrogate must be followed by an escaped low one.
+                        guard bytes.count - position >= 2, bytes[position] == UInt8(ascii: "\\"),
+                              bytes[position + 1] == UInt8(ascii: "u") else { throw error("a lone surrogate") }
+                        position += 2
+                        let low = UInt32(try hex4())
+                        guard (0xDC00..<0xE000).contains(low) else { throw error("a lone surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    } else if (0xDC00..<0xE000).contains(scalar) {
+                        throw error("a lone surrogate")
+                    }
+                    decoded.append(contentsOf: String(Character(Unicode.Scalar(scalar)!)).utf8)
+                default:
+                    position -= 1
+                    throw error("an unknown escape")
+                }
+            default:
+                guard byte >= 0x20 else { throw error("a control character inside a string") }
+                decoded.append(byte)
+                position += 1
+            }
+        }
+        throw error("a string without its closing quote")
+    }
+
+    mutating func hex4() throws(JSONValue.SyntaxError) -> UInt16 {
+        guard bytes.count - position >= 4 else { throw error("a \\u escape needs four hex digits") }
+        var value: UInt16 = 0
+        for _ in 0..<4 {
+            let byte = bytes[position]
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw error("a \\u escape needs four hex digits")
+            }
+            value = value << 4 | UInt16(digit)
+            position += 1
+        }
+        return value
+    }
+
+    /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
+    mutating func number() throws(JSONValue.SyntaxError) -> String {
+        let start = position
+        if peek() == UInt8(ascii: "-") { position += 1 }
+        switch peek() ?? 0 {
+        case UInt8(ascii: "0"):
+            position += 1
+        case UInt8(ascii: "1")...UInt8(ascii: "9"):
+            skipDigits()
+        default:
+            throw error("a number needs a digit")
+        }
+        if peek() == UInt8(ascii: ".") {
+            position += 1
+            guard isDigit(peek()) else { throw error("a fraction needs a digit") }
+            skipDigits()
+        }
+        if peek() == UInt8(ascii: "e") || peek() == UInt8(ascii: "E") {
+            position += 1
+            if peek() == UInt8(ascii: "+") || peek() == UInt8(ascii: "-") { position += 1 }
+            guard isDigit(peek()) else { throw error("an exponent needs a digit") }
+            skipDigits()
+        }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+    }
+
+    func isDigit(_ byte: UInt8?) -> Bool {
+        guard let byte else { return false }
+        return (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+    }
+
+    mutating func skipDigits() {
+        while isDigit(peek()) { position += 1 }
+    }
+}
