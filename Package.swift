@@ -32,10 +32,13 @@ let package = Package(
     targets: [
         // The Foundation-free rules and calendar types; JobKit re-exports them.
         .target(name: "JobKitCore"),
+        // Process-wide SQLite settings that only C can make (sqlite3_config is variadic).
+        .target(name: "CSQLiteSetup", dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(
             name: "JobKit",
             dependencies: [
                 "JobKitCore",
+                "CSQLiteSetup",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -38,6 +38,7 @@ enum PostgresSchema {
         Migration(id: "002_provider_credentials", sql: v2),
         Migration(id: "003_quiet_hours_and_deferred", sql: v3),
         Migration(id: "004_janitor_indexes", sql: v4),
+        Migration(id: "005_drop_unused_status_index", sql: v5),
     ]
 
     static let v1 = #"""
@@ -188,5 +189,9 @@ enum PostgresSchema {
     static let v4 = """
     CREATE INDEX user_devices_active_by_last_seen ON user_devices (last_seen) WHERE is_active;
     CREATE INDEX user_devices_inactive_by_time ON user_devices (deactivated_at) WHERE NOT is_active;
+    """
+
+    static let v5 = """
+    DROP INDEX IF EXISTS notification_logs_by_status;
     """
 }

@@ -105,6 +105,8 @@ public struct CopyCatalog: Sendable {
     /// (`zh-Hant-TW` → `zh-Hant` → `zh`), then `en`. Case and `_`/`-` are ignored.
     public func resolveLocale(_ locale: String, for type: NotificationType) -> String {
         let available = messages[type] ?? [:]
+        // Keys are lower-case tags: a tag written that way (`en`, `ja`, `pt-br`) is found as it is.
+        if let entry = available[locale] { return entry.tag }
         var subtags = locale.replacingOccurrences(of: "_", with: "-").lowercased()
             .split(separator: "-").map(String.init)
         while !subtags.isEmpty {

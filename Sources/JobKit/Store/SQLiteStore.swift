@@ -1,3 +1,4 @@
+internal import CSQLiteSetup
 import Foundation
 import GRDB
 
@@ -15,7 +16,14 @@ public final class SQLiteStore: Sendable {
         self.pool = pool
     }
 
+    /// Process-wide SQLite settings, made once before the first connection opens (see CSQLiteSetup.h). If
+    /// something else in the process opened a database first, SQLite keeps its defaults: slower, not wrong.
+    private static let processSetup: Void = {
+        _ = diary_push_sqlite_disable_memory_statistics()
+    }()
+
     public static func open(path: String, mode: OpenMode, busyTimeout: TimeInterval = 30) throws(JobError) -> SQLiteStore {
+        _ = processSetup
         if mode != .create && !FileManager.default.fileExists(atPath: path) {
             throw .noInput("no database at \(path) (create it with: pushctl migrate --database \(path))")
         }
