@@ -60,21 +60,24 @@ import Testing
         func shutdown() async {}
     }
 
-    /// Pages overlap (one is sent while the next is claimed). When recording a page fails, the run fails, but
-    /// only after the page already on its way has been sent and recorded: no send is left unrecorded.
-    @Test(arguments: Backend.allCases) func aFailedRecordEndsTheRunOnlyAfterThePageInFlightIsRecorded(_ backend: Backend) async throws {
+    /// Pages overlap (two are on their way while the next is claimed). When recording a page fails, the run
+    /// fails, but only after the pages already on their way have been sent and recorded: no send is left
+    /// unrecorded.
+    @Test(arguments: Backend.allCases) func aFailedRecordEndsTheRunOnlyAfterThePagesInFlightAreRecorded(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
-        for i in 0..<6 { try await db.store.addUser("u\(i)", time: "20:00") }
+        for i in 0..<12 { try await db.store.addUser("u\(i)", time: "20:00") }
         let sender = SlowSender()
         var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
         options.pageSize = 3
         let runner = DiaryReminderRunner(store: FirstRecordFails(inner: db.store), sender: sender, logger: quietLogger)
         await #expect(throws: JobError.self) { try await runner.run(options) }
-        // Page 1 was sent but its record failed: its claims stay `claimed` for the next run to take over. Page 2
-        // was on the wire when that happened; it was awaited and recorded before the run returned.
-        #expect(await sender.inner.sent.count == 6)
+        // Page 1 was sent but its record failed: its claims stay `claimed` for the next run to take over. Pages
+        // 2 and 3 were on the wire when that came out (page 3 was submitted as page 1 was collected); they were
+        // awaited and recorded before the run returned. Page 4 was never claimed.
+        #expect(await sender.inner.sent.count == 9)
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'claimed'") == 3)
-        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 3)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 6)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 9)
     }
 
     @Test(arguments: Backend.allCases) func runsEitherSideOfTheSlotRemindExactlyOnce(_ backend: Backend) async throws {

@@ -119,8 +119,8 @@ public struct DiaryReminderRunner: Sendable {
                 try await pipeline.drain(into: &summary, phases: &phases)
                 throw error
             }
-            // Page N+1 was selected and claimed while page N was being sent; now page N+1 goes out while
-            // page N+2 is selected.
+            // This page was selected and claimed while the pages before it were being sent; now it goes out
+            // while the next one is selected.
             if let claimed {
                 try await pipeline.submit(claimed, summary: &summary, phases: &phases) { page async throws(JobError) in
                     try await deliver(page, options: options)
@@ -292,37 +292,52 @@ struct DeliveredPage: Sendable {
     }
 }
 
-/// Delivery of claimed pages beside the selection and claiming of the next one. A page starts as soon as it
-/// is claimed, and only then are the answers of the page before it collected, so the connection stays busy:
-/// at most two pages are in delivery, and a failure stops the run with every claimed page still delivered
-/// and recorded.
+/// Delivery of claimed pages beside the selection and claiming of the next ones. A page starts as soon as it
+/// is claimed; once more than `depth` pages are in delivery, the oldest is collected before the run goes on.
+/// The pages ahead keep the connections and the store busy while one page waits for its answers or for the
+/// store's writer. A failure stops the run with every claimed page still delivered and recorded.
 struct DeliveryPipeline {
-    private var inFlight: Task<Result<DeliveredPage, JobError>, Never>?
+    /// Pages in delivery at most, besides the one being selected and claimed.
+    let depth: Int
+    private var inFlight: [Task<Result<DeliveredPage, JobError>, Never>] = []
 
-    /// Waits for the page in flight, merges it, and starts `page`.
+    init(depth: Int = 2) {
+        precondition(depth >= 1)
+        self.depth = depth
+    }
+
+    /// Starts `page`, then collects and merges the oldest pages while more than `depth` are in delivery.
     mutating func submit(_ page: ClaimedPage, summary: inout RunSummary, phases: inout Phases,
                          deliver: @escaping @Sendable (ClaimedPage) async throws(JobError) -> DeliveredPage) async throws(JobError) {
-        let previous = inFlight
-        inFlight = Task {
+        inFlight.append(Task {
             do throws(JobError) { return .success(try await deliver(page)) } catch { return .failure(error) }
-        }
-        guard let previous else { return }
-        // Started before waiting: the next page is on the wire while this one's answers are merged.
-        do throws(JobError) {
-            try await Self.collect(previous, into: &summary, phases: &phases)
-        } catch {
-            // The page just started is still sent and recorded before the run fails: a run must not end
-            // with sends in flight that nobody records.
-            try? await drain(into: &summary, phases: &phases)
-            throw error
+        })
+        while inFlight.count > depth {
+            // Started before waiting: the newest page is on the wire while the oldest one's answers are merged.
+            let oldest = inFlight.removeFirst()
+            do throws(JobError) {
+                try await Self.collect(oldest, into: &summary, phases: &phases)
+            } catch {
+                // The pages still in delivery are sent and recorded before the run fails: a run must not end
+                // with sends in flight that nobody records.
+                try? await drain(into: &summary, phases: &phases)
+                throw error
+            }
         }
     }
 
-    /// Waits for the page in flight, if any.
+    /// Waits for every page in delivery, oldest first; the first failure is thrown once all are collected.
     mutating func drain(into summary: inout RunSummary, phases: inout Phases) async throws(JobError) {
-        guard let last = inFlight else { return }
-        inFlight = nil
-        try await Self.collect(last, into: &summary, phases: &phases)
+        var failure: JobError?
+        while !inFlight.isEmpty {
+            let oldest = inFlight.removeFirst()
+            do throws(JobError) {
+                try await Self.collect(oldest, into: &summary, phases: &phases)
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        if let failure { throw failure }
     }
 
     private static func collect(_ task: Task<Result<DeliveredPage, JobError>, Never>, into summary: inout RunSummary,
