@@ -50,14 +50,19 @@ enum PayloadJSON: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLite
     private static let hex = Array("0123456789abcdef".utf8)
 
     static func write(string: String, into bytes: inout [UInt8]) {
+        var string = string
+        string.withUTF8 { write(utf8: $0, into: &bytes) }
+    }
+
+    private static func write(utf8: UnsafeBufferPointer<UInt8>, into bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         // Most strings need no escape at all: copied whole.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            bytes.append(contentsOf: string.utf8)
+        if !utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            bytes.append(contentsOf: utf8)
             bytes.append(UInt8(ascii: "\""))
             return
         }
-        for byte in string.utf8 {
+        for byte in utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
             case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
