@@ -173,57 +173,53 @@ private struct Reader {
     }
 
     mutating func object(depth: Int) throws(JSONValue.SyntaxError) -> JSONValue {
-        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
-        position += 1   // {
         var members: [(key: String, value: JSONValue)] = []
-        skipWhitespace()
-        if peek() == UInt8(ascii: "}") {
-            position += 1
-            return .object(members)
-        }
-        while true {
+        if try open(UInt8(ascii: "}"), depth: depth) { return .object(members) }
+        repeat {
             guard peek() == UInt8(ascii: "\"") else { throw error("expected a member name") }
             let key = try string()
             skipWhitespace()
             try expect(UInt8(ascii: ":"), "':'")
             skipWhitespace()
             members.append((key, try value(depth: depth)))
-            skipWhitespace()
-            switch peek() {
-            case UInt8(ascii: ","):
-                position += 1
-                skipWhitespace()
-            case UInt8(ascii: "}"):
-                position += 1
-                return .object(members)
-            default:
-                throw error("expected ',' or '}'")
-            }
-        }
+        } while try !closeOrComma(UInt8(ascii: "}"))
+        return .object(members)
     }
 
     mutating func array(depth: Int) throws(JSONValue.SyntaxError) -> JSONValue {
-        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
-        position += 1   // [
         var elements: [JSONValue] = []
-        skipWhitespace()
-        if peek() == UInt8(ascii: "]") {
-            position += 1
-            return .array(elements)
-        }
-        while true {
+        if try open(UInt8(ascii: "]"), depth: depth) { return .array(elements) }
+        repeat {
             elements.append(try value(depth: depth))
+        } while try !closeOrComma(UInt8(ascii: "]"))
+        return .array(elements)
+    }
+
+    /// Enters an object or array (the cursor is on its opening bracket); true when it is empty, its closing
+    /// bracket read.
+    mutating func open(_ closing: UInt8, depth: Int) throws(JSONValue.SyntaxError) -> Bool {
+        guard depth <= JSONValue.maximumDepth else { throw error("nested deeper than \(JSONValue.maximumDepth)") }
+        position += 1
+        skipWhitespace()
+        guard peek() == closing else { return false }
+        position += 1
+        return true
+    }
+
+    /// After a member or element: true at the closing bracket (read), false after a comma (read, with the white
+    /// space after it).
+    mutating func closeOrComma(_ closing: UInt8) throws(JSONValue.SyntaxError) -> Bool {
+        skipWhitespace()
+        switch peek() {
+        case UInt8(ascii: ","):
+            position += 1
             skipWhitespace()
-            switch peek() {
-            case UInt8(ascii: ","):
-                position += 1
-                skipWhitespace()
-            case UInt8(ascii: "]"):
-                position += 1
-                return .array(elements)
-            default:
-                throw error("expected ',' or ']'")
-            }
+            return false
+        case closing:
+            position += 1
+            return true
+        default:
+            throw error("expected ',' or '\(Character(Unicode.Scalar(closing)))'")
         }
     }
 
