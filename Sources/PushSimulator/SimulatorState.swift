@@ -248,26 +248,25 @@ final class SimulatorState: Sendable {
         guard project == SimulatorCredentials.projectID else {
             return fcmError(404, "NOT_FOUND", "Requested entity was not found.")
         }
-        guard let request = try? JSONValue(parsing: body), let message = request["message"]?.members else {
+        guard let request = try? JSONValue(parsing: body), let message = request["message"], let members = message.members else {
             return fcmError(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", errorCode: "INVALID_ARGUMENT")
         }
-        let targets = ["token", "topic", "condition"].filter { target in message.contains { $0.key == target } }
+        let targets = ["token", "topic", "condition"].filter { target in members.contains { $0.key == target } }
         guard targets.count == 1 else {
             return fcmError(400, "INVALID_ARGUMENT", "Exactly one of message.token, message.topic or message.condition must be set.",
                             errorCode: "INVALID_ARGUMENT")
         }
-        let messageValue = JSONValue.object(message)
-        if let problem = Self.messageProblem(messageValue) {
+        if let problem = Self.messageProblem(message) {
             return fcmError(400, "INVALID_ARGUMENT", problem, errorCode: "INVALID_ARGUMENT")
         }
-        let token = messageValue["token"]?.string ?? ""
+        let token = message["token"]?.string ?? ""
         // The message without its token must fit 4096 bytes. A request body that fits holds such a message
         // (serialising it again would cost a third of the simulator's time under load); a larger one is
         // measured exactly.
         var payloadSize = 0
         if body.readableBytes > 4096 {
             var compact: [UInt8] = []
-            JSONValue.object(message.filter { $0.key != "token" }).write(into: &compact)
+            JSONValue.object(members.filter { $0.key != "token" }).write(into: &compact)
             payloadSize = compact.count
         }
         guard payloadSize <= 4096 else {
@@ -302,9 +301,9 @@ final class SimulatorState: Sendable {
             box.withLockedValue { $0.stats.validated += 1 }
             return SimulatedResponse(status: 200, body: #"{"name":"projects/\#(project)/messages/fake_message_id"}"#, delayMs: delay)
         }
-        let notification = messageValue["notification"]
-        let android = messageValue["android"]
-        let apnsHeaders = messageValue["apns"]?["headers"]
+        let notification = message["notification"]
+        let android = message["android"]
+        let apnsHeaders = message["apns"]?["headers"]
         accept {
             AcceptedNotification(provider: "fcm", token: token,
                                  collapseID: android?["notification"]?["tag"]?.string ?? apnsHeaders?["apns-collapse-id"]?.string,
