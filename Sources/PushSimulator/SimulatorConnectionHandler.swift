@@ -1,3 +1,4 @@
+import JobKit
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
@@ -30,6 +31,8 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private var consumedWindow = 0
     private var needsFlush = false
     private var goAwaySent = false
+    /// True while answers are flushed through NIOHTTP2Handler but held from the socket (see `respond`).
+    private var holdingFlushes = false
     private var delayedAnswers = 0
     private var removed = false
 
@@ -116,6 +119,7 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     /// Sends the GOAWAY once the streams it covers are all answered.
     private func goAwayIfDrained(context: ChannelHandlerContext) {
         guard let lastStreamID, !goAwaySent, requests.isEmpty, delayedAnswers == 0 else { return }
+        flush(context: context)
         goAwaySent = true
         state.goAwaySent()
         write(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil)),
@@ -157,6 +161,17 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         if !body.isEmpty {
             let buffer = context.channel.allocator.buffer(string: response.body)
             write(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true))), context: context)
+            // Through NIOHTTP2Handler at once: DATA frames flushed together leave in the order of a `Set`, and
+            // answers would end out of the order they were given (a production server's do not). The socket
+            // still gets one write per read: the `WriteCoalescingHandler` below holds these flushes until
+            // ``flush(context:)``.
+            if !goAwaySent {
+                if !holdingFlushes {
+                    holdingFlushes = true
+                    context.triggerUserOutboundEvent(WriteCoalescingHandler.Hold.hold, promise: nil)
+                }
+                context.flush()
+            }
         }
     }
 
@@ -177,8 +192,12 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     }
 
     private func flush(context: ChannelHandlerContext) {
-        guard needsFlush else { return }
+        guard needsFlush || holdingFlushes else { return }
         needsFlush = false
         context.flush()
+        if holdingFlushes {
+            holdingFlushes = false
+            context.triggerUserOutboundEvent(WriteCoalescingHandler.Hold.release, promise: nil)
+        }
     }
 }

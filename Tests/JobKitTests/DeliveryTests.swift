@@ -286,6 +286,21 @@ import Testing
         await harness.stop()
     }
 
+    /// Each request's DATA frame leaves right behind its HEADERS, so requests end at the server in the order
+    /// they were written: NIOHTTP2 sends DATA frames flushed together in the order of a `Set`, and every
+    /// stream answered out of order costs it a shift of its stream maps.
+    @Test func requestsEndAtTheServerInTheOrderTheyWereWritten() async throws {
+        let harness = try await DeliveryHarness.start()
+        let tokens = (0..<64).map { String(format: "order-%02d", $0) }
+        for (i, token) in tokens.enumerated() {
+            try await harness.addUser(String(format: "o%02d", i), devices: [(token, .fcm, "android")])
+        }
+        let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
+        #expect(summary.sent == 64)
+        #expect(harness.simulator.accepted().map(\.token) == tokens)
+        await harness.stop()
+    }
+
     /// The simulator serves streams without a channel each, so it returns flow-control credit itself: a body
     /// larger than the initial stream and connection windows (64 KiB) must still arrive whole and be answered.
     @Test func theSimulatorReadsBodiesLargerThanTheFlowControlWindows() async throws {

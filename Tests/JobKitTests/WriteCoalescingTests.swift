@@ -65,6 +65,11 @@ import Testing
             context.flush()
         }
 
+        func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+            events.append("event \(event)")
+            context.triggerUserOutboundEvent(event, promise: promise)
+        }
+
         func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
             events.append("close")
             context.close(mode: mode, promise: promise)
@@ -81,5 +86,38 @@ import Testing
         #expect(below.events.isEmpty)
         try channel.close().wait()
         #expect(below.events == ["write ab", "close"])
+    }
+
+    /// Between `.hold` and `.release`, flushes from above are kept: the socket gets one write and one flush at the
+    /// release, with everything written in between, in order. Other user events pass through.
+    @Test func heldFlushesLeaveAsOneWriteAtTheRelease() throws {
+        let channel = EmbeddedChannel()
+        let below = Below()
+        try channel.pipeline.syncOperations.addHandler(below)
+        try channel.pipeline.syncOperations.addHandler(WriteCoalescingHandler())
+        let pipeline = channel.pipeline
+        pipeline.triggerUserOutboundEvent(WriteCoalescingHandler.Hold.hold, promise: nil)
+        for request in ["r1", "r2", "r3"] {
+            channel.write(bytes(request + "|"), promise: nil)
+            channel.flush()
+        }
+        #expect(below.events.isEmpty)
+        pipeline.triggerUserOutboundEvent(WriteCoalescingHandler.Hold.release, promise: nil)
+        #expect(below.events == ["write r1|r2|r3|", "flush"])
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == bytes("r1|r2|r3|"))
+
+        // A release with no flush held sends nothing; flushes after it are not held.
+        pipeline.triggerUserOutboundEvent(WriteCoalescingHandler.Hold.hold, promise: nil)
+        channel.write(bytes("unflushed"), promise: nil)
+        pipeline.triggerUserOutboundEvent(WriteCoalescingHandler.Hold.release, promise: nil)
+        #expect(below.events.count == 2)
+        channel.flush()
+        #expect(below.events.suffix(2) == ["write unflushed", "flush"])
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == bytes("unflushed"))
+
+        // Anything else travels on to the handlers below.
+        pipeline.triggerUserOutboundEvent("something else", promise: nil)
+        #expect(below.events.last == "event something else")
+        #expect(try channel.finish().isClean)
     }
 }

@@ -12,15 +12,28 @@ import NIOCore
 /// is written on as soon as it reaches `maximumSize` (a TLS record's payload limit), so memory stays bounded
 /// however long the caller goes without flushing. File regions, which TLS cannot send anyway, pass through in
 /// order. The promises of joined writes complete with the joined write.
+///
+/// A handler above may hold flushes for a while (``Hold``): flushes that reach this handler in between are
+/// kept, and the last `.release` sends them as one. This lets the handler that writes requests flush
+/// `NIOHTTP2Handler` after every request, so that each request's DATA frame leaves in stream order (frames
+/// flushed together leave in the order of a `Set`), while the socket still gets one write per batch.
 package final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableChannelHandler {
     package typealias OutboundIn = IOData
     package typealias OutboundOut = IOData
 
     package static let defaultMaximumSize = 16 * 1024
 
+    /// Outbound user events: between `.hold` and `.release`, flushes are kept and then sent as one.
+    package enum Hold: Sendable {
+        case hold
+        case release
+    }
+
     private let maximumSize: Int
     private var pending: ByteBuffer?
     private var pendingPromise: EventLoopPromise<Void>?
+    private var holding = false
+    private var flushHeld = false
 
     package init(maximumSize: Int = WriteCoalescingHandler.defaultMaximumSize) {
         self.maximumSize = max(1, maximumSize)
@@ -47,12 +60,36 @@ package final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableCha
     }
 
     package func flush(context: ChannelHandlerContext) {
+        if holding {
+            flushHeld = true
+            return
+        }
         writePending(context: context)
         context.flush()
     }
 
+    package func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard let hold = event as? Hold else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+            return
+        }
+        switch hold {
+        case .hold:
+            holding = true
+        case .release:
+            holding = false
+            if flushHeld {
+                flushHeld = false
+                flush(context: context)
+            }
+        }
+        promise?.succeed()
+    }
+
     package func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         // Unflushed writes go down first, so the handlers below fail or send them as they would have.
+        holding = false
+        flushHeld = false
         writePending(context: context)
         context.close(mode: mode, promise: promise)
     }
