@@ -75,4 +75,30 @@ import Testing
         #expect(try await db.strings("SELECT status FROM notification_logs WHERE user_id = 'u002'") == ["claimed"])
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'claimed'") == 1)
     }
+
+    /// Rows are split into the largest chunk, then powers of two: every range in order, no gap, no overlap, and
+    /// each with the statement written for its size.
+    @Test func chunkedStatementsCoverEveryRowWithAFewSizes() {
+        let chunks = ChunkedSQL(largest: 100) { "rows \($0)" }
+        #expect(chunks.sizes == [100, 64, 32, 16, 8, 4, 2, 1])
+        for count in [0, 1, 2, 37, 99, 100, 101, 237, 1_000] {
+            var covered: [Range<Int>] = []
+            chunks.forEachChunk(of: count) { range, sql in
+                covered.append(range)
+                #expect(sql == "rows \(range.count)")
+            }
+            #expect(covered.first?.lowerBound ?? 0 == 0 && covered.last?.upperBound ?? 0 == count, "\(count): \(covered)")
+            #expect(zip(covered, covered.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound }, "\(count): \(covered)")
+            #expect(covered.count == count / 100 + (count % 100).nonzeroBitCount, "\(count): \(covered)")
+        }
+        #expect(chunkSizes(ChunkedSQL(largest: 500) { _ in "" }, 737) == [500, 128, 64, 32, 8, 4, 1])
+        #expect(ChunkedSQL(largest: 64) { _ in "" }.sizes == [64, 32, 16, 8, 4, 2, 1])
+        #expect(ChunkedSQL(largest: 1) { _ in "" }.sizes == [1])
+    }
+
+    private func chunkSizes(_ chunks: ChunkedSQL, _ count: Int) -> [Int] {
+        var sizes: [Int] = []
+        chunks.forEachChunk(of: count) { range, _ in sizes.append(range.count) }
+        return sizes
+    }
 }

@@ -121,10 +121,9 @@ extension SQLiteStore: ReminderStore {
         WHERE diary_reminder_enabled = 1 AND timezone = ? AND reminder_minute BETWEEN ? AND ?
         """
 
-    /// Rows of the VALUES list per statement in ``dueCandidatesSQL(rows:)``: 9 parameters each, well under
+    /// The candidates query for up to 500 keys (a page) in one statement: 9 parameters a row, well under
     /// SQLite's 32,766.
-    static let dueCandidatesChunk = 1_000
-    static let dueCandidatesFullChunkSQL = dueCandidatesSQL(rows: dueCandidatesChunk)
+    static let dueCandidatesStatements = ChunkedSQL(largest: 500, dueCandidatesSQL(rows:))
 
     /// The candidates of `rows` keys, each row of `p` being (query, user, zone, low, high, day start, day end,
     /// period, type). `p` is the outer loop (CROSS JOIN fixes the order) and every other rule is an index probe
@@ -217,18 +216,21 @@ extension SQLiteStore: ReminderStore {
         return try await read("selecting due users") { db in
             var candidates: [ReminderCandidate] = []
             candidates.reserveCapacity(keys.count)
-            for start in stride(from: 0, to: keys.count, by: Self.dueCandidatesChunk) {
-                let chunk = keys[start..<min(start + Self.dueCandidatesChunk, keys.count)]
-                // Full chunks share one prepared statement; the last, shorter one is prepared for itself.
-                let statement = chunk.count == Self.dueCandidatesChunk
-                    ? try db.cachedStatement(sql: Self.dueCandidatesFullChunkSQL)
-                    : try db.makeStatement(sql: Self.dueCandidatesSQL(rows: chunk.count))
-                var values: [(any DatabaseValueConvertible)?] = []
-                values.reserveCapacity(chunk.count * 9)
-                for key in chunk {
+            try Self.dueCandidatesStatements.forEachChunk(of: keys.count) { range, sql in
+                let statement = try db.cachedStatement(sql: sql)
+                var values: [DatabaseValue] = []
+                values.reserveCapacity(range.count * 9)
+                for key in keys[range] {
                     let query = queries[key.query]
-                    values += [key.query, key.userID, query.zone, query.minutes.lowerBound, query.minutes.upperBound,
-                               query.day.lowerBound, query.day.upperBound, query.period, query.type.rawValue]
+                    values.append(key.query.databaseValue)
+                    values.append(key.userID.databaseValue)
+                    values.append(query.zone.databaseValue)
+                    values.append(query.minutes.lowerBound.databaseValue)
+                    values.append(query.minutes.upperBound.databaseValue)
+                    values.append(query.day.lowerBound.databaseValue)
+                    values.append(query.day.upperBound.databaseValue)
+                    values.append(query.period.databaseValue)
+                    values.append(query.type.rawValue.databaseValue)
                 }
                 let rows = try Row.fetchCursor(statement, arguments: StatementArguments(values))
                 while let row = try rows.next() {
@@ -259,7 +261,7 @@ extension SQLiteStore: ReminderStore {
         RETURNING id, user_id, notification_type, period_key
         """
     }
-    static let claimInsertFullChunkSQL = claimInsertSQL(rows: writeChunk)
+    static let claimInsertStatements = ChunkedSQL(largest: writeChunk, claimInsertSQL(rows:))
 
     static func deliveryInsertSQL(rows: Int) -> String {
         """
@@ -268,7 +270,7 @@ extension SQLiteStore: ReminderStore {
         VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
         """
     }
-    static let deliveryInsertFullChunkSQL = deliveryInsertSQL(rows: writeChunk)
+    static let deliveryInsertStatements = ChunkedSQL(largest: writeChunk, deliveryInsertSQL(rows:))
 
     /// Resolves `ids` claims of this run that are still `claimed` to one status and detail.
     static func resolveSQL(ids: Int) -> String {
@@ -277,23 +279,19 @@ extension SQLiteStore: ReminderStore {
         WHERE run_id = ? AND status = 'claimed' AND id IN (\(Array(repeating: "?", count: ids).joined(separator: ", ")))
         """
     }
-    static let resolveFullChunkSQL = resolveSQL(ids: writeChunk)
+    static let resolveStatements = ChunkedSQL(largest: writeChunk, resolveSQL(ids:))
 
-    /// Calls `body` once per chunk of `writeChunk` items with the chunk's statement (`sql(rows)`: full chunks
-    /// share one cached statement, a shorter last chunk is prepared for itself) and its arguments: `leading`,
-    /// then what `row` appends for each item.
-    private static func inChunks<Item>(_ items: [Item], _ db: Database, fullChunkSQL: String, sql: (Int) -> String,
-                                       leading: [(any DatabaseValueConvertible)?] = [],
-                                       row: (Item, inout [(any DatabaseValueConvertible)?]) -> Void,
+    /// Calls `body` once per chunk of `items` (see ``ChunkedSQL``) with the chunk's cached statement and its
+    /// arguments: `leading`, then what `row` appends for each item.
+    private static func inChunks<Item>(_ items: [Item], _ db: Database, _ statements: ChunkedSQL,
+                                       leading: [DatabaseValue] = [],
+                                       row: (Item, inout [DatabaseValue]) -> Void,
                                        _ body: (Statement, StatementArguments) throws -> Void) throws {
-        for start in stride(from: 0, to: items.count, by: writeChunk) {
-            let chunk = items[start..<min(start + writeChunk, items.count)]
-            let statement = chunk.count == writeChunk
-                ? try db.cachedStatement(sql: fullChunkSQL)
-                : try db.makeStatement(sql: sql(chunk.count))
+        try statements.forEachChunk(of: items.count) { range, sql in
+            let statement = try db.cachedStatement(sql: sql)
             var values = leading
-            values.reserveCapacity(leading.count + chunk.count * 10)
-            for item in chunk { row(item, &values) }
+            values.reserveCapacity(leading.count + range.count * 10)
+            for item in items[range] { row(item, &values) }
             try body(statement, StatementArguments(values))
         }
     }
@@ -310,15 +308,15 @@ extension SQLiteStore: ReminderStore {
             // First every new claim, a chunk at a time; what was already in the log comes back without an id.
             var inserted: [LogKey: Int64] = [:]
             inserted.reserveCapacity(requests.count)
-            try Self.inChunks(requests, db, fullChunkSQL: Self.claimInsertFullChunkSQL, sql: Self.claimInsertSQL) { request, values in
-                values.append(request.userID)
-                values.append(request.type.rawValue)
-                values.append(request.period)
-                values.append(request.messageIndex)
-                values.append(request.locale)
-                values.append(runID)
-                values.append(now)
-                values.append(now)
+            try Self.inChunks(requests, db, Self.claimInsertStatements) { request, values in
+                values.append(request.userID.databaseValue)
+                values.append(request.type.rawValue.databaseValue)
+                values.append(request.period.databaseValue)
+                values.append(request.messageIndex.databaseValue)
+                values.append(request.locale.databaseValue)
+                values.append(runID.databaseValue)
+                values.append(now.databaseValue)
+                values.append(now.databaseValue)
             } _: { statement, arguments in
                 let rows = try Row.fetchCursor(statement, arguments: arguments)
                 while let row = try rows.next() {
@@ -361,16 +359,21 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
+    /// The active devices of up to 500 users (a page) in one statement.
+    static let activeDevicesStatements = ChunkedSQL(largest: 500) { count in
+        """
+        SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+        WHERE is_active = 1 AND user_id IN (\(Array(repeating: "?", count: count).joined(separator: ","))) ORDER BY user_id, id
+        """
+    }
+
     public func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
         guard !userIDs.isEmpty else { return [:] }
         return try await read("loading devices") { db in
             var result: [String: [Device]] = [:]
-            for chunk in stride(from: 0, to: userIDs.count, by: 500).map({ userIDs[$0..<min($0 + 500, userIDs.count)] }) {
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                let rows = try Row.fetchCursor(db, sql: """
-                    SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
-                    WHERE is_active = 1 AND user_id IN (\(marks)) ORDER BY user_id, id
-                    """, arguments: StatementArguments(Array(chunk)))
+            try Self.activeDevicesStatements.forEachChunk(of: userIDs.count) { range, sql in
+                let rows = try Row.fetchCursor(db.cachedStatement(sql: sql),
+                                               arguments: StatementArguments(userIDs[range].map(\.databaseValue)))
                 while let row = try rows.next() {
                     guard let provider = Provider(rawValue: row[3]) else { continue }
                     let device = Device(id: row[0], userID: row[1], token: row[2], provider: provider,
@@ -390,18 +393,18 @@ extension SQLiteStore: ReminderStore {
     public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
         try await write("recording deliveries") { db in
-            try Self.inChunks(deliveries, db, fullChunkSQL: Self.deliveryInsertFullChunkSQL, sql: Self.deliveryInsertSQL) { delivery, values in
+            try Self.inChunks(deliveries, db, Self.deliveryInsertStatements) { delivery, values in
                 let report = delivery.report
-                values.append(delivery.logID)
-                values.append(delivery.deviceID)
-                values.append(report.channel)
-                values.append(report.outcome.rawValue)
-                values.append(report.reason)
-                values.append(report.providerMessageID)
-                values.append(report.attempts)
-                values.append(report.latencyMs)
-                values.append(runID)
-                values.append(now)
+                values.append(delivery.logID.databaseValue)
+                values.append(delivery.deviceID.databaseValue)
+                values.append(report.channel.databaseValue)
+                values.append(report.outcome.rawValue.databaseValue)
+                values.append(report.reason.databaseValue)
+                values.append(report.providerMessageID.databaseValue)
+                values.append(report.attempts.databaseValue)
+                values.append(report.latencyMs.databaseValue)
+                values.append(runID.databaseValue)
+                values.append(now.databaseValue)
             } _: { insert, arguments in
                 try insert.execute(arguments: arguments)
             }
@@ -425,9 +428,10 @@ extension SQLiteStore: ReminderStore {
                 groups[group, default: []].append(resolution.logID)
             }
             for group in order {
-                try Self.inChunks(groups[group] ?? [], db, fullChunkSQL: Self.resolveFullChunkSQL, sql: Self.resolveSQL,
-                                  leading: [group.status, now, now, group.detail, runID]) { id, values in
-                    values.append(id)
+                try Self.inChunks(groups[group] ?? [], db, Self.resolveStatements,
+                                  leading: [group.status.databaseValue, now.databaseValue, now.databaseValue,
+                                            group.detail.databaseValue, runID.databaseValue]) { id, values in
+                    values.append(id.databaseValue)
                 } _: { resolve, arguments in
                     try resolve.execute(arguments: arguments)
                 }
