@@ -407,17 +407,19 @@ final class ManualClock: @unchecked Sendable {
         #expect(String(decoding: small, as: UTF8.self).contains(#""body":"short""#))
     }
 
-    /// Only what repeats goes into HPACK's dynamic table: the path (the device token) is sent literally, so the
+    /// Only what repeats goes into HPACK's dynamic table: the path (the device token) and the length are sent literally, so the
     /// provider token and the other repeating headers stay indexed however many devices a run reaches.
     @Test func theAPNsPathStaysOutOfTheHPACKTable() {
         let notification = OutgoingNotification(
             logID: nil, device: Device(id: 1, userID: "u", token: "ab12", provider: .apns, platform: "ios", apnsEnvironment: "production"),
             type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "Title", body: "Body", expiresAt: 7)
-        let request = APNs.request(for: notification, topic: "app.example", authority: "api.push.apple.com", jwt: "j.w.t",
-                                   links: DeepLinks())
+        let request = APNs.request(for: notification, topic: "app.example", authority: "api.push.apple.com",
+                                   authorization: APNs.authorization(jwt: "j.w.t"), links: DeepLinks())
         let indexing = Dictionary(uniqueKeysWithValues: request.headers.map { ($0.name, $0.indexable) })
         #expect(indexing[":path"] == .nonIndexable)
+        #expect(indexing["content-length"] == .nonIndexable)
         #expect(indexing["authorization"] == .indexable)
+        #expect(request.headers.first(name: "authorization") == "bearer j.w.t")
         #expect(request.headers.first(name: ":path") == "/3/device/ab12")
         #expect(request.headers.map(\.name) == [":method", ":scheme", ":path", ":authority", "authorization", "apns-push-type",
                                                 "apns-priority", "apns-topic", "apns-expiration", "apns-collapse-id",

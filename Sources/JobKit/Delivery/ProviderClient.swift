@@ -30,7 +30,9 @@ public struct RetryPolicy: Sendable, Hashable {
 struct ProviderProtocol: Sendable {
     let name: String
     let endpoint: @Sendable (Device) -> Endpoint
-    let request: @Sendable (OutgoingNotification, _ credential: String, _ authority: String) -> HTTP2Request
+    /// The `authorization` header's value for a credential: built once per pass, not once per request.
+    let authorization: @Sendable (_ credential: String) -> String
+    let request: @Sendable (OutgoingNotification, _ authorization: String, _ authority: String) -> HTTP2Request
     let classify: @Sendable (HTTP2Response) -> ProviderVerdict
 }
 
@@ -89,6 +91,7 @@ actor ProviderClient {
                 stop("credentials unavailable: \(error.message)")
                 continue
             }
+            let authorization = provider.authorization(token)
             var retryNow: [Int] = []
             var retryLater: [Int] = []
             var wait: Duration = .zero
@@ -119,7 +122,7 @@ actor ProviderClient {
                     }
                     continue
                 }
-                let requests = indices.map { provider.request(items[$0], token, endpoint.authority) }
+                let requests = indices.map { provider.request(items[$0], authorization, endpoint.authority) }
                 for (i, result) in zip(indices, await connection.send(requests)) {
                     switch result {
                     case .failure(.notProcessed):

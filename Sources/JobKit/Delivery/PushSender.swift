@@ -47,8 +47,10 @@ public final class PushSender: Sender {
             apns = ProviderClient(provider: ProviderProtocol(
                 name: "apns",
                 endpoint: { $0.apnsEnvironment == "sandbox" ? apnsConfiguration.sandboxEndpoint : apnsConfiguration.productionEndpoint },
-                request: { notification, jwt, authority in
-                    APNs.request(for: notification, topic: topic, authority: authority, jwt: jwt, links: links)
+                authorization: APNs.authorization(jwt:),
+                request: { notification, authorization, authority in
+                    APNs.request(for: notification, topic: topic, authority: authority, authorization: authorization,
+                                 links: links)
                 },
                 classify: { APNs.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, logger: logger)
@@ -65,9 +67,10 @@ public final class PushSender: Sender {
             fcm = ProviderClient(provider: ProviderProtocol(
                 name: "fcm",
                 endpoint: { _ in fcmConfiguration.endpoint },
-                request: { notification, token, _ in
-                    FCM.request(for: notification, configuration: fcmConfiguration, projectID: account.projectID,
-                                accessToken: token, links: links, now: clock())
+                authorization: FCM.authorization(accessToken:),
+                request: { [path = FCM.path(projectID: account.projectID)] notification, authorization, _ in
+                    FCM.request(for: notification, configuration: fcmConfiguration, path: path,
+                                authorization: authorization, links: links, now: clock())
                 },
                 classify: { FCM.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, logger: logger)

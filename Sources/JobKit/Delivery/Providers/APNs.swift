@@ -46,7 +46,10 @@ enum APNs {
         }.data
     }
 
-    static func request(for notification: OutgoingNotification, topic: String, authority: String, jwt: String,
+    /// The `authorization` header's value for a provider token.
+    static func authorization(jwt: String) -> String { "bearer \(jwt)" }
+
+    static func request(for notification: OutgoingNotification, topic: String, authority: String, authorization: String,
                         links: DeepLinks) -> HTTP2Request {
         let body = payload(for: notification, links: links)
         var headers = HPACKHeaders()
@@ -58,14 +61,15 @@ enum APNs {
         // would then be sent again in full every few dozen requests).
         headers.add(name: ":path", value: "/3/device/\(notification.device.token)", indexing: .nonIndexable)
         headers.add(name: ":authority", value: authority)
-        headers.add(name: "authorization", value: "bearer \(jwt)")
+        headers.add(name: "authorization", value: authorization)
         headers.add(name: "apns-push-type", value: "alert")
         headers.add(name: "apns-priority", value: "10")
         headers.add(name: "apns-topic", value: topic)
         headers.add(name: "apns-expiration", value: String(notification.expiresAt))
         headers.add(name: "apns-collapse-id", value: notification.collapseID)
         headers.add(name: "content-type", value: "application/json")
-        headers.add(name: "content-length", value: String(body.count))
+        // Lengths vary from request to request: indexing them would only push out the headers that repeat.
+        headers.add(name: "content-length", value: String(body.count), indexing: .nonIndexable)
         return HTTP2Request(headers: headers, body: ByteBuffer(bytes: body))
     }
 

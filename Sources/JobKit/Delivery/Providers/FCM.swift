@@ -87,18 +87,25 @@ enum FCM {
         }.data
     }
 
-    static func request(for notification: OutgoingNotification, configuration: FCMConfiguration, projectID: String,
-                        accessToken: String, links: DeepLinks, now: Int64) -> HTTP2Request {
+    /// The `authorization` header's value for an access token.
+    static func authorization(accessToken: String) -> String { "Bearer \(accessToken)" }
+
+    /// The send method's path for a project.
+    static func path(projectID: String) -> String { "/v1/projects/\(projectID)/messages:send" }
+
+    static func request(for notification: OutgoingNotification, configuration: FCMConfiguration, path: String,
+                        authorization: String, links: DeepLinks, now: Int64) -> HTTP2Request {
         let body = message(for: notification, configuration: configuration, links: links, now: now)
-        let headers: HPACKHeaders = [
-            ":method": "POST",
-            ":scheme": "https",
-            ":path": "/v1/projects/\(projectID)/messages:send",
-            ":authority": configuration.endpoint.authority,
-            "authorization": "Bearer \(accessToken)",
-            "content-type": "application/json",
-            "content-length": String(body.count),
-        ]
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(7)
+        headers.add(name: ":method", value: "POST")
+        headers.add(name: ":scheme", value: "https")
+        headers.add(name: ":path", value: path)
+        headers.add(name: ":authority", value: configuration.endpoint.authority)
+        headers.add(name: "authorization", value: authorization)
+        headers.add(name: "content-type", value: "application/json")
+        // Lengths vary from request to request: indexing them would only push out the headers that repeat.
+        headers.add(name: "content-length", value: String(body.count), indexing: .nonIndexable)
         return HTTP2Request(headers: headers, body: ByteBuffer(bytes: body))
     }
 
