@@ -301,6 +301,19 @@ import Testing
         await harness.stop()
     }
 
+    /// The system's roots come from its hashed directory when it has one (read per handshake, not parsed
+    /// whole in every process); only `c_rehash` names count as such a directory's certificates.
+    @Test func systemRootsAreReadFromTheHashedDirectory() throws {
+        for name in ["4042bcee.0", "002c0b4f.1", "ffffffff.12"] { #expect(TLSSettings.isHashedCertificateName(name), "\(name)") }
+        for name in ["ca-certificates.crt", "4042bcee", "4042bcee.", "4042BCEE.0", "4042bce.0", "4042bcee.0.pem", "g042bcee.0",
+                     "4042bcee.x"] {
+            #expect(!TLSSettings.isHashedCertificateName(name), "\(name)")
+        }
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/etc/ssl/certs")) ?? []
+        #expect(TLSSettings.hashedSystemCADirectory == (names.contains(where: TLSSettings.isHashedCertificateName) ? "/etc/ssl/certs" : nil))
+        _ = try TLSSettings().makeContext()
+    }
+
     /// The simulator serves streams without a channel each, so it returns flow-control credit itself: a body
     /// larger than the initial stream and connection windows (64 KiB) must still arrive whole and be answered.
     @Test func theSimulatorReadsBodiesLargerThanTheFlowControlWindows() async throws {
