@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 @testable import JobKit
 
@@ -100,5 +101,30 @@ import Testing
         var sizes: [Int] = []
         chunks.forEachChunk(of: count) { range, _ in sizes.append(range.count) }
         return sizes
+    }
+
+    /// The bulk statements' C-level binding and reading: every storage class round-trips (text with non-ASCII
+    /// characters and empty text included), a wrong number of values and a failing step throw GRDB's error.
+    @Test func rawStatementsBindAndReadEveryKindOfValue() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        try await db.sqlite.pool.write { db in
+            try db.execute(sql: "CREATE TABLE t (a, b, c, d, e, f UNIQUE)")
+            let insert = RawStatement(try db.cachedStatement(sql: "INSERT INTO t VALUES (?, ?, ?, ?, ?, ?) RETURNING a, b, c, d, e, f"))
+            var rows: [[String]] = []
+            let read = { (row: RawRow) in
+                rows.append([row.isNull(0) ? "null" : "?", String(row.int64(1)), row.string(2), row.string(3),
+                             row.optionalString(4) ?? "nil", String(row.bool(5))])
+            }
+            try insert.bind([.null, 42.databaseValue, 2.5.databaseValue, "日記 ✓".databaseValue, "".databaseValue, 1.databaseValue])
+            try insert.step(read)
+            try insert.bind([.null, (-7).databaseValue, .null, Data([0x61, 0x62]).databaseValue, .null, 0.databaseValue])
+            try insert.step(read)
+            #expect(rows == [["null", "42", "2.5", "日記 ✓", "", "true"], ["null", "-7", "", "ab", "nil", "false"]])
+            #expect(throws: DatabaseError.self) { try insert.bind([.null]) }
+            try insert.bind([.null, 1.databaseValue, .null, .null, .null, 1.databaseValue])
+            let failure = #expect(throws: DatabaseError.self) { try insert.step() }
+            #expect(failure?.resultCode == .SQLITE_CONSTRAINT)
+            #expect(try Int.fetchOne(db, sql: "SELECT count(*) FROM t") == 2)
+        }
     }
 }

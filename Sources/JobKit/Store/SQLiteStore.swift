@@ -217,7 +217,7 @@ extension SQLiteStore: ReminderStore {
             var candidates: [ReminderCandidate] = []
             candidates.reserveCapacity(keys.count)
             try Self.dueCandidatesStatements.forEachChunk(of: keys.count) { range, sql in
-                let statement = try db.cachedStatement(sql: sql)
+                let statement = try RawStatement(db.cachedStatement(sql: sql))
                 var values: [DatabaseValue] = []
                 values.reserveCapacity(range.count * 9)
                 for key in keys[range] {
@@ -232,14 +232,14 @@ extension SQLiteStore: ReminderStore {
                     values.append(query.period.databaseValue)
                     values.append(query.type.rawValue.databaseValue)
                 }
-                let rows = try Row.fetchCursor(statement, arguments: StatementArguments(values))
-                while let row = try rows.next() {
-                    let log: LogState? = (row[5] as Int64?).map { id in
-                        LogState(id: id, status: ClaimStatus(rawValue: row[6]), claimedAt: row[7],
-                                 messageIndex: row[8], locale: row[9], runID: row[10])
-                    }
-                    candidates.append(ReminderCandidate(query: row[0], userID: row[1], locale: row[2], hasActiveDevice: row[3],
-                                                        wroteToday: row[4], log: log, previousMessageIndex: row[11]))
+                try statement.bind(values)
+                try statement.step { row in
+                    let log: LogState? = row.isNull(5) ? nil : LogState(
+                        id: row.int64(5), status: ClaimStatus(rawValue: row.string(6)), claimedAt: row.int64(7),
+                        messageIndex: row.optionalInt(8), locale: row.optionalString(9), runID: row.string(10))
+                    candidates.append(ReminderCandidate(query: row.int(0), userID: row.string(1), locale: row.string(2),
+                                                        hasActiveDevice: row.bool(3), wroteToday: row.bool(4), log: log,
+                                                        previousMessageIndex: row.optionalInt(11)))
                 }
             }
             return candidates
@@ -281,18 +281,19 @@ extension SQLiteStore: ReminderStore {
     }
     static let resolveStatements = ChunkedSQL(largest: writeChunk, resolveSQL(ids:))
 
-    /// Calls `body` once per chunk of `items` (see ``ChunkedSQL``) with the chunk's cached statement and its
-    /// arguments: `leading`, then what `row` appends for each item.
+    /// Runs one statement per chunk of `items` (see ``ChunkedSQL``), its arguments `leading` and then what
+    /// `row` appends for each item; `body` is handed the bound statement to step.
     private static func inChunks<Item>(_ items: [Item], _ db: Database, _ statements: ChunkedSQL,
                                        leading: [DatabaseValue] = [],
                                        row: (Item, inout [DatabaseValue]) -> Void,
-                                       _ body: (Statement, StatementArguments) throws -> Void) throws {
+                                       _ body: (RawStatement) throws -> Void = { try $0.step() }) throws {
         try statements.forEachChunk(of: items.count) { range, sql in
-            let statement = try db.cachedStatement(sql: sql)
+            let statement = try RawStatement(db.cachedStatement(sql: sql))
             var values = leading
             values.reserveCapacity(leading.count + range.count * 10)
             for item in items[range] { row(item, &values) }
-            try body(statement, StatementArguments(values))
+            try statement.bind(values)
+            try body(statement)
         }
     }
 
@@ -317,10 +318,9 @@ extension SQLiteStore: ReminderStore {
                 values.append(runID.databaseValue)
                 values.append(now.databaseValue)
                 values.append(now.databaseValue)
-            } _: { statement, arguments in
-                let rows = try Row.fetchCursor(statement, arguments: arguments)
-                while let row = try rows.next() {
-                    inserted[LogKey(userID: row[1], type: row[2], period: row[3])] = row[0]
+            } _: { statement in
+                try statement.step { row in
+                    inserted[LogKey(userID: row.string(1), type: row.string(2), period: row.string(3))] = row.int64(0)
                 }
             }
             // Then, in request order, the new claims and the take-overs of stale or retryable ones.
@@ -372,12 +372,12 @@ extension SQLiteStore: ReminderStore {
         return try await read("loading devices") { db in
             var result: [String: [Device]] = [:]
             try Self.activeDevicesStatements.forEachChunk(of: userIDs.count) { range, sql in
-                let rows = try Row.fetchCursor(db.cachedStatement(sql: sql),
-                                               arguments: StatementArguments(userIDs[range].map(\.databaseValue)))
-                while let row = try rows.next() {
-                    guard let provider = Provider(rawValue: row[3]) else { continue }
-                    let device = Device(id: row[0], userID: row[1], token: row[2], provider: provider,
-                                        platform: row[4], apnsEnvironment: row[5])
+                let statement = try RawStatement(db.cachedStatement(sql: sql))
+                try statement.bind(userIDs[range].map { $0.databaseValue })
+                try statement.step { row in
+                    guard let provider = Provider(rawValue: row.string(3)) else { return }
+                    let device = Device(id: row.int64(0), userID: row.string(1), token: row.string(2), provider: provider,
+                                        platform: row.string(4), apnsEnvironment: row.optionalString(5))
                     result[device.userID, default: []].append(device)
                 }
             }
@@ -405,8 +405,6 @@ extension SQLiteStore: ReminderStore {
                 values.append(report.latencyMs.databaseValue)
                 values.append(runID.databaseValue)
                 values.append(now.databaseValue)
-            } _: { insert, arguments in
-                try insert.execute(arguments: arguments)
             }
             let deactivate = try db.cachedStatement(sql: """
                 UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
@@ -432,8 +430,6 @@ extension SQLiteStore: ReminderStore {
                                   leading: [group.status.databaseValue, now.databaseValue, now.databaseValue,
                                             group.detail.databaseValue, runID.databaseValue]) { id, values in
                     values.append(id.databaseValue)
-                } _: { resolve, arguments in
-                    try resolve.execute(arguments: arguments)
                 }
             }
         }
