@@ -8,7 +8,8 @@ import GRDBSQLite
 /// arguments go through `StatementArguments` (a generic map over every value), are checked against the
 /// parameter names, then bound; every row becomes a `Row` whose columns are decoded through protocols.
 /// Here values are bound straight from ``DatabaseValue`` and columns are read by type. Errors are GRDB's
-/// `DatabaseError`, as from GRDB itself.
+/// `DatabaseError`, as from GRDB itself. A statement's SQL used here is used only here: GRDB would not know
+/// of the bindings made behind its back.
 struct RawStatement {
     let statement: Statement
     private var handle: OpaquePointer { statement.sqliteStatement }
