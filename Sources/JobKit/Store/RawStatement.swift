@@ -87,6 +87,7 @@ struct RawRow {
 
     func bool(_ column: Int32) -> Bool { sqlite3_column_int64(handle, column) != 0 }
 
+    /// A text column; `""` for NULL, so for NOT NULL columns only (``optionalString(_:)`` otherwise).
     func string(_ column: Int32) -> String {
         guard let text = sqlite3_column_text(handle, column) else { return "" }
         let count = Int(sqlite3_column_bytes(handle, column))
