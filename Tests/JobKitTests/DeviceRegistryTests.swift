@@ -111,7 +111,7 @@ import Testing
                 .map { $0["detail"] as String }
         }
         #expect(keysPlan.count == 1 && keysPlan[0].hasPrefix("SEARCH notification_settings USING")
-                    && keysPlan[0].hasSuffix("INDEX notification_settings_due (timezone=? AND reminder_minute>? AND reminder_minute<?)"),
+                    && keysPlan[0].hasSuffix("COVERING INDEX notification_settings_due (timezone=? AND due_minute>? AND due_minute<?)"),
                 "\(keysPlan)")
         // A page's candidates: the keys drive, and every table is probed by user id.
         let plan = try await db.sqlite.pool.read { db in
@@ -129,7 +129,57 @@ import Testing
             try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.malformedCountSQL).map { $0["detail"] as String }
         }
         #expect(!countPlan.contains { $0.hasPrefix("SCAN notification_settings") || $0.hasPrefix("SCAN s") }, "\(countPlan)")
-        #expect(countPlan.contains { $0.contains("reminder_minute=?") }, "\(countPlan)")
+        #expect(countPlan.contains { $0.contains("due_minute=?") }, "\(countPlan)")
+    }
+
+    @Test func theDueMinuteCopyFollowsTheReminderTime() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        func dueMinute() async throws -> Int? {
+            try await db.sqlite.pool.read { try Int.fetchOne($0, sql: "SELECT due_minute FROM notification_settings WHERE user_id = 'alice'") }
+        }
+        try await db.store.addUser("alice", zone: "Asia/Tokyo", time: "07:30")
+        #expect(try await dueMinute() == 450)
+        // Through the backend's upsert, a plain update, a malformed time, and a direct write to the copy.
+        try await db.store.upsertUser(UserProfile(id: "alice", timezone: "Asia/Tokyo", reminderTime: "21:15"), now: 0)
+        #expect(try await dueMinute() == 1_275)
+        try await db.execute("UPDATE notification_settings SET reminder_time = '00:05' WHERE user_id = 'alice'")
+        #expect(try await dueMinute() == 5)
+        try await db.execute("UPDATE notification_settings SET reminder_time = '25:00' WHERE user_id = 'alice'")
+        #expect(try await dueMinute() == nil)
+        try await db.execute("UPDATE notification_settings SET reminder_time = '08:00' WHERE user_id = 'alice'")
+        try await db.execute("UPDATE notification_settings SET due_minute = 1 WHERE user_id = 'alice'")
+        #expect(try await dueMinute() == 480)
+        try await db.execute("INSERT INTO users (id, timezone) VALUES ('bob', 'UTC')")
+        try await db.execute("INSERT INTO notification_settings (user_id, reminder_time, due_minute) VALUES ('bob', '09:45', 3)")
+        #expect(try await db.count("SELECT due_minute FROM notification_settings WHERE user_id = 'bob'") == 585)
+        #expect(try await db.count("SELECT count(*) FROM notification_settings WHERE timezone = 'UTC'") == 1)
+    }
+
+    @Test func migratingFillsTheDueMinuteOfExistingRows() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jobkit-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("push.sqlite").path
+        let queue = try DatabaseQueue(path: path)
+        try SQLiteSchema.migrator.migrate(queue, upTo: "005_drop_unused_status_index")
+        try await queue.write { db in
+            try db.execute(sql: """
+                INSERT INTO users (id, timezone) VALUES ('a', 'UTC'), ('b', 'Asia/Tokyo'), ('c', 'UTC');
+                INSERT INTO notification_settings (user_id, reminder_time) VALUES ('a', '20:00'), ('b', '06:15'), ('c', 'soon');
+                """)
+        }
+        try queue.close()
+        let store = try SQLiteStore.open(path: path, mode: .readWrite)
+        let minutes = try await store.pool.read { db in
+            try Row.fetchAll(db, sql: "SELECT user_id, due_minute FROM notification_settings ORDER BY user_id")
+                .map { "\($0[0] as String)=\(($0[1] as Int?).map(String.init) ?? "null")" }
+        }
+        #expect(minutes == ["a=1200", "b=375", "c=null"])
+        let keys = try await store.dueKeys([DueQuery(zone: "Asia/Tokyo", period: "2026-11-21", minutes: 375...375,
+                                                     day: 0..<86_400, type: .diaryReminder)])
+        #expect(keys.map(\.userID) == ["b"])
+        #expect(try await store.malformedReminderTimeCount() == 1)
+        await store.close()
     }
 }
 

@@ -118,7 +118,7 @@ extension SQLiteStore: ReminderStore {
     /// One query's part of the due set, from the `notification_settings_due` index alone.
     static let dueKeysSQL = """
         SELECT user_id FROM notification_settings
-        WHERE diary_reminder_enabled = 1 AND timezone = ? AND reminder_minute BETWEEN ? AND ?
+        WHERE diary_reminder_enabled = 1 AND timezone = ? AND due_minute BETWEEN ? AND ?
         """
 
     /// The candidates query for up to 500 keys (a page) in one statement: 9 parameters a row, well under
@@ -147,7 +147,7 @@ extension SQLiteStore: ReminderStore {
             LEFT JOIN notification_logs l
                    ON l.user_id = s.user_id AND l.notification_type = p.type AND l.period_key = p.period
             WHERE s.user_id = p.user_id AND u.id = s.user_id
-              AND s.diary_reminder_enabled = 1 AND s.timezone = p.zone AND s.reminder_minute BETWEEN p.low AND p.high
+              AND s.diary_reminder_enabled = 1 AND s.timezone = p.zone AND s.due_minute BETWEEN p.low AND p.high
             """
     }
 
@@ -162,7 +162,7 @@ extension SQLiteStore: ReminderStore {
         try await read("counting users in a zone") { db in
             try Int.fetchOne(db, sql: """
                 SELECT count(*) FROM notification_settings
-                WHERE diary_reminder_enabled = 1 AND timezone = ? AND reminder_minute IS NOT NULL
+                WHERE diary_reminder_enabled = 1 AND timezone = ? AND due_minute IS NOT NULL
                 """, arguments: [zone]) ?? 0
         }
     }
@@ -185,7 +185,7 @@ extension SQLiteStore: ReminderStore {
     static let malformedCountSQL = enabledZonesCTE + """
         SELECT coalesce(sum((SELECT count(*) FROM notification_settings s
                              WHERE s.diary_reminder_enabled = 1 AND s.timezone = zones.tz
-                               AND s.reminder_minute IS NULL)), 0)
+                               AND s.due_minute IS NULL)), 0)
         FROM zones WHERE tz IS NOT NULL
         """
 
