@@ -1,7 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHPACK
-import PushSimulator
+@testable import PushSimulator
 import Testing
 @testable import JobKit
 
@@ -316,6 +316,21 @@ import Testing
 
     /// The simulator serves streams without a channel each, so it returns flow-control credit itself: a body
     /// larger than the initial stream and connection windows (64 KiB) must still arrive whole and be answered.
+    @Test func theSimulatorReadsTheSchemeAndThePathByteWise() {
+        #expect(SimulatorState.bearerToken("bearer a.b.c") == "a.b.c")
+        #expect(SimulatorState.bearerToken("Bearer a.b.c") == "a.b.c")
+        #expect(SimulatorState.bearerToken("BEARER a") == "a")
+        #expect(SimulatorState.bearerToken("Basic abc") == nil)
+        #expect(SimulatorState.bearerToken("bearer") == nil)
+        #expect(SimulatorState.bearerToken("bearer\u{0}abc") == nil)
+        #expect(SimulatorState.fcmProject("/v1/projects/demo-project/messages:send") == "demo-project")
+        #expect(SimulatorState.fcmProject("/v1/projects/messages:send") == nil)
+        #expect(SimulatorState.fcmProject("/v1/projects/p/messages:sendx") == nil)
+        #expect(SimulatorState.fcmProject("/v2/projects/p/messages:send") == nil)
+        #expect("0123456789abcdefABCDEF".utf8.allSatisfy(SimulatorState.isHexDigit))
+        #expect(!"gG -".utf8.contains(where: SimulatorState.isHexDigit))
+    }
+
     @Test func theSimulatorReadsBodiesLargerThanTheFlowControlWindows() async throws {
         let harness = try await DeliveryHarness.start()
         let tls = try TLSSettings(additionalCAFile: harness.simulator.credentials.caFile).makeContext()
