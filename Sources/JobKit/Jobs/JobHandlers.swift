@@ -185,7 +185,7 @@ public struct DiaryReminderHandler: JobHandler {
         public var rule: DueRule = .default
         public var claimLeaseSeconds: Int64 = 600
         public var shard: Shard = .all
-        public var pageSize = 500
+        public var pageSize = 1000
         /// Decide only: claim, send and write nothing (the sender prints or validates).
         public var dryRun = false
         public var deadlines = DeadlinePolicy()

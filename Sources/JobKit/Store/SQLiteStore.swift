@@ -121,8 +121,8 @@ extension SQLiteStore: ReminderStore {
         WHERE diary_reminder_enabled = 1 AND timezone = ? AND due_minute BETWEEN ? AND ?
         """
 
-    /// The candidates query for up to 500 keys (a page) in one statement: 9 parameters a row, well under
-    /// SQLite's 32,766.
+    /// The candidates query for up to 500 keys in one statement (a page of 1,000 takes two): 9 parameters a
+    /// row, well under SQLite's 32,766.
     static let dueCandidatesStatements = ChunkedSQL(largest: 500, dueCandidatesSQL(rows:))
 
     /// The candidates of `rows` keys, each row of `p` being (query, user, zone, low, high, day start, day end,
@@ -359,7 +359,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    /// The active devices of up to 500 users (a page) in one statement.
+    /// The active devices of up to 500 users in one statement (a page of 1,000 takes two).
     static let activeDevicesStatements = ChunkedSQL(largest: 500) { count in
         """
         SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
