@@ -207,4 +207,11 @@ extension PostgresStore: CredentialStore {
             WHERE credential_key = \(key)
             """)
     }
+
+    public func abandonMint(key: String, holder: String) async throws(JobError) {
+        _ = try await write("releasing a provider credential lease", """
+            UPDATE provider_credentials SET minting_by = NULL, minting_until = NULL
+            WHERE credential_key = \(key) AND minting_by = \(holder)
+            """)
+    }
 }

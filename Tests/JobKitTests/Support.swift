@@ -185,3 +185,41 @@ extension JobStore {
         }
     }
 }
+
+/// Another process's write lock on a SQLite file: a connection of its own holds `BEGIN IMMEDIATE` on its own
+/// thread until ``release()``.
+final class SQLiteWriteLock: Sendable {
+    private let released = DispatchSemaphore(value: 0)
+    private let done = DispatchSemaphore(value: 0)
+
+    init(path: String) async throws {
+        let queue = try DatabaseQueue(path: path)
+        let (released, done) = (released, done)
+        try await withCheckedThrowingContinuation { (locked: CheckedContinuation<Void, any Error>) in
+            Thread.detachNewThread {
+                do {
+                    try queue.inDatabase { db in
+                        try db.execute(sql: "BEGIN IMMEDIATE")
+                        locked.resume()
+                        released.wait()
+                        try db.execute(sql: "ROLLBACK")
+                    }
+                } catch {
+                    locked.resume(throwing: error)
+                }
+                done.signal()
+            }
+        }
+    }
+
+    func release() async {
+        released.signal()
+        let done = self.done
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            Thread.detachNewThread {
+                done.wait()
+                finished.resume()
+            }
+        }
+    }
+}

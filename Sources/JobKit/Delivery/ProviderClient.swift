@@ -38,8 +38,10 @@ struct ProviderProtocol: Sendable {
 
 /// Sends to one provider over long-lived HTTP/2 connections, one per endpoint, and turns answers into
 /// delivery reports: retries transient failures with backoff and jitter (honouring Retry-After) within the
-/// run's budget, resends at once what the server did not process (GOAWAY), refreshes a refused credential
-/// once and then stops sending to this provider for the rest of the run.
+/// run's budget, resends at once what the server did not process (GOAWAY), and judges a refused credential
+/// by the credential the request carried: a refusal of a credential that is no longer current (another page
+/// refreshed it meanwhile) or of a cached one resends with the current credential; only a refusal of a
+/// credential obtained in answer to a refusal stops sending to this provider for the rest of the run.
 actor ProviderClient {
     let provider: ProviderProtocol
     private let credential: SharedCredential
@@ -54,7 +56,8 @@ actor ProviderClient {
     private var retired: [HTTP2Connection] = []
     /// Set when credentials failed after a refresh: nothing more is sent to this provider in this run.
     private var stopped: String?
-    private var refreshed = false
+    /// Credentials obtained in answer to a refusal in this run: a refusal of one of these is final.
+    private var replacements: Set<String> = []
 
     init(provider: ProviderProtocol, credential: SharedCredential, tls: NIOSSLContext, policy: RetryPolicy, logger: Logger) {
         self.provider = provider
@@ -141,7 +144,7 @@ actor ProviderClient {
                             transient(i, verdict)
                         case .credentials:
                             lastVerdict[i] = verdict
-                            if refreshed || verdict.reason == "TooManyProviderTokenUpdates" {
+                            if replacements.contains(token) || verdict.reason == "TooManyProviderTokenUpdates" {
                                 finish(i, verdict)
                                 stop(verdict.reason ?? "credentials refused")
                             } else {
@@ -152,10 +155,17 @@ actor ProviderClient {
                     }
                 }
             }
-            if refusedCredential && !refreshed {
-                refreshed = true
-                logger.warning("provider refused the credential: refreshing once", metadata: ["provider": "\(provider.name)"])
-                do { _ = try await credential.get(rejected: token) } catch { stop("credential refresh failed: \(error.message)") }
+            if refusedCredential && stopped == nil {
+                // Another page may have replaced the refused credential already: then that one is used, and no
+                // second credential is minted.
+                do {
+                    let replacement = try await credential.get(rejected: token)
+                    if replacements.insert(replacement.token).inserted {
+                        logger.warning("provider refused the credential: using a new one", metadata: ["provider": "\(provider.name)"])
+                    }
+                } catch {
+                    stop("credential refresh failed: \(error.message)")
+                }
             }
             // Unprocessed requests (GOAWAY, refused streams) go again at once on a new connection, for as long
             // as each pass gets some answered; a server that answers nothing is left for the next run.
@@ -179,7 +189,7 @@ actor ProviderClient {
         runStarted = ContinuousClock.now
         self.finishBy = finishBy
         stopped = nil
-        refreshed = false
+        replacements = []
     }
 
     private func stop(_ reason: String) {

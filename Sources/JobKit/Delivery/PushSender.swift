@@ -42,6 +42,7 @@ public final class PushSender: Sender {
             let credential = SharedCredential(
                 key: "apns:\(apnsConfiguration.teamID):\(apnsConfiguration.keyID)", store: credentials, clock: clock,
                 isFresh: { credential, now in now - credential.issuedAt < ProviderTokens.apnsReuseSeconds && credential.issuedAt <= now + 60 },
+                logger: logger,
                 mint: { now async throws(JobError) in try await ProviderTokens.mintAPNs(keys: keys, configuration: apnsConfiguration, now: now) })
             let topic = apnsConfiguration.topic
             apns = ProviderClient(provider: ProviderProtocol(
@@ -63,6 +64,7 @@ public final class PushSender: Sender {
             let credential = SharedCredential(
                 key: "fcm:\(account.clientEmail)", store: credentials, clock: clock,
                 isFresh: { credential, now in credential.expiresAt - now > ProviderTokens.fcmExpiryMarginSeconds },
+                logger: logger,
                 mint: { now async throws(JobError) in try await ProviderTokens.mintFCM(keys: keys, account: account, tls: tls, now: now) })
             fcm = ProviderClient(provider: ProviderProtocol(
                 name: "fcm",

@@ -41,4 +41,13 @@ extension SQLiteStore: CredentialStore {
                 """, arguments: [credential.token, credential.issuedAt, credential.expiresAt, credential.issuedAt, key])
         }
     }
+
+    public func abandonMint(key: String, holder: String) async throws(JobError) {
+        try await write("releasing a provider credential lease") { db in
+            try db.execute(sql: """
+                UPDATE provider_credentials SET minting_by = NULL, minting_until = NULL
+                WHERE credential_key = ? AND minting_by = ?
+                """, arguments: [key, holder])
+        }
+    }
 }
