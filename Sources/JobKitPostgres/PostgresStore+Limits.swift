@@ -108,6 +108,19 @@ extension PostgresStore: ContentLimitStore {
         for row in rows { won.insert(try decode(row, Int64.self)) }
         return won
     }
+
+    public func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
+        guard !logIDs.isEmpty else { return [:] }
+        var result: [Int64: Set<Int64>] = [:]
+        for row in try await rows("reading earlier deliveries", """
+            SELECT log_id, device_id FROM notification_deliveries
+            WHERE log_id = ANY(\(logIDs)::int8[]) AND outcome = 'delivered' AND device_id IS NOT NULL
+            """) {
+            let (logID, deviceID) = try decode(row, (Int64, Int64).self)
+            result[logID, default: []].insert(deviceID)
+        }
+        return result
+    }
 }
 
 extension PostgresStore: JanitorStore {

@@ -195,15 +195,15 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
     }
 
     @Test func resolutionFromOutcomes() {
-        #expect(ReminderDecision.resolution(previouslyDelivered: 0, outcomes: [.delivered, .delivered]) == .sent)
-        #expect(ReminderDecision.resolution(previouslyDelivered: 0, outcomes: [.delivered, .tokenDead]) == .partial)
-        #expect(ReminderDecision.resolution(previouslyDelivered: 0, outcomes: [.delivered, .retryLater]) == .partial)
-        #expect(ReminderDecision.resolution(previouslyDelivered: 0, outcomes: [.tokenDead, .retryLater]) == .retry)
-        #expect(ReminderDecision.resolution(previouslyDelivered: 0, outcomes: [.tokenDead, .rejected]) == .failed)
-        #expect(ReminderDecision.resolution(previouslyDelivered: 0, outcomes: [.credentials]) == .retry)
-        #expect(ReminderDecision.resolution(previouslyDelivered: 1, outcomes: [.delivered]) == .sent)
-        #expect(ReminderDecision.resolution(previouslyDelivered: 1, outcomes: [.retryLater]) == .partial)
-        #expect(ReminderDecision.resolution(previouslyDelivered: 0, outcomes: []) == .failed)
+        #expect(DeliveryLifecycle.resolution(previouslyDelivered: 0, outcomes: [.delivered, .delivered]) == .sent)
+        #expect(DeliveryLifecycle.resolution(previouslyDelivered: 0, outcomes: [.delivered, .tokenDead]) == .partial)
+        #expect(DeliveryLifecycle.resolution(previouslyDelivered: 0, outcomes: [.delivered, .retryLater]) == .retry)
+        #expect(DeliveryLifecycle.resolution(previouslyDelivered: 0, outcomes: [.tokenDead, .retryLater]) == .retry)
+        #expect(DeliveryLifecycle.resolution(previouslyDelivered: 0, outcomes: [.tokenDead, .rejected]) == .failed)
+        #expect(DeliveryLifecycle.resolution(previouslyDelivered: 0, outcomes: [.credentials]) == .retry)
+        #expect(DeliveryLifecycle.resolution(previouslyDelivered: 1, outcomes: [.delivered]) == .sent)
+        #expect(DeliveryLifecycle.resolution(previouslyDelivered: 1, outcomes: [.retryLater]) == .retry)
+        #expect(DeliveryLifecycle.resolution(previouslyDelivered: 0, outcomes: []) == .failed)
     }
 }
 

@@ -77,6 +77,9 @@ public struct ContentLimitHook: Sendable {
         public var dryRun = false
         public var explain = false
         public var claimLeaseSeconds: Int64 = 600
+        /// How long a 100 % warning waits for the period's 90 % warning that another invocation is sending;
+        /// after it, the 100 % warning is left `retry` for the next reminder run.
+        public var lowerWarningWait: Duration = .seconds(10)
         public var runID = UUID().uuidString.lowercased()
         public init(now: Int64, dryRun: Bool = false, explain: Bool = false) {
             self.now = now
@@ -126,14 +129,15 @@ public struct ContentLimitHook: Sendable {
 
         let staleBefore = options.now - options.claimLeaseSeconds
         let existing = user.logs[LimitLogKey(type: type, period: period)]
-        if type == .contentLimit90, let full = user.logs[LimitLogKey(type: .contentLimit100, period: period)] {
-            step("100 % warning this period: \(full.status)")
+        if DeliveryLifecycle.warningOrder(type, period: period, logs: user.logs, staleBefore: staleBefore) == .overtaken {
+            step("100 % warning this period: \(user.logs[LimitLogKey(type: .contentLimit100, period: period)]?.status.rawValue ?? "?")")
             return finish("the 100 % warning already exists this period")
         }
         if let existing {
             step("\(type.rawValue) this period: \(existing.status) at \(Timestamps.format(existing.claimedAt))")
-            let retryable = existing.status == .retry || (existing.status == .claimed && existing.claimedAt <= staleBefore)
-            if !retryable { return finish("already warned this period (\(existing.status))") }
+            if !DeliveryLifecycle.canTakeOver(existing, staleBefore: staleBefore) {
+                return finish("already warned this period (\(existing.status))")
+            }
         } else {
             step("\(type.rawValue) this period: not yet")
         }
@@ -175,6 +179,15 @@ public struct ContentLimitHook: Sendable {
             return finish("inside quiet hours")
         }
         guard let sender else { return finish("no sender") }
+        if type == .contentLimit100,
+           try await !lowerWarningRecorded(userID: user.userID, period: period, floor: floor, options: options) {
+            step("90 % warning of this period still on its way after \(options.lowerWarningWait): held back")
+            try await store.record([], resolutions: [ClaimResolution(
+                logID: claim.logID, status: .retry, detail: "held back: the 90 % warning of this period was on its way")],
+                runID: options.runID, now: options.now)
+            summary.action = .deferred
+            return finish("held back until the 90 % warning is recorded (the next reminder run sends it)")
+        }
         let delivered = try await ContentLimitHook.deliver(
             [PendingWarning(logID: claim.logID, userID: user.userID, type: type, period: period,
                             messageIndex: claim.messageIndex, locale: claim.locale, params: claim.params,
@@ -186,19 +199,37 @@ public struct ContentLimitHook: Sendable {
         return finish(delivered.statuses.first.map { "claim \($0)" } ?? "sent")
     }
 
+    /// Waits, up to `options.lowerWarningWait`, while the period's 90 % warning is on its way (another
+    /// invocation claimed it and has not recorded it yet), so that it cannot arrive after the 100 % one.
+    private func lowerWarningRecorded(userID: String, period: String, floor: String, options: Options) async throws(JobError) -> Bool {
+        let staleBefore = options.now - options.claimLeaseSeconds
+        let deadline = ContinuousClock.now + options.lowerWarningWait
+        while true {
+            let logs = try await store.limitSnapshot(userID: userID, periodsFrom: floor)?.logs ?? [:]
+            if DeliveryLifecycle.warningOrder(.contentLimit100, period: period, logs: logs, staleBefore: staleBefore) == .send {
+                return true
+            }
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
     /// Sends claimed quota warnings to every active device and records the outcome: the same path as
     /// the reminder's claim → send → record.
-    static func deliver(_ warnings: [PendingWarning], store: any ReminderStore, sender: any Sender, catalog: CopyCatalog,
-                        runID: String, now: Int64) async throws(JobError) -> (notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus]) {
+    static func deliver(_ warnings: [PendingWarning], store: any ContentLimitStore & ReminderStore, sender: any Sender,
+                        catalog: CopyCatalog, runID: String,
+                        now: Int64) async throws(JobError) -> (notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus]) {
         guard !warnings.isEmpty else { return (0, [:], []) }
         let devices = try await store.activeDevices(userIDs: warnings.map(\.userID))
+        let reached = try await store.deliveredDevices(logIDs: warnings.map(\.logID))
         var notifications: [OutgoingNotification] = []
         var owners: [Int] = []
         for (index, warning) in warnings.enumerated() {
             let message = (catalog.message(warning.type, locale: warning.locale, index: warning.messageIndex)
                 ?? catalog.choose(warning.type, locale: warning.locale, userID: warning.userID, period: warning.period,
                                   previousIndex: nil).message).rendered(warning.params)
-            for device in devices[warning.userID] ?? [] where sender.canDeliver(to: device.provider) {
+            let deliverable = (devices[warning.userID] ?? []).filter { sender.canDeliver(to: $0.provider) }
+            for device in DeliveryLifecycle.devicesToSend(deliverable, alreadyDelivered: reached[warning.logID] ?? []) {
                 notifications.append(OutgoingNotification(
                     logID: warning.logID, device: device, type: warning.type, period: warning.period, locale: warning.locale,
                     messageIndex: warning.messageIndex, title: message.title, body: message.body, expiresAt: now + 86_400))
@@ -217,10 +248,12 @@ public struct ContentLimitHook: Sendable {
             byWarning[owners[i]].append(report.outcome)
             records.append(DeliveryRecord(logID: notifications[i].logID!, deviceID: notifications[i].device.id, report: report))
         }
-        let statuses = byWarning.map { ReminderDecision.resolution(previouslyDelivered: 0, outcomes: $0) }
+        let statuses = warnings.indices.map { i in
+            DeliveryLifecycle.resolution(previouslyDelivered: reached[warnings[i].logID]?.count ?? 0, outcomes: byWarning[i])
+        }
         let resolutions = warnings.indices.map { i in
             ClaimResolution(logID: warnings[i].logID, status: statuses[i],
-                            detail: byWarning[i].isEmpty ? "no deliverable device at send time" : nil)
+                            detail: byWarning[i].isEmpty && reached[warnings[i].logID] == nil ? "no deliverable device at send time" : nil)
         }
         try await store.record(records, resolutions: resolutions, runID: runID, now: now)
         return (notifications.count, outcomes, statuses)
@@ -231,15 +264,31 @@ extension DiaryReminderRunner {
     /// Delivers quota warnings that are due now: deferred past quiet hours, left for retry, or claimed by a
     /// hook invocation that died. Part of every (non-dry) diary-reminder run.
     func deliverPendingWarnings(_ options: ReminderRunOptions, summary: inout RunSummary) async throws(JobError) {
-        guard !options.dryRun, let warningsStore = store as? any ContentLimitStore else { return }
+        guard !options.dryRun, let warningsStore = store as? any ContentLimitStore & ReminderStore else { return }
         let staleBefore = options.now - options.claimLeaseSeconds
-        let pending = try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
-            .filter { options.shard.contains(userID: $0.userID) }
-        guard !pending.isEmpty else { return }
-        let won = try await warningsStore.claimPendingWarnings(pending.map(\.logID), runID: options.runID, now: options.now,
-                                                                staleBefore: staleBefore)
+        var pending: [PendingWarning] = []
+        var overtaken: [Int64] = []
+        for warning in try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
+        where options.shard.contains(userID: warning.userID) {
+            let logs = try await warningsStore.limitSnapshot(userID: warning.userID, periodsFrom: warning.period)?.logs ?? [:]
+            switch DeliveryLifecycle.warningOrder(warning.type, period: warning.period, logs: logs, staleBefore: staleBefore) {
+            case .send: pending.append(warning)
+            case .overtaken: overtaken.append(warning.logID)
+            case .waitForLowerWarning: continue   // the next run, once the 90 % warning is recorded
+            }
+        }
+        guard !pending.isEmpty || !overtaken.isEmpty else { return }
+        let won = try await warningsStore.claimPendingWarnings(pending.map(\.logID) + overtaken, runID: options.runID,
+                                                                now: options.now, staleBefore: staleBefore)
+        // A 90 % warning left pending when its period's 100 % warning was claimed never goes out.
+        let superseded = overtaken.filter { won.contains($0) }.map {
+            ClaimResolution(logID: $0, status: .superseded, detail: "overtaken by the 100 % warning")
+        }
+        if !superseded.isEmpty {
+            try await store.record([], resolutions: superseded, runID: options.runID, now: options.now)
+        }
         let mine = pending.filter { won.contains($0.logID) }
-        let result = try await ContentLimitHook.deliver(mine, store: store, sender: sender, catalog: catalog,
+        let result = try await ContentLimitHook.deliver(mine, store: warningsStore, sender: sender, catalog: catalog,
                                                         runID: options.runID, now: options.now)
         summary.warningsDelivered += result.statuses.filter { $0 == .sent || $0 == .partial }.count
         summary.notifications += result.notifications

@@ -207,7 +207,7 @@ public struct DiaryReminderRunner: Sendable {
             let message = catalog.message(query.type, locale: claim.locale, index: claim.messageIndex)
                 ?? catalog.choose(query.type, locale: claim.locale, userID: claim.userID, period: query.period,
                                   previousIndex: nil).message
-            for device in devices[claim.userID] ?? [] where !claim.deliveredDeviceIDs.contains(device.id) {
+            for device in DeliveryLifecycle.devicesToSend(devices[claim.userID] ?? [], alreadyDelivered: claim.deliveredDeviceIDs) {
                 notifications.append(OutgoingNotification(
                     logID: options.dryRun ? nil : claim.logID, device: device, type: query.type, period: query.period,
                     locale: claim.locale, messageIndex: claim.messageIndex, title: message.title, body: message.body,
@@ -236,13 +236,14 @@ public struct DiaryReminderRunner: Sendable {
         for (i, report) in reports.enumerated() {
             outcomes[owners[i]].append(report.outcome)
             delivered.outcomes[report.outcome.rawValue, default: 0] += 1
+            if !DeliveryLifecycle.isFinal(report.outcome) { delivered.devicesPendingRetry += 1 }
             deliveries.append(DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
                                              report: report))
         }
         var resolutions: [ClaimResolution] = []
         for (index, claim) in claims.enumerated() {
-            let status = ReminderDecision.resolution(previouslyDelivered: claim.deliveredDeviceIDs.count,
-                                                     outcomes: outcomes[index])
+            let status = DeliveryLifecycle.resolution(previouslyDelivered: claim.deliveredDeviceIDs.count,
+                                                      outcomes: outcomes[index])
             switch status {
             case .sent: delivered.sent += 1
             case .partial: delivered.partial += 1
@@ -278,7 +279,7 @@ struct ClaimedPage: Sendable {
 struct DeliveredPage: Sendable {
     var notifications = 0
     var outcomes: [String: Int] = [:]
-    var sent = 0, partial = 0, retry = 0, failed = 0
+    var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0
     var send = Duration.zero, record = Duration.zero
 
     func merge(into summary: inout RunSummary, phases: inout Phases) {
@@ -288,6 +289,7 @@ struct DeliveredPage: Sendable {
         summary.partial += partial
         summary.retry += retry
         summary.failed += failed
+        summary.devicesPendingRetry += devicesPendingRetry
         phases.add(.send, send)
         phases.add(.record, record)
     }

@@ -21,12 +21,15 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var takenOver = 0
     /// Users whose notification reached every device.
     public var sent = 0
-    /// Users whose notification reached some devices.
+    /// Users whose notification reached some devices; the others failed for good (dead token, rejected).
     public var partial = 0
     /// Users whose notification reached no device for permanent reasons.
     public var failed = 0
-    /// Users left for the next run because of transient errors.
+    /// Users with devices left for a later run because of transient or credential errors (other devices of
+    /// theirs may have been reached): those devices are sent to again inside the catch-up window.
     public var retry = 0
+    /// Devices left for a later run (transient or credential errors), as opposed to finished ones.
+    public var devicesPendingRetry = 0
     /// Quota warnings delivered by this run (deferred past quiet hours, or retried).
     public var warningsDelivered = 0
     /// Device attempts.
@@ -67,6 +70,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
         parts += ["candidates=\(candidates)", "due=\(due)", "claimed=\(claimed)"]
         if takenOver > 0 { parts.append("taken_over=\(takenOver)") }
         parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)"]
+        if devicesPendingRetry > 0 { parts.append("devices_pending_retry=\(devicesPendingRetry)") }
         if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }
         parts.append("notifications=\(notifications)")
         if !outcomes.isEmpty {

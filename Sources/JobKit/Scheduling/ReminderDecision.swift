@@ -22,7 +22,7 @@ public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, Compa
 public enum ReminderDecision: Sendable, Hashable {
     /// Insert a new claim.
     case claim
-    /// Take over a claim left by a run that died (stale `claimed`) or found only transient errors (`retry`).
+    /// Take over a claim left by a run that died (stale `claimed`) or with devices pending (`retry`).
     case takeOver(LogState)
     case skip(SkipReason)
 
@@ -33,24 +33,7 @@ public enum ReminderDecision: Sendable, Hashable {
         guard hasActiveDevice else { return .skip(.noActiveDevice) }
         guard !wroteToday else { return .skip(.wroteToday) }
         guard let log else { return .claim }
-        switch log.status {
-        case .retry:
-            return .takeOver(log)
-        case .claimed:
-            return log.claimedAt <= staleBefore ? .takeOver(log) : .skip(.claimInProgress)
-        default:
-            return .skip(.alreadyReminded)
-        }
-    }
-
-    /// The final log status from the outcomes of every device attempt for one claim (including devices
-    /// an earlier run of the same claim already delivered to).
-    public static func resolution(previouslyDelivered: Int, outcomes: [DeliveryOutcome]) -> ClaimStatus {
-        let delivered = previouslyDelivered + outcomes.filter { $0 == .delivered }.count
-        let transient = outcomes.contains { $0 == .retryLater || $0 == .credentials }
-        if delivered > 0 {
-            return delivered == previouslyDelivered + outcomes.count ? .sent : .partial
-        }
-        return transient ? .retry : .failed
+        if DeliveryLifecycle.canTakeOver(log, staleBefore: staleBefore) { return .takeOver(log) }
+        return .skip(log.status == .claimed ? .claimInProgress : .alreadyReminded)
     }
 }

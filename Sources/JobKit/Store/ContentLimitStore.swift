@@ -105,6 +105,9 @@ public protocol ContentLimitStore: Sendable {
     func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning]
     /// Claims pending warnings for this run; returns the ids won.
     func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> Set<Int64>
+    /// The devices each of these claims already reached (a `delivered` attempt), by log id; claims that
+    /// reached none are absent. A claim taken over is sent only to the others.
+    func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>]
 }
 
 /// The stored form of a warning's numbers: a JSON object of strings.

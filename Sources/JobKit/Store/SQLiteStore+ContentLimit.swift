@@ -103,4 +103,20 @@ extension SQLiteStore: ContentLimitStore {
             return won
         }
     }
+
+    public func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
+        guard !logIDs.isEmpty else { return [:] }
+        return try await read("reading earlier deliveries") { db in
+            var result: [Int64: Set<Int64>] = [:]
+            let statement = try db.cachedStatement(sql: """
+                SELECT device_id FROM notification_deliveries
+                WHERE log_id = ? AND outcome = 'delivered' AND device_id IS NOT NULL
+                """)
+            for id in Set(logIDs) {
+                let devices = try Int64.fetchSet(statement, arguments: [id])
+                if !devices.isEmpty { result[id] = devices }
+            }
+            return result
+        }
+    }
 }

@@ -1,0 +1,79 @@
+/// The delivery lifecycle of one notification, stated once and free of I/O: the states of its claim (the
+/// notification log row), what each device's delivery ends as, who may take a claim over, when the
+/// notification is finished, and in which order a period's quota warnings may reach a device.
+///
+/// A claim's states (``ClaimStatus``):
+///
+///     (none) ──claim──▶ claimed ──record──▶ sent | partial | failed      (final)
+///                         │                 retry ──take over──▶ claimed (only devices not yet reached)
+///                         └──lease runs out (the run died)──take over──▶ claimed
+///     warnings: deferred ──quiet hours end──▶ claimed;  deferred | retry ──100 % claimed──▶ superseded (final)
+///
+/// Each device of a claim ends `delivered`, `token_dead` or `rejected` (final), or `retry_later` /
+/// `credentials` (pending): a later run inside the catch-up window sends again to the pending devices only,
+/// with the same collapse id, and never to a device that was reached.
+public enum DeliveryLifecycle {
+    /// Whether a run may take over an existing claim: a `retry` one always (some of its devices are pending),
+    /// a `claimed` one once its lease has run out (`claimedAt <= staleBefore`: the run that held it died).
+    public static func canTakeOver(_ log: LogState, staleBefore: Int64) -> Bool {
+        switch log.status {
+        case .retry: true
+        case .claimed: log.claimedAt <= staleBefore
+        default: false
+        }
+    }
+
+    /// Whether a device's outcome ends its delivery. Transient and credential failures do not: the device is
+    /// sent to again by a later run.
+    public static func isFinal(_ outcome: DeliveryOutcome) -> Bool {
+        switch outcome {
+        case .delivered, .tokenDead, .rejected: true
+        case .retryLater, .credentials: false
+        }
+    }
+
+    /// A claim's status once this run's attempts are known.
+    /// - Parameters:
+    ///   - previouslyDelivered: devices an earlier run of the same claim reached (not sent to again).
+    ///   - outcomes: this run's outcome for each device it sent to.
+    /// - Returns: `retry` while any device is pending (whether or not another device was reached), else
+    ///   `sent` (every device reached), `partial` (some reached, the others failed for good) or `failed`.
+    public static func resolution(previouslyDelivered: Int, outcomes: [DeliveryOutcome]) -> ClaimStatus {
+        if outcomes.contains(where: { !isFinal($0) }) { return .retry }
+        let delivered = previouslyDelivered + outcomes.filter { $0 == .delivered }.count
+        if delivered == 0 { return .failed }
+        return delivered == previouslyDelivered + outcomes.count ? .sent : .partial
+    }
+
+    /// The devices a claim is sent to: its user's active, deliverable devices that no earlier run of the
+    /// same claim reached.
+    public static func devicesToSend(_ devices: [Device], alreadyDelivered: Set<Int64>) -> [Device] {
+        alreadyDelivered.isEmpty ? devices : devices.filter { !alreadyDelivered.contains($0.id) }
+    }
+
+    /// What may happen to a quota warning now, given the period's warning log rows.
+    public enum WarningOrder: Sendable, Hashable {
+        /// Send it.
+        case send
+        /// A 100 % warning whose period's 90 % warning is on its way (claimed, lease running): sending now
+        /// could let the 90 % one arrive last. Wait for it to be recorded.
+        case waitForLowerWarning
+        /// A 90 % warning whose period's 100 % warning exists: it must never arrive, now or later.
+        case overtaken
+    }
+
+    /// A 90 % warning never reaches a device after the same period's 100 % warning.
+    public static func warningOrder(_ type: NotificationType, period: String, logs: [LimitLogKey: LogState],
+                                    staleBefore: Int64) -> WarningOrder {
+        switch type {
+        case .contentLimit90:
+            return logs[LimitLogKey(type: .contentLimit100, period: period)] == nil ? .send : .overtaken
+        case .contentLimit100:
+            guard let lower = logs[LimitLogKey(type: .contentLimit90, period: period)], lower.status == .claimed,
+                  lower.claimedAt > staleBefore else { return .send }
+            return .waitForLowerWarning
+        default:
+            return .send
+        }
+    }
+}
