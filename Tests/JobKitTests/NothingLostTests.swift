@@ -182,3 +182,62 @@ extension ContentLimitHookTests {
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit100])
     }
 }
+
+/// Accepts every notification, and takes the database's write lock as it answers (another process's
+/// long transaction), releasing it `holdFor` later: the run's record meets a locked database.
+actor LockingSender: Sender {
+    let path: String
+    let holdFor: Duration
+    private(set) var sent: [OutgoingNotification] = []
+
+    init(path: String, holdFor: Duration) {
+        self.path = path
+        self.holdFor = holdFor
+    }
+
+    func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+        sent += batch
+        if let lock = try? await SQLiteWriteLock(path: path) {
+            let holdFor = self.holdFor
+            Task {
+                try? await Task.sleep(for: holdFor)
+                await lock.release()
+            }
+        }
+        return batch.map { DeliveryReport(channel: $0.device.provider.rawValue, outcome: .delivered) }
+    }
+}
+
+extension NothingLostTests {
+    /// Measured case 5 (the lock part): answers the providers accepted are recorded once the database is free
+    /// again, within the claims' lease, instead of the run failing with them unrecorded (the run that took the
+    /// claims over then sent every one of them again). A claim that meets the lock ends the run with 75; either
+    /// way the next run sends only to the users nobody sent to.
+    @Test func answersAreRecordedAfterALockAndNothingIsSentTwice() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
+        let impatient = try SQLiteStore.open(path: db.path, mode: .readWrite, busyTimeout: 0.1)
+        let sender = LockingSender(path: db.path, holdFor: .milliseconds(1500))
+        let logs = CapturedLogs()
+        var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+        options.pageSize = 10
+        // The first page's answers meet the lock; a later page's claim may meet it too (then the run ends 75).
+        do {
+            _ = try await DiaryReminderRunner(store: impatient, sender: sender, logger: logs.logger).run(options)
+        } catch {
+            #expect(error.exitCode == 75, "\(error)")
+        }
+        let sentFirst = await sender.sent.count
+        #expect(sentFirst >= 10)
+        #expect(try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'") == sentFirst)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == sentFirst)
+        #expect(logs.lines.contains { $0.contains("cannot record provider answers yet") })
+        // The next run in the window sends to the others only.
+        let next = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger)
+            .run(ReminderRunOptions(now: instant("2026-11-21T20:15:00Z")))
+        #expect(next.sent == 30 - sentFirst)
+        let users = await sender.sent.map(\.device.userID)
+        #expect(users.count == 30 && Set(users).count == 30)
+        await impatient.close()
+    }
+}

@@ -192,7 +192,8 @@ public struct ContentLimitHook: Sendable {
             [PendingWarning(logID: claim.logID, userID: user.userID, type: type, period: period,
                             messageIndex: claim.messageIndex, locale: claim.locale, params: claim.params,
                             timezone: user.timezone)],
-            store: store, sender: sender, catalog: catalog, runID: options.runID, now: options.now)
+            store: store, sender: sender, catalog: catalog, runID: options.runID, now: options.now,
+            recordDeadline: started + .seconds(options.claimLeaseSeconds) * 0.9, logger: logger)
         summary.action = .sent
         summary.notifications = delivered.notifications
         summary.outcomes = delivered.outcomes
@@ -217,8 +218,8 @@ public struct ContentLimitHook: Sendable {
     /// Sends claimed quota warnings to every active device and records the outcome: the same path as
     /// the reminder's claim → send → record.
     static func deliver(_ warnings: [PendingWarning], store: any ContentLimitStore & ReminderStore, sender: any Sender,
-                        catalog: CopyCatalog, runID: String,
-                        now: Int64) async throws(JobError) -> (notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus]) {
+                        catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: ContinuousClock.Instant,
+                        logger: Logger) async throws(JobError) -> (notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus]) {
         guard !warnings.isEmpty else { return (0, [:], []) }
         let devices = try await store.activeDevices(userIDs: warnings.map(\.userID))
         let reached = try await store.deliveredDevices(logIDs: warnings.map(\.logID))
@@ -255,7 +256,8 @@ public struct ContentLimitHook: Sendable {
             ClaimResolution(logID: warnings[i].logID, status: statuses[i],
                             detail: byWarning[i].isEmpty && reached[warnings[i].logID] == nil ? "no deliverable device at send time" : nil)
         }
-        try await store.record(records, resolutions: resolutions, runID: runID, now: now)
+        try await store.recordPersistently(records, resolutions: resolutions, runID: runID, now: now,
+                                           deadline: recordDeadline, logger: logger)
         return (notifications.count, outcomes, statuses)
     }
 }
@@ -263,7 +265,8 @@ public struct ContentLimitHook: Sendable {
 extension DiaryReminderRunner {
     /// Delivers quota warnings that are due now: deferred past quiet hours, left for retry, or claimed by a
     /// hook invocation that died. Part of every (non-dry) diary-reminder run.
-    func deliverPendingWarnings(_ options: ReminderRunOptions, summary: inout RunSummary) async throws(JobError) {
+    func deliverPendingWarnings(_ options: ReminderRunOptions, summary: inout RunSummary,
+                                recordDeadline: ContinuousClock.Instant) async throws(JobError) {
         guard !options.dryRun, let warningsStore = store as? any ContentLimitStore & ReminderStore else { return }
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []
@@ -289,7 +292,8 @@ extension DiaryReminderRunner {
         }
         let mine = pending.filter { won.contains($0.logID) }
         let result = try await ContentLimitHook.deliver(mine, store: warningsStore, sender: sender, catalog: catalog,
-                                                        runID: options.runID, now: options.now)
+                                                        runID: options.runID, now: options.now,
+                                                        recordDeadline: recordDeadline, logger: logger)
         summary.warningsDelivered += result.statuses.filter { $0 == .sent || $0 == .partial }.count
         summary.notifications += result.notifications
         for (outcome, count) in result.outcomes { summary.outcomes[outcome, default: 0] += count }

@@ -46,6 +46,8 @@ public struct DiaryReminderRunner: Sendable {
     public func run(_ options: ReminderRunOptions) async throws(JobError) -> RunSummary {
         let started = ContinuousClock.now
         let budget = Duration.seconds(options.claimLeaseSeconds / 2)
+        // Answers are recorded before any claim of this run can be taken over (a tenth of the lease to spare).
+        let recordDeadline = started + .seconds(options.claimLeaseSeconds) * 0.9
         var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
         if options.shard.count > 1 { summary.shard = options.shard.description }
         var phases = Phases()
@@ -60,7 +62,7 @@ public struct DiaryReminderRunner: Sendable {
         summary.candidates += malformed
         summary.skip(.invalidReminderTime, malformed)
         try await phases.measure(.send) { () async throws(JobError) in
-            try await deliverPendingWarnings(options, summary: &summary)
+            try await deliverPendingWarnings(options, summary: &summary, recordDeadline: recordDeadline)
         }
 
         // The run's due set, in user-id order whatever the zone: each page then reads neighbouring rows of
@@ -124,7 +126,7 @@ public struct DiaryReminderRunner: Sendable {
             // while the next one is selected.
             if let claimed {
                 try await pipeline.submit(claimed, summary: &summary, phases: &phases) { page async throws(JobError) in
-                    try await deliver(page, options: options)
+                    try await deliver(page, options: options, recordDeadline: recordDeadline)
                 }
             }
         }
@@ -218,8 +220,10 @@ public struct DiaryReminderRunner: Sendable {
         return ClaimedPage(claims: claims, notifications: notifications, owners: owners)
     }
 
-    /// Sends one claimed page and records every answer and each claim's resolution.
-    private func deliver(_ page: ClaimedPage, options: ReminderRunOptions) async throws(JobError) -> DeliveredPage {
+    /// Sends one claimed page and records every answer and each claim's resolution; a locked database is
+    /// waited for until `recordDeadline` (the claims' lease less a margin).
+    private func deliver(_ page: ClaimedPage, options: ReminderRunOptions,
+                         recordDeadline: ContinuousClock.Instant) async throws(JobError) -> DeliveredPage {
         var delivered = DeliveredPage()
         let (claims, notifications, owners) = (page.claims, page.notifications, page.owners)
         let sendStart = ContinuousClock.now
@@ -255,7 +259,8 @@ public struct DiaryReminderRunner: Sendable {
         }
         if !options.dryRun {
             let recordStart = ContinuousClock.now
-            try await store.record(deliveries, resolutions: resolutions, runID: options.runID, now: options.now)
+            try await store.recordPersistently(deliveries, resolutions: resolutions, runID: options.runID, now: options.now,
+                                               deadline: recordDeadline, logger: logger)
             delivered.record = ContinuousClock.now - recordStart
         }
         return delivered

@@ -1,3 +1,5 @@
+import Logging
+
 /// How a job opens its store.
 public enum StoreOpenMode: Sendable, Hashable {
     /// Create the database if needed and apply pending migrations (`pushctl migrate`, `seed`, tests).
@@ -63,6 +65,36 @@ public protocol ReminderStore: Sendable {
     func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int?
     /// Job bookkeeping (the report's "last run of each job").
     func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError)
+}
+
+extension ReminderStore {
+    /// Records answers that providers gave, retrying while the database is busy or locked (``JobError``
+    /// `tempFailure`) until `deadline`. Until a claim's lease runs out no other run takes it over, so an
+    /// answer recorded late is never sent again; one given up on is sent again by the run that takes over.
+    /// Any other error is thrown at once.
+    public func recordPersistently(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String,
+                                   now: Int64, deadline: ContinuousClock.Instant, logger: Logger) async throws(JobError) {
+        var delay = Duration.milliseconds(100)
+        var failures = 0
+        while true {
+            do {
+                try await record(deliveries, resolutions: resolutions, runID: runID, now: now)
+                if failures > 0 {
+                    logger.notice("recorded after the database was locked", metadata: ["attempts": "\(failures + 1)"])
+                }
+                return
+            } catch where error.isTemporary && ContinuousClock.now + delay < deadline {
+                failures += 1
+                if failures == 1 {
+                    logger.warning("cannot record provider answers yet: retrying until the claims' lease ends", metadata: [
+                        "deliveries": "\(deliveries.count)", "reason": "\(error.message)",
+                    ])
+                }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
 }
 
 /// Device registration: an idempotent upsert safe to call on every app launch, concurrently.

@@ -37,6 +37,9 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     /// Something is misconfigured: missing credentials, an unmigrated database (EX_CONFIG, 78).
     public static func config(_ message: String) -> JobError { JobError(.config, message) }
 
+    /// A temporary failure (a locked database): the same call may succeed later.
+    public var isTemporary: Bool { code == .tempFailure }
+
     /// The sysexits(3) code for this error.
     public var exitCode: Int32 {
         switch code {
