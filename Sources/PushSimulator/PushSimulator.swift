@@ -115,8 +115,12 @@ public final class PushSimulator: Sendable {
     public let credentials: SimulatorCredentials
     private let channel: any Channel
     let state: SimulatorState
+    /// Open connections, for ``pause()`` and ``resume()``.
+    private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
 
-    private init(port: Int, credentials: SimulatorCredentials, channel: any Channel, state: SimulatorState) {
+    private init(port: Int, credentials: SimulatorCredentials, channel: any Channel, state: SimulatorState,
+                 connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>) {
+        self.connections = connections
         self.port = port
         self.credentials = credentials
         self.channel = channel
@@ -140,12 +144,16 @@ public final class PushSimulator: Sendable {
             HTTP2Setting(parameter: .maxHeaderListSize, value: 1 << 16),
         ]
         let goAwayAfter = configuration.goAwayAfterStreams
+        let connections = NIOLockedValueBox<[ObjectIdentifier: any Channel]>([:])
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.backlog, value: 256)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.socketOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
                 state.connectionOpened()
+                let id = ObjectIdentifier(channel)
+                connections.withLockedValue { $0[id] = channel }
+                channel.closeFuture.whenComplete { _ in _ = connections.withLockedValue { $0.removeValue(forKey: id) } }
                 return channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLServerHandler(context: sslContext))
@@ -159,7 +167,7 @@ public final class PushSimulator: Sendable {
         let port = channel.localAddress?.port ?? configuration.port
         try credentials.writeServiceAccount(port: port)
         state.baseURL = "https://127.0.0.1:\(port)"
-        return PushSimulator(port: port, credentials: credentials, channel: channel, state: state)
+        return PushSimulator(port: port, credentials: credentials, channel: channel, state: state, connections: connections)
     }
 
     public var stats: SimulatorStats { state.stats }
@@ -169,6 +177,24 @@ public final class PushSimulator: Sendable {
 
     /// Changes the rules while running.
     public func setRules(_ rules: [SimulatorRule]) { state.setRules(rules) }
+
+    /// Stalls the whole server, as a stopped process would: nothing more is read from any connection, open or
+    /// new (their bytes wait in the kernel), so no request, PING or handshake is answered until ``resume()``.
+    public func pause() async {
+        await setReading(false)
+    }
+
+    /// Reads again what waited since ``pause()``, and answers it.
+    public func resume() async {
+        await setReading(true)
+    }
+
+    private func setReading(_ on: Bool) async {
+        let channels = [channel] + connections.withLockedValue { Array($0.values) }
+        for channel in channels {
+            try? await channel.setOption(ChannelOptions.autoRead, value: on)
+        }
+    }
 
     public func stop() async {
         try? await channel.close()

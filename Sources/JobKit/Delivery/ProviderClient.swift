@@ -14,6 +14,10 @@ public struct RetryPolicy: Sendable, Hashable {
     public var budget: Duration = .seconds(60)
     /// Streams in flight per connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS may lower it).
     public var streamsPerConnection = 256
+    /// A request unanswered this long makes its connection send a PING. A connection that answers it is
+    /// alive: the request is waited for up to three times this, then left for a later run (never resent at
+    /// once, as the provider may still process it). A PING unanswered for twice this means the connection is
+    /// dead, and its requests are resent on a new one.
     public var requestTimeout: Duration = .seconds(10)
 
     public init() {}
@@ -72,6 +76,7 @@ actor ProviderClient {
         var attempts = [Int](repeating: 0, count: items.count)
         var lastVerdict = [ProviderVerdict?](repeating: nil, count: items.count)
         var latency = [Int?](repeating: nil, count: items.count)
+        var ambiguous = [Int](repeating: 0, count: items.count)
         var pending = Array(items.indices)
         // Passes in a row in which the server processed nothing (every stream refused or unsent).
         var stalledPasses = 0
@@ -79,7 +84,8 @@ actor ProviderClient {
         func finish(_ i: Int, _ verdict: ProviderVerdict) {
             reports[i] = DeliveryReport(channel: provider.name, outcome: verdict.outcome, reason: verdict.reason,
                                         providerMessageID: verdict.providerMessageID, attempts: max(1, attempts[i]),
-                                        latencyMs: latency[i], tokenInvalidSince: verdict.tokenInvalidSince)
+                                        latencyMs: latency[i], tokenInvalidSince: verdict.tokenInvalidSince,
+                                        ambiguousAttempts: ambiguous[i])
         }
 
         while !pending.isEmpty {
@@ -104,7 +110,7 @@ actor ProviderClient {
                 lastVerdict[i] = verdict
                 let delay = policy.delay(attempt: attempts[i], retryAfter: verdict.retryAfter)
                 let now = ContinuousClock.now
-                let answeredInTime = finishBy.map { now + delay + policy.requestTimeout < $0 } ?? true
+                let answeredInTime = finishBy.map { now + delay + policy.requestTimeout * 3 < $0 } ?? true
                 if attempts[i] < policy.maxAttempts && now - runStarted + delay < policy.budget && answeredInTime {
                     retryLater.append(i)
                     wait = max(wait, delay)
@@ -130,6 +136,17 @@ actor ProviderClient {
                     switch result {
                     case .failure(.notProcessed):
                         retryNow.append(i)
+                    case .failure(.timeout):
+                        // The connection answers PINGs but not this request: the provider may still process it.
+                        // Left for a later run rather than sent again now.
+                        attempts[i] += 1
+                        ambiguous[i] += 1
+                        finish(i, ProviderVerdict(.retryLater, reason: "no answer by the deadline (may have been delivered)"))
+                    case .failure(.connectionLost):
+                        // Known dead (closed, or no PING answer): resent on a new connection.
+                        attempts[i] += 1
+                        ambiguous[i] += 1
+                        transient(i, ProviderVerdict(.retryLater, reason: "connection lost"))
                     case .failure(let failure):
                         attempts[i] += 1
                         transient(i, ProviderVerdict(.retryLater, reason: "\(failure)"))

@@ -62,10 +62,14 @@ public struct DeliveryReport: Sendable, Hashable {
     public let latencyMs: Int?
     /// For a dead token, when it became invalid according to the provider.
     public let tokenInvalidSince: Int64?
+    /// Attempts whose fate is unknown: written to the provider, then no answer (the connection died, or no
+    /// answer by the deadline). The provider may have delivered them.
+    public let ambiguousAttempts: Int
 
     public init(channel: String, outcome: DeliveryOutcome, reason: String? = nil, providerMessageID: String? = nil,
-                attempts: Int = 1, latencyMs: Int? = nil, tokenInvalidSince: Int64? = nil) {
+                attempts: Int = 1, latencyMs: Int? = nil, tokenInvalidSince: Int64? = nil, ambiguousAttempts: Int = 0) {
         self.tokenInvalidSince = tokenInvalidSince
+        self.ambiguousAttempts = ambiguousAttempts
         self.channel = channel
         self.outcome = outcome
         self.reason = reason

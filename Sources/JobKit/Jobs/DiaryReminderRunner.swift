@@ -241,6 +241,7 @@ public struct DiaryReminderRunner: Sendable {
             outcomes[owners[i]].append(report.outcome)
             delivered.outcomes[report.outcome.rawValue, default: 0] += 1
             if !DeliveryLifecycle.isFinal(report.outcome) { delivered.devicesPendingRetry += 1 }
+            delivered.ambiguous += report.ambiguousAttempts
             deliveries.append(DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
                                              report: report))
         }
@@ -284,7 +285,7 @@ struct ClaimedPage: Sendable {
 struct DeliveredPage: Sendable {
     var notifications = 0
     var outcomes: [String: Int] = [:]
-    var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0
+    var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0, ambiguous = 0
     var send = Duration.zero, record = Duration.zero
 
     func merge(into summary: inout RunSummary, phases: inout Phases) {
@@ -295,6 +296,7 @@ struct DeliveredPage: Sendable {
         summary.retry += retry
         summary.failed += failed
         summary.devicesPendingRetry += devicesPendingRetry
+        summary.ambiguous += ambiguous
         phases.add(.send, send)
         phases.add(.record, record)
     }

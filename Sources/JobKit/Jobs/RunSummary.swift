@@ -30,6 +30,10 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var retry = 0
     /// Devices left for a later run (transient or credential errors), as opposed to finished ones.
     public var devicesPendingRetry = 0
+    /// Device attempts whose fate is unknown: written to a provider, then no answer (a connection that died,
+    /// or no answer by the deadline). Each may have been delivered; one later resent may arrive twice (the
+    /// collapse id then replaces the first).
+    public var ambiguous = 0
     /// Quota warnings delivered by this run (deferred past quiet hours, or retried).
     public var warningsDelivered = 0
     /// Device attempts.
@@ -71,6 +75,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
         if takenOver > 0 { parts.append("taken_over=\(takenOver)") }
         parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)"]
         if devicesPendingRetry > 0 { parts.append("devices_pending_retry=\(devicesPendingRetry)") }
+        if ambiguous > 0 { parts.append("ambiguous=\(ambiguous)") }
         if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }
         parts.append("notifications=\(notifications)")
         if !outcomes.isEmpty {

@@ -91,7 +91,13 @@ final class HTTP2Connection: Sendable {
 
     struct Options: Sendable {
         var streamCap = 256
+        /// A stream unanswered this long makes the connection send a PING (see ``HTTP2StreamsHandler``).
         var requestTimeout: TimeAmount = .seconds(10)
+        /// A PING unanswered this long closes the connection as dead; default twice `requestTimeout`.
+        var pingTimeout: TimeAmount?
+        /// A stream on a live connection unanswered this long fails with `timeout`; default three times
+        /// `requestTimeout`.
+        var answerDeadline: TimeAmount?
         var connectTimeout: TimeAmount = .seconds(10)
         var flushEvery = 16
     }
@@ -119,6 +125,8 @@ final class HTTP2Connection: Sendable {
                                                         contentLengthValidation: .disabled))
                     try sync.addHandler(HTTP2StreamsHandler(streamCap: options.streamCap,
                                                             requestTimeout: options.requestTimeout,
+                                                            pingTimeout: options.pingTimeout,
+                                                            answerDeadline: options.answerDeadline,
                                                             flushEvery: options.flushEvery))
                 }
             }

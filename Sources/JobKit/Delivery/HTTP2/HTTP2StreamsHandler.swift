@@ -27,7 +27,8 @@ enum HTTP2StreamFailure: Error, Sendable, Hashable {
     case connectionLost
     /// The server reset the stream.
     case reset(HTTP2ErrorCode)
-    /// No complete answer within the request timeout.
+    /// No answer by the answer deadline although the connection answered PINGs: the server is alive but did
+    /// not answer this request. It may still process it, so it is not resent at once.
     case timeout
 
     var mayHaveBeenProcessed: Bool { self != .notProcessed }
@@ -63,6 +64,12 @@ final class HTTP2Batch {
 /// No channel per stream, no per-request task: that is what keeps the send path within reach of a C load
 /// generator (see BENCHMARKS.md).
 ///
+/// A stream unanswered for `requestTimeout` after it was written does not fail: it makes the handler send a
+/// PING. A server that answers the PING is alive, only slow, and its streams are waited for up to
+/// `answerDeadline` (then they fail with `timeout`, and are not resent at once). A PING unanswered for
+/// `pingTimeout` means the connection is dead: it is closed, and its streams fail with `connectionLost`.
+/// Resending a request as soon as it timed out would deliver it twice whenever the server was only stalled.
+///
 /// Requests beyond the number of streams the server allows (its SETTINGS_MAX_CONCURRENT_STREAMS, which
 /// APNs raises after the first authenticated request) or our own cap wait in a queue. On GOAWAY, streams
 /// the server did not process and everything queued fail with `notProcessed`, so the caller resends them
@@ -88,7 +95,12 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
 
     /// Our own cap on streams in flight.
     let streamCap: Int
+    /// A stream unanswered this long after it was written makes the handler check the connection with a PING.
     let requestTimeout: TimeAmount
+    /// A PING unanswered this long: the connection is dead.
+    let pingTimeout: TimeAmount
+    /// A stream unanswered this long on a connection that answers PINGs is given up (`timeout`).
+    let answerDeadline: TimeAmount
     /// Flush after this many writes while draining the queue.
     let flushEvery: Int
 
@@ -108,11 +120,23 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     /// One timer per connection sweeps for streams past their timeout (a timer per stream cost more CPU
     /// than the HPACK encoding of its request).
     private var sweeper: Scheduled<Void>?
+    /// When the unanswered PING was sent, if one is.
+    private var pingSent: NIODeadline?
+    /// When the server last answered a PING.
+    private var pingAnswered: NIODeadline?
+    private var pingsSent: UInt64 = 0
     static let connectionWindow = 1 << 24
 
-    init(streamCap: Int, requestTimeout: TimeAmount, flushEvery: Int = 16) {
+    /// The clock of timeouts and latencies (the event loop's, in tests).
+    private let now: () -> NIODeadline
+
+    init(streamCap: Int, requestTimeout: TimeAmount, pingTimeout: TimeAmount? = nil, answerDeadline: TimeAmount? = nil,
+         flushEvery: Int = 16, now: @escaping () -> NIODeadline = NIODeadline.now) {
+        self.now = now
         self.streamCap = max(1, streamCap)
         self.requestTimeout = requestTimeout
+        self.pingTimeout = pingTimeout ?? .nanoseconds(requestTimeout.nanoseconds * 2)
+        self.answerDeadline = max(requestTimeout, answerDeadline ?? .nanoseconds(requestTimeout.nanoseconds * 3))
         self.flushEvery = max(1, flushEvery)
     }
 
@@ -149,9 +173,32 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     }
 
     private func sweepTimeouts() {
+        guard let context else { return }
+        let now = self.now()
+        if let pingSent, now - pingSent >= pingTimeout {
+            // Dead: nothing came back, not even the PING's answer. Its streams fail as the channel closes.
+            closed = true
+            context.close(promise: nil)
+            return
+        }
         guard !open.isEmpty else { return }
-        let expired = NIODeadline.now() - requestTimeout
-        for (streamID, stream) in open where stream.started <= expired { timedOut(streamID) }
+        var overdue = false
+        for (streamID, stream) in open {
+            let age = now - stream.started
+            if age >= answerDeadline {
+                timedOut(streamID)
+            } else if age >= requestTimeout {
+                overdue = true
+            }
+        }
+        if overdue, pingSent == nil, pingAnswered.map({ now - $0 >= requestTimeout }) ?? true {
+            pingSent = now
+            pingsSent += 1
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
+                                                     payload: .ping(HTTP2PingData(withInteger: pingsSent), ack: false))),
+                          promise: nil)
+            unflushed += 1
+        }
         // Failed streams freed room for queued requests: those were written, and go out now.
         flushIfNeeded(force: true)
     }
@@ -189,7 +236,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         while open.count < limit, let pending = queue.popFirst() {
             let streamID = nextStreamID
             nextStreamID = nextStreamID.advanced(by: 2)
-            open[streamID] = Open(batch: pending.batch, index: pending.index, started: .now())
+            open[streamID] = Open(batch: pending.batch, index: pending.index, started: now())
             if !holdingFlushes {
                 holdingFlushes = true
                 context.triggerUserOutboundEvent(WriteCoalescingHandler.Hold.hold, promise: nil)
@@ -251,6 +298,9 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
                 serverStreamLimit = max(1, setting.value)
             }
             drainQueue()
+        case .ping(_, ack: true):
+            pingSent = nil
+            pingAnswered = now()
         case .goAway(let lastStreamID, _, _):
             goingAway = true
             for streamID in open.keys where streamID > lastStreamID { fail(streamID, .notProcessed) }
@@ -292,7 +342,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         if let status = stream.status {
             stream.batch.finish(stream.index, .success(HTTP2Response(status: status, headers: stream.headers,
                                                                      body: stream.body ?? ByteBuffer(),
-                                                                     latency: .now() - stream.started)))
+                                                                     latency: now() - stream.started)))
         } else {
             stream.batch.finish(stream.index, .failure(.reset(.protocolError)))
         }
