@@ -241,3 +241,34 @@ extension NothingLostTests {
         await impatient.close()
     }
 }
+
+extension NothingLostTests {
+    /// Measured case 5 (the kill part): answers are recorded as they arrive, not once the page is done, so a
+    /// run killed while a page waits for its retries leaves its delivered answers recorded (the run that takes
+    /// the claims over then sends only to the other devices). Here one device's 429 with Retry-After: 2 keeps
+    /// the page waiting; the other answers must be recorded meanwhile.
+    @Test(arguments: Backend.allCases) func answersAreRecordedWhileTheirPageStillWaitsForRetries(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend) {
+            $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 2)]
+        }
+        for i in 0..<9 { try await harness.addUser("u\(i)", devices: [(hexToken("ab", i), .apns, "ios")]) }
+        try await harness.addUser("u9", devices: [(hexToken("7407", 9), .apns, "ios")])
+        var delivery = harness.delivery(fcm: false)
+        delivery.retry.maxAttempts = 2
+        let sender = try await harness.sender(delivery)
+        let run = Task { try await harness.run(at: "2026-11-21T20:00:00Z", sender: sender) }
+        var recordedWhileWaiting = 0
+        for _ in 0..<60 where recordedWhileWaiting < 9 {
+            try await Task.sleep(for: .milliseconds(25))
+            recordedWhileWaiting = try await harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")
+        }
+        // Polled for at most 1.5 s of the page's 2 s wait: the run cannot have finished.
+        #expect(recordedWhileWaiting == 9)
+        #expect(try await harness.db.count("SELECT count(*) FROM notification_logs WHERE status = 'claimed'") == 10)
+        let summary = try await run.value
+        #expect(summary.sent == 9 && summary.retry == 1)
+        // Each answer recorded once.
+        #expect(try await harness.db.count("SELECT count(*) FROM notification_deliveries") == 10)
+        await harness.stop()
+    }
+}

@@ -71,7 +71,9 @@ actor ProviderClient {
         self.logger = logger
     }
 
-    func send(_ items: [OutgoingNotification]) async -> [DeliveryReport] {
+    /// Sends `items`; each report that is final is handed to `finished` at the end of the pass that made it
+    /// so (before any wait for a retry), and every report is returned.
+    func send(_ items: [OutgoingNotification], finished: @escaping FinishedReports = { _, _ in }) async -> [DeliveryReport] {
         var reports = [DeliveryReport?](repeating: nil, count: items.count)
         var attempts = [Int](repeating: 0, count: items.count)
         var lastVerdict = [ProviderVerdict?](repeating: nil, count: items.count)
@@ -81,7 +83,10 @@ actor ProviderClient {
         // Passes in a row in which the server processed nothing (every stream refused or unsent).
         var stalledPasses = 0
 
+        var newlyFinished: [Int] = []
+
         func finish(_ i: Int, _ verdict: ProviderVerdict) {
+            newlyFinished.append(i)
             reports[i] = DeliveryReport(channel: provider.name, outcome: verdict.outcome, reason: verdict.reason,
                                         providerMessageID: verdict.providerMessageID, attempts: max(1, attempts[i]),
                                         latencyMs: latency[i], tokenInvalidSince: verdict.tokenInvalidSince,
@@ -191,6 +196,12 @@ actor ProviderClient {
             if !retryNow.isEmpty && stalledPasses > 3 {
                 for i in retryNow { finish(i, lastVerdict[i] ?? ProviderVerdict(.retryLater, reason: "not processed")) }
                 retryNow = []
+            }
+            if !newlyFinished.isEmpty && !(retryNow.isEmpty && retryLater.isEmpty) {
+                // The batch is not done: what is final goes out now, not after the retries.
+                let indices = newlyFinished
+                newlyFinished = []
+                await finished(indices, indices.map { reports[$0]! })
             }
             if !retryLater.isEmpty && wait > .zero {
                 try? await Task.sleep(for: wait)

@@ -86,22 +86,31 @@ public final class PushSender: Sender {
     }
 
     public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+        await send(batch) { _, _ in }
+    }
+
+    public func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
         let apnsIndices = batch.indices.filter { batch[$0].device.provider == .apns }
         let fcmIndices = batch.indices.filter { batch[$0].device.provider == .fcm }
-        async let apnsReports = route(apns, apnsIndices.map { batch[$0] })
-        async let fcmReports = route(fcm, fcmIndices.map { batch[$0] })
+        async let apnsReports = route(apns, apnsIndices.map { batch[$0] }) { local, reports in
+            await finished(local.map { apnsIndices[$0] }, reports)
+        }
+        async let fcmReports = route(fcm, fcmIndices.map { batch[$0] }) { local, reports in
+            await finished(local.map { fcmIndices[$0] }, reports)
+        }
         var reports = [DeliveryReport?](repeating: nil, count: batch.count)
         for (i, report) in zip(apnsIndices, await apnsReports) { reports[i] = report }
         for (i, report) in zip(fcmIndices, await fcmReports) { reports[i] = report }
         return reports.map { $0 ?? DeliveryReport(channel: "none", outcome: .credentials, reason: "provider not configured") }
     }
 
-    private func route(_ client: ProviderClient?, _ items: [OutgoingNotification]) async -> [DeliveryReport] {
+    private func route(_ client: ProviderClient?, _ items: [OutgoingNotification],
+                       finished: @escaping FinishedReports) async -> [DeliveryReport] {
         guard !items.isEmpty else { return [] }
         guard let client else {
             return items.map { DeliveryReport(channel: $0.device.provider.rawValue, outcome: .credentials, reason: "provider not configured") }
         }
-        return await client.send(items)
+        return await client.send(items, finished: finished)
     }
 
     public func beginRun(finishBy: ContinuousClock.Instant?) async {

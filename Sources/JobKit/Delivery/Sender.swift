@@ -79,10 +79,16 @@ public struct DeliveryReport: Sendable, Hashable {
     }
 }
 
+/// Receives reports that are final before the batch is done: the indices in the batch, and their reports.
+public typealias FinishedReports = @Sendable (_ indices: [Int], _ reports: [DeliveryReport]) async -> Void
+
 /// Delivers notifications. Returns exactly one report per notification, in order; transport failures
 /// are reports (`retryLater`, `credentials`), not thrown errors, so one bad device never loses the rest.
 public protocol Sender: Sendable {
     func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport]
+    /// Like ``send(_:)``, and hands each report to `finished` as soon as it is final, so that the answers of
+    /// a batch still waiting for retries can be recorded meanwhile. Every report is in the result as well.
+    func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport]
     /// False for a provider this sender has no credentials for: the run skips such devices (and users
     /// left with none) before claiming.
     func canDeliver(to provider: Provider) -> Bool
@@ -95,6 +101,9 @@ public protocol Sender: Sendable {
 }
 
 extension Sender {
+    public func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
+        await send(batch)
+    }
     public func canDeliver(to provider: Provider) -> Bool { true }
     public func beginRun(finishBy: ContinuousClock.Instant?) async {}
     public func shutdown() async {}

@@ -227,7 +227,15 @@ public struct DiaryReminderRunner: Sendable {
         var delivered = DeliveredPage()
         let (claims, notifications, owners) = (page.claims, page.notifications, page.owners)
         let sendStart = ContinuousClock.now
-        let reports = await sender.send(notifications)
+        // Answers that are final while the page still waits for retries are recorded meanwhile.
+        let journal = options.dryRun ? nil : AnswerJournal(store: store, runID: options.runID, now: options.now,
+                                                           deadline: recordDeadline, logger: logger)
+        let reports = await sender.send(notifications) { indices, reports in
+            guard let journal else { return }
+            await journal.add(zip(indices, reports).map { i, report in
+                (i, DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id, report: report))
+            })
+        }
         delivered.send = ContinuousClock.now - sendStart
         guard reports.count == notifications.count else {
             throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
@@ -260,8 +268,7 @@ public struct DiaryReminderRunner: Sendable {
         }
         if !options.dryRun {
             let recordStart = ContinuousClock.now
-            try await store.recordPersistently(deliveries, resolutions: resolutions, runID: options.runID, now: options.now,
-                                               deadline: recordDeadline, logger: logger)
+            try await journal?.finish(deliveries, resolutions: resolutions)
             delivered.record = ContinuousClock.now - recordStart
         }
         return delivered

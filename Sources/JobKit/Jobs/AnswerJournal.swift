@@ -1,0 +1,81 @@
+import Logging
+
+/// Records a page's provider answers while the page is still being sent, so that a run killed mid-page
+/// leaves at most `delay` of answers unrecorded (and the run that takes its claims over sends only to the
+/// devices without a `delivered` row), not a whole page waiting for its retries.
+///
+/// Answers that arrive are written at most `delay` later, in one transaction. A page whose answers all come
+/// in one pass (the common case) writes nothing early: ``finish(_:resolutions:)`` records everything and the
+/// claims' resolutions in one transaction, as before.
+actor AnswerJournal {
+    private let store: any ReminderStore
+    private let runID: String
+    private let now: Int64
+    private let deadline: ContinuousClock.Instant
+    private let logger: Logger
+    private let delay: Duration
+    /// Answers handed over and not yet written, by index in the page's notifications.
+    private var buffered: [(index: Int, record: DeliveryRecord)] = []
+    /// Indices whose answers are written.
+    private var written: Set<Int> = []
+    private var timer: Task<Void, Never>?
+    /// True while the timer's write is under way (it is then waited for, not cancelled).
+    private var writing = false
+
+    init(store: any ReminderStore, runID: String, now: Int64, deadline: ContinuousClock.Instant, logger: Logger,
+         delay: Duration = .milliseconds(150)) {
+        self.store = store
+        self.runID = runID
+        self.now = now
+        self.deadline = deadline
+        self.logger = logger
+        self.delay = delay
+    }
+
+    /// Answers that are final; written within `delay`.
+    func add(_ records: [(index: Int, record: DeliveryRecord)]) {
+        guard !records.isEmpty else { return }
+        buffered += records
+        if timer == nil {
+            let delay = self.delay
+            timer = Task {
+                do { try await Task.sleep(for: delay) } catch { return }   // cancelled: finish writes them
+                await self.writeBuffered()
+            }
+        }
+    }
+
+    private func writeBuffered() async {
+        let batch = buffered
+        buffered = []
+        writing = true
+        defer {
+            writing = false
+            timer = nil
+        }
+        guard !batch.isEmpty else { return }
+        do {
+            try await store.recordPersistently(batch.map(\.record), resolutions: [], runID: runID, now: now,
+                                               deadline: deadline, logger: logger)
+            for item in batch { written.insert(item.index) }
+        } catch {
+            // Written with the page's resolutions instead (or the run fails there).
+            logger.warning("cannot record answers early: recording them with the page", metadata: ["reason": "\(error.message)"])
+            buffered = batch + buffered
+        }
+    }
+
+    /// Records every answer of the page not written yet, with the claims' resolutions, in one transaction.
+    /// - Parameter records: the page's answers, one per notification, in order.
+    func finish(_ records: [DeliveryRecord], resolutions: [ClaimResolution]) async throws(JobError) {
+        if let timer {
+            // Not yet writing: cancelled, and its answers go in the one transaction below.
+            if !writing { timer.cancel() }
+            await timer.value
+            self.timer = nil
+        }
+        let rest = written.isEmpty ? records : records.indices.filter { !written.contains($0) }.map { records[$0] }
+        try await store.recordPersistently(rest, resolutions: resolutions, runID: runID, now: now, deadline: deadline,
+                                           logger: logger)
+    }
+}
