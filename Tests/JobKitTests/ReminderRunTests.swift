@@ -15,36 +15,10 @@ import Testing
     }
 
     /// A store whose first `record` fails, as a database that goes away mid-run.
-    struct FirstRecordFails: ReminderStore {
-        let inner: any ReminderStore
+    static func firstRecordFails(_ inner: any ReminderStore) -> InterceptingStore {
         let calls = NIOLockedValueBox(0)
-        func reminderZones() async throws(JobError) -> [String] { try await inner.reminderZones() }
-        func enabledUserCount(zone: String) async throws(JobError) -> Int { try await inner.enabledUserCount(zone: zone) }
-        func malformedReminderTimeCount() async throws(JobError) -> Int { try await inner.malformedReminderTimeCount() }
-        func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] { try await inner.dueKeys(queries) }
-        func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
-            try await inner.dueCandidates(keys, of: queries)
-        }
-        func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim] {
-            try await inner.claim(requests, runID: runID, now: now, staleBefore: staleBefore)
-        }
-        func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] { try await inner.activeDevices(userIDs: userIDs) }
-        func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
+        return InterceptingStore(inner: inner) { () throws(JobError) in
             if calls.withLockedValue({ $0 += 1; return $0 }) == 1 { throw .unavailable("the database went away") }
-            try await inner.record(deliveries, resolutions: resolutions, runID: runID, now: now)
-        }
-        func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? { try await inner.userSnapshot(userID: userID) }
-        func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
-            try await inner.entryCount(userID: userID, in: range)
-        }
-        func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
-            try await inner.logState(userID: userID, type: type, period: period)
-        }
-        func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
-            try await inner.previousMessageIndex(userID: userID, type: type, before: period)
-        }
-        func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError) {
-            try await inner.recordRun(id: id, job: job, runAt: runAt, durationMs: durationMs, outcome: outcome, summaryJSON: summaryJSON)
         }
     }
 
@@ -69,7 +43,7 @@ import Testing
         let sender = SlowSender()
         var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
         options.pageSize = 3
-        let runner = DiaryReminderRunner(store: FirstRecordFails(inner: db.store), sender: sender, logger: quietLogger)
+        let runner = DiaryReminderRunner(store: Self.firstRecordFails(db.store), sender: sender, logger: quietLogger)
         await #expect(throws: JobError.self) { try await runner.run(options) }
         // Page 1 was sent but its record failed: its claims stay `claimed` for the next run to take over. Pages
         // 2 and 3 were on the wire when that came out (page 3 was submitted as page 1 was collected); they were
