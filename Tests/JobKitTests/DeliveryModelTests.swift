@@ -110,12 +110,12 @@ import Testing
             for user in devices.indices where devices.count > 1 {
                 var copy = self
                 copy.devices.remove(at: user)
-                result.append(copy.renamed(from: self))
+                result.append(copy.keepingAnswersOfRemainingDevices())
             }
             for user in devices.indices where devices[user] > 1 {
                 var copy = self
                 copy.devices[user] -= 1
-                result.append(copy.renamed(from: self))
+                result.append(copy.keepingAnswersOfRemainingDevices())
             }
             for index in runs.indices.dropLast() {
                 var copy = self
@@ -137,12 +137,11 @@ import Testing
             return result
         }
 
-        /// Keeps the answers of the devices that still exist (tokens name users and devices by position).
-        private func renamed(from original: Scenario) -> Scenario {
+        /// Drops the answers of devices that no longer exist (tokens name users and devices by position).
+        private func keepingAnswersOfRemainingDevices() -> Scenario {
             let kept = Set(tokens)
             var copy = self
             for index in copy.runs.indices { copy.runs[index].answers = copy.runs[index].answers.filter { kept.contains($0.key) } }
-            _ = original
             return copy
         }
     }

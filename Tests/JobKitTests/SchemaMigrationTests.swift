@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+@testable import JobKit
+
+/// One migration list for both stores: each reaches the same version with the same tables and columns.
+@Suite struct SchemaMigrationTests {
+    @Test func bothStoresReachTheSameVersionWithTheSameTablesAndColumns() async throws {
+        let sqlite = try await TemporaryDatabase(.sqlite)
+        let postgres = try await TemporaryDatabase(.postgres)
+        let ids = SchemaMigrations.all.map(\.id)
+        #expect(try await sqlite.store.appliedMigrations() == ids)
+        #expect(try await postgres.store.appliedMigrations() == ids)
+        let sqliteColumns = Set(try await sqlite.strings("""
+            SELECT m.name || '.' || c.name FROM sqlite_master m, pragma_table_xinfo(m.name) c
+            WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE 'grdb_%'
+            """))
+        let postgresColumns = Set(try await postgres.strings("""
+            SELECT table_name || '.' || column_name FROM information_schema.columns
+            WHERE table_schema = 'public' AND table_name <> 'schema_migrations'
+            """))
+        let sqliteOnly = SchemaMigrations.storeSpecificColumns["sqlite"] ?? []
+        let postgresOnly = SchemaMigrations.storeSpecificColumns["postgres"] ?? []
+        #expect(sqliteColumns.count > 50)
+        #expect(sqliteColumns.subtracting(postgresColumns) == sqliteOnly)
+        #expect(postgresColumns.subtracting(sqliteColumns) == postgresOnly)
+    }
+
+    @Test func migrationIdentifiersAreUniqueAndInOrder() {
+        let ids = SchemaMigrations.all.map(\.id)
+        #expect(Set(ids).count == ids.count)
+        #expect(ids == ids.sorted())
+    }
+
+    /// A PostgreSQL database migrated by the earlier list (which ended at 005) is brought to the same version
+    /// as SQLite by the job that opens it.
+    @Test func aPostgresDatabaseFromTheEarlierListIsBroughtUpToDate() async throws {
+        let db = try await TemporaryDatabase(.postgres)
+        try await db.execute("DELETE FROM schema_migrations WHERE id = '006_covering_due_index'")
+        let reopened = try await db.reopen(.readWrite)
+        #expect(try await reopened.appliedMigrations() == SchemaMigrations.all.map(\.id))
+        await reopened.close()
+    }
+}
