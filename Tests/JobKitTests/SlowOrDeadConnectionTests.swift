@@ -23,9 +23,9 @@ import Testing
     }
 
     @Test func aSlowAnswerIsWaitedForAndNotSentTwice() async throws {
-        let harness = try await DeliveryHarness.start { $0.rules = [SimulatorRule(prefix: "5104", kind: .slow, delayMs: 1500)] }
+        let harness = try await DeliveryHarness.start { $0.rules = [SimulatorRule(prefix: "5104", kind: .slow, delayMs: 2500)] }
         var delivery = harness.delivery(fcm: false)
-        delivery.retry.requestTimeout = .seconds(1)   // answers come after 1.5 request timeouts; given up at 3
+        delivery.retry.requestTimeout = .seconds(2)   // answers come after 1.25 request timeouts; given up at 3
         let sender = try await harness.sender(delivery)
         let reports = await sender.send(apnsNotifications("5104", count: 5))
         await sender.shutdown()

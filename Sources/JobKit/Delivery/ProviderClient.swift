@@ -62,6 +62,9 @@ actor ProviderClient {
     private var stopped: String?
     /// Credentials obtained in answer to a refusal in this run: a refusal of one of these is final.
     private var replacements: Set<String> = []
+    /// When a request of any send last got an answer: a pass whose requests were all unprocessed (GOAWAY) is
+    /// not a stalled server while other sends on this client are being answered.
+    private var lastAnswer = ContinuousClock.now
 
     init(provider: ProviderProtocol, credential: SharedCredential, tls: NIOSSLContext, policy: RetryPolicy, logger: Logger) {
         self.provider = provider
@@ -106,6 +109,7 @@ actor ProviderClient {
                 continue
             }
             let authorization = provider.authorization(token)
+            let passStarted = ContinuousClock.now
             var retryNow: [Int] = []
             var retryLater: [Int] = []
             var wait: Duration = .zero
@@ -192,7 +196,8 @@ actor ProviderClient {
             // Unprocessed requests (GOAWAY, refused streams) go again at once on a new connection, for as long
             // as each pass gets some answered; a server that answers nothing is left for the next run.
             let answered = pending.count - retryNow.count
-            stalledPasses = answered > 0 || refusedCredential ? 0 : stalledPasses + 1
+            if answered > 0 { lastAnswer = ContinuousClock.now }
+            stalledPasses = answered > 0 || refusedCredential || lastAnswer > passStarted ? 0 : stalledPasses + 1
             if !retryNow.isEmpty && stalledPasses > 3 {
                 for i in retryNow { finish(i, lastVerdict[i] ?? ProviderVerdict(.retryLater, reason: "not processed")) }
                 retryNow = []

@@ -4,9 +4,9 @@ import Logging
 /// leaves at most `delay` of answers unrecorded (and the run that takes its claims over sends only to the
 /// devices without a `delivered` row), not a whole page waiting for its retries.
 ///
-/// Answers that arrive are written at most `delay` later, in one transaction. A page whose answers all come
-/// in one pass (the common case) writes nothing early: ``finish(_:resolutions:)`` records everything and the
-/// claims' resolutions in one transaction, as before.
+/// Answers that arrive are written at most `delay` (20 ms) later, in one transaction, and at the end
+/// ``finish(_:resolutions:)`` records the rest with the claims' resolutions in one transaction. A page then
+/// costs a few transactions instead of one; their number is bounded by time, not by the page's size.
 actor AnswerJournal {
     private let store: any ReminderStore
     private let runID: String
@@ -18,12 +18,14 @@ actor AnswerJournal {
     private var buffered: [(index: Int, record: DeliveryRecord)] = []
     /// Indices whose answers are written.
     private var written: Set<Int> = []
+    /// Indices handed over (buffered or written).
+    private var known: Set<Int> = []
     private var timer: Task<Void, Never>?
     /// True while the timer's write is under way (it is then waited for, not cancelled).
     private var writing = false
 
     init(store: any ReminderStore, runID: String, now: Int64, deadline: ContinuousClock.Instant, logger: Logger,
-         delay: Duration = .milliseconds(150)) {
+         delay: Duration = .milliseconds(20)) {
         self.store = store
         self.runID = runID
         self.now = now
@@ -32,10 +34,11 @@ actor AnswerJournal {
         self.delay = delay
     }
 
-    /// Answers that are final; written within `delay`.
+    /// Answers that are final; written within `delay`. An index handed over before is ignored.
     func add(_ records: [(index: Int, record: DeliveryRecord)]) {
-        guard !records.isEmpty else { return }
-        buffered += records
+        let new = records.filter { known.insert($0.index).inserted }
+        guard !new.isEmpty else { return }
+        buffered += new
         if timer == nil {
             let delay = self.delay
             timer = Task {

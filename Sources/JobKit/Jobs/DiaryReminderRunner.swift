@@ -227,15 +227,17 @@ public struct DiaryReminderRunner: Sendable {
         var delivered = DeliveredPage()
         let (claims, notifications, owners) = (page.claims, page.notifications, page.owners)
         let sendStart = ContinuousClock.now
-        // Answers that are final while the page still waits for retries are recorded meanwhile.
+        // Answers are recorded as they come: the page goes out as chunks on the same connections, and each chunk's
+        // answers (and, within a chunk, those final while others wait for a retry) go to the journal at once.
         let journal = options.dryRun ? nil : AnswerJournal(store: store, runID: options.runID, now: options.now,
                                                            deadline: recordDeadline, logger: logger)
-        let reports = await sender.send(notifications) { indices, reports in
+        let journalize: FinishedReports = { indices, reports in
             guard let journal else { return }
             await journal.add(zip(indices, reports).map { i, report in
                 (i, DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id, report: report))
             })
         }
+        let reports = await Self.sendInChunks(notifications, sender: sender, finished: journalize)
         delivered.send = ContinuousClock.now - sendStart
         guard reports.count == notifications.count else {
             throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
@@ -272,6 +274,41 @@ public struct DiaryReminderRunner: Sendable {
             delivered.record = ContinuousClock.now - recordStart
         }
         return delivered
+    }
+}
+
+extension DiaryReminderRunner {
+    /// Notifications per chunk of a page: small enough that a chunk is answered within milliseconds of its
+    /// first answer (a run killed mid-page leaves little unrecorded), large enough that a page is still a
+    /// handful of sends (BENCHMARKS.md, "Before and after").
+    static let chunkSize = 256
+
+    /// Sends `notifications` as concurrent chunks of ``chunkSize``; each chunk's reports go to `finished` as
+    /// soon as it is answered (and reports final within a chunk that waits for retries, sooner: `finished`
+    /// must then take a report it was already given as a no-op). Returns every report, in order.
+    static func sendInChunks(_ notifications: [OutgoingNotification], sender: any Sender,
+                             finished: @escaping FinishedReports) async -> [DeliveryReport] {
+        guard notifications.count > chunkSize else {
+            return await sender.send(notifications, finished: finished)
+        }
+        var reports = [DeliveryReport?](repeating: nil, count: notifications.count)
+        await withTaskGroup(of: (Int, [DeliveryReport]).self) { group in
+            for start in stride(from: 0, to: notifications.count, by: chunkSize) {
+                let chunk = Array(notifications[start..<min(start + chunkSize, notifications.count)])
+                group.addTask {
+                    let chunkReports = await sender.send(chunk) { indices, reports in
+                        await finished(indices.map { start + $0 }, reports)
+                    }
+                    // Every report of the chunk, those handed over already included (`finished` takes each once).
+                    await finished(Array(start..<(start + chunkReports.count)), chunkReports)
+                    return (start, chunkReports)
+                }
+            }
+            for await (start, chunkReports) in group {
+                for (offset, report) in chunkReports.enumerated() { reports[start + offset] = report }
+            }
+        }
+        return reports.map { $0! }
     }
 }
 
