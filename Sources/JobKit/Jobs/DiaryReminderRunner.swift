@@ -237,7 +237,9 @@ public struct DiaryReminderRunner: Sendable {
                 (i, DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id, report: report))
             })
         }
-        let reports = await Self.sendInChunks(notifications, sender: sender, finished: journalize)
+        // A dry run records nothing: one send keeps its printed lines in order.
+        let reports = journal == nil ? await sender.send(notifications)
+            : await Self.sendInChunks(notifications, sender: sender, finished: journalize)
         delivered.send = ContinuousClock.now - sendStart
         guard reports.count == notifications.count else {
             throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
