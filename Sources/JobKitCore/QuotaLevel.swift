@@ -17,11 +17,26 @@ public enum QuotaLevel: Sendable, Hashable {
         }
         if used >= limit {
             self = .full
-        } else if used * 10 >= limit * 9 {
+        } else if Self.product(used, 10) >= Self.product(limit, 9) {
             self = .ninetyPercent
         } else {
             self = .below
         }
+    }
+
+    /// `used` as a whole percentage of `limit`, rounded down and capped at 100; exact for every `Int` (a
+    /// backend may send `Int.max` for "unlimited"). 0 for a limit that is not positive or a negative usage.
+    public static func percent(used: Int, limit: Int) -> Int {
+        guard limit > 0, used > 0 else { return 0 }
+        guard used < limit else { return 100 }
+        // used < limit, so used × 100 / limit < 100: the quotient fits, the product may not.
+        return limit.dividingFullWidth(used.multipliedFullWidth(by: 100)).quotient
+    }
+
+    /// `a × b` as a 128-bit value (high word, low word), compared lexicographically: never overflows.
+    private static func product(_ a: Int, _ b: Int) -> (high: Int, low: UInt) {
+        let full = a.multipliedFullWidth(by: b)
+        return (full.high, full.low)
     }
 }
 

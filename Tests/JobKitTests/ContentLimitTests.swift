@@ -17,6 +17,26 @@ import Testing
         #expect(ContentLimitRule.threshold(used: 5, limit: -3) == nil)
     }
 
+    /// Issue 21, item 1: `limit × 9` and `used × 10` overflowed (SIGILL) for large counts, and a backend that
+    /// sends Int64.max for "unlimited" crashed the hook on every write. Exact for every Int now.
+    @Test func thresholdsAreExactForEveryInteger() {
+        let max = Int.max
+        #expect(QuotaLevel(used: 1, limit: max) == .below)
+        #expect(QuotaLevel(used: max / 10 * 9, limit: max) == .below)                 // just under 90 %
+        #expect(QuotaLevel(used: max - max / 10, limit: max) == .ninetyPercent)      // 90 % and a bit
+        #expect(QuotaLevel(used: max - 1, limit: max) == .ninetyPercent)
+        #expect(QuotaLevel(used: max, limit: max) == .full)
+        #expect(QuotaLevel(used: max, limit: 30) == .full)
+        // 9 × 1,024,819,115,206,086,201 = 9,223,372,036,854,775,809 = Int.max + 2: one past what Int holds.
+        #expect(QuotaLevel(used: 922_337_203_685_477_581, limit: 1_024_819_115_206_086_201) == .ninetyPercent)
+        #expect(QuotaLevel(used: 922_337_203_685_477_580, limit: 1_024_819_115_206_086_201) == .below)
+        #expect(QuotaLevel.percent(used: max - 1, limit: max) == 99)
+        #expect(QuotaLevel.percent(used: max, limit: 30) == 100)
+        #expect(QuotaLevel.percent(used: 27, limit: 30) == 90)
+        #expect(QuotaLevel.percent(used: 0, limit: max) == 0)
+        #expect(ContentLimitRule.parameters(used: max - 1, limit: max)["percent"] == "99")
+    }
+
     @Test func quietHoursSpanningMidnightEndTheNextMorning() {
         let tokyo = zone("Asia/Tokyo")
         let end = ContentLimitRule.quietHoursEnd(now: instant("2026-11-21T14:30:00Z"), zone: tokyo,   // 23:30 JST

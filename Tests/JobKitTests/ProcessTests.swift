@@ -239,6 +239,15 @@ enum Executables {
         }
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
 
+        // Issue 21, item 1: the largest counts crashed both binaries (SIGILL) before opening anything.
+        for binary in ["content-limit-hook", "content-limit-hook-full"] {
+            for (used, limit) in [("1", "9223372036854775807"), ("9223372036854775806", "9223372036854775807")] {
+                let huge = try await Executables.run(binary, database + ["--user", "w", "--used", used, "--limit", limit,
+                                                                        "--dry-run", "--format", "json"])
+                #expect(huge.status == 0, "\(binary) --used \(used) --limit \(limit): \(huge.status) \(huge.stderr)")
+            }
+        }
+
         let below = try await Executables.run("content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "30", "--format", "json"])
         #expect(below.status == 0)
         #expect(below.stdout.contains(#""action":"none""#))

@@ -105,7 +105,7 @@ public struct ContentLimitHook: Sendable {
         }
         let threshold = ContentLimitRule.threshold(used: event.used, limit: limit)
         summary.threshold = threshold?.rawValue
-        step("usage: \(event.used) of \(limit) = \(event.used * 100 / limit) % → \(threshold?.rawValue ?? "below 90 %")")
+        step("usage: \(event.used) of \(limit) = \(QuotaLevel.percent(used: event.used, limit: limit)) % → \(threshold?.rawValue ?? "below 90 %")")
         // The lowest period key this user can be in now, whatever their zone (zones are within ±14 h).
         let utcYesterday = ZoneClock.split(wallSeconds: options.now - 86_400).date
         let floor = event.period == .monthly ? utcYesterday.monthKey : LocalDate.pad(utcYesterday.year, 4)

@@ -91,7 +91,7 @@ public enum ContentLimitRule {
 
     /// The numbers a warning shows.
     public static func parameters(used: Int, limit: Int) -> [String: String] {
-        ["used": String(used), "limit": String(limit), "percent": String(min(100, used * 100 / max(1, limit)))]
+        ["used": String(used), "limit": String(limit), "percent": String(QuotaLevel.percent(used: used, limit: limit))]
     }
 }
 
