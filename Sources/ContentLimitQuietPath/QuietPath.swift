@@ -73,7 +73,9 @@ public enum QuietPath {
         }
         let instant: Int64
         if let text = values["--now"] {
-            guard let parsed = Timestamps.parse(text) else { return .handOver("--now \(text)") }
+            guard let parsed = Timestamps.parse(text), Timestamps.supportedRange.contains(parsed) else {
+                return .handOver("--now \(text)")
+            }
             instant = parsed
         } else {
             instant = wallClock()

@@ -48,6 +48,9 @@ public struct CommonOptions: ParsableArguments {
         guard let instant = Timestamps.parse(now) else {
             throw .usage("--now: not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(now)")
         }
+        guard Timestamps.supportedRange.contains(instant) else {
+            throw .usage("--now: \(now) is outside the supported range, \(Timestamps.supportedRangeText)")
+        }
         return instant
     }
 

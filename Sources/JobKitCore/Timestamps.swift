@@ -42,6 +42,11 @@ public enum Timestamps {
         return Int64(date.daysSinceEpoch) * 86_400 + Int64(hour * 3600 + minute * 60 + min(second, 59)) - Int64(offset)
     }
 
+    /// The instants the jobs evaluate: 2000-01-01T00:00:00Z up to (not including) 2200-01-01T00:00:00Z. Every
+    /// zone's local date is then a four-digit year (the period keys' shape), and the zone rules are known.
+    public static let supportedRange: Range<Int64> = 946_684_800..<7_258_118_400
+    public static let supportedRangeText = "2000-01-01T00:00:00Z to 2199-12-31T23:59:59Z"
+
     /// `2026-11-21T20:00:00Z`.
     public static func format(_ instant: Int64) -> String {
         let wall = LocalDate.split(wallSeconds: instant)

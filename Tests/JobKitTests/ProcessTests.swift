@@ -183,6 +183,31 @@ enum Executables {
         #expect(try await db.count("SELECT count(*) FROM notification_logs") + db.count("SELECT count(*) FROM job_runs") == 0)
     }
 
+    /// Issue 21, item 7: an instant past what a period key can hold ended in a raw SQL message
+    /// (`CHECK constraint failed: length(period_key)`). Every job now refuses instants outside the supported
+    /// range with 64, before writing anything.
+    @Test func instantsOutsideTheSupportedRangeAreUsageErrors() async throws {
+        let db = try await TemporaryDatabase()
+        try await db.store.addUser("w", time: "23:45")
+        let before = try await db.contentDigest()
+        for now in ["9999-12-31T23:59:59Z", "1999-12-31T23:59:59Z", "2200-01-01T00:00:00Z"] {
+            let runs: [(String, [String])] = [
+                ("diary-reminder", ["--database", db.path, "--now", now, "--outbox", db.directory.appendingPathComponent("o.jsonl").path]),
+                ("content-limit-hook", ["--database", db.path, "--now", now, "--user", "w", "--used", "30", "--limit", "30", "--dry-run"]),
+                ("content-limit-hook-full", ["--database", db.path, "--now", now, "--user", "w", "--used", "30", "--limit", "30", "--dry-run"]),
+                ("token-janitor", ["--database", db.path, "--now", now, "--dry-run"]),
+            ]
+            for (binary, arguments) in runs {
+                let result = try await Executables.run(binary, arguments)
+                #expect(result.status == 64, "\(binary) --now \(now): \(result.status) \(result.stderr)")
+                #expect(result.stderr.contains("outside the supported range"), "\(binary): \(result.stderr)")
+            }
+        }
+        let edge = try await Executables.run("diary-reminder", ["--database", db.path, "--now", "2199-12-31T23:45:00Z", "--dry-run"])
+        #expect(edge.status == 0, "\(edge.stderr)")
+        #expect(try await db.contentDigest() == before)
+    }
+
     @Test(arguments: Backend.allCases) func pushctlValidatesAndExplains(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path]

@@ -85,6 +85,9 @@ public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
             throw .dataError("event: missing \"time\" (an EventBridge Scheduler input needs \"time\": \"<aws.scheduler.scheduled-time>\")")
         }
         guard let time = Timestamps.parse(text) else { throw .dataError("event: \"time\" is not an ISO 8601 instant: \(text)") }
+        guard Timestamps.supportedRange.contains(time) else {
+            throw .dataError("event: \"time\" \(text) is outside the supported range, \(Timestamps.supportedRangeText)")
+        }
         return ScheduledEvent(time: time, detail: raw.detail ?? [:])
     }
 
