@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import PushSimulator
 import Testing
 @testable import JobKit
@@ -256,15 +257,23 @@ extension NothingLostTests {
         var delivery = harness.delivery(fcm: false)
         delivery.retry.maxAttempts = 2
         let sender = try await harness.sender(delivery)
-        let run = Task { try await harness.run(at: "2026-11-21T20:00:00Z", sender: sender) }
-        var recordedWhileWaiting = 0
-        for _ in 0..<60 where recordedWhileWaiting < 9 {
-            try await Task.sleep(for: .milliseconds(25))
-            recordedWhileWaiting = try await harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")
+        let finished = NIOLockedValueBox(false)
+        let run = Task {
+            defer { finished.withLockedValue { $0 = true } }
+            return try await harness.run(at: "2026-11-21T20:00:00Z", sender: sender)
         }
-        // Polled for at most 1.5 s of the page's 2 s wait: the run cannot have finished.
+        // Delivered rows while every claim is still open, read at one instant: a page recorded only at its end
+        // writes its deliveries and its resolutions in one transaction, so this count stays 0 for it.
+        let recordedWhileOpen = """
+            SELECT count(*) FROM notification_deliveries
+            WHERE outcome = 'delivered' AND (SELECT count(*) FROM notification_logs WHERE status = 'claimed') = 10
+            """
+        var recordedWhileWaiting = 0
+        for _ in 0..<800 where recordedWhileWaiting < 9 && !finished.withLockedValue({ $0 }) {
+            try await Task.sleep(for: .milliseconds(25))
+            recordedWhileWaiting = try await harness.db.count(recordedWhileOpen)
+        }
         #expect(recordedWhileWaiting == 9)
-        #expect(try await harness.db.count("SELECT count(*) FROM notification_logs WHERE status = 'claimed'") == 10)
         let summary = try await run.value
         #expect(summary.sent == 9 && summary.retry == 1)
         // Each answer recorded once.

@@ -38,12 +38,12 @@ import Testing
     @Test func aStalledServerIsWaitedForAndNothingIsSentTwice() async throws {
         let harness = try await DeliveryHarness.start()
         var delivery = harness.delivery(fcm: false)
-        delivery.retry.requestTimeout = .milliseconds(700)   // a PING after 0.7 s; dead after 1.4 s more
+        delivery.retry.requestTimeout = .seconds(1)   // a PING after 1 s; dead after 2 s more
         let sender = try await harness.sender(delivery)
         #expect(await sender.send(apnsNotifications("ab", count: 1)).map(\.outcome) == [.delivered])   // connected
         await harness.simulator.pause()
         let resume = Task {
-            try await Task.sleep(for: .milliseconds(1200))
+            try await Task.sleep(for: .milliseconds(1500))
             await harness.simulator.resume()
         }
         let reports = await sender.send(apnsNotifications("ab", count: 5, from: 1))
