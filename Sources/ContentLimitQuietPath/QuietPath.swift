@@ -123,7 +123,9 @@ public enum QuietPath {
         defer { sqlite3_close(connection) }
         guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let connection else { return nil }
         sqlite3_busy_timeout(connection, 30_000)   // the full hook's busy timeout
-        guard row(connection, "SELECT 1 FROM grdb_migrations WHERE identifier = ?1", SQLiteSchemaVersion.latestMigration) == true else {
+        // Exactly this version's schema: the newest migration applied is the one this version knows last (a
+        // database migrated by a newer release is the full hook's to refuse).
+        guard row(connection, "SELECT 1 WHERE (SELECT max(identifier) FROM grdb_migrations) = ?1", SQLiteSchemaVersion.latestMigration) == true else {
             return nil
         }
         return row(connection, "SELECT 1 FROM users WHERE id = ?1", user)

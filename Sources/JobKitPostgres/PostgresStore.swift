@@ -66,6 +66,9 @@ public final class PostgresStore: Sendable {
     private func prepareSchema(migrate: Bool) async throws(JobError) {
         let expected = PostgresSchema.migrations.map(\.id)
         let applied = try await readMigrations()
+        if let newer = applied.first(where: { !expected.contains($0) }) {
+            throw .config("the database at \(location.display) is newer than this program (it has migration \(newer), which this version does not know): upgrade diary-push")
+        }
         if applied.starts(with: expected) { return }
         guard migrate else {
             throw .config("the database at \(location.display) is not migrated to this version's schema (run: pushctl migrate --database URL)")

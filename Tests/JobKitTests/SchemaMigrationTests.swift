@@ -40,4 +40,35 @@ import Testing
         #expect(try await reopened.appliedMigrations() == SchemaMigrations.all.map(\.id))
         await reopened.close()
     }
+
+    /// Issue 21, item 7: a database migrated by a newer release (a migration this version does not know) was
+    /// used with exit 0. Every store refuses it (78), and so do the binaries, the hook's front included.
+    @Test(arguments: Backend.allCases) func aDatabaseFromANewerReleaseIsRefused(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        try await db.store.addUser("w")
+        try await db.execute(backend == .sqlite
+            ? "INSERT INTO grdb_migrations (identifier) VALUES ('999_from_a_newer_release')"
+            : "INSERT INTO schema_migrations (id) VALUES ('999_from_a_newer_release')")
+        for mode in [StoreOpenMode.readWrite, .readOnly] {
+            do {
+                let store = try await db.reopen(mode)
+                await store.close()
+                Issue.record("opened a database from a newer release (\(mode))")
+            } catch let error as JobError {
+                #expect(error.exitCode == 78)
+                #expect(error.message.contains("newer than this program"), "\(error.message)")
+                #expect(error.message.contains("999_from_a_newer_release"))
+            }
+        }
+        let binaries: [(String, [String])] = [
+            ("diary-reminder", ["--dry-run"]),
+            ("content-limit-hook", ["--user", "w", "--used", "1", "--limit", "30"]),
+            ("token-janitor", ["--dry-run"]),
+        ]
+        for (binary, arguments) in binaries {
+            let result = try await Executables.run(binary, ["--database", db.path, "--now", "2026-11-21T20:00:00Z"] + arguments)
+            #expect(result.status == 78, "\(binary): \(result.status) \(result.stderr)")
+            #expect(result.stderr.contains("newer than this program"), "\(binary): \(result.stderr)")
+        }
+    }
 }

@@ -47,7 +47,14 @@ public final class SQLiteStore: Sendable {
     private func prepareSchema(migrate: Bool) throws(JobError) {
         let migrator = SQLiteSchema.migrator
         do {
-            if try pool.read({ try migrator.hasCompletedMigrations($0) }) { return }
+            let (complete, unknown) = try pool.read { db in
+                (try migrator.hasCompletedMigrations(db),
+                 try migrator.appliedIdentifiers(db).subtracting(SchemaMigrations.all.map(\.id)).sorted())
+            }
+            if let newer = unknown.first {
+                throw JobError.config("the database at \(path) is newer than this program (it has migration \(newer), which this version does not know): upgrade diary-push")
+            }
+            if complete { return }
         } catch {
             throw Self.mapError(error, "reading the schema of \(path)")
         }
