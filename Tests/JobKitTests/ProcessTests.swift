@@ -183,6 +183,45 @@ enum Executables {
         #expect(try await db.count("SELECT count(*) FROM notification_logs") + db.count("SELECT count(*) FROM job_runs") == 0)
     }
 
+    /// Issue 21, item 7: an empty file was migrated silently (and the hook then exited 65 after writing the
+    /// schema into it); a directory gave 66 to writers but 74 "disk I/O error" to read-only opens; the file,
+    /// which caches provider credentials, was created 0644.
+    @Test func emptyFilesAndDirectoriesAreRefusedAndNewFilesAreTheOwnersOnly() async throws {
+        let db = try await TemporaryDatabase()
+        let empty = db.directory.appendingPathComponent("empty.sqlite").path
+        FileManager.default.createFile(atPath: empty, contents: nil)
+        let folder = db.directory.appendingPathComponent("a-folder").path
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let now = ["--now", "2026-11-21T20:00:00Z"]
+        for (database, message) in [(empty, "empty file"), (folder, "is a directory")] {
+            let runs: [(String, [String])] = [
+                ("diary-reminder", ["--dry-run"]),
+                ("diary-reminder", ["--outbox", db.directory.appendingPathComponent("o.jsonl").path]),
+                ("content-limit-hook", ["--user", "w", "--used", "1", "--limit", "30"]),
+                ("token-janitor", ["--dry-run"]),
+            ]
+            for (binary, arguments) in runs {
+                let result = try await Executables.run(binary, ["--database", database] + now + arguments)
+                #expect(result.status == 66, "\(binary) \(arguments) on \(message): \(result.status) \(result.stderr)")
+                #expect(result.stderr.contains(message), "\(binary): \(result.stderr)")
+            }
+        }
+        #expect(try FileManager.default.attributesOfItem(atPath: empty)[.size] as? NSNumber == 0)
+
+        let created = db.directory.appendingPathComponent("new.sqlite").path
+        let migrated = try await Executables.run("pushctl", ["migrate", "--database", created])
+        #expect(migrated.status == 0, "\(migrated.stderr)")
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+        }
+        #expect(try mode(created) == 0o600)
+        // While a store has it open after a write, its WAL and shared memory exist, with the same mode.
+        #expect(try mode(db.path) == 0o600)
+        try await db.store.addUser("w")
+        #expect(try mode(db.path + "-wal") == 0o600)
+        #expect(try mode(db.path + "-shm") == 0o600)
+    }
+
     /// Issue 21, item 7: an instant past what a period key can hold ended in a raw SQL message
     /// (`CHECK constraint failed: length(period_key)`). Every job now refuses instants outside the supported
     /// range with 64, before writing anything.

@@ -24,9 +24,7 @@ public final class SQLiteStore: Sendable {
 
     public static func open(path: String, mode: OpenMode, busyTimeout: TimeInterval = 30) throws(JobError) -> SQLiteStore {
         _ = processSetup
-        if mode != .create && !FileManager.default.fileExists(atPath: path) {
-            throw .noInput("no database at \(path) (create it with: pushctl migrate --database \(path))")
-        }
+        try checkFile(path, mode: mode)
         var configuration = Configuration()
         configuration.busyMode = .timeout(busyTimeout)
         configuration.readonly = mode == .readOnly
@@ -40,6 +38,32 @@ public final class SQLiteStore: Sendable {
         let store = SQLiteStore(path: path, pool: pool)
         try store.prepareSchema(migrate: mode != .readOnly)
         return store
+    }
+
+    /// What must hold of the file before SQLite opens it: a directory, a missing file (unless creating) or an
+    /// empty one (which SQLite would take for a new database and the job would then fill with a schema) is
+    /// refused before anything is written. A new file is created readable and writable by its owner only: it
+    /// holds the cached provider credentials (docs/SCHEMA.md), and SQLite gives its WAL and shared-memory
+    /// files the same permissions.
+    private static func checkFile(_ path: String, mode: OpenMode) throws(JobError) {
+        var isDirectory: ObjCBool = false
+        let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+        if exists && isDirectory.boolValue {
+            throw .noInput("\(path) is a directory, not a database file")
+        }
+        if !exists {
+            guard mode == .create else {
+                throw .noInput("no database at \(path) (create it with: pushctl migrate --database \(path))")
+            }
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw .cantCreate("cannot create the database file \(path)")
+            }
+            return
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        if size == 0 && mode != .create {
+            throw .noInput("\(path) is an empty file, not a diary-push database (create one with: pushctl migrate --database \(path))")
+        }
     }
 
     /// Applies pending migrations (the only writer of the schema). Safe when several processes start at
