@@ -21,8 +21,10 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
     @OptionGroup(title: "Delivery") var delivery: DeliveryOptions
 
     @Option(help: "User id.") var user: String?
-    @Option(help: "Items used in the current period, this write included.") var used: Int?
-    @Option(help: "The plan's limit (missing or ≤ 0: unlimited, nothing to do).") var limit: Int?
+    // `.unconditional`: `--used -3` is a negative count (65, as `--used=-3`), not a missing value (64), and
+    // `--limit -1` the documented "unlimited".
+    @Option(parsing: .unconditional, help: "Items used in the current period, this write included.") var used: Int?
+    @Option(parsing: .unconditional, help: "The plan's limit (missing or ≤ 0: unlimited, nothing to do).") var limit: Int?
     @Option(help: "monthly (default) or annual.") var period: LimitPeriod?
     @Option(help: ArgumentHelp("Read one JSON event from this file (- for stdin) instead of the flags.", valueName: "file"))
     var event: String?

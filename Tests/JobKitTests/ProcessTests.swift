@@ -286,6 +286,8 @@ enum Executables {
             (["--event", "-"], #"{"user_id":"w","used":-2,"limit":30}"#, 65, "negative"),
             (["--event", "-", "--outbox", outbox], #"{"user_id":"ghost","used":29,"limit":30}"#, 65, "unknown user ghost"),
             (["--user", "w", "--used=-1", "--limit", "30"], nil, 65, "negative"),
+            // Issue 21, item 7: with a space, the negative count was a 64 "Missing value".
+            (["--user", "w", "--used", "-3", "--limit", "30"], nil, 65, "negative"),
             (["--user", "w"], nil, 64, "--used"),
             (["--user", "w", "--used", "3", "--period", "weekly"], nil, 64, "period"),
             (["--user", "w", "--used", "28", "--limit", "30", "--event", "-"], "{}", 64, "not both"),
@@ -311,6 +313,10 @@ enum Executables {
                 #expect(huge.status == 0, "\(binary) --used \(used) --limit \(limit): \(huge.status) \(huge.stderr)")
             }
         }
+
+        let unlimited = try await Executables.run("content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "-1"])
+        #expect(unlimited.status == 0, "\(unlimited.stderr)")
+        #expect(unlimited.stdout.contains("unlimited"), "\(unlimited.stdout)")
 
         let below = try await Executables.run("content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "30", "--format", "json"])
         #expect(below.status == 0)
