@@ -125,6 +125,15 @@ extension ContentLimitHookTests {
         #expect(await factory.sender.sent.map(\.device.token).sorted() == ["flaky-tablet", "flaky-tablet", "phone-writer"])
     }
 
+    /// A writer whose 90 % warning of 2026-11 another invocation claimed at 12:00 and is still sending.
+    func writerWithNinetyPercentOnItsWay(_ backend: Backend) async throws -> (TemporaryDatabase, SenderFactory, Int64) {
+        let db = try await TemporaryDatabase(backend)
+        try await addWriter(db)
+        let now = instant("2026-11-21T12:00:00Z")
+        try await insertNinetyPercentClaim(db, at: now)
+        return (db, SenderFactory(), now)
+    }
+
     func insertNinetyPercentClaim(_ db: TemporaryDatabase, at now: Int64) async throws {
         try await db.execute("""
             INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale, run_id,
@@ -137,11 +146,7 @@ extension ContentLimitHookTests {
     /// Measured case 7: another invocation is sending the 90 % warning when usage reaches 100 %. The 100 %
     /// warning waits until the 90 % one is recorded; the 90 % one, left `retry`, never goes out afterwards.
     @Test(arguments: Backend.allCases) func theHundredPercentWarningWaitsForTheNinetyOnItsWay(_ backend: Backend) async throws {
-        let db = try await TemporaryDatabase(backend)
-        try await addWriter(db)
-        let factory = SenderFactory()
-        let now = instant("2026-11-21T12:00:00Z")
-        try await insertNinetyPercentClaim(db, at: now)
+        let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(backend)
         let full = Task { try await fire(db, factory, used: 30) }
         var claimed = false
         for _ in 0..<200 where !claimed {
@@ -165,11 +170,7 @@ extension ContentLimitHookTests {
     /// When the 90 % warning is still on its way after the wait, the 100 % one is left for the reminder run,
     /// which sends it once the 90 % one is recorded.
     @Test(arguments: Backend.allCases) func aHundredPercentWarningHeldBackIsSentByTheRunAfterTheNinety(_ backend: Backend) async throws {
-        let db = try await TemporaryDatabase(backend)
-        try await addWriter(db)
-        let factory = SenderFactory()
-        let now = instant("2026-11-21T12:00:00Z")
-        try await insertNinetyPercentClaim(db, at: now)
+        let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(backend)
         var options = ContentLimitHook.Options(now: now)
         options.lowerWarningWait = .milliseconds(100)
         let summary = try await hook(db, factory).handle(try ContentLimitEvent(userID: "writer", used: 30, limit: 30), options: options)
