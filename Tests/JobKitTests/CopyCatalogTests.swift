@@ -67,6 +67,41 @@ import Testing
         }
     }
 
+    /// Issue 21, item 4: copy that loses its numbers or shows a literal brace is refused, and so is a title
+    /// whose bytes (not characters) exceed the bound; every problem at once.
+    @Test func copyThatWouldRenderWrongIsRefused() {
+        let reminders = #"{"en": [{"title": "a", "body": "b"}, {"title": "c", "body": "d"}]}"#
+        let heavyTitle = String(repeating: "e" + String(repeating: "\u{0301}", count: 150), count: 60)
+        let json = """
+        {
+          "diary_reminder": \(reminders),
+          "content_limit_90": {
+            "en": [{"title": "Close", "body": "You have used {used} of your entries"}],
+            "es": [{"title": "Cerca", "body": "Has usado {used{used de {limit}"}],
+            "fr": [{"title": "Presque", "body": "{percent} % de {limit}}"}],
+            "de": [{"title": "\(heavyTitle)", "body": "{used} von {limit}"}]
+          },
+          "content_limit_100": {"en": [{"title": "Full", "body": "Has usado las entradas del plan gratuito."}]}
+        }
+        """
+        do {
+            _ = try CopyCatalog(json: Data(json.utf8), source: "bad.json")
+            Issue.record("a catalog that renders wrong loaded")
+        } catch {
+            #expect(error.exitCode == 65)
+            for fragment in ["content_limit_90.en[0]: needs {limit}",
+                             "content_limit_90.es[0].body: unbalanced '{'",
+                             "content_limit_90.fr[0].body: unbalanced '}'",
+                             "content_limit_90.de[0].title: 18060 bytes in UTF-8, at most 256",
+                             "content_limit_100.en[0]: needs {limit}"] {
+                #expect(error.message.contains(fragment), "missing: \(fragment) in \(error.message)")
+            }
+            #expect(!error.message.contains("content_limit_90.fr[0]: needs"), "{percent} stands for {used}")
+        }
+        // The built-in catalog meets every rule it enforces.
+        #expect(CopyCatalog.builtIn.messages(for: .contentLimit100, locale: "es").allSatisfy { $0.body.contains("{limit}") })
+    }
+
     @Test func tokensAreMaskedEverywhereTheyArePrinted() {
         #expect(Redaction.maskToken(String(repeating: "a", count: 64)) == "aaaaaaaa…(64)")
         #expect(Redaction.maskToken("a-phone") == "a-…(7)")

@@ -39,6 +39,11 @@ public struct CopyCatalog: Sendable {
     public static let maxTitleLength = 60
     /// Longest body, in characters (grapheme clusters), before placeholders are filled.
     public static let maxBodyLength = 180
+    /// Longest title in UTF-8 bytes: a character can be many bytes (a letter with 150 combining accents is one
+    /// character of 301 bytes), and the provider's limit (4,096 bytes per payload) counts bytes.
+    public static let maxTitleBytes = 256
+    /// Longest body in UTF-8 bytes.
+    public static let maxBodyBytes = 1024
 
     /// type → lower-cased locale → messages
     private let messages: [NotificationType: [String: (tag: String, list: [CopyMessage])]]
@@ -86,7 +91,7 @@ public struct CopyCatalog: Sendable {
                     problems.append("\(path): needs at least 2 messages so that consecutive days differ")
                 }
                 for (i, message) in list.enumerated() {
-                    problems += Self.problems(in: message, at: "\(path)[\(i)]", allowed: type.allowedPlaceholders)
+                    problems += Self.problems(in: message, at: "\(path)[\(i)]", type: type)
                 }
                 if table[type]?[tag.lowercased()] != nil { problems.append("\(path): locale listed twice") }
                 table[type, default: [:]][tag.lowercased()] = (tag, list)
@@ -144,29 +149,60 @@ public struct CopyCatalog: Sendable {
         return list.indices.contains(index) ? list[index] : nil
     }
 
-    static func problems(in message: CopyMessage, at path: String, allowed: Set<String>) -> [String] {
+    static func problems(in message: CopyMessage, at path: String, type: NotificationType) -> [String] {
         var problems: [String] = []
-        for (field, text, limit) in [("title", message.title, maxTitleLength), ("body", message.body, maxBodyLength)] {
+        let allowed = type.allowedPlaceholders
+        var used: Set<String> = []
+        for (field, text, limit, byteLimit) in [("title", message.title, maxTitleLength, maxTitleBytes),
+                                                ("body", message.body, maxBodyLength, maxBodyBytes)] {
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty { problems.append("\(path).\(field): empty") }
             if text.count > limit { problems.append("\(path).\(field): \(text.count) characters, at most \(limit)") }
-            for name in placeholders(in: text) where !allowed.contains(name) {
+            if text.utf8.count > byteLimit {
+                problems.append("\(path).\(field): \(text.utf8.count) bytes in UTF-8, at most \(byteLimit)")
+            }
+            let scan = scanPlaceholders(in: text)
+            for problem in scan.problems { problems.append("\(path).\(field): \(problem)") }
+            for name in scan.names where !allowed.contains(name) {
                 problems.append("\(path).\(field): unknown placeholder {\(name)}" +
                                 (allowed.isEmpty ? " (this type takes none)" : " (allowed: \(allowed.sorted().map { "{\($0)}" }.joined(separator: ", ")))"))
             }
+            used.formUnion(scan.names)
+        }
+        for requirement in type.requiredPlaceholders where used.isDisjoint(with: requirement) {
+            problems.append("\(path): needs " + requirement.map { "{\($0)}" }.joined(separator: " or ") +
+                            " (a \(type.rawValue) message without it reads wrong)")
         }
         return problems
     }
 
-    static func placeholders(in text: String) -> [String] {
+    /// The placeholder names in a text, and every brace that is not part of a `{name}` pair: copy has no
+    /// escape for a literal brace, so a stray one is always a mistake (`{used{used`, `used}`).
+    static func scanPlaceholders(in text: String) -> (names: [String], problems: [String]) {
         var names: [String] = []
-        var rest = text[...]
-        while let open = rest.firstIndex(of: "{") {
-            guard let close = rest[open...].firstIndex(of: "}") else { break }
-            names.append(String(rest[rest.index(after: open)..<close]))
-            rest = rest[rest.index(after: close)...]
+        var problems: [String] = []
+        // Scalars, not characters: a brace followed by a combining mark is still a brace to the renderer.
+        let scalars = text.unicodeScalars
+        var open: String.UnicodeScalarView.Index?
+        var index = scalars.startIndex
+        while index < scalars.endIndex {
+            let character = scalars[index]
+            if character == "{" {
+                if open != nil { problems.append("unbalanced '{' (a '{' inside a placeholder)") }
+                open = index
+            } else if character == "}" {
+                if let start = open {
+                    let name = String(scalars[scalars.index(after: start)..<index])
+                    if name.isEmpty { problems.append("empty placeholder {}") } else { names.append(name) }
+                    open = nil
+                } else {
+                    problems.append("unbalanced '}' (no '{' before it)")
+                }
+            }
+            index = scalars.index(after: index)
         }
-        return names
+        if open != nil { problems.append("unbalanced '{' (no '}' after it)") }
+        return (names, problems)
     }
 
     static func isLocaleTag(_ tag: String) -> Bool {

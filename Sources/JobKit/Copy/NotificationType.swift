@@ -17,5 +17,15 @@ public struct NotificationType: RawRepresentable, Hashable, Sendable, Codable, C
         self == .diaryReminder ? [] : ["used", "limit", "percent"]
     }
 
+    /// Placeholders a message of this type must use (in its title or body), each entry one requirement met
+    /// by any of its names: a quota warning without its numbers reads wrong ("You've used of entries").
+    var requiredPlaceholders: [[String]] {
+        switch self {
+        case .contentLimit90: [["limit"], ["used", "percent"]]
+        case .contentLimit100: [["limit"]]
+        default: []
+        }
+    }
+
     public var description: String { rawValue }
 }

@@ -30,10 +30,10 @@ enum APNs {
     /// The JSON payload: alert, explicit sound (without it iOS delivers silently), badge, thread id, and the
     /// custom keys the app reads.
     static func payload(for notification: OutgoingNotification, links: DeepLinks) -> Data {
-        PayloadFitting.fit(body: notification.body, maxBytes: maxPayloadBytes) { body in
+        PayloadFitting.fit(title: notification.title, body: notification.body, maxBytes: maxPayloadBytes) { title, body in
             let payload: PayloadJSON = [
                 "aps": [
-                    "alert": ["body": .string(body), "title": .string(notification.title)],
+                    "alert": ["body": .string(body), "title": .string(title)],
                     "badge": 1,
                     "sound": "default",
                     "thread-id": .string(notification.type.rawValue),

@@ -58,7 +58,7 @@ enum FCM {
         let ttl = max(0, notification.expiresAt - now)
         let data: PayloadJSON = ["link": .string(links.link(for: notification.type, period: notification.period)),
                                  "period": .string(notification.period), "type": .string(notification.type.rawValue)]
-        return PayloadFitting.fit(body: notification.body, maxBytes: maxPayloadBytes) { body in
+        return PayloadFitting.fit(title: notification.title, body: notification.body, maxBytes: maxPayloadBytes) { title, body in
             let platform: (String, PayloadJSON)
             if notification.device.platform == "android" {
                 platform = ("android", [
@@ -79,7 +79,7 @@ enum FCM {
             let message: PayloadJSON = .object([
                 platform,
                 ("data", data),
-                ("notification", ["body": .string(body), "title": .string(notification.title)]),
+                ("notification", ["body": .string(body), "title": .string(title)]),
                 ("token", .string(notification.device.token)),
             ])
             let request: PayloadJSON = ["message": message, "validate_only": .bool(configuration.validateOnly)]

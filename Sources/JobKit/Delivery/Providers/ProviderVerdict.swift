@@ -21,29 +21,43 @@ public struct ProviderVerdict: Sendable, Hashable {
     }
 }
 
-/// Builds a JSON payload that fits a byte limit: when it does not, the body is shortened at a grapheme
-/// boundary and ends with an ellipsis.
+/// Builds a JSON payload that fits a byte limit. When the whole message does not fit, the body is shortened at
+/// a grapheme boundary and ends with an ellipsis; when even an empty body does not fit (a title of a few
+/// characters can be kilobytes: a letter may carry any number of combining marks), the title is shortened too.
+/// The result fits whenever an ellipsis for both does.
 enum PayloadFitting {
-    static func fit(body: String, maxBytes: Int, encode: (String) -> Data) -> (data: Data, body: String) {
-        let full = encode(body)
-        if full.count <= maxBytes { return (full, body) }
-        let characters = Array(body)
-        var low = 0, high = characters.count
-        var best = encode("…")
-        var bestBody = "…"
+    static func fit(title: String, body: String, maxBytes: Int,
+                    encode: (_ title: String, _ body: String) -> Data) -> (data: Data, title: String, body: String) {
+        let full = encode(title, body)
+        if full.count <= maxBytes { return (full, title, body) }
+        if let fitted = longestPrefix(of: body, fitting: maxBytes, encode: { encode(title, $0) }) {
+            return (fitted.data, title, fitted.text)
+        }
+        if let fitted = longestPrefix(of: title, fitting: maxBytes, encode: { encode($0, "…") }) {
+            return (fitted.data, fitted.text, "…")
+        }
+        return (encode("…", "…"), "…", "…")
+    }
+
+    /// The longest `prefix + "…"` (whole grapheme clusters, trailing spaces dropped) whose encoding fits,
+    /// or nil when not even the ellipsis alone does.
+    private static func longestPrefix(of text: String, fitting maxBytes: Int,
+                                      encode: (String) -> Data) -> (data: Data, text: String)? {
+        let characters = Array(text)
+        var best: (data: Data, text: String)?
+        var low = 0, high = characters.count - 1
         while low <= high {
             let middle = (low + high) / 2
             let candidate = String(characters[..<middle]).trimmingCharacters(in: .whitespaces) + "…"
             let data = encode(candidate)
             if data.count <= maxBytes {
-                best = data
-                bestBody = candidate
+                best = (data, candidate)
                 low = middle + 1
             } else {
                 high = middle - 1
             }
         }
-        return (best, bestBody)
+        return best
     }
 }
 
