@@ -262,6 +262,13 @@ enum Executables {
         let ghost = try await Executables.run("pushctl", ["device", "register", "--user", "ghost", "--token", "t",
                                                     "--provider", "fcm", "--platform", "android"] + database)
         #expect(ghost.status == 65)
+        // Issue 21, item 3: a token of the wrong shape is refused before anything is written.
+        for (token, provider, platform) in [("ab cd", "fcm", "android"), ("abc", "apns", "ios"), ("tok/../x", "fcm", "ios")] {
+            let malformed = try await Executables.run("pushctl", ["device", "register", "--user", "u1", "--token", token,
+                                                            "--provider", provider, "--platform", platform] + database)
+            #expect(malformed.status == 65, "\(token): \(malformed.status) \(malformed.stderr)")
+            #expect(malformed.stderr.contains("token"))
+        }
         let explain = try await Executables.run("diary-reminder", ["--explain", "u1", "--now", "2026-11-21T12:00:00Z",
                                                              "--format", "json"] + database)
         #expect(explain.status == 0, "\(explain.stderr)")

@@ -180,7 +180,9 @@ extension JobStore {
                  enabled: Bool = true, tokens: [String]? = nil, now: Int64 = 0) async throws {
         try await upsertUser(UserProfile(id: id, timezone: zone, locale: locale, diaryReminderEnabled: enabled,
                                          reminderTime: time), now: now)
-        for token in tokens ?? ["token-\(id)-1"] {
+        // User ids may hold any character (zone names are used as ids); a token holds only FCM's.
+        let safeID = String(id.map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
+        for token in tokens ?? ["token-\(safeID)-1"] {
             _ = try await register(DeviceRegistration(userID: id, token: token, provider: .fcm, platform: "android"), now: now)
         }
     }

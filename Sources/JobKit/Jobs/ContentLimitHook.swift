@@ -167,7 +167,7 @@ public struct ContentLimitHook: Sendable {
 
         // Only now: the sender (credentials, connections) — and before anything is written, so a
         // configuration error leaves no claim behind.
-        let sender = deliverAfter == nil ? try await makeSender() : nil
+        let sender = deliverAfter == nil ? TokenCheckingSender.wrapping(try await makeSender()) : nil
         guard let claim = try await store.claimLimitWarning(
             LimitClaimRequest(userID: user.userID, type: type, period: period, messageIndex: choice.index,
                               locale: choice.locale, params: params, deliverAfter: deliverAfter),

@@ -38,7 +38,8 @@ public struct DiaryReminderRunner: Sendable {
 
     public init(store: any ReminderStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger) {
         self.store = store
-        self.sender = sender
+        // A stored token of the wrong shape is answered as dead (`invalid_token`), never put on the wire.
+        self.sender = TokenCheckingSender.wrapping(sender)
         self.catalog = catalog
         self.logger = logger
     }
@@ -131,6 +132,10 @@ public struct DiaryReminderRunner: Sendable {
             }
         }
         try await pipeline.drain(into: &summary, phases: &phases)
+        if summary.invalidTokens > 0 {
+            logger.warning("devices deactivated: stored token has the wrong shape for its provider (written around the registration API?)",
+                           metadata: ["count": "\(summary.invalidTokens)", "reason": "\(DeviceToken.invalidReason)"])
+        }
 
         summary.phasesMs = phases.milliseconds
         summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
@@ -254,6 +259,7 @@ public struct DiaryReminderRunner: Sendable {
             delivered.outcomes[report.outcome.rawValue, default: 0] += 1
             if !DeliveryLifecycle.isFinal(report.outcome) { delivered.devicesPendingRetry += 1 }
             delivered.ambiguous += report.ambiguousAttempts
+            if report.outcome == .tokenDead && report.reason == DeviceToken.invalidReason { delivered.invalidTokens += 1 }
             deliveries.append(DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
                                              report: report))
         }
@@ -331,7 +337,7 @@ struct ClaimedPage: Sendable {
 struct DeliveredPage: Sendable {
     var notifications = 0
     var outcomes: [String: Int] = [:]
-    var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0, ambiguous = 0
+    var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0, ambiguous = 0, invalidTokens = 0
     var send = Duration.zero, record = Duration.zero
 
     func merge(into summary: inout RunSummary, phases: inout Phases) {
@@ -343,6 +349,7 @@ struct DeliveredPage: Sendable {
         summary.failed += failed
         summary.devicesPendingRetry += devicesPendingRetry
         summary.ambiguous += ambiguous
+        summary.invalidTokens += invalidTokens
         phases.add(.send, send)
         phases.add(.record, record)
     }

@@ -34,6 +34,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
     /// or no answer by the deadline). Each may have been delivered; one later resent may arrive twice (the
     /// collapse id then replaces the first).
     public var ambiguous = 0
+    /// Devices whose stored token has the wrong shape for its provider (``DeviceToken``): never sent,
+    /// deactivated with reason `invalid_token`. Only rows written around the registration API can be so.
+    public var invalidTokens = 0
     /// Quota warnings delivered by this run (deferred past quiet hours, or retried).
     public var warningsDelivered = 0
     /// Device attempts.
@@ -76,6 +79,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
         parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)"]
         if devicesPendingRetry > 0 { parts.append("devices_pending_retry=\(devicesPendingRetry)") }
         if ambiguous > 0 { parts.append("ambiguous=\(ambiguous)") }
+        if invalidTokens > 0 { parts.append("invalid_tokens=\(invalidTokens)") }
         if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }
         parts.append("notifications=\(notifications)")
         if !outcomes.isEmpty {

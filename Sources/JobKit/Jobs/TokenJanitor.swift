@@ -142,7 +142,7 @@ public struct TokenJanitor: Sendable {
             .filter { options.shard.contains(userID: $0.userID) }.prefix(options.probeMax))
         summary.probed = candidates.count
         guard !candidates.isEmpty, !options.dryRun else { return }
-        let sender = try await makeProbeSender()
+        let sender = TokenCheckingSender.wrapping(try await makeProbeSender())
         let perSecond = max(1, options.probeRate)
         var dead: [Int64] = []
         var index = 0

@@ -247,18 +247,21 @@ public struct DeviceRegistration: Sendable, Hashable {
                 apnsEnvironment: String? = nil, appVersion: String? = nil) throws(JobError) {
         guard !userID.isEmpty else { throw .dataError("device registration: the user id is empty") }
         let token = token.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !token.isEmpty, token.count <= 4096 else { throw .dataError("device registration: the token is empty or longer than 4096 characters") }
         guard ["ios", "android"].contains(platform) else { throw .dataError("device registration: platform must be ios or android, got \(platform)") }
         if provider == .apns {
             guard platform == "ios" else { throw .dataError("device registration: APNs devices are iOS devices") }
-            guard token.allSatisfy(\.isHexDigit) else { throw .dataError("device registration: an APNs token is hexadecimal") }
+        }
+        // APNs tokens are hexadecimal in either case as apps print them; stored lower-case.
+        let normalized = provider == .apns ? token.lowercased() : token
+        if let problem = DeviceToken.problem(normalized, provider: provider) {
+            throw .dataError("device registration: \(problem)")
         }
         let environment = provider == .apns ? (apnsEnvironment ?? "production") : nil
         if let environment, !["production", "sandbox"].contains(environment) {
             throw .dataError("device registration: APNs environment must be production or sandbox, got \(environment)")
         }
         self.userID = userID
-        self.token = provider == .apns ? token.lowercased() : token
+        self.token = normalized
         self.provider = provider
         self.platform = platform
         self.apnsEnvironment = environment

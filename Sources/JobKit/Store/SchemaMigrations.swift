@@ -11,7 +11,7 @@ public struct SchemaMigration: Sendable {
 }
 
 public enum SchemaMigrations {
-    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006]
+    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
     /// migration. Apart from these, both stores have the same tables and columns at every version.
@@ -373,4 +373,34 @@ public enum SchemaMigrations {
         END;
         """,
         postgres: "")
+
+    /// Device tokens of the shape ``DeviceToken`` states (the one rule; this is its SQL form, and
+    /// `DeviceTokenShapeTests` checks the two agree on both stores): APNs lower-case hex of even length up to 200
+    /// digits, FCM 1–2,000 of `A-Z a-z 0-9 - _ :`. Checked on every insert and on every change of the token or
+    /// provider. Rows already stored are left as they are (SQLite triggers check new writes; PostgreSQL's
+    /// constraint is `NOT VALID`): the jobs never send such a row and deactivate it (`invalid_token`).
+    static let m007 = SchemaMigration(
+        id: "007_device_token_shape",
+        sqlite: """
+        CREATE TRIGGER user_devices_token_shape_on_insert BEFORE INSERT ON user_devices
+        WHEN NOT ((NEW.provider = 'apns' AND length(NEW.token) % 2 = 0 AND length(NEW.token) BETWEEN 2 AND 200
+                   AND NEW.token NOT GLOB '*[^0-9a-f]*')
+               OR (NEW.provider = 'fcm' AND length(NEW.token) BETWEEN 1 AND 2000 AND NEW.token NOT GLOB '*[^A-Za-z0-9_:-]*'))
+        BEGIN
+            SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider');
+        END;
+        CREATE TRIGGER user_devices_token_shape_on_update BEFORE UPDATE OF token, provider ON user_devices
+        WHEN NOT ((NEW.provider = 'apns' AND length(NEW.token) % 2 = 0 AND length(NEW.token) BETWEEN 2 AND 200
+                   AND NEW.token NOT GLOB '*[^0-9a-f]*')
+               OR (NEW.provider = 'fcm' AND length(NEW.token) BETWEEN 1 AND 2000 AND NEW.token NOT GLOB '*[^A-Za-z0-9_:-]*'))
+        BEGIN
+            SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider');
+        END;
+        """,
+        postgres: """
+        ALTER TABLE user_devices ADD CONSTRAINT user_devices_token_shape CHECK (
+            (provider = 'apns' AND length(token) % 2 = 0 AND length(token) BETWEEN 2 AND 200 AND token ~ '^[0-9a-f]+$')
+            OR (provider = 'fcm' AND length(token) BETWEEN 1 AND 2000 AND token ~ '^[A-Za-z0-9_:-]+$')
+        ) NOT VALID;
+        """)
 }

@@ -1,0 +1,95 @@
+/// The shape a device token must have before it is stored or sent: the one rule behind registration, the
+/// schema's check (migration `007_device_token_shape`, which states it again in SQL for rows written by
+/// plain SQL) and the send-time guard.
+///
+/// - APNs: lower-case hexadecimal of even length, at most 200 digits (Apple documents tokens of variable
+///   length, up to 100 bytes; the token goes into the request's `:path`).
+/// - FCM: 1 to 2,000 of the characters FCM registration tokens use: ASCII letters, digits, `-`, `_` and `:`.
+///
+/// A token outside these can only be a bug or an attack (a space or line break in an HTTP/2 path, `/../`,
+/// `?#`): it is refused when written and never put on the wire.
+public enum DeviceToken {
+    public static let maxAPNsHexDigits = 200
+    /// FCM documents no length (its tokens are about 160 characters); 2,000 is what a PostgreSQL unique index
+    /// entry holds with room to spare, and what both stores' schemas allow.
+    public static let maxFCMLength = 2000
+    /// The deactivation reason of a stored token that violates the shape.
+    public static let invalidReason = "invalid_token"
+
+    /// Why `token` is not a valid token for `provider`, or nil when it is.
+    public static func problem(_ token: String, provider: Provider) -> String? {
+        let bytes = token.utf8
+        if provider == .apns {
+            guard !bytes.isEmpty else { return "an APNs token is empty" }
+            guard bytes.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+                return "an APNs token is lower-case hexadecimal (0-9, a-f)"
+            }
+            guard bytes.count % 2 == 0 else { return "an APNs token has an even number of hex digits (whole bytes)" }
+            guard bytes.count <= maxAPNsHexDigits else { return "an APNs token has at most \(maxAPNsHexDigits) hex digits" }
+            return nil
+        }
+        if provider == .fcm {
+            guard !bytes.isEmpty else { return "an FCM token is empty" }
+            guard bytes.allSatisfy(isFCMCharacter) else {
+                return "an FCM token consists of ASCII letters, digits, '-', '_' and ':'"
+            }
+            guard bytes.count <= maxFCMLength else { return "an FCM token has at most \(maxFCMLength) characters" }
+            return nil
+        }
+        return "unknown provider \(provider.rawValue)"
+    }
+
+    private static func isFCMCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"):
+            true
+        default:
+            false
+        }
+    }
+}
+
+/// Answers notifications to devices whose stored token violates ``DeviceToken`` itself, as dead tokens with
+/// reason `invalid_token` (so the device is deactivated and counted like any dead token), and hands the rest
+/// to the sender it wraps. Every job sends through it: a malformed row written by plain SQL before the schema
+/// checked tokens is never sent.
+public struct TokenCheckingSender: Sender {
+    public let inner: any Sender
+
+    /// Wraps `sender`, unless it is already wrapped.
+    public static func wrapping(_ sender: any Sender) -> TokenCheckingSender {
+        (sender as? TokenCheckingSender) ?? TokenCheckingSender(inner: sender)
+    }
+
+    private init(inner: any Sender) { self.inner = inner }
+
+    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+        await send(batch) { _, _ in }
+    }
+
+    public func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
+        let invalid = batch.indices.filter { DeviceToken.problem(batch[$0].device.token, provider: batch[$0].device.provider) != nil }
+        guard !invalid.isEmpty else { return await inner.send(batch, finished: finished) }
+        var reports = [DeliveryReport?](repeating: nil, count: batch.count)
+        let refused = invalid.map {
+            DeliveryReport(channel: batch[$0].device.provider.rawValue, outcome: .tokenDead, reason: DeviceToken.invalidReason,
+                           attempts: 1)
+        }
+        for (index, report) in zip(invalid, refused) { reports[index] = report }
+        await finished(invalid, refused)
+        let invalidSet = Set(invalid)
+        let valid = batch.indices.filter { !invalidSet.contains($0) }
+        if !valid.isEmpty {
+            let answered = await inner.send(valid.map { batch[$0] }) { indices, innerReports in
+                await finished(indices.map { valid[$0] }, innerReports)
+            }
+            for (index, report) in zip(valid, answered) { reports[index] = report }
+        }
+        return reports.map { $0! }
+    }
+
+    public func canDeliver(to provider: Provider) -> Bool { inner.canDeliver(to: provider) }
+    public func beginRun(finishBy: ContinuousClock.Instant?) async { await inner.beginRun(finishBy: finishBy) }
+    public func shutdown() async { await inner.shutdown() }
+}
