@@ -247,6 +247,50 @@ enum Executables {
         #expect(try await db.contentDigest() == before)
     }
 
+    /// Issue 21, item 2: a full disk (here a file size limit, which fails `write` the same way) tears no line
+    /// into the outbox: the file is cut back to where the page began, the claims stay retryable, the run exits
+    /// 74 saying why, and the next run writes every notification exactly once.
+    @Test(arguments: Backend.allCases) func aFullDiskLeavesTheOutboxWholeAndTheClaimsRetryable(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        for n in 0..<20 { try await db.store.addUser("u\(n)", time: "20:00") }
+        let outbox = db.directory.appendingPathComponent("outbox.jsonl")
+        // Earlier runs' lines fill the file to 4 KiB below the limit (a limit, unlike a full disk, applies to the
+        // database's files too: they stay far below it).
+        let line = #"{"event":"outbox","user_id":"earlier","padding":"\#(String(repeating: "x", count: 980))"}"# + "\n"
+        let earlier = String(repeating: line, count: (2048 * 1024 - 4096) / line.utf8.count)
+        try earlier.write(to: outbox, atomically: false, encoding: .utf8)
+        let arguments = ["--database", db.path, "--now", "2026-11-23T20:00:00Z", "--outbox", outbox.path]
+        // SIGXFSZ ignored, so that a write past the limit fails with EFBIG, as one on a full disk fails with ENOSPC.
+        let limited = await Executables.finish(try Executables.start(
+            executable: URL(fileURLWithPath: "/bin/bash"),
+            ["-c", "trap '' XFSZ; ulimit -f 2048; exec \"$0\" \"$@\"", try Executables.url("diary-reminder").path] + arguments))
+        #expect(limited.status == 74, "\(limited.status) \(limited.stderr)")
+        #expect(limited.stderr.contains("outbox") && limited.stderr.contains("could not be written"), "\(limited.stderr)")
+        #expect(try String(contentsOf: outbox, encoding: .utf8) == earlier, "the outbox holds part of the failed page")
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'retry'") == 20)
+        #expect(try await db.count("SELECT count(*) FROM job_runs WHERE outcome = 'failed'") == 1)
+
+        let next = try await Executables.run("diary-reminder", ["--database", db.path, "--now", "2026-11-23T20:15:00Z",
+                                                               "--outbox", outbox.path])
+        #expect(next.status == 0, "\(next.stderr)")
+        let lines = try String(contentsOf: outbox, encoding: .utf8).dropFirst(earlier.utf8.count).split(separator: "\n")
+        let users = try lines.map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["user_id"] as? String
+        }
+        #expect(users.count == 20 && Set(users).count == 20, "\(users)")
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 20)
+
+        // The hook alike: its warning is left retryable, the file untouched, exit 74.
+        let before = try Data(contentsOf: outbox)
+        let hook = await Executables.finish(try Executables.start(
+            executable: URL(fileURLWithPath: "/bin/bash"),
+            ["-c", "trap '' XFSZ; ulimit -f 2048; exec \"$0\" \"$@\"", try Executables.url("content-limit-hook").path,
+             "--database", db.path, "--now", "2026-11-23T12:00:00Z", "--outbox", outbox.path, "--user", "u1", "--used", "27", "--limit", "30"]))
+        #expect(hook.status == 74, "\(hook.status) \(hook.stderr)")
+        #expect(try Data(contentsOf: outbox) == before)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE notification_type = 'content_limit_90' AND status = 'retry'") == 1)
+    }
+
     @Test(arguments: Backend.allCases) func pushctlValidatesAndExplains(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path]

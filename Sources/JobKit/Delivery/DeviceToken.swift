@@ -92,4 +92,5 @@ public struct TokenCheckingSender: Sender {
     public func canDeliver(to provider: Provider) -> Bool { inner.canDeliver(to: provider) }
     public func beginRun(finishBy: ContinuousClock.Instant?) async { await inner.beginRun(finishBy: finishBy) }
     public func shutdown() async { await inner.shutdown() }
+    public func channelFailure() async -> JobError? { await inner.channelFailure() }
 }

@@ -47,10 +47,14 @@ public struct DryRunSender: Sender {
 /// channel, and its file must be protected like the database.
 public final class OutboxSender: Sender {
     private let handle: FileHandle
+    private let path: String
     private let lock = NSLock()
+    /// Set by the first write that fails; every later batch is refused without touching the file.
+    private nonisolated(unsafe) var failure: JobError?
 
     /// Opens (creating, appending to) `path`; `-` is standard output.
     public init(path: String) throws(JobError) {
+        self.path = path
         if path == "-" {
             handle = .standardOutput
             return
@@ -67,6 +71,10 @@ public final class OutboxSender: Sender {
         self.handle = handle
     }
 
+    /// Appends the batch's lines and makes them durable (fsync) before counting them delivered: a line the
+    /// next system may read is a notification sent. A write or sync that fails (a full disk, a file size
+    /// limit) cuts the file back to where the batch began, so that it never holds a torn line or half a
+    /// batch; the batch is left for a later run (`retry_later`) and the run fails with 74.
     public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
         guard !batch.isEmpty else { return [] }
         var text = ""
@@ -75,10 +83,34 @@ public final class OutboxSender: Sender {
         }
         let data = Data(text.utf8)
         let written: Bool = lock.withLock {
-            do { try handle.write(contentsOf: data); return true } catch { return false }
+            guard failure == nil else { return false }
+            let regularFile = path != "-"
+            let start = regularFile ? try? handle.offset() : nil
+            do {
+                try handle.write(contentsOf: data)
+                if regularFile { try handle.synchronize() }
+                return true
+            } catch {
+                var restored = "the file is as it was before them"
+                if let start {
+                    do {
+                        try handle.truncate(atOffset: start)
+                        try handle.synchronize()
+                    } catch {
+                        restored = "cutting the file back to \(start) bytes failed too (\(error.localizedDescription)): its last line may be torn"
+                    }
+                }
+                failure = .ioError("the outbox \(path) could not be written (\(error.localizedDescription)); the notifications not written are left for the next run, and \(restored)")
+                return false
+            }
         }
-        let outcome: DeliveryOutcome = written ? .delivered : .retryLater
-        return batch.map { _ in DeliveryReport(channel: "outbox", outcome: outcome, reason: written ? nil : "outbox write failed") }
+        return batch.map { _ in
+            DeliveryReport(channel: "outbox", outcome: written ? .delivered : .retryLater, reason: written ? nil : "outbox write failed")
+        }
+    }
+
+    public func channelFailure() async -> JobError? {
+        lock.withLock { failure }
     }
 }
 

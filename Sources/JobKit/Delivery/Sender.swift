@@ -98,6 +98,10 @@ public protocol Sender: Sendable {
     func beginRun(finishBy: ContinuousClock.Instant?) async
     /// Closes connections. Called once, when the sender's owner is done with it.
     func shutdown() async
+    /// A failure of the sender's own channel that makes every later send fail too (the outbox file could
+    /// not be written: a full disk): the run stops claiming, records what it has, and fails with it.
+    /// Provider answers are reports, never this.
+    func channelFailure() async -> JobError?
 }
 
 extension Sender {
@@ -107,4 +111,5 @@ extension Sender {
     public func canDeliver(to provider: Provider) -> Bool { true }
     public func beginRun(finishBy: ContinuousClock.Instant?) async {}
     public func shutdown() async {}
+    public func channelFailure() async -> JobError? { nil }
 }

@@ -258,6 +258,7 @@ public struct ContentLimitHook: Sendable {
         }
         try await store.recordPersistently(records, resolutions: resolutions, runID: runID, now: now,
                                            deadline: recordDeadline, logger: logger)
+        if let failure = await sender.channelFailure() { throw failure }
         return (notifications.count, outcomes, statuses)
     }
 }

@@ -110,6 +110,8 @@ public struct DiaryReminderRunner: Sendable {
                 summary.stoppedEarly = true
                 break
             }
+            // A channel that cannot take anything more (the outbox's disk is full): claim no more.
+            if await sender.channelFailure() != nil { break }
             let pageKeys = Array(keys[start..<min(start + options.pageSize, keys.count)])
             start += pageKeys.count
             let claimed: ClaimedPage?
@@ -139,9 +141,15 @@ public struct DiaryReminderRunner: Sendable {
 
         summary.phasesMs = phases.milliseconds
         summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+        let failure = await sender.channelFailure()
         if !options.dryRun {
             try await store.recordRun(id: options.runID, job: Self.jobName, runAt: options.now,
-                                      durationMs: summary.durationMs, outcome: "ok", summaryJSON: summary.json)
+                                      durationMs: summary.durationMs, outcome: failure == nil ? "ok" : "failed",
+                                      summaryJSON: summary.json)
+        }
+        if let failure {
+            logger.error("run failed: \(failure.message)", metadata: ["summary": "\(summary.text)"])
+            throw failure
         }
         return summary
     }
