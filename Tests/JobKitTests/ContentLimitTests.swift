@@ -59,6 +59,25 @@ import Testing
                     #"{"user_id":"u1","used":1,"period":"weekly"}"#, "not json", #"{"user_id":"","used":1}"#] {
             #expect(throws: JobError.self, "\(bad)") { try ContentLimitEvent.parse(json: Data(bad.utf8)) }
         }
+        // Issue 21, item 7: malformed numbers and invalid UTF-8 are bad input wherever they are, a field the hook
+        // ignores included.
+        let base = #"{"user_id":"u1","used":1,"limit":30,"note":"#
+        var malformed = ["27.0.5", "-", "01", "1.", ".5", "1e", "+1", "[01]", "0x1F", "NaN", "Infinity"].map { Data((base + $0 + "}").utf8) }
+        malformed.append(Data(base.utf8) + Data([0x22, 0xFF, 0xFE, 0x22, 0x7D]))          // "\xFF\xFE"
+        malformed.append(Data(base.utf8) + Data([0x22, 0xC3, 0x28, 0x22, 0x7D]))          // a broken two-byte sequence
+        malformed.append(Data(base.utf8) + Data([0x22, 0xED, 0xA0, 0x80, 0x22, 0x7D]))    // an encoded surrogate
+        for bad in malformed {
+            do {
+                _ = try ContentLimitEvent.parse(json: bad)
+                Issue.record("accepted: \(String(decoding: bad, as: UTF8.self))")
+            } catch {
+                #expect(error.exitCode == 65 && error.message.contains("invalid JSON"), "\(error.message)")
+            }
+            #expect(throws: JobError.self) { try ScheduledEvent.decode(lambdaPayload: Array(#"{"time":"2026-11-23T12:00:00Z","detail":{"x":"#.utf8) + Array(bad.suffix(from: base.utf8.count)) + [0x7D]) }
+        }
+        for good in ["27.5", "-0", "0", "1e3", "-1.5E-3"] {
+            #expect(throws: Never.self) { try ContentLimitEvent.parse(json: Data((base + good + "}").utf8)) }
+        }
     }
 }
 

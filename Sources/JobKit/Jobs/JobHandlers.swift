@@ -76,6 +76,7 @@ public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
             let detail: [String: Value]?
         }
         let raw: Raw
+        try JSONValue.requireStrict(Data(lambdaPayload), what: "event")
         do {
             raw = try JSONDecoder().decode(Raw.self, from: Data(lambdaPayload))
         } catch {

@@ -43,6 +43,7 @@ public struct ContentLimitEvent: Sendable, Hashable, Codable {
     /// Parses one JSON event (`{"user_id":…, "used":…, "limit":…, "period":…}`); anything else is a
     /// ``JobError/dataError(_:)`` that says what is wrong.
     public static func parse(json: Data) throws(JobError) -> ContentLimitEvent {
+        try JSONValue.requireStrict(json, what: "event")
         do {
             return try JSONDecoder().decode(ContentLimitEvent.self, from: json)
         } catch let DecodingError.keyNotFound(key, _) {

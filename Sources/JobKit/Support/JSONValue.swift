@@ -1,4 +1,5 @@
 import NIOCore
+import struct Foundation.Data
 
 /// A JSON document read strictly (RFC 8259): one value, optional white space around it, valid UTF-8, no
 /// trailing commas, comments or bare words. Numbers keep the text they were written with.
@@ -347,5 +348,17 @@ private struct Reader {
 
     mutating func skipDigits() {
         while isDigit(peek()) { position += 1 }
+    }
+}
+
+extension JSONValue {
+    /// Checks that `data` is one strict JSON document (RFC 8259, valid UTF-8 throughout, numbers as the grammar
+    /// writes them) before a lenient decoder reads the fields it knows: `27.0.5`, `-`, `01` or invalid UTF-8 in a
+    /// field the decoder would skip are bad input too (65), never silently accepted.
+    static func requireStrict(_ data: Data, what: String) throws(JobError) {
+        let result = data.withUnsafeBytes { bytes -> Result<Void, SyntaxError> in
+            do throws(SyntaxError) { _ = try JSONValue(parsing: bytes); return .success(()) } catch { return .failure(error) }
+        }
+        if case .failure(let error) = result { throw .dataError("\(what): \(error)") }
     }
 }
