@@ -27,17 +27,19 @@ public enum QuietPath {
         case handOver(String)
     }
 
-    /// The job name the summary starts with (`ContentLimitHook.jobName` in JobKit).
-    static let job = "content-limit-hook"
     /// The flags the quiet path understands, each taking a value.
     static let valueFlags: Set<String> = ["--user", "--used", "--limit", "--period", "--now", "--database", "--format", "--log-level"]
-    static let logLevels: Set<String> = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     /// Decides one invocation. `arguments` excludes the program name; `now` is read only when `--now`
-    /// is absent.
+    /// is absent. Settings are read with the code the full hook uses (JobKitCore: ``ConfigKey``,
+    /// ``DatabaseLocationSyntax``, ``LogLevelName``, ``Timestamps``, ``QuotaLevel``, ``HookSummary``), and
+    /// any setting the full hook reads on this path that the front does not is a hand-over.
     public static func answer(arguments: [String], environment: [String: String],
                               now wallClock: () -> Int64 = QuietPath.wallClock) -> Outcome {
         if environment["AWS_LAMBDA_RUNTIME_API"] != nil { return .handOver("a Lambda runtime") }
+        for (name, value) in environment where name.hasPrefix("PUSH_") && !value.isEmpty {
+            if let key = ConfigKey(rawValue: name), key.hookQuietPath == .fullHookOnly { return .handOver("\(name) is set") }
+        }
         var values: [String: String] = [:]
         var dryRun = false
         var index = 0
@@ -58,17 +60,17 @@ public enum QuietPath {
             index += 2
         }
 
-        guard let user = values["--user"], isPlain(user) else { return .handOver("no --user, or one that needs escaping") }
+        guard let user = values["--user"], !user.isEmpty else { return .handOver("no --user") }
         guard let usedText = values["--used"], let used = Int(usedText), used >= 0 else { return .handOver("no usable --used") }
         var limit: Int?
         if let text = values["--limit"] {
             guard let number = Int(text) else { return .handOver("--limit is not a number") }
             limit = number
         }
-        if let period = values["--period"], period != "monthly" && period != "annual" { return .handOver("--period \(period)") }
+        if let period = values["--period"], LimitPeriod(rawValue: period) == nil { return .handOver("--period \(period)") }
         let format = values["--format"] ?? "text"
         guard format == "text" || format == "json" else { return .handOver("--format \(format)") }
-        if let level = values["--log-level"] ?? nonEmpty(environment["PUSH_LOG_LEVEL"]), !logLevels.contains(level.lowercased()) {
+        if let level = values["--log-level"] ?? nonEmpty(environment[ConfigKey.logLevel.rawValue]), LogLevelName.parse(level) == nil {
             return .handOver("log level \(level)")
         }
         let instant: Int64
@@ -82,13 +84,13 @@ public enum QuietPath {
         }
         guard QuotaLevel(used: used, limit: limit) == .below else { return .handOver("a warning is due") }
 
-        var summary = Summary(now: Timestamps.format(instant), dryRun: dryRun, user: user, used: used, limit: limit)
+        var summary = HookSummary(runID: uuid(), now: Timestamps.format(instant), dryRun: dryRun, userID: user, used: used, limit: limit)
         guard (limit ?? 0) > 0 else {
             summary.reason = "unlimited plan"
             return .answered(format == "json" ? summary.json : summary.text)
         }
-        guard let location = values["--database"] ?? nonEmpty(environment["PUSH_DATABASE_URL"]),
-              let path = sqlitePath(location) else { return .handOver("no SQLite database given") }
+        guard let location = values["--database"] ?? nonEmpty(environment[ConfigKey.databaseURL.rawValue]),
+              case .sqlite(let path) = DatabaseLocationSyntax.parse(location) else { return .handOver("no SQLite database given") }
         let started = monotonicNanoseconds()
         switch userExists(path: path, user: user) {
         case .some(true):
@@ -100,19 +102,6 @@ public enum QuietPath {
         case nil:
             return .handOver("the database cannot be read here")
         }
-    }
-
-    /// The SQLite file a database location names, as JobKit's `DatabaseLocation` reads it; `nil` for
-    /// PostgreSQL and for anything the full hook has to judge.
-    static func sqlitePath(_ location: String) -> String? {
-        guard let first = location.unicodeScalars.first, let last = location.unicodeScalars.last,
-              first != " " && first != "\t" && last != " " && last != "\t" else { return nil }
-        let lower = location.lowercased()
-        for scheme in ["sqlite://", "file://", "sqlite:", "file:"] where lower.hasPrefix(scheme) {
-            let path = String(location.dropFirst(scheme.count))
-            return path.isEmpty ? nil : path
-        }
-        return lower.contains("://") ? nil : location
     }
 
     /// `true` or `false` when the lookup ran on a database migrated to this version; `nil` when anything
@@ -147,12 +136,6 @@ public enum QuietPath {
     /// SQLITE_TRANSIENT: SQLite copies the bound text.
     private static let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
-    /// Printable ASCII without `"` or `\`: printed as is in text and JSON alike. Other ids go to the
-    /// full hook, whose JSON encoder escapes them.
-    static func isPlain(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
-    }
-
     private static func nonEmpty(_ value: String?) -> String? {
         value.flatMap { $0.isEmpty ? nil : $0 }
     }
@@ -171,33 +154,8 @@ public enum QuietPath {
     }
 }
 
-/// The summary the full hook prints for the quiet path (`HookSummary` in JobKit), field for field.
-struct Summary {
-    let runID = Summary.uuid()
-    let now: String
-    let dryRun: Bool
-    let user: String
-    let used: Int
-    let limit: Int?
-    var reason = ""
-    var durationMs = 0
-
-    var text: String {
-        "\(QuietPath.job)\(dryRun ? " (dry run)" : ""): user=\(user) used=\(used) limit=\(limit.map(String.init) ?? "none")"
-            + " action=none reason=\"\(reason)\" \(durationMs)ms"
-    }
-
-    /// Sorted snake_case keys, nil fields left out: what `JSONLine` makes of `HookSummary`. Every string
-    /// here is plain (see ``QuietPath/isPlain(_:)``), so none needs escaping.
-    var json: String {
-        var fields = [#""action":"none""#, #""dry_run":\#(dryRun)"#, #""duration_ms":\#(durationMs)"#, #""job":"\#(QuietPath.job)""#]
-        if let limit { fields.append(#""limit":\#(limit)"#) }
-        fields += [#""notifications":0"#, #""now":"\#(now)""#, #""outcomes":{}"#, #""reason":"\#(reason)""#,
-                   #""run_id":"\#(runID)""#, #""steps":[]"#, #""used":\#(used)"#, #""user_id":"\#(user)""#]
-        return "{" + fields.joined(separator: ",") + "}"
-    }
-
-    /// A random (version 4) UUID, lowercase.
+extension QuietPath {
+    /// A random (version 4) UUID, lower-case, as the full hook's run ids.
     static func uuid() -> String {
         var generator = SystemRandomNumberGenerator()
         var bytes = (0..<16).map { _ in UInt8.random(in: 0...255, using: &generator) }

@@ -86,8 +86,8 @@ public struct CommonOptions: ParsableArguments {
     public func makeLogger(_ label: String, _ config: ConfigResolver) throws(JobError) -> Logger {
         var logger = Logger(label: label)
         if let raw = config.raw(.logLevel, flag: logLevel) {
-            guard let level = Logger.Level(rawValue: raw.value.lowercased()) else {
-                let message = "\(raw.source): unknown log level \(raw.value) (trace, debug, info, notice, warning, error, critical)"
+            guard let name = LogLevelName.parse(raw.value), let level = Logger.Level(rawValue: name) else {
+                let message = "\(raw.source): unknown log level \(raw.value) (\(LogLevelName.all.joined(separator: ", ")))"
                 throw raw.source.hasPrefix("--") ? .usage(message) : .config(message)
             }
             logger.logLevel = level

@@ -26,6 +26,8 @@ enum Executables {
         let status: Int32
         let stdout: String
         let stderr: String
+        /// The signal that ended the child, if one did (`status` is then the signal's number).
+        var signal: Int32? = nil
     }
 
     static func run(_ name: String, _ arguments: [String], stdin: String, environment: [String: String] = [:]) async throws -> Result {
@@ -80,18 +82,20 @@ enum Executables {
         defer { watchdog.cancel() }
         let result = await collect(started)
         guard killed.withLockedValue({ $0 }) else { return result }
-        return Result(status: -1, stdout: result.stdout, stderr: "killed: still running after \(limit)\n" + result.stderr)
+        return Result(status: -1, stdout: result.stdout, stderr: "killed: still running after \(limit)\n" + result.stderr,
+                      signal: SIGKILL)
     }
 
     private static func collect(_ started: Started) async -> Result {
         async let stderr = blocking { started.stderr.fileHandleForReading.readDataToEndOfFile() }
         let stdout = await blocking { started.stdout.fileHandleForReading.readDataToEndOfFile() }
         let errors = await stderr
-        let status = await blocking { () -> Int32 in
+        let (status, signaled) = await blocking { () -> (Int32, Bool) in
             started.process.waitUntilExit()
-            return started.process.terminationStatus
+            return (started.process.terminationStatus, started.process.terminationReason == .uncaughtSignal)
         }
-        return Result(status: status, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: errors, as: UTF8.self))
+        return Result(status: status, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: errors, as: UTF8.self),
+                      signal: signaled ? status : nil)
     }
 
     static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> Result {

@@ -1,60 +1,11 @@
 import Foundation
 import Logging
 
-/// The account of one hook invocation.
-public struct HookSummary: Sendable, Codable, Hashable {
-    public var job = ContentLimitHook.jobName
-    public var runID: String
-    public var now: String
-    public var dryRun: Bool
-    public var userID: String
-    public var used: Int
-    public var limit: Int?
-    /// The period key (`YYYY-MM` or `YYYY`), once known.
-    public var period: String?
-    /// The warning the usage calls for, if any.
-    public var threshold: String?
-    public var action: ContentLimitAction = .none
-    /// Why nothing was sent, or what happened.
-    public var reason: String?
-    public var deliverAfter: String?
-    public var notifications = 0
-    public var outcomes: [String: Int] = [:]
-    /// Each decision step (filled for --explain).
-    public var steps: [String] = []
-    public var durationMs = 0
-
-    public init(runID: String, now: String, dryRun: Bool, userID: String, used: Int, limit: Int?, reason: String? = nil) {
-        self.runID = runID
-        self.now = now
-        self.dryRun = dryRun
-        self.userID = userID
-        self.used = used
-        self.limit = limit
-        self.reason = reason
-    }
-
-    public var json: String { JSONLine.encode(self) }
-
-    public var text: String {
-        var line = "\(job)\(dryRun ? " (dry run)" : ""): user=\(userID) used=\(used) limit=\(limit.map(String.init) ?? "none")"
-        if let period { line += " period=\(period)" }
-        if let threshold { line += " threshold=\(threshold)" }
-        line += " action=\(action.rawValue)"
-        if let reason { line += " reason=\"\(reason)\"" }
-        if let deliverAfter { line += " deliver_after=\(deliverAfter)" }
-        if notifications > 0 {
-            line += " notifications=\(notifications) outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
-        }
-        return line + " \(durationMs)ms"
-    }
-}
-
 /// Warns a user at 90 % and 100 % of their quota, once per period, at write time. The common case — a
 /// write far from the limit — costs one indexed read and no write, and never loads credentials or opens
 /// a provider connection: the sender is made only when a warning fires.
 public struct ContentLimitHook: Sendable {
-    public static let jobName = "content-limit-hook"
+    public static let jobName = HookSummary.jobName
     public let store: any ContentLimitStore & ReminderStore
     /// Gives the sender when a warning is sent now (a ``LazySender``: made once, shut down by its owner).
     public let makeSender: @Sendable () async throws(JobError) -> any Sender

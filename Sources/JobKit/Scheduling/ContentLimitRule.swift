@@ -1,10 +1,5 @@
 import Foundation
 
-/// How long a quota lasts.
-public enum LimitPeriod: String, Sendable, Codable, Hashable, CaseIterable {
-    case monthly, annual
-}
-
 /// One content write, as the app backend reports it.
 public struct ContentLimitEvent: Sendable, Hashable, Codable {
     public let userID: String
@@ -96,9 +91,3 @@ public enum ContentLimitRule {
     }
 }
 
-/// What the hook does for one event.
-public enum ContentLimitAction: String, Sendable, Hashable, Codable {
-    case none
-    case sent
-    case deferred
-}

@@ -1,0 +1,152 @@
+/// Every environment variable the jobs read, with its meaning. The executables read the environment at
+/// their entry point only and resolve each setting (`ConfigResolver` in JobKit): a flag wins over the
+/// environment, the environment over the default. The README's configuration table lists the same keys.
+///
+/// Foundation-free, so that the `content-limit-hook` front and the full hook share one list of what
+/// exists and of what the hook reads when no warning fires (``hookQuietPath``).
+public enum ConfigKey: String, CaseIterable, Sendable {
+    case databaseURL = "PUSH_DATABASE_URL"
+    case databasePasswordFile = "PUSH_DATABASE_PASSWORD_FILE"
+    case earlyMinutes = "PUSH_EARLY_MINUTES"
+    case catchUpMinutes = "PUSH_CATCH_UP_MINUTES"
+    case claimLeaseMinutes = "PUSH_CLAIM_LEASE_MINUTES"
+    case shard = "PUSH_SHARD"
+    case copyCatalog = "PUSH_COPY_CATALOG"
+    case outbox = "PUSH_OUTBOX"
+    case logLevel = "PUSH_LOG_LEVEL"
+    case apnsKeyFile = "PUSH_APNS_KEY_FILE"
+    case apnsKeyID = "PUSH_APNS_KEY_ID"
+    case apnsTeamID = "PUSH_APNS_TEAM_ID"
+    case apnsTopic = "PUSH_APNS_TOPIC"
+    case apnsEndpoint = "PUSH_APNS_ENDPOINT"
+    case apnsSandboxEndpoint = "PUSH_APNS_SANDBOX_ENDPOINT"
+    case fcmServiceAccountFile = "PUSH_FCM_SERVICE_ACCOUNT_FILE"
+    case fcmEndpoint = "PUSH_FCM_ENDPOINT"
+    case fcmAndroidChannelID = "PUSH_FCM_ANDROID_CHANNEL_ID"
+    case caFile = "PUSH_CA_FILE"
+    case retryBudgetSeconds = "PUSH_RETRY_BUDGET_SECONDS"
+    case deepLinkBase = "PUSH_DEEP_LINK_BASE"
+
+    /// The flag that overrides this key.
+    public var flag: String {
+        switch self {
+        case .databaseURL: "--database"
+        case .databasePasswordFile: "--database-password-file"
+        case .earlyMinutes: "--early-minutes"
+        case .catchUpMinutes: "--catch-up-minutes"
+        case .claimLeaseMinutes: "--claim-lease-minutes"
+        case .shard: "--shard"
+        case .copyCatalog: "--copy-catalog"
+        case .outbox: "--outbox"
+        case .logLevel: "--log-level"
+        case .apnsKeyFile: "--apns-key-file"
+        case .apnsKeyID: "--apns-key-id"
+        case .apnsTeamID: "--apns-team-id"
+        case .apnsTopic: "--apns-topic"
+        case .apnsEndpoint: "--apns-endpoint"
+        case .apnsSandboxEndpoint: "--apns-sandbox-endpoint"
+        case .fcmServiceAccountFile: "--fcm-service-account-file"
+        case .fcmEndpoint: "--fcm-endpoint"
+        case .fcmAndroidChannelID: "--fcm-android-channel-id"
+        case .caFile: "--ca-file"
+        case .retryBudgetSeconds: "--retry-budget-seconds"
+        case .deepLinkBase: "--deep-link-base"
+        }
+    }
+
+    public var help: String {
+        switch self {
+        case .databaseURL: "SQLite file path (or sqlite:///absolute/path), or a postgres:// URL (sslmode, password_file, max_connections). Required."
+        case .databasePasswordFile: "A file holding the PostgreSQL password (instead of one in the URL)."
+        case .earlyMinutes: "Minutes before the reminder time a run may already send (default 2, 0–14)."
+        case .catchUpMinutes: "Minutes after the reminder time a late run still sends (default 60, 1–720)."
+        case .claimLeaseMinutes: "Minutes after which an unfinished claim of a dead run is taken over (default 10, 2–60)."
+        case .shard: "K/N: this host handles the users whose stable id hash falls in slice K of N (diary-reminder, token-janitor probes)."
+        case .copyCatalog: "A copy catalog JSON file replacing the built-in one."
+        case .outbox: "Deliver by appending JSON lines to this file (- for stdout) instead of a provider."
+        case .logLevel: "trace, debug, info, notice, warning, error or critical (default info); logs go to stderr."
+        case .apnsKeyFile: "APNs token-auth signing key (.p8)."
+        case .apnsKeyID: "The .p8 key's 10-character key id."
+        case .apnsTeamID: "The Apple developer team id."
+        case .apnsTopic: "The app's bundle id (apns-topic)."
+        case .apnsEndpoint: "APNs production endpoint (default https://api.push.apple.com)."
+        case .apnsSandboxEndpoint: "APNs sandbox endpoint (default https://api.sandbox.push.apple.com)."
+        case .fcmServiceAccountFile: "Firebase service-account JSON (its token_uri is used for OAuth)."
+        case .fcmEndpoint: "FCM endpoint (default https://fcm.googleapis.com)."
+        case .fcmAndroidChannelID: "Android notification channel id (default diary_reminders)."
+        case .caFile: "PEM CA certificates trusted in addition to the system roots (simulator, proxies)."
+        case .retryBudgetSeconds: "Seconds a run may spend retrying transient provider errors (default 60)."
+        case .deepLinkBase: "Base of the deep links in notifications (default diary://)."
+        }
+    }
+}
+
+extension ConfigKey {
+    /// What the content-limit hook does with a setting when a write fires no warning (the quiet path).
+    public enum QuietPathUse: Sendable, Hashable {
+        /// Read and checked by both hook binaries with the shared code (the database location, the log level).
+        case shared
+        /// Not read at all: only a warning that is sent needs it (providers, the outbox, the catalog), or the
+        /// hook has no use for it (the reminder run's settings).
+        case unread
+        /// Read by the full hook only: the front hands the invocation over when it is set.
+        case fullHookOnly
+    }
+
+    /// How the hook's quiet path uses this setting. The full hook must not read an ``QuietPathUse/unread``
+    /// setting before it knows a warning fires: the differential test of the two binaries checks it.
+    public var hookQuietPath: QuietPathUse {
+        switch self {
+        case .databaseURL, .logLevel: .shared
+        case .databasePasswordFile: .fullHookOnly
+        case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes, .shard, .copyCatalog, .outbox, .apnsKeyFile, .apnsKeyID,
+             .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
+             .fcmAndroidChannelID, .caFile, .retryBudgetSeconds, .deepLinkBase: .unread
+        }
+    }
+}
+
+/// The log levels every job accepts (swift-log's, in order), case-insensitive.
+public enum LogLevelName {
+    public static let all = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    /// The level named by `text` (any case), or nil.
+    public static func parse(_ text: String) -> String? {
+        let lower = text.lowercased()
+        return all.contains(lower) ? lower : nil
+    }
+}
+
+/// The syntax of a database location, shared by JobKit (`DatabaseLocation`) and the hook front.
+public enum DatabaseLocationSyntax: Sendable, Hashable {
+    case sqlite(path: String)
+    case postgres(url: String)
+    /// Not a location; the reason, to follow the setting's name.
+    case invalid(String)
+
+    /// Accepts a file path, `sqlite:///absolute/path`, `sqlite://relative/path`, `file:path`, or a
+    /// `postgres://`/`postgresql://` URL; spaces and tabs around it are ignored.
+    public static func parse(_ text: String) -> DatabaseLocationSyntax {
+        let trimmed = trimmingSpaces(text)
+        guard !trimmed.isEmpty else { return .invalid("empty database location") }
+        let lower = trimmed.lowercased()
+        if lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://") { return .postgres(url: trimmed) }
+        for scheme in ["sqlite://", "file://", "sqlite:", "file:"] where lower.hasPrefix(scheme) {
+            let path = String(trimmed.unicodeScalars.dropFirst(scheme.unicodeScalars.count))
+            return path.isEmpty ? .invalid("no path in \(scheme) URL") : .sqlite(path: path)
+        }
+        if lower.contains("://") { return .invalid("unsupported database URL scheme (use a SQLite path or sqlite:///path)") }
+        return .sqlite(path: trimmed)
+    }
+
+    /// Without the spaces (Unicode category Zs) and tabs at either end: Foundation's `.whitespaces`.
+    static func trimmingSpaces(_ text: String) -> String {
+        let scalars = text.unicodeScalars
+        func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+            scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator
+        }
+        guard let first = scalars.firstIndex(where: { !isSpace($0) }),
+              let last = scalars.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return String(scalars[first...last])
+    }
+}

@@ -1,0 +1,115 @@
+/// How long a quota lasts.
+public enum LimitPeriod: String, Sendable, Codable, Hashable, CaseIterable {
+    case monthly, annual
+}
+
+/// What the hook does for one event.
+public enum ContentLimitAction: String, Sendable, Hashable, Codable {
+    case none
+    case sent
+    case deferred
+}
+
+/// The account of one hook invocation: what both hook binaries print (the front for the quiet path, the
+/// full hook for everything), from this one definition, as one text line or one JSON object.
+public struct HookSummary: Sendable, Codable, Hashable {
+    public static let jobName = "content-limit-hook"
+
+    public var job = HookSummary.jobName
+    public var runID: String
+    public var now: String
+    public var dryRun: Bool
+    public var userID: String
+    public var used: Int
+    public var limit: Int?
+    /// The period key (`YYYY-MM` or `YYYY`), once known.
+    public var period: String?
+    /// The warning the usage calls for, if any.
+    public var threshold: String?
+    public var action: ContentLimitAction = .none
+    /// Why nothing was sent, or what happened.
+    public var reason: String?
+    public var deliverAfter: String?
+    public var notifications = 0
+    public var outcomes: [String: Int] = [:]
+    /// Each decision step (filled for --explain).
+    public var steps: [String] = []
+    public var durationMs = 0
+
+    public init(runID: String, now: String, dryRun: Bool, userID: String, used: Int, limit: Int?, reason: String? = nil) {
+        self.runID = runID
+        self.now = now
+        self.dryRun = dryRun
+        self.userID = userID
+        self.used = used
+        self.limit = limit
+        self.reason = reason
+    }
+
+    /// One JSON object on one line: snake_case keys, sorted, absent values left out.
+    public var json: String {
+        var object = SummaryJSON()
+        object.add("action", string: action.rawValue)
+        if let deliverAfter { object.add("deliver_after", string: deliverAfter) }
+        object.add("dry_run", raw: dryRun ? "true" : "false")
+        object.add("duration_ms", raw: String(durationMs))
+        object.add("job", string: job)
+        if let limit { object.add("limit", raw: String(limit)) }
+        object.add("notifications", raw: String(notifications))
+        object.add("now", string: now)
+        object.add("outcomes", raw: "{" + outcomes.sorted { $0.key < $1.key }
+            .map { SummaryJSON.quoted($0.key) + ":" + String($0.value) }.joined(separator: ",") + "}")
+        if let period { object.add("period", string: period) }
+        if let reason { object.add("reason", string: reason) }
+        object.add("run_id", string: runID)
+        object.add("steps", raw: "[" + steps.map(SummaryJSON.quoted).joined(separator: ",") + "]")
+        if let threshold { object.add("threshold", string: threshold) }
+        object.add("used", raw: String(used))
+        object.add("user_id", string: userID)
+        return object.text
+    }
+
+    public var text: String {
+        var line = "\(job)\(dryRun ? " (dry run)" : ""): user=\(userID) used=\(used) limit=\(limit.map(String.init) ?? "none")"
+        if let period { line += " period=\(period)" }
+        if let threshold { line += " threshold=\(threshold)" }
+        line += " action=\(action.rawValue)"
+        if let reason { line += " reason=\"\(reason)\"" }
+        if let deliverAfter { line += " deliver_after=\(deliverAfter)" }
+        if notifications > 0 {
+            line += " notifications=\(notifications) outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
+        }
+        return line + " \(durationMs)ms"
+    }
+}
+
+/// A JSON object written member by member, in the order given, without Foundation: strings escaped as
+/// RFC 8259 requires (`"`, `\\`, control characters), everything else (slashes, non-ASCII) as it is.
+struct SummaryJSON {
+    private var members: [String] = []
+
+    mutating func add(_ key: String, string value: String) { members.append(Self.quoted(key) + ":" + Self.quoted(value)) }
+    mutating func add(_ key: String, raw value: String) { members.append(Self.quoted(key) + ":" + value) }
+
+    var text: String { "{" + members.joined(separator: ",") + "}" }
+
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\u{08}": out += "\\b"
+            case "\u{0C}": out += "\\f"
+            case _ where scalar.value < 0x20:
+                let hex = Array("0123456789abcdef")
+                out += "\\u00" + String(hex[Int(scalar.value >> 4)]) + String(hex[Int(scalar.value & 0xF)])
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}
