@@ -83,6 +83,8 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
                     for step in summary.steps { print("  \(step)") }
                 }
                 print(common.format == .json ? summary.json : summary.text)
+                // After the summary: a warning a provider left undelivered fails the invocation (77 or 69).
+                if let failure = summary.failure { throw failure }
             }
         }
     }

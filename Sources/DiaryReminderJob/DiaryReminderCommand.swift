@@ -95,6 +95,8 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 }
                 await sender.shutdown()
                 print(json ? summary.json : summary.text)
+                // After the summary: due work a provider left undelivered fails the run (77 or 69) for cron.
+                if let failure = summary.failure { throw failure }
             }
         }
     }

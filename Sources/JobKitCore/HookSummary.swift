@@ -34,6 +34,8 @@ public struct HookSummary: Sendable, Codable, Hashable {
     public var outcomes: [String: Int] = [:]
     /// Each decision step (filled for --explain).
     public var steps: [String] = []
+    /// Devices left for later runs because a provider refused our credentials or was unavailable.
+    public var troubles: [ProviderTrouble] = []
     public var durationMs = 0
 
     public init(runID: String, now: String, dryRun: Bool, userID: String, used: Int, limit: Int?, reason: String? = nil) {
@@ -64,6 +66,16 @@ public struct HookSummary: Sendable, Codable, Hashable {
         object.add("run_id", string: runID)
         object.add("steps", raw: "[" + steps.map(SummaryJSON.quoted).joined(separator: ",") + "]")
         if let threshold { object.add("threshold", string: threshold) }
+        if !troubles.isEmpty {
+            object.add("troubles", raw: "[" + troubles.map { trouble in
+                var member = SummaryJSON()
+                member.add("cause", string: trouble.cause.rawValue)
+                member.add("devices", raw: String(trouble.devices))
+                member.add("provider", string: trouble.provider)
+                member.add("reasons", raw: "[" + trouble.reasons.map(SummaryJSON.quoted).joined(separator: ",") + "]")
+                return member.text
+            }.joined(separator: ",") + "]")
+        }
         object.add("used", raw: String(used))
         object.add("user_id", string: userID)
         return object.text
@@ -79,6 +91,7 @@ public struct HookSummary: Sendable, Codable, Hashable {
         if notifications > 0 {
             line += " notifications=\(notifications) outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
         }
+        for trouble in troubles { line += " LEFT[\(trouble.provider) \(trouble.cause.rawValue)=\(trouble.devices)]" }
         return line + " \(durationMs)ms"
     }
 }

@@ -90,6 +90,7 @@ struct Run: AsyncParsableCommand {
                 }
                 await handler.senders.shutdown()
                 print(common.format == .json ? summary.json : summary.text)
+                if let failure = summary.failure { throw failure }
             }
         }
     }

@@ -59,7 +59,7 @@ actor ProviderClient {
     private var connecting: [Endpoint: Task<HTTP2Connection, any Error>] = [:]
     private var retired: [HTTP2Connection] = []
     /// Set when credentials failed after a refresh: nothing more is sent to this provider in this run.
-    private var stopped: String?
+    private var stopped: ProviderVerdict?
     /// Credentials obtained in answer to a refusal in this run: a refusal of one of these is final.
     private var replacements: Set<String> = []
     /// When a request of any send last got an answer: a pass whose requests were all unprocessed (GOAWAY) is
@@ -97,15 +97,15 @@ actor ProviderClient {
         }
 
         while !pending.isEmpty {
-            if let reason = stopped {
-                for i in pending { finish(i, ProviderVerdict(.credentials, reason: reason)) }
+            if let verdict = stopped {
+                for i in pending { finish(i, verdict) }
                 break
             }
             let token: String
             do {
                 token = try await credential.get().token
             } catch {
-                stop("credentials unavailable: \(error.message)")
+                stop(Self.verdict(forCredentialFailure: error))
                 continue
             }
             let authorization = provider.authorization(token)
@@ -133,17 +133,26 @@ actor ProviderClient {
                 do {
                     connection = try await self.connection(to: endpoint)
                 } catch {
-                    logger.warning("cannot connect", metadata: ["provider": "\(provider.name)", "endpoint": "\(endpoint)"])
+                    // The cause (refused, DNS, a certificate whose host does not match) is the reason recorded and
+                    // reported: it is what an operator needs to act on.
+                    let reason = "connect failed: " + ConnectionErrorText.describe(error)
+                    logger.warning("cannot connect", metadata: ["provider": "\(provider.name)", "endpoint": "\(endpoint)",
+                                                                "error": "\(reason)"])
                     for i in indices {
                         attempts[i] += 1
-                        transient(i, ProviderVerdict(.retryLater, reason: "connect failed"))
+                        transient(i, ProviderVerdict(.retryLater, reason: reason))
                     }
                     continue
                 }
                 let requests = indices.map { provider.request(items[$0], authorization, endpoint.authority) }
-                for (i, result) in zip(indices, await connection.send(requests)) {
+                let results = await connection.send(requests)
+                // Why the connection closed (a certificate that was not accepted): the reason of what it failed.
+                let closeCause = results.contains { if case .failure(let failure) = $0 { failure != .timeout } else { false } }
+                    ? await connection.closeCause : nil
+                for (i, result) in zip(indices, results) {
                     switch result {
                     case .failure(.notProcessed):
+                        if let closeCause { lastVerdict[i] = ProviderVerdict(.retryLater, reason: "not processed: \(closeCause)") }
                         retryNow.append(i)
                     case .failure(.timeout):
                         // The connection answers PINGs but not this request: the provider may still process it.
@@ -155,7 +164,7 @@ actor ProviderClient {
                         // Known dead (closed, or no PING answer): resent on a new connection.
                         attempts[i] += 1
                         ambiguous[i] += 1
-                        transient(i, ProviderVerdict(.retryLater, reason: "connection lost"))
+                        transient(i, ProviderVerdict(.retryLater, reason: "connection lost" + (closeCause.map { ": \($0)" } ?? "")))
                     case .failure(let failure):
                         attempts[i] += 1
                         transient(i, ProviderVerdict(.retryLater, reason: "\(failure)"))
@@ -172,7 +181,7 @@ actor ProviderClient {
                             lastVerdict[i] = verdict
                             if replacements.contains(token) || verdict.reason == "TooManyProviderTokenUpdates" {
                                 finish(i, verdict)
-                                stop(verdict.reason ?? "credentials refused")
+                                stop(ProviderVerdict(.credentials, reason: verdict.reason ?? "credentials refused"))
                             } else {
                                 refusedCredential = true
                                 retryNow.append(i)
@@ -190,7 +199,7 @@ actor ProviderClient {
                         logger.warning("provider refused the credential: using a new one", metadata: ["provider": "\(provider.name)"])
                     }
                 } catch {
-                    stop("credential refresh failed: \(error.message)")
+                    stop(Self.verdict(forCredentialFailure: error, refreshing: true))
                 }
             }
             // Unprocessed requests (GOAWAY, refused streams) go again at once on a new connection, for as long
@@ -225,13 +234,24 @@ actor ProviderClient {
         replacements = []
     }
 
-    private func stop(_ reason: String) {
+    private func stop(_ verdict: ProviderVerdict) {
         if stopped == nil {
             logger.error("stopped sending to this provider for the rest of the run", metadata: [
-                "provider": "\(provider.name)", "reason": "\(reason)",
+                "provider": "\(provider.name)", "reason": "\(verdict.reason ?? "")",
             ])
         }
-        stopped = reason
+        stopped = verdict
+    }
+
+    /// What a credential that could not be obtained means for the devices waiting on it: a refusal (of the
+    /// key, the account) is a credentials problem; an endpoint that could not be reached or failed is the
+    /// provider being unavailable — never a reason to doubt the key.
+    static func verdict(forCredentialFailure error: JobError, refreshing: Bool = false) -> ProviderVerdict {
+        let prefix = refreshing ? "credential refresh failed" : "credentials unavailable"
+        switch error.exitCode {
+        case 69, 75: return ProviderVerdict(.retryLater, reason: "\(prefix): \(error.message)")
+        default: return ProviderVerdict(.credentials, reason: "\(prefix): \(error.message)")
+        }
     }
 
     /// The endpoint's connection, opened if there is none or it can take no more requests. Sends may run

@@ -148,6 +148,8 @@ public struct ContentLimitHook: Sendable {
         summary.action = .sent
         summary.notifications = delivered.notifications
         summary.outcomes = delivered.outcomes
+        summary.troubles = ProviderTrouble.merge([], delivered.troubles)
+        ProviderTrouble.log(summary.troubles, logger: logger)
         return finish(delivered.statuses.first.map { "claim \($0)" } ?? "sent")
     }
 
@@ -170,8 +172,9 @@ public struct ContentLimitHook: Sendable {
     /// the reminder's claim → send → record.
     static func deliver(_ warnings: [PendingWarning], store: any ContentLimitStore & ReminderStore, sender: any Sender,
                         catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: ContinuousClock.Instant,
-                        logger: Logger) async throws(JobError) -> (notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus]) {
-        guard !warnings.isEmpty else { return (0, [:], []) }
+                        logger: Logger) async throws(JobError) -> (notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus],
+                                                                  troubles: [ProviderTrouble]) {
+        guard !warnings.isEmpty else { return (0, [:], [], []) }
         let devices = try await store.activeDevices(userIDs: warnings.map(\.userID))
         let reached = try await store.deliveredDevices(logIDs: warnings.map(\.logID))
         var notifications: [OutgoingNotification] = []
@@ -195,8 +198,10 @@ public struct ContentLimitHook: Sendable {
         var outcomes: [String: Int] = [:]
         var byWarning = Array(repeating: [DeliveryOutcome](), count: warnings.count)
         var records: [DeliveryRecord] = []
+        var troubles: [ProviderTrouble] = []
         for (i, report) in reports.enumerated() {
             outcomes[report.outcome.rawValue, default: 0] += 1
+            ProviderTrouble.add(report, to: &troubles)
             byWarning[owners[i]].append(report.outcome)
             records.append(DeliveryRecord(logID: notifications[i].logID!, deviceID: notifications[i].device.id, report: report))
         }
@@ -210,7 +215,7 @@ public struct ContentLimitHook: Sendable {
         try await store.recordPersistently(records, resolutions: resolutions, runID: runID, now: now,
                                            deadline: recordDeadline, logger: logger)
         if let failure = await sender.channelFailure() { throw failure }
-        return (notifications.count, outcomes, statuses)
+        return (notifications.count, outcomes, statuses, troubles)
     }
 }
 
@@ -247,6 +252,7 @@ extension DiaryReminderRunner {
                                                         runID: options.runID, now: options.now,
                                                         recordDeadline: recordDeadline, logger: logger)
         summary.warningsDelivered += result.statuses.filter { $0 == .sent || $0 == .partial }.count
+        summary.troubles = ProviderTrouble.merge(summary.troubles, result.troubles)
         summary.notifications += result.notifications
         for (outcome, count) in result.outcomes { summary.outcomes[outcome, default: 0] += count }
     }

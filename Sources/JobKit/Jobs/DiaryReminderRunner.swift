@@ -134,6 +134,7 @@ public struct DiaryReminderRunner: Sendable {
             }
         }
         try await pipeline.drain(into: &summary, phases: &phases)
+        if !options.dryRun { ProviderTrouble.log(summary.troubles, logger: logger) }
         if summary.invalidTokens > 0 {
             logger.warning("devices deactivated: stored token has the wrong shape for its provider (written around the registration API?)",
                            metadata: ["count": "\(summary.invalidTokens)", "reason": "\(DeviceToken.invalidReason)"])
@@ -268,6 +269,7 @@ public struct DiaryReminderRunner: Sendable {
             if !DeliveryLifecycle.isFinal(report.outcome) { delivered.devicesPendingRetry += 1 }
             delivered.ambiguous += report.ambiguousAttempts
             if report.outcome == .tokenDead && report.reason == DeviceToken.invalidReason { delivered.invalidTokens += 1 }
+            ProviderTrouble.add(report, to: &delivered.troubles)
             deliveries.append(DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
                                              report: report))
         }
@@ -346,6 +348,7 @@ struct DeliveredPage: Sendable {
     var notifications = 0
     var outcomes: [String: Int] = [:]
     var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0, ambiguous = 0, invalidTokens = 0
+    var troubles: [ProviderTrouble] = []
     var send = Duration.zero, record = Duration.zero
 
     func merge(into summary: inout RunSummary, phases: inout Phases) {
@@ -358,6 +361,7 @@ struct DeliveredPage: Sendable {
         summary.devicesPendingRetry += devicesPendingRetry
         summary.ambiguous += ambiguous
         summary.invalidTokens += invalidTokens
+        summary.troubles = ProviderTrouble.merge(summary.troubles, troubles)
         phases.add(.send, send)
         phases.add(.record, record)
     }

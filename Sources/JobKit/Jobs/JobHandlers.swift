@@ -30,6 +30,14 @@ public protocol JobHandler: Sendable {
 public protocol JobSummary: Sendable {
     var json: String { get }
     var text: String { get }
+    /// Due work a provider left undelivered: a run with any fails (77 or 69) after printing its summary.
+    var troubles: [ProviderTrouble] { get }
+}
+
+extension JobSummary {
+    /// The error the run ends with, after doing all it could: credentials refused (77) or a provider
+    /// unavailable (69); nil when nothing due was left for a provider reason.
+    public var failure: JobError? { ProviderTrouble.failure(troubles) }
 }
 
 /// An event as it arrives in a Lambda invocation's body.

@@ -37,6 +37,8 @@ public struct RunSummary: Sendable, Codable, Hashable {
     /// Devices whose stored token has the wrong shape for its provider (``DeviceToken``): never sent,
     /// deactivated with reason `invalid_token`. Only rows written around the registration API can be so.
     public var invalidTokens = 0
+    /// Devices left for later runs, by provider and cause (credentials refused, provider unavailable).
+    public var troubles: [ProviderTrouble] = []
     /// Quota warnings delivered by this run (deferred past quiet hours, or retried).
     public var warningsDelivered = 0
     /// Device attempts.
@@ -86,6 +88,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
             parts.append("outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]")
         }
         parts.append("skipped[" + skipped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]")
+        for trouble in troubles {
+            parts.append("LEFT[\(trouble.provider) \(trouble.cause.rawValue)=\(trouble.devices)]")
+        }
         if stoppedEarly { parts.append("STOPPED EARLY (time budget)") }
         if let notRun { parts.append("NOT RUN (\(notRun))") }
         parts.append("run=\(runID) \(durationMs)ms")

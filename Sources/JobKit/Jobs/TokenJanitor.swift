@@ -49,11 +49,14 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     public var deliveriesDeleted = 0
     public var logsDeleted = 0
     public var devicesPurged = 0
+    /// Probes that could not be answered: FCM refused our credentials or was unavailable.
+    public var troubles: [ProviderTrouble] = []
     public var durationMs = 0
 
     public var json: String { JSONLine.encode(self) }
     public var text: String {
-        "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) devices_purged=\(devicesPurged) run=\(runID) \(durationMs)ms"
+        "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) devices_purged=\(devicesPurged)"
+            + troubles.map { " PROBES_LEFT[\($0.provider) \($0.cause.rawValue)=\($0.devices)]" }.joined() + " run=\(runID) \(durationMs)ms"
     }
 }
 
@@ -153,8 +156,9 @@ public struct TokenJanitor: Sendable {
                 OutgoingNotification(logID: nil, device: device, type: .diaryReminder, period: "probe", locale: "en",
                                      messageIndex: 0, title: "probe", body: "validate only", expiresAt: options.now + day)
             }
-            for (device, report) in zip(slice, await sender.send(Array(probes))) where report.outcome == .tokenDead {
-                dead.append(device.id)
+            for (device, report) in zip(slice, await sender.send(Array(probes))) {
+                if report.outcome == .tokenDead { dead.append(device.id) }
+                ProviderTrouble.add(report, to: &summary.troubles)
             }
             index += slice.count
             if index < candidates.count {
@@ -163,5 +167,6 @@ public struct TokenJanitor: Sendable {
             }
         }
         summary.probeUnregistered = try await store.deactivate(deviceIDs: dead, reason: "UNREGISTERED", now: options.now)
+        ProviderTrouble.log(summary.troubles, logger: logger)
     }
 }

@@ -36,6 +36,12 @@ public enum LambdaRuntime {
                 result = .failure(error)
             }
             switch result {
+            case .success(let summary) where summary.failure != nil:
+                // Done all it could, and left due work to a provider's trouble: an error for Lambda's metrics,
+                // alarms and destinations, with the summary in its message.
+                let failure = summary.failure!
+                log.error("invocation left due work undelivered", metadata: ["error_type": "\(failure.kind)", "error": "\(failure.message)"])
+                try await client.fail(invocation.requestID, LambdaErrorReport(failure, summary: summary.json))
             case .success(let summary):
                 log.info("\(summary.text)")
                 try await client.respond(to: invocation.requestID, json: summary.json)

@@ -31,6 +31,11 @@ public struct LambdaErrorReport: Sendable, Hashable {
         self.init(type: "JobError.\(error.kind)", message: error.message)
     }
 
+    /// A run that did its work and still failed: the message carries its summary (JSON) after the error.
+    public init(_ error: JobError, summary: String) {
+        self.init(type: "JobError.\(error.kind)", message: error.message + "\nsummary: " + summary)
+    }
+
     /// The body the Runtime API expects: `{"errorMessage":…, "errorType":…, "stackTrace":[]}`.
     var body: String {
         "{\"errorMessage\":\(JSONLine.quote(message)),\"errorType\":\(JSONLine.quote(type)),\"stackTrace\":[]}"

@@ -6,7 +6,7 @@
 /// keys, access tokens or full device tokens.
 public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     private enum Code: String, Sendable, Hashable {
-        case usage, dataError, noInput, unavailable, software, cantCreate, ioError, tempFailure, config
+        case usage, dataError, noInput, unavailable, software, cantCreate, ioError, tempFailure, noPermission, config
     }
 
     private let code: Code
@@ -34,6 +34,8 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     public static func ioError(_ message: String) -> JobError { JobError(.ioError, message) }
     /// A temporary failure (a locked database): try again later (EX_TEMPFAIL, 75).
     public static func tempFailure(_ message: String) -> JobError { JobError(.tempFailure, message) }
+    /// Permission denied: a provider refused our credentials (EX_NOPERM, 77).
+    public static func noPermission(_ message: String) -> JobError { JobError(.noPermission, message) }
     /// Something is misconfigured: missing credentials, an unmigrated database (EX_CONFIG, 78).
     public static func config(_ message: String) -> JobError { JobError(.config, message) }
 
@@ -51,6 +53,7 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
         case .cantCreate: 73
         case .ioError: 74
         case .tempFailure: 75
+        case .noPermission: 77
         case .config: 78
         }
     }

@@ -99,18 +99,30 @@ enum ProviderTokens {
             throw .unavailable("cannot reach the OAuth token endpoint \(endpoint)")
         }
         let result = await connection.send([request]).first
+        let cause = await connection.closeCause
         await connection.close()
         guard case .success(let response) = result else {
-            throw .unavailable("no answer from the OAuth token endpoint \(endpoint)")
+            throw .unavailable("no answer from the OAuth token endpoint \(endpoint)" + (cause.map { ": \($0)" } ?? ""))
         }
         struct TokenAnswer: Decodable {
             let access_token: String
             let expires_in: Int64
         }
-        guard response.status == 200,
-              let answer = try? JSONDecoder().decode(TokenAnswer.self, from: Data(response.body.readableBytesView)) else {
-            // The answer may quote our request; say only what happened.
-            throw .config("the OAuth token endpoint refused the service account \(account.clientEmail) (HTTP \(response.status))")
+        struct Refusal: Decodable {
+            let error: String?
+            let error_description: String?
+        }
+        let body = Data(response.body.readableBytesView)
+        guard response.status == 200, let answer = try? JSONDecoder().decode(TokenAnswer.self, from: body) else {
+            // The OAuth error code and its description (Google's never quote the assertion), cut short and
+            // printable; nothing else of the answer.
+            let refusal = try? JSONDecoder().decode(Refusal.self, from: body)
+            let said = [refusal?.error, refusal?.error_description].compactMap { $0 }.joined(separator: ": ")
+            let printable = String(said.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(160).map(Character.init))
+            let message = "the OAuth token endpoint refused the service account \(account.clientEmail) (HTTP \(response.status)"
+                + (printable.isEmpty ? ")" : ": \(printable))")
+            // A server error is the endpoint's trouble, not a verdict on our key.
+            throw response.status >= 500 ? .unavailable(message) : .noPermission(message)
         }
         return CachedCredential(token: answer.access_token, issuedAt: now, expiresAt: now + answer.expires_in)
     }

@@ -112,6 +112,9 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private var serverStreamLimit = 100
     private var goingAway = false
     private var closed = false
+    /// The error that closed the connection (a TLS handshake failure, a protocol error), described for
+    /// people: why its streams failed.
+    private(set) var closeCause: String?
     private var unflushed = 0
     /// True from the first request written after a flush of the socket until the next one (see ``drainQueue()``).
     private var holdingFlushes = false
@@ -321,7 +324,8 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A connection-level protocol error: the connection is done.
+        // A connection-level error (TLS, protocol): the connection is done.
+        if closeCause == nil { closeCause = ConnectionErrorText.describe(error) }
         closed = true
         context.close(promise: nil)
     }

@@ -1,0 +1,103 @@
+/// Due work a provider left undelivered in one run, by provider and cause: devices left for the next runs
+/// because the provider refused our credentials, or could not be reached or kept failing (unreachable, TLS,
+/// 5xx, timeouts). Every job's summary carries them; the exit code, the error line and the log lines are
+/// derived from them (``ProviderTrouble/exitCode(_:)``), so that cron, Lambda and an operator see a failure
+/// the run itself survived.
+public struct ProviderTrouble: Sendable, Codable, Hashable {
+    public enum Cause: String, Sendable, Codable, Hashable {
+        /// The provider refused our credentials (APNs 403, FCM 401/403, an OAuth refusal): a person must act.
+        case credentials
+        /// The provider could not be reached, or answered only transient errors.
+        case unavailable
+    }
+
+    /// Distinct reasons kept per trouble, the first seen.
+    public static let reasonsKept = 3
+
+    public let provider: String
+    public let cause: Cause
+    public var devices: Int
+    /// The first distinct reasons, as the provider or the transport gave them.
+    public var reasons: [String]
+
+    public init(provider: String, cause: Cause, devices: Int = 0, reasons: [String] = []) {
+        self.provider = provider
+        self.cause = cause
+        self.devices = devices
+        self.reasons = reasons
+    }
+
+    /// Counts one device left pending for `cause`, keeping the first few distinct reasons.
+    public static func add(provider: String, cause: Cause, reason: String?, to troubles: inout [ProviderTrouble]) {
+        let index: Int
+        if let found = troubles.firstIndex(where: { $0.provider == provider && $0.cause == cause }) {
+            index = found
+        } else {
+            troubles.append(ProviderTrouble(provider: provider, cause: cause))
+            index = troubles.count - 1
+        }
+        troubles[index].devices += 1
+        if let reason, troubles[index].reasons.count < reasonsKept, !troubles[index].reasons.contains(reason) {
+            troubles[index].reasons.append(reason)
+        }
+    }
+
+    /// `a` and `b` together.
+    public static func merge(_ a: [ProviderTrouble], _ b: [ProviderTrouble]) -> [ProviderTrouble] {
+        var merged = a
+        for trouble in b {
+            if let index = merged.firstIndex(where: { $0.provider == trouble.provider && $0.cause == trouble.cause }) {
+                merged[index].devices += trouble.devices
+                for reason in trouble.reasons where merged[index].reasons.count < reasonsKept && !merged[index].reasons.contains(reason) {
+                    merged[index].reasons.append(reason)
+                }
+            } else {
+                merged.append(trouble)
+            }
+        }
+        return merged.sorted { ($0.provider, $0.cause.rawValue) < ($1.provider, $1.cause.rawValue) }
+    }
+
+    /// The sysexits code of a run that did all it could and left these: 0 when nothing was left for a provider
+    /// reason; 77 (EX_NOPERM) when a provider refused our credentials; otherwise 69 (EX_UNAVAILABLE).
+    public static func exitCode(_ troubles: [ProviderTrouble]) -> Int32 {
+        if troubles.contains(where: { $0.cause == .credentials && $0.devices > 0 }) { return 77 }
+        if troubles.contains(where: { $0.devices > 0 }) { return 69 }
+        return 0
+    }
+
+    /// The provider's name as people write it.
+    public var providerName: String {
+        switch provider {
+        case "apns": "APNs"
+        case "fcm": "FCM"
+        default: provider
+        }
+    }
+
+    /// One sentence: what happened, how many devices, the first reasons.
+    public var summary: String {
+        let what = cause == .credentials ? "\(providerName) refused our credentials" : "\(providerName) was unavailable"
+        let reasonText = reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"
+        return "\(what): \(devices) device\(devices == 1 ? "" : "s") left for the next runs\(reasonText)"
+    }
+
+    /// What an operator should do about it.
+    public var advice: String {
+        let text = reasons.joined(separator: " ").lowercased()
+        switch (provider, cause) {
+        case ("apns", .credentials):
+            return "check PUSH_APNS_KEY_ID, PUSH_APNS_TEAM_ID and the .p8 key (a revoked key, or a key id that is not the key's, is refused) and PUSH_APNS_TOPIC"
+        case ("fcm", .credentials) where text.contains("third_party_auth"):
+            return "the APNs key or certificate uploaded to the Firebase project is wrong: replace it in the Firebase console"
+        case ("fcm", .credentials):
+            return "check the service account (PUSH_FCM_SERVICE_ACCOUNT_FILE): a deleted or disabled key, another project, or no Firebase Cloud Messaging permission; the OAuth endpoint's answer is in the reasons"
+        case (_, .credentials):
+            return "check the provider's credentials"
+        case (_, .unavailable) where text.contains("certificate") || text.contains("tls") || text.contains("hostname"):
+            return "the provider's TLS certificate was not accepted: check the endpoint's host name, PUSH_CA_FILE, and any proxy that intercepts TLS"
+        case (_, .unavailable):
+            return "check the network path to the provider (DNS, firewall, proxy, NAT) and its status page; the devices are retried by the next runs inside the catch-up window"
+        }
+    }
+}

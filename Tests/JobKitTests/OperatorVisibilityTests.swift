@@ -1,0 +1,106 @@
+import Foundation
+import PushSimulator
+import Testing
+@testable import JobKit
+
+/// Issue 24: a run that leaves due work undelivered because of a provider says so — in its exit code, one
+/// clear log line per provider and cause, and its metrics — while a run whose only failures are dead tokens
+/// exits 0. Each case runs the real `diary-reminder` against the simulator.
+@Suite(.serialized) struct OperatorVisibilityTests {
+    enum Outage: String, CaseIterable, CustomTestStringConvertible {
+        case apnsKeyRefused, bothUnreachable, every503, bothCredentialsRefused, untrustedCertificate, none
+        var testDescription: String { rawValue }
+    }
+
+    struct Setup {
+        let harness: DeliveryHarness
+        let environment: [String: String]
+        let arguments: [String]
+    }
+
+    /// A user with an iPhone (APNs) and an Android phone (FCM), due at 20:00, and the environment that makes
+    /// the outage.
+    static func setUp(_ outage: Outage, extraArguments: [String] = []) async throws -> Setup {
+        let harness = try await DeliveryHarness.start(.sqlite) { configuration in
+            if outage == .every503 { configuration.rules = [SimulatorRule(prefix: "", kind: .flaky, times: 1_000)] }
+        }
+        try await harness.addUser("u1", devices: [(hexToken("aa", 1), .apns, "ios"), ("android-u1", .fcm, "android")])
+        let credentials = harness.simulator.credentials
+        let live = "https://127.0.0.1:\(harness.simulator.port)"
+        let closed = "https://127.0.0.1:1"
+        var environment = [
+            "PUSH_APNS_KEY_FILE": credentials.apnsKeyFile, "PUSH_APNS_KEY_ID": SimulatorCredentials.keyID,
+            "PUSH_APNS_TEAM_ID": SimulatorCredentials.teamID, "PUSH_APNS_TOPIC": SimulatorCredentials.topic,
+            "PUSH_APNS_ENDPOINT": live, "PUSH_FCM_SERVICE_ACCOUNT_FILE": credentials.serviceAccountFile, "PUSH_FCM_ENDPOINT": live,
+            "PUSH_CA_FILE": credentials.caFile, "PUSH_RETRY_BUDGET_SECONDS": "3",
+        ]
+        switch outage {
+        case .apnsKeyRefused:
+            environment["PUSH_APNS_KEY_ID"] = "WRONGKEY01"
+        case .bothUnreachable:
+            environment["PUSH_APNS_ENDPOINT"] = closed
+            environment["PUSH_FCM_ENDPOINT"] = closed
+        case .bothCredentialsRefused:
+            environment["PUSH_APNS_KEY_ID"] = "WRONGKEY01"
+            // A service account whose key the OAuth endpoint does not know.
+            let other = try SimulatorCredentials.prepare(in: harness.db.directory.appendingPathComponent("other"))
+            try other.writeServiceAccount(port: harness.simulator.port)
+            environment["PUSH_FCM_SERVICE_ACCOUNT_FILE"] = other.serviceAccountFile
+        case .untrustedCertificate:
+            // Another CA than the one that signed the simulator's certificate.
+            let other = try SimulatorCredentials.prepare(in: harness.db.directory.appendingPathComponent("other"))
+            environment["PUSH_CA_FILE"] = other.caFile
+        case .every503, .none:
+            break
+        }
+        return Setup(harness: harness, environment: environment,
+                     arguments: ["--database", harness.db.path, "--now", "2026-11-23T20:00:00Z"] + extraArguments)
+    }
+
+    static let expected: [Outage: (status: Int32, lines: [String])] = [
+        .apnsKeyRefused: (77, ["APNs refused our credentials: 1 device left for the next runs"]),
+        .bothUnreachable: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device"]),
+        .every503: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device"]),
+        .bothCredentialsRefused: (77, ["APNs refused our credentials: 1 device", "FCM refused our credentials: 1 device"]),
+        .untrustedCertificate: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device", "TLS certificate was not accepted"]),
+        .none: (0, []),
+    ]
+
+    @Test(arguments: Outage.allCases)
+    func aRunThatLeavesDueWorkToAProviderFailsAndSaysWhy(_ outage: Outage) async throws {
+        let setup = try await Self.setUp(outage)
+        defer { Task { await setup.harness.stop() } }
+        let run = try await Executables.run("diary-reminder", setup.arguments, environment: setup.environment)
+        let (status, lines) = try #require(Self.expected[outage])
+        #expect(run.status == status, "\(outage): \(run.status) \(run.stderr)")
+        for line in lines {
+            // One line per provider and cause, not one per device or per attempt.
+            let count = run.stderr.components(separatedBy: line).count - 1
+            #expect(count >= 1, "\(outage): no \"\(line)\" in \(run.stderr)")
+        }
+        for provider in ["APNs", "FCM"] {
+            let errorLines = run.stderr.split(separator: "\n").filter { $0.contains("error") && $0.contains("\(provider) ") && $0.contains("left for the next runs") }
+            // The log line and the exit message (which repeats every provider's sentence): two at most per provider.
+            #expect(errorLines.count <= 2, "\(outage): \(errorLines)")
+        }
+        if status == 0 {
+            #expect(run.stderr.isEmpty, "\(run.stderr)")
+        } else {
+            #expect(run.stderr.contains("diary-reminder: error: due work left undelivered"), "\(run.stderr)")
+            // The summary is still printed, and the devices stay retryable.
+            #expect(run.stdout.contains("retry=1"), "\(run.stdout)")
+            #expect(try await setup.harness.db.count("SELECT count(*) FROM notification_logs WHERE status = 'retry'") == 1)
+        }
+        #expect(!run.stderr.contains("BEGIN PRIVATE KEY") && !run.stderr.contains(hexToken("aa", 1)))
+    }
+
+    /// Dead tokens and skips are not a provider's trouble: exit 0.
+    @Test func onlyDeadTokensExitZero() async throws {
+        let setup = try await Self.setUp(.none)
+        defer { Task { await setup.harness.stop() } }
+        try await setup.harness.addUser("u2", devices: [("dead-u2", .fcm, "android")])
+        let run = try await Executables.run("diary-reminder", setup.arguments, environment: setup.environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stdout.contains("token_dead=1"), "\(run.stdout)")
+    }
+}
