@@ -269,6 +269,10 @@ import Testing
             .run(ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true))
         await sender.shutdown()
         #expect(summary.outcomes == ["delivered": 1, "token_dead": 1])
+        // Issue 24: nothing was claimed or sent, and the summary says so.
+        #expect(summary.text.contains("would_claim=1 would_send=") && !summary.text.contains(" claimed=") && !summary.text.contains(" sent="),
+                "\(summary.text)")
+        #expect(summary.json.contains(#""would_claim":1"#) && !summary.json.contains(#""claimed":"#), "\(summary.json)")
         #expect(harness.simulator.stats.validated == 1)
         #expect(harness.simulator.accepted().isEmpty)
         #expect(lines.lines.count == 2)

@@ -67,18 +67,29 @@ public struct RunSummary: Sendable, Codable, Hashable {
         skipped[reason.rawValue, default: 0] += count
     }
 
-    /// One JSON object on one line, keys sorted.
+    /// One JSON object on one line, keys sorted. A dry run claims and sends nothing: its counts are
+    /// `would_claim` and `would_send`.
     public var json: String {
-        JSONLine.encode(self)
+        let line = JSONLine.encode(self)
+        guard dryRun else { return line }
+        return line.replacingOccurrences(of: #""claimed":"#, with: #""would_claim":"#)
+            .replacingOccurrences(of: #""sent":"#, with: #""would_send":"#)
     }
 
     /// One human-readable line.
     public var text: String {
         var parts = ["\(job)\(dryRun ? " (dry run)" : ""): now=\(now)"]
         if let shard { parts.append("shard=\(shard) other_shards=\(otherShards)") }
-        parts += ["candidates=\(candidates)", "due=\(due)", "claimed=\(claimed)"]
-        if takenOver > 0 { parts.append("taken_over=\(takenOver)") }
-        parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)"]
+        if dryRun {
+            // Nothing was claimed or sent: what a real run would do.
+            parts += ["candidates=\(candidates)", "due=\(due)", "would_claim=\(claimed)"]
+            if takenOver > 0 { parts.append("would_take_over=\(takenOver)") }
+            parts += ["would_send=\(sent)"]
+        } else {
+            parts += ["candidates=\(candidates)", "due=\(due)", "claimed=\(claimed)"]
+            if takenOver > 0 { parts.append("taken_over=\(takenOver)") }
+            parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)"]
+        }
         if devicesPendingRetry > 0 { parts.append("devices_pending_retry=\(devicesPendingRetry)") }
         if ambiguous > 0 { parts.append("ambiguous=\(ambiguous)") }
         if invalidTokens > 0 { parts.append("invalid_tokens=\(invalidTokens)") }
