@@ -45,8 +45,8 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await withExitCode("content-limit-hook") { () async throws(JobError) in
-            bootstrapLogging()
             let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
+            try common.bootstrapLogging(config)
             let logger = try common.makeLogger("content-limit-hook", config)
             let now = try common.resolvedNow()
             let input = try readEvent()

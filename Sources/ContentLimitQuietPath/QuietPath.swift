@@ -28,7 +28,8 @@ public enum QuietPath {
     }
 
     /// The flags the quiet path understands, each taking a value.
-    static let valueFlags: Set<String> = ["--user", "--used", "--limit", "--period", "--now", "--database", "--format", "--log-level"]
+    static let valueFlags: Set<String> = ["--user", "--used", "--limit", "--period", "--now", "--database", "--format", "--log-level",
+                                          "--log-format"]
 
     /// Decides one invocation. `arguments` excludes the program name; `now` is read only when `--now`
     /// is absent. Settings are read with the code the full hook uses (JobKitCore: ``ConfigKey``,
@@ -72,6 +73,9 @@ public enum QuietPath {
         guard format == "text" || format == "json" else { return .handOver("--format \(format)") }
         if let level = values["--log-level"] ?? nonEmpty(environment[ConfigKey.logLevel.rawValue]), LogLevelName.parse(level) == nil {
             return .handOver("log level \(level)")
+        }
+        if let logFormat = values["--log-format"] ?? nonEmpty(environment[ConfigKey.logFormat.rawValue]), LogFormatName.parse(logFormat) == nil {
+            return .handOver("log format \(logFormat)")
         }
         let instant: Int64
         if let text = values["--now"] {

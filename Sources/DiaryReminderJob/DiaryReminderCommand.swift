@@ -48,8 +48,8 @@ struct DiaryReminderCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await withExitCode("diary-reminder") { () async throws(JobError) in
-            bootstrapLogging()
             let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
+            try common.bootstrapLogging(config)
             let logger = try common.makeLogger("diary-reminder", config)
             let now = try common.resolvedNow()
             var settings = try Self.settings(config, earlyMinutes: earlyMinutes, catchUpMinutes: catchUpMinutes,

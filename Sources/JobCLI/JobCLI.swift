@@ -29,6 +29,10 @@ public struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Log level on stderr (default info).", valueName: "level"))
     public var logLevel: String?
 
+    @Option(name: .long, help: ArgumentHelp("Log format on stderr: text (default) or json (one object per line); env PUSH_LOG_FORMAT.",
+                                            valueName: "format"))
+    public var logFormat: String?
+
     public init() {}
 
     /// The options with no flag given: every setting from the environment (a Lambda execution environment).
@@ -39,6 +43,7 @@ public struct CommonOptions: ParsableArguments {
         options.now = nil
         options.format = .json
         options.logLevel = nil
+        options.logFormat = nil
         return options
     }
 
@@ -103,14 +108,24 @@ public func withExitCode(_ command: String, _ body: () async throws(JobError) ->
     do {
         try await body()
     } catch {
-        FileHandle.standardError.write(Data("\(command): error: \(error.message)\n".utf8))
+        FileHandle.standardError.write(Data((JobLogging.errorLine(job: command, error) + "\n").utf8))
         throw ExitCode(error.exitCode)
     }
 }
 
-/// Logs go to stderr; stdout carries results only.
-public func bootstrapLogging() {
-    LoggingSystem.bootstrap { label in StreamLogHandler.standardError(label: label) }
+extension CommonOptions {
+    /// Sets up logging to stderr (stdout carries results only) in the format asked for: text, or JSON lines.
+    public func bootstrapLogging(_ config: ConfigResolver) throws(JobError) {
+        var format = LogFormat.text
+        if let raw = config.raw(.logFormat, flag: logFormat) {
+            guard let name = LogFormatName.parse(raw.value), let parsed = LogFormat(rawValue: name) else {
+                let message = "\(raw.source): unknown log format \(raw.value) (text or json)"
+                throw raw.source.hasPrefix("--") ? .usage(message) : .config(message)
+            }
+            format = parsed
+        }
+        JobLogging.bootstrap(format)
+    }
 }
 
 /// Provider flags shared by every job that delivers.

@@ -19,8 +19,13 @@ public enum LambdaAdapter {
         job: String,
         makeHandler: @Sendable (ConfigResolver, Logger, any JobStore) async throws(JobError) -> Handler
     ) async -> Never where Handler.Event: LambdaEvent {
-        bootstrapLogging()
         let environment = ProcessInfo.processInfo.environment
+        do throws(JobError) {
+            try CommonOptions.environmentOnly.bootstrapLogging(ConfigResolver(environment: environment))
+        } catch {
+            JobLogging.bootstrap(.text)
+            fail(job, error)
+        }
         let address = environment[runtimeAPIVariable] ?? ""
         let client: RuntimeAPIClient
         do {

@@ -14,6 +14,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case copyCatalog = "PUSH_COPY_CATALOG"
     case outbox = "PUSH_OUTBOX"
     case logLevel = "PUSH_LOG_LEVEL"
+    case logFormat = "PUSH_LOG_FORMAT"
     case apnsKeyFile = "PUSH_APNS_KEY_FILE"
     case apnsKeyID = "PUSH_APNS_KEY_ID"
     case apnsTeamID = "PUSH_APNS_TEAM_ID"
@@ -39,6 +40,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .copyCatalog: "--copy-catalog"
         case .outbox: "--outbox"
         case .logLevel: "--log-level"
+        case .logFormat: "--log-format"
         case .apnsKeyFile: "--apns-key-file"
         case .apnsKeyID: "--apns-key-id"
         case .apnsTeamID: "--apns-team-id"
@@ -65,6 +67,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .copyCatalog: "A copy catalog JSON file replacing the built-in one."
         case .outbox: "Deliver by appending JSON lines to this file (- for stdout) instead of a provider."
         case .logLevel: "trace, debug, info, notice, warning, error or critical (default info); logs go to stderr."
+        case .logFormat: "text (default) or json: one JSON object per log line, with timestamp, level, job, run and every metadata field."
         case .apnsKeyFile: "APNs token-auth signing key (.p8)."
         case .apnsKeyID: "The .p8 key's 10-character key id."
         case .apnsTeamID: "The Apple developer team id."
@@ -97,12 +100,22 @@ extension ConfigKey {
     /// setting before it knows a warning fires: the differential test of the two binaries checks it.
     public var hookQuietPath: QuietPathUse {
         switch self {
-        case .databaseURL, .logLevel: .shared
+        case .databaseURL, .logLevel, .logFormat: .shared
         case .databasePasswordFile: .fullHookOnly
         case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes, .shard, .copyCatalog, .outbox, .apnsKeyFile, .apnsKeyID,
              .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
              .fcmAndroidChannelID, .caFile, .retryBudgetSeconds, .deepLinkBase: .unread
         }
+    }
+}
+
+/// The log formats every job accepts.
+public enum LogFormatName {
+    public static let all = ["text", "json"]
+
+    public static func parse(_ text: String) -> String? {
+        let lower = text.lowercased()
+        return all.contains(lower) ? lower : nil
     }
 }
 

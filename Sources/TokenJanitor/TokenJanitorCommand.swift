@@ -53,8 +53,8 @@ struct Run: AsyncParsableCommand {
 
     func run() async throws {
         try await withExitCode("token-janitor") { () async throws(JobError) in
-            bootstrapLogging()
             let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
+            try common.bootstrapLogging(config)
             let logger = try common.makeLogger("token-janitor", config)
             let now = try common.resolvedNow()
             let shard = try config.raw(.shard, flag: self.shard).map { raw throws(JobError) in

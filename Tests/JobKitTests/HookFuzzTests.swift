@@ -54,6 +54,8 @@ import Testing
                 .replacingOccurrences(of: directory.path, with: "@DIR")
                 .replacingOccurrences(of: #""run_id":"[0-9a-f-]{36}""#, with: #""run_id":"-""#, options: .regularExpression)
                 .replacingOccurrences(of: #"\d+ms(\n|$)|"duration_ms":\d+"#, with: "-", options: .regularExpression)
+                .replacingOccurrences(of: #""timestamp":"[^"]*""#, with: "-", options: .regularExpression)
+                .replacingOccurrences(of: #"(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} "#, with: "", options: .regularExpression)
         }
 
         /// The database's content: its schema and every row of every table. Not its bytes: GRDB creates and
@@ -140,6 +142,7 @@ import Testing
         }
         value("--format", either([nil, nil, "text", "json", "json"], ["xml"]))
         value("--log-level", either([nil, nil, nil, "debug", "DEBUG", "trace"], ["loud", ""]))
+        value("--log-format", either([nil, nil, nil, "text", "json", "JSON"], ["yaml"]))
         if chance(30) { flags.append(["--dry-run"]) }
         if chance(4) { flags.append(["--dry-run"]) }
         if chance(5) { flags.append(["--explain"]) }
@@ -152,6 +155,7 @@ import Testing
             ("PUSH_DATABASE_URL", ["@DB", "sqlite://@DB", "postgres://127.0.0.1:1/x?connect_timeout=2", "garbage://x", ""]),
             ("PUSH_DATABASE_PASSWORD_FILE", ["/nonexistent/pw", "/nonexistent/pw", ""]),
             ("PUSH_LOG_LEVEL", ["warning", "LOUD", "", "trace"]),
+            ("PUSH_LOG_FORMAT", ["json", "yaml", ""]),
             ("PUSH_APNS_KEY_ID", ["ABC1234567"]),
             ("PUSH_FCM_SERVICE_ACCOUNT_FILE", ["/nonexistent/sa.json"]),
             ("PUSH_OUTBOX", ["@OUT"]),

@@ -103,4 +103,43 @@ import Testing
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("token_dead=1"), "\(run.stdout)")
     }
+
+    /// `--log-format json` (or PUSH_LOG_FORMAT): every line on stderr is one JSON object, the final error line
+    /// included, for every job; the trouble lines carry their fields.
+    @Test func jsonLogLinesParseForEveryJob() async throws {
+        let setup = try await Self.setUp(.apnsKeyRefused)
+        defer { Task { await setup.harness.stop() } }
+        func objects(_ stderr: String, _ label: String) throws -> [[String: Any]] {
+            let lines = stderr.split(separator: "\n")
+            #expect(!lines.isEmpty, "\(label): no log lines")
+            return try lines.map { line in
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                return try #require(object, "\(label): not a JSON object: \(line)")
+            }
+        }
+        let run = try await Executables.run("diary-reminder", setup.arguments + ["--log-format", "json"], environment: setup.environment)
+        #expect(run.status == 77)
+        let lines = try objects(run.stderr, "diary-reminder")
+        let trouble = try #require(lines.first { $0["cause"] as? String == "credentials" })
+        #expect(trouble["provider"] as? String == "apns" && trouble["devices"] as? String == "1" && trouble["level"] as? String == "error")
+        #expect(trouble["job"] as? String == "diary-reminder" && trouble["run"] is String && trouble["timestamp"] is String)
+        #expect((trouble["reasons"] as? [String])?.isEmpty == false && (trouble["advice"] as? String)?.contains("PUSH_APNS_KEY_ID") == true)
+        #expect(lines.last?["exit_code"] as? String == "77")
+
+        // The hook and the janitor, each in a case that logs: a warning APNs refuses, probes FCM cannot answer.
+        let hook = try await Executables.run("content-limit-hook", ["--database", setup.harness.db.path, "--now", "2026-11-23T12:00:00Z",
+                                                                    "--user", "u1", "--used", "27", "--limit", "30"],
+                                             environment: setup.environment.merging(["PUSH_LOG_FORMAT": "json"]) { $1 })
+        #expect(hook.status == 77, "\(hook.stderr)")
+        _ = try objects(hook.stderr, "content-limit-hook")
+        // Not seen for 40 days: past the probe age (30), short of stale (90).
+        try await setup.harness.db.execute("UPDATE user_devices SET last_seen = \(setup.harness.db.ts(instant("2026-10-14T12:00:00Z")))")
+        let janitor = try await Executables.run("token-janitor", ["--database", setup.harness.db.path, "--now", "2026-11-23T12:00:00Z",
+                                                                  "--probe", "--log-format", "json"],
+                                                environment: setup.environment.merging(["PUSH_FCM_ENDPOINT": "https://127.0.0.1:1"]) { $1 })
+        #expect(janitor.status == 69, "\(janitor.status) \(janitor.stdout) \(janitor.stderr)")
+        _ = try objects(janitor.stderr, "token-janitor")
+        let bad = try await Executables.run("token-janitor", ["--database", setup.harness.db.path, "--log-format", "yaml"])
+        #expect(bad.status == 64 && bad.stderr.contains("unknown log format yaml"), "\(bad.stderr)")
+    }
 }

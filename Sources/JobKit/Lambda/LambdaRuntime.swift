@@ -27,13 +27,18 @@ public enum LambdaRuntime {
                 requestID: invocation.requestID)
             var log = logger
             log[metadataKey: "request_id"] = "\(invocation.requestID)"
+            if let traceID = invocation.traceID { log[metadataKey: "trace_id"] = "\(traceID)" }
 
-            let result: Result<Handler.Summary, JobError>
-            do throws(JobError) {
-                let event = try Handler.Event.decode(lambdaPayload: invocation.payload)
-                result = .success(try await handler.handle(event, context: context))
-            } catch {
-                result = .failure(error)
+            // The X-Ray trace id: in every log line of this invocation, and in the environment as the platform's
+            // own runtimes set it.
+            if let traceID = invocation.traceID { setenv("_X_AMZN_TRACE_ID", traceID, 1) } else { unsetenv("_X_AMZN_TRACE_ID") }
+            let result: Result<Handler.Summary, JobError> = await LambdaTrace.$id.withValue(invocation.traceID) {
+                do throws(JobError) {
+                    let event = try Handler.Event.decode(lambdaPayload: invocation.payload)
+                    return .success(try await handler.handle(event, context: context))
+                } catch {
+                    return .failure(error)
+                }
             }
             switch result {
             case .success(let summary) where summary.failure != nil:

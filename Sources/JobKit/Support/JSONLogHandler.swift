@@ -1,0 +1,102 @@
+import Foundation
+import Logging
+
+/// The log formats every job writes to stderr: swift-log's text lines, or one JSON object per line.
+public enum LogFormat: String, Sendable, CaseIterable {
+    case text, json
+}
+
+/// The trace id of the Lambda invocation being served (`Lambda-Runtime-Trace-Id`), put into every log line
+/// written while it is served (``JobLogging/metadataProvider``).
+public enum LambdaTrace {
+    @TaskLocal public static var id: String?
+}
+
+/// Sets up swift-log for a job: the format, and the metadata every line carries.
+public enum JobLogging {
+    /// Adds `trace_id` to every line written during a Lambda invocation.
+    public static let metadataProvider = Logger.MetadataProvider {
+        LambdaTrace.id.map { ["trace_id": "\($0)"] } ?? [:]
+    }
+
+    /// The format chosen at bootstrap: the final error line of a job follows it.
+    public nonisolated(unsafe) private(set) static var format = LogFormat.text
+
+    /// The last line of a job that fails: `<job>: error: <message>` as text, or a JSON object with the exit code.
+    public static func errorLine(job: String, _ error: JobError) -> String {
+        guard format == .json else { return "\(job): error: \(error.message)" }
+        return JSONLogHandler.line(label: job, level: .error, message: error.message,
+                                   fields: ["exit_code": "\(error.exitCode)", "error_kind": "\(error.kind)"])
+            ?? "\(job): error: \(error.message)"
+    }
+
+    /// Bootstraps the process's logging; call once, before the first logger is made.
+    public static func bootstrap(_ format: LogFormat) {
+        Self.format = format
+        switch format {
+        case .text:
+            LoggingSystem.bootstrap({ label, provider in StreamLogHandler.standardError(label: label, metadataProvider: provider) },
+                                    metadataProvider: metadataProvider)
+        case .json:
+            LoggingSystem.bootstrap({ label, provider in JSONLogHandler(label: label, metadataProvider: provider) },
+                                    metadataProvider: metadataProvider)
+        }
+    }
+}
+
+/// One JSON object per line on stderr: `timestamp` (UTC, milliseconds), `level`, `job` (the logger's label),
+/// `message`, and each metadata entry as a field of its own (`run`, `provider`, `devices`, `trace_id`, …).
+/// Lists and nested metadata stay JSON. What goes in is what the text format shows: callers never log
+/// secrets or full tokens.
+public struct JSONLogHandler: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .info
+    public var metadataProvider: Logger.MetadataProvider?
+    private let label: String
+    private let write: @Sendable (String) -> Void
+
+    public init(label: String, metadataProvider: Logger.MetadataProvider? = nil,
+                write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }) {
+        self.label = label
+        self.metadataProvider = metadataProvider
+        self.write = write
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var fields = metadata
+        if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
+        if let extra = event.metadata { fields.merge(extra) { $1 } }
+        if let line = Self.line(label: label, level: event.level, message: "\(event.message)", fields: fields) { write(line) }
+    }
+
+    /// One log line as a JSON object.
+    static func line(label: String, level: Logger.Level, message: String, fields: Logger.Metadata) -> String? {
+        var object: [String: Any] = [:]
+        for (key, value) in fields { object[key] = Self.json(value) }
+        let milliseconds = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        let millisecondText = String(milliseconds % 1000)
+        object["timestamp"] = String(Timestamps.format(milliseconds / 1000).dropLast())
+            + "." + String(repeating: "0", count: 3 - millisecondText.count) + millisecondText + "Z"
+        object["level"] = level.rawValue
+        object["job"] = label
+        object["message"] = message
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return nil
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private static func json(_ value: Logger.Metadata.Value) -> Any {
+        switch value {
+        case .string(let text): text
+        case .stringConvertible(let convertible): "\(convertible)"
+        case .array(let values): values.map(json)
+        case .dictionary(let members): members.mapValues(json)
+        }
+    }
+}
