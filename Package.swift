@@ -28,6 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // The Foundation-free rules and calendar types; JobKit re-exports them.
@@ -39,6 +40,7 @@ let package = Package(
             dependencies: [
                 "JobKitCore",
                 "CSQLiteSetup",
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -138,7 +140,8 @@ let package = Package(
             name: "JobKitTests",
             dependencies: ["JobKit", "JobKitPostgres", "JobCLI", "PushSimulator", "LambdaRuntimeSimulator", "ContentLimitQuietPath",
                            .product(name: "PostgresNIO", package: "postgres-nio"),
-                           .product(name: "NIOEmbedded", package: "swift-nio")]
+                           .product(name: "NIOEmbedded", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -15,6 +15,7 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             75 database locked (retry), 78 configuration.
             """)
 
+    @OptionGroup(title: "Observability") var observability: ObservabilityOptions
     @OptionGroup var common: CommonOptions
     @OptionGroup(title: "Delivery") var delivery: DeliveryOptions
 
@@ -66,7 +67,14 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             if !readOnly && !validateOnly { try Self.requireDelivery(deliveryConfiguration, outbox: outboxPath) }
             if !readOnly || validateOnly { try await deliveryConfiguration.checkFiles() }
             // Validation mints (and caches) an FCM access token: the only write it makes.
-            try await common.withStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder") { store throws(JobError) in
+            // Dry runs, --explain and --validate-only are an operator's questions: they neither ping nor replace
+            // the scheduled run's metrics.
+            let observers = readOnly || validateOnly ? RunObservers() : try observability.observers(config, logger: logger)
+            _ = try await observers.observe(job: "diary-reminder", now: now, logger: logger, metricsText: { summary, code, seconds, previous in
+                MetricsFile.reminderText(summary, job: "diary-reminder", now: now, exitCode: code, durationSeconds: seconds,
+                                         previousLastSuccess: previous)
+            }) { () async throws(JobError) -> RunSummary? in
+            try await common.withStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder") { store throws(JobError) -> RunSummary? in
                 let sender: any Sender
                 if readOnly && !validateOnly {
                     sender = DryRunSender(sink: StandardOutput(), json: json)
@@ -84,7 +92,7 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 if let userID = explain {
                     let explanation = try await handler.runner.explain(userID: userID, options: handler.options(now: now))
                     print(json ? explanation.json : explanation.text)
-                    return
+                    return nil
                 }
                 let summary: RunSummary
                 do throws(JobError) {
@@ -95,8 +103,10 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 }
                 await sender.shutdown()
                 print(json ? summary.json : summary.text)
-                // After the summary: due work a provider left undelivered fails the run (77 or 69) for cron.
-                if let failure = summary.failure { throw failure }
+                // Returned to the observers: due work a provider left undelivered then fails the run (77 or 69),
+                // after the summary, the metrics and the ping.
+                return summary
+            }
             }
         }
     }

@@ -128,6 +128,22 @@ extension CommonOptions {
     }
 }
 
+/// How a scheduled job is watched: its metrics file and its heartbeat.
+public struct ObservabilityOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("Write the run's metrics to this file (Prometheus text format, replaced atomically; env PUSH_METRICS_FILE).",
+                               valueName: "path"))
+    public var metricsFile: String?
+    @Option(help: ArgumentHelp("Heartbeat URL: POST URL/start, then URL on success or URL/fail, with the JSON summary (env PUSH_PING_URL).",
+                               valueName: "url"))
+    public var pingURL: String?
+
+    public init() {}
+
+    public func observers(_ config: ConfigResolver, logger: Logger) throws(JobError) -> RunObservers {
+        try RunObservers(config, metricsFile: metricsFile, pingURL: pingURL, logger: logger)
+    }
+}
+
 /// Provider flags shared by every job that delivers.
 public struct DeliveryOptions: ParsableArguments {
     @Option(help: ArgumentHelp("APNs .p8 signing key (env PUSH_APNS_KEY_FILE).", valueName: "path")) public var apnsKeyFile: String?

@@ -15,6 +15,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case outbox = "PUSH_OUTBOX"
     case logLevel = "PUSH_LOG_LEVEL"
     case logFormat = "PUSH_LOG_FORMAT"
+    case metricsFile = "PUSH_METRICS_FILE"
+    case pingURL = "PUSH_PING_URL"
     case apnsKeyFile = "PUSH_APNS_KEY_FILE"
     case apnsKeyID = "PUSH_APNS_KEY_ID"
     case apnsTeamID = "PUSH_APNS_TEAM_ID"
@@ -41,6 +43,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .outbox: "--outbox"
         case .logLevel: "--log-level"
         case .logFormat: "--log-format"
+        case .metricsFile: "--metrics-file"
+        case .pingURL: "--ping-url"
         case .apnsKeyFile: "--apns-key-file"
         case .apnsKeyID: "--apns-key-id"
         case .apnsTeamID: "--apns-team-id"
@@ -68,6 +72,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .outbox: "Deliver by appending JSON lines to this file (- for stdout) instead of a provider."
         case .logLevel: "trace, debug, info, notice, warning, error or critical (default info); logs go to stderr."
         case .logFormat: "text (default) or json: one JSON object per log line, with timestamp, level, job, run and every metadata field."
+        case .metricsFile: "Write the run's metrics here (Prometheus text format, replaced atomically) for node_exporter's textfile collector (diary-reminder, token-janitor)."
+        case .pingURL: "Heartbeat: POST URL/start, then URL or URL/fail with the JSON summary (healthchecks.io, Cronitor; diary-reminder, token-janitor)."
         case .apnsKeyFile: "APNs token-auth signing key (.p8)."
         case .apnsKeyID: "The .p8 key's 10-character key id."
         case .apnsTeamID: "The Apple developer team id."
@@ -104,7 +110,7 @@ extension ConfigKey {
         case .databasePasswordFile: .fullHookOnly
         case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes, .shard, .copyCatalog, .outbox, .apnsKeyFile, .apnsKeyID,
              .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
-             .fcmAndroidChannelID, .caFile, .retryBudgetSeconds, .deepLinkBase: .unread
+             .fcmAndroidChannelID, .caFile, .retryBudgetSeconds, .deepLinkBase, .metricsFile, .pingURL: .unread
         }
     }
 }

@@ -16,6 +16,7 @@ struct TokenJanitorCommand: AsyncParsableCommand {
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Deactivate stale tokens, probe FCM, apply retention (daily).")
 
+    @OptionGroup(title: "Observability") var observability: ObservabilityOptions
     @OptionGroup var common: CommonOptions
     @OptionGroup(title: "Delivery (for --probe)") var delivery: DeliveryOptions
     @Flag(help: "Print what would change, with counts; change nothing.") var dryRun = false
@@ -66,7 +67,13 @@ struct Run: AsyncParsableCommand {
                 guard providers.fcm != nil else { throw .config("--probe needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
                 try await providers.checkFiles()
             }
-            try await common.withStore(config, mode: dryRun ? .readOnly : .readWrite, job: "token-janitor") { store throws(JobError) in
+            // A dry run is an operator's question: it neither pings nor replaces the scheduled run's metrics.
+            let observers = dryRun ? RunObservers() : try observability.observers(config, logger: logger)
+            _ = try await observers.observe(job: "token-janitor", now: now, logger: logger, metricsText: { summary, code, seconds, previous in
+                MetricsFile.janitorText(summary, job: "token-janitor", now: now, exitCode: code, durationSeconds: seconds,
+                                        previousLastSuccess: previous)
+            }) { () async throws(JobError) -> JanitorSummary? in
+            try await common.withStore(config, mode: dryRun ? .readOnly : .readWrite, job: "token-janitor") { store throws(JobError) -> JanitorSummary in
                 var options = JanitorOptions(now: now)
                 options.dryRun = dryRun
                 options.staleDays = staleDays
@@ -90,7 +97,8 @@ struct Run: AsyncParsableCommand {
                 }
                 await handler.senders.shutdown()
                 print(common.format == .json ? summary.json : summary.text)
-                if let failure = summary.failure { throw failure }
+                return summary
+            }
             }
         }
     }

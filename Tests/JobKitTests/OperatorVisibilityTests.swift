@@ -142,4 +142,123 @@ import Testing
         let bad = try await Executables.run("token-janitor", ["--database", setup.harness.db.path, "--log-format", "yaml"])
         #expect(bad.status == 64 && bad.stderr.contains("unknown log format yaml"), "\(bad.stderr)")
     }
+
+    /// The metrics file after a failing and a succeeding run (each replacing it whole, the last success carried
+    /// over a failure), checked by promtool; the heartbeat's start, fail and success pings with the summary.
+    @Test func metricsFileAndHeartbeatFollowEveryRun() async throws {
+        let setup = try await Self.setUp(.apnsKeyRefused)
+        defer { Task { await setup.harness.stop() } }
+        let recorder = try await HTTPRecorder()
+        defer { Task { await recorder.stop() } }
+        let metrics = setup.harness.db.directory.appendingPathComponent("diary-reminder.prom")
+        let observed = ["--metrics-file", metrics.path, "--ping-url", "http://127.0.0.1:\(recorder.port)/ping/abc"]
+        let database = ["--database", setup.harness.db.path]
+        func value(_ name: String, _ labels: String) throws -> Double? {
+            let text = try String(contentsOf: metrics, encoding: .utf8)
+            return text.split(separator: "\n").first { $0.hasPrefix("\(name){\(labels)} ") }
+                .flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        func checkFormat() throws {
+            let text = try String(contentsOf: metrics, encoding: .utf8)
+            if FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool") {
+                let check = Process()
+                check.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+                check.arguments = ["check", "metrics"]
+                let input = Pipe(), output = Pipe()
+                check.standardInput = input
+                check.standardOutput = output
+                check.standardError = output
+                try check.run()
+                input.fileHandleForWriting.write(Data(text.utf8))
+                try input.fileHandleForWriting.close()
+                check.waitUntilExit()
+                let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                #expect(check.terminationStatus == 0, "promtool check metrics: \(said)\n\(text)")
+            } else {
+                // Without promtool: every sample line is `name{labels} value`, each family announced by HELP and TYPE.
+                for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                    #expect(line.wholeMatch(of: /[a-z_]+\{([a-z_]+="[^"]*",?)*\} -?[0-9.e+]+/) != nil, "\(line)")
+                }
+            }
+        }
+
+        // 1. APNs refuses the key: 77, and the file says so; no success yet.
+        let failed = try await Executables.run("diary-reminder", database + ["--now", "2026-11-23T20:00:00Z"] + observed,
+                                               environment: setup.environment)
+        #expect(failed.status == 77)
+        try checkFormat()
+        #expect(try value("diary_push_last_run_exit_code", #"job="diary-reminder""#) == 77)
+        #expect(try value("diary_push_run_devices_left", #"job="diary-reminder",provider="apns",cause="credentials""#) == 1)
+        #expect(try value("diary_push_run_devices_left", #"job="diary-reminder",provider="fcm",cause="unavailable""#) == 0)
+        #expect(try value("diary_push_run_users", #"job="diary-reminder",state="retry""#) == 1)
+        #expect(try value("diary_push_run_deliveries", #"job="diary-reminder",provider="fcm",outcome="delivered""#) == 1)
+        #expect(try value("diary_push_run_deliveries", #"job="diary-reminder",provider="apns",outcome="credentials""#) == 1)
+        #expect(try value(MetricsFile.lastSuccessName, #"job="diary-reminder""#) == nil)
+
+        // 2. The key fixed: the next run delivers the pending iPhone; the file now holds this run's figures.
+        var fixed = setup.environment
+        fixed["PUSH_APNS_KEY_ID"] = SimulatorCredentials.keyID
+        let succeeded = try await Executables.run("diary-reminder", database + ["--now", "2026-11-23T20:15:00Z"] + observed, environment: fixed)
+        #expect(succeeded.status == 0, "\(succeeded.stderr)")
+        try checkFormat()
+        #expect(try value("diary_push_last_run_exit_code", #"job="diary-reminder""#) == 0)
+        #expect(try value("diary_push_run_devices_left", #"job="diary-reminder",provider="apns",cause="credentials""#) == 0)
+        #expect(try value("diary_push_run_users", #"job="diary-reminder",state="taken_over""#) == 1)
+        #expect(try value("diary_push_run_deliveries", #"job="diary-reminder",provider="apns",outcome="delivered""#) == 1)
+        #expect(try value("diary_push_run_credential_mints", #"job="diary-reminder",provider="apns""#) == 1)
+        #expect(try value(MetricsFile.lastSuccessName, #"job="diary-reminder""#) == Double(instant("2026-11-23T20:15:00Z")))
+
+        // 3. A failure after it keeps the last success (the dead-man alert's input).
+        let again = try await Executables.run("diary-reminder", database + ["--now", "2026-11-23T20:30:00Z", "--apns-endpoint", "https://127.0.0.1:1"] + observed,
+                                              environment: fixed)
+        #expect(again.status == 0 || again.status == 69, "\(again.stderr)")
+        #expect(try value(MetricsFile.lastSuccessName, #"job="diary-reminder""#) != nil)
+
+        // 4. A metrics file that cannot be written is logged and changes nothing else.
+        let unwritable = try await Executables.run("diary-reminder", database + ["--now", "2026-11-23T20:45:00Z", "--metrics-file", "/nonexistent/dir/m.prom"],
+                                                   environment: fixed)
+        #expect(unwritable.status == 0, "\(unwritable.stderr)")
+        #expect(unwritable.stderr.contains("metrics not written"), "\(unwritable.stderr)")
+
+        // The heartbeat: start and fail, then start and success, each end with the summary as its body.
+        let pings = recorder.requests
+        #expect(pings.prefix(4).map(\.path) == ["/ping/abc/start", "/ping/abc/fail", "/ping/abc/start", "/ping/abc"], "\(pings)")
+        #expect(pings.allSatisfy { $0.method == "POST" })
+        let failBody = try #require(pings.dropFirst().first).body
+        let object = try JSONSerialization.jsonObject(with: Data(failBody.utf8)) as? [String: Any]
+        #expect(object?["job"] as? String == "diary-reminder" && object?["retry"] as? Int == 1, "\(failBody)")
+    }
+
+    /// A heartbeat service that cannot be reached is logged; the run's outcome is its own.
+    @Test func anUnreachablePingNeverFailsTheRun() async throws {
+        let setup = try await Self.setUp(.none)
+        defer { Task { await setup.harness.stop() } }
+        let run = try await Executables.run("diary-reminder", setup.arguments + ["--ping-url", "http://127.0.0.1:1/ping"], environment: setup.environment)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("heartbeat ping failed"), "\(run.stderr)")
+        let bad = try await Executables.run("diary-reminder", setup.arguments + ["--ping-url", "ftp://x"], environment: setup.environment)
+        #expect(bad.status == 64 && bad.stderr.contains("not an http(s) URL"), "\(bad.stderr)")
+    }
+
+    /// docs/alerts.yml is valid for Prometheus, and each rule names a metric the jobs write.
+    @Test func theExampleAlertRulesAreValid() throws {
+        let rules = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/alerts.yml")
+        let text = try String(contentsOf: rules, encoding: .utf8)
+        for metric in ["diary_push_last_success_timestamp_seconds", "diary_push_run_devices_left", "diary_push_run_deliveries"] {
+            #expect(text.contains(metric))
+        }
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"),
+                     "promtool is missing: scripts/test installs Debian's prometheus package")
+        let check = Process()
+        check.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+        check.arguments = ["check", "rules", rules.path]
+        let output = Pipe()
+        check.standardOutput = output
+        check.standardError = output
+        try check.run()
+        check.waitUntilExit()
+        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(check.terminationStatus == 0 && said.contains("SUCCESS: 5 rules found"), "\(said)")
+    }
 }

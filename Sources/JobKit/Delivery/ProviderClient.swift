@@ -234,6 +234,9 @@ actor ProviderClient {
         replacements = []
     }
 
+    /// Credentials minted for this provider by this process.
+    var mints: Int { get async { await credential.mints } }
+
     private func stop(_ verdict: ProviderVerdict) {
         if stopped == nil {
             logger.error("stopped sending to this provider for the rest of the run", metadata: [

@@ -113,6 +113,13 @@ public final class PushSender: Sender {
         return await client.send(items, finished: finished)
     }
 
+    public func credentialMints() async -> [String: Int] {
+        var mints: [String: Int] = [:]
+        if let apns { mints["apns"] = await apns.mints }
+        if let fcm { mints["fcm"] = await fcm.mints }
+        return mints
+    }
+
     public func beginRun(finishBy: ContinuousClock.Instant?) async {
         await apns?.beginRun(finishBy: finishBy)
         await fcm?.beginRun(finishBy: finishBy)

@@ -102,6 +102,8 @@ public protocol Sender: Sendable {
     /// not be written: a full disk): the run stops claiming, records what it has, and fails with it.
     /// Provider answers are reports, never this.
     func channelFailure() async -> JobError?
+    /// Credentials minted so far by provider (`apns`, `fcm`): a metric.
+    func credentialMints() async -> [String: Int]
 }
 
 extension Sender {
@@ -112,4 +114,5 @@ extension Sender {
     public func beginRun(finishBy: ContinuousClock.Instant?) async {}
     public func shutdown() async {}
     public func channelFailure() async -> JobError? { nil }
+    public func credentialMints() async -> [String: Int] { [:] }
 }

@@ -135,6 +135,7 @@ public struct DiaryReminderRunner: Sendable {
         }
         try await pipeline.drain(into: &summary, phases: &phases)
         if !options.dryRun { ProviderTrouble.log(summary.troubles, logger: logger) }
+        summary.credentialMints = await sender.credentialMints()
         if summary.invalidTokens > 0 {
             logger.warning("devices deactivated: stored token has the wrong shape for its provider (written around the registration API?)",
                            metadata: ["count": "\(summary.invalidTokens)", "reason": "\(DeviceToken.invalidReason)"])
@@ -270,6 +271,7 @@ public struct DiaryReminderRunner: Sendable {
             delivered.ambiguous += report.ambiguousAttempts
             if report.outcome == .tokenDead && report.reason == DeviceToken.invalidReason { delivered.invalidTokens += 1 }
             ProviderTrouble.add(report, to: &delivered.troubles)
+            delivered.outcomesByProvider[report.channel, default: [:]][report.outcome.rawValue, default: 0] += 1
             deliveries.append(DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
                                              report: report))
         }
@@ -349,6 +351,7 @@ struct DeliveredPage: Sendable {
     var outcomes: [String: Int] = [:]
     var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0, ambiguous = 0, invalidTokens = 0
     var troubles: [ProviderTrouble] = []
+    var outcomesByProvider: [String: [String: Int]] = [:]
     var send = Duration.zero, record = Duration.zero
 
     func merge(into summary: inout RunSummary, phases: inout Phases) {
@@ -362,6 +365,9 @@ struct DeliveredPage: Sendable {
         summary.ambiguous += ambiguous
         summary.invalidTokens += invalidTokens
         summary.troubles = ProviderTrouble.merge(summary.troubles, troubles)
+        for (provider, counts) in outcomesByProvider {
+            summary.outcomesByProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +)
+        }
         phases.add(.send, send)
         phases.add(.record, record)
     }

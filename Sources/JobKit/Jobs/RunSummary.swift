@@ -39,12 +39,16 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var invalidTokens = 0
     /// Devices left for later runs, by provider and cause (credentials refused, provider unavailable).
     public var troubles: [ProviderTrouble] = []
+    /// Provider credentials minted during the run, by provider (0 when the cached ones were used).
+    public var credentialMints: [String: Int] = [:]
     /// Quota warnings delivered by this run (deferred past quiet hours, or retried).
     public var warningsDelivered = 0
     /// Device attempts.
     public var notifications = 0
     /// Device attempts by outcome.
     public var outcomes: [String: Int] = [:]
+    /// Device attempts by provider (`apns`, `fcm`, `outbox`, …), then outcome.
+    public var outcomesByProvider: [String: [String: Int]] = [:]
     /// Users not reminded, by reason.
     public var skipped: [String: Int] = [:]
     /// True when the run stopped selecting because its time budget ran out; the rest is left to the next run.

@@ -69,7 +69,7 @@ public final class RuntimeAPIClient: Sendable {
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHTTPClientHandlers()
-                        try channel.pipeline.syncOperations.addHandler(RuntimeAPIHandler())
+                        try channel.pipeline.syncOperations.addHandler(HTTP1ExchangeHandler())
                     }
                 }
                 .connect(host: host, port: port).get()
@@ -126,7 +126,7 @@ public final class RuntimeAPIClient: Sendable {
     }
 
     private func exchange(_ method: HTTPMethod, _ path: String, body: String?,
-                          errorType: String? = nil) async throws(JobError) -> RuntimeAPIResponse {
+                          errorType: String? = nil) async throws(JobError) -> HTTP1Response {
         var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
         head.headers.add(name: "Host", value: host)
         head.headers.add(name: "User-Agent", value: "diary-push")
@@ -137,8 +137,8 @@ public final class RuntimeAPIClient: Sendable {
             head.headers.add(name: "Content-Type", value: "application/json")
             head.headers.add(name: "Content-Length", value: "\(body.utf8.count)")
         }
-        let promise = channel.eventLoop.makePromise(of: RuntimeAPIResponse.self)
-        let request = RuntimeAPIHandler.Request(head: head, body: buffer, promise: promise)
+        let promise = channel.eventLoop.makePromise(of: HTTP1Response.self)
+        let request = HTTP1ExchangeHandler.Request(head: head, body: buffer, promise: promise)
         // A write that never reaches the handler (the connection closed and the pipeline is gone) must fail
         // the exchange too; otherwise the runtime would wait forever instead of exiting.
         channel.writeAndFlush(request).whenFailure { promise.fail($0) }
@@ -150,25 +150,26 @@ public final class RuntimeAPIClient: Sendable {
     }
 }
 
-struct RuntimeAPIResponse: Sendable {
+struct HTTP1Response: Sendable {
     var status: HTTPResponseStatus
     var headers: HTTPHeaders
     var body: [UInt8]
 }
 
-/// Writes one request at a time and completes its promise with the whole response.
-private final class RuntimeAPIHandler: ChannelDuplexHandler {
+/// Writes one request at a time and completes its promise with the whole response: the HTTP/1.1 client of the
+/// Lambda Runtime API and of the heartbeat.
+final class HTTP1ExchangeHandler: ChannelDuplexHandler {
     struct Request: Sendable {
         let head: HTTPRequestHead
         let body: ByteBuffer?
-        let promise: EventLoopPromise<RuntimeAPIResponse>
+        let promise: EventLoopPromise<HTTP1Response>
     }
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = Request
     typealias OutboundOut = HTTPClientRequestPart
 
-    private var waiting: [EventLoopPromise<RuntimeAPIResponse>] = []
-    private var response: RuntimeAPIResponse?
+    private var waiting: [EventLoopPromise<HTTP1Response>] = []
+    private var response: HTTP1Response?
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let request = unwrapOutboundIn(data)
@@ -189,7 +190,7 @@ private final class RuntimeAPIHandler: ChannelDuplexHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            response = RuntimeAPIResponse(status: head.status, headers: head.headers, body: [])
+            response = HTTP1Response(status: head.status, headers: head.headers, body: [])
         case .body(let buffer):
             response?.body.append(contentsOf: buffer.readableBytesView)
         case .end:

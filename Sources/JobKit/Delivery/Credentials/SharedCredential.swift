@@ -57,6 +57,8 @@ actor SharedCredential {
     /// The look-up or mint under way: concurrent callers of this process (pages in delivery at once) join it
     /// instead of each minting their own.
     private var refreshing: Task<Result<CachedCredential, JobError>, Never>?
+    /// Credentials this process minted (successfully): a metric, and the sign of a refused credential.
+    private(set) var mints = 0
     /// How long a run waits for another holder's mint before minting its own.
     static let leaseSeconds: Int64 = 30
 
@@ -124,6 +126,7 @@ actor SharedCredential {
                 let credential: CachedCredential
                 do {
                     credential = try await mint(clock())
+                    mints += 1
                 } catch {
                     try? await store.abandonMint(key: key, holder: holder)
                     throw error
@@ -150,6 +153,7 @@ actor SharedCredential {
     /// A mint when the store cannot be used as the cache: costs one more mint than sharing would.
     private func mintWithoutLease() async throws(JobError) -> CachedCredential {
         let credential = try await mint(clock())
+        mints += 1
         current = credential
         try? await store.finishMint(key: key, holder: holder, credential: credential)
         return credential

@@ -1,0 +1,142 @@
+import Foundation
+import Logging
+import Prometheus
+
+/// A job's metrics in the Prometheus text format, for node_exporter's textfile collector: one file per job,
+/// replaced whole after every run (written beside it, then renamed), so the collector never reads half a file.
+///
+/// Each run is its own process, so the values are gauges of the last run; `…_last_success_timestamp_seconds`
+/// is carried over from the file it replaces when the run fails, which is what the standard dead-man alert
+/// (`time() - diary_push_last_success_timestamp_seconds > 1800`) needs. The text is made by swift-prometheus's
+/// registry (README "Operations": it costs no measurable start-up, as it is only used after the run).
+public struct MetricsFile: Sendable {
+    public static let lastSuccessName = "diary_push_last_success_timestamp_seconds"
+
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// The reminder run's figures. `summary` is nil when the run failed before it had one.
+    public static func reminderText(_ summary: RunSummary?, job: String, now: Int64, exitCode: Int32,
+                                    durationSeconds: Double, previousLastSuccess: Double?) -> String {
+        let registry = PrometheusCollectorRegistry()
+        common(registry, job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
+               previousLastSuccess: previousLastSuccess)
+        guard let summary else { return registry.emitToString() }
+        let users: [(String, Int)] = [("candidates", summary.candidates), ("due", summary.due), ("claimed", summary.claimed),
+                                      ("taken_over", summary.takenOver), ("sent", summary.sent), ("partial", summary.partial),
+                                      ("failed", summary.failed), ("retry", summary.retry)]
+        for (state, count) in users {
+            registry.makeGauge(name: "diary_push_run_users", labels: [("job", job), ("state", state)],
+                               help: "Users of the last run by state (due, claimed, sent, partial, failed, retry, …).").set(Int64(count))
+        }
+        registry.makeGauge(name: "diary_push_run_devices_pending_retry", labels: [("job", job)],
+                           help: "Devices the last run left for later runs.").set(Int64(summary.devicesPendingRetry))
+        registry.makeGauge(name: "diary_push_run_ambiguous_attempts", labels: [("job", job)],
+                           help: "Device attempts of the last run whose fate is unknown (no answer).").set(Int64(summary.ambiguous))
+        registry.makeGauge(name: "diary_push_run_invalid_tokens", labels: [("job", job)],
+                           help: "Stored tokens of the wrong shape the last run deactivated.").set(Int64(summary.invalidTokens))
+        for (provider, outcome, count) in deliveries(summary) {
+            registry.makeGauge(name: "diary_push_run_deliveries", labels: [("job", job), ("provider", provider), ("outcome", outcome)],
+                               help: "Device attempts of the last run by provider and outcome.").set(Int64(count))
+        }
+        for (reason, count) in summary.skipped.sorted(by: { $0.key < $1.key }) {
+            registry.makeGauge(name: "diary_push_run_skipped_users", labels: [("job", job), ("reason", reason)],
+                               help: "Users the last run did not remind, by reason.").set(Int64(count))
+        }
+        troubles(registry, summary.troubles, job: job)
+        for (provider, count) in summary.credentialMints.sorted(by: { $0.key < $1.key }) {
+            registry.makeGauge(name: "diary_push_run_credential_mints", labels: [("job", job), ("provider", provider)],
+                               help: "Provider credentials the last run minted (cached ones cost none).").set(Int64(count))
+        }
+        return registry.emitToString()
+    }
+
+    /// The janitor's figures.
+    public static func janitorText(_ summary: JanitorSummary?, job: String, now: Int64, exitCode: Int32,
+                                   durationSeconds: Double, previousLastSuccess: Double?) -> String {
+        let registry = PrometheusCollectorRegistry()
+        common(registry, job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
+               previousLastSuccess: previousLastSuccess)
+        guard let summary else { return registry.emitToString() }
+        let figures: [(String, Int)] = [("stale_deactivated", summary.staleDeactivated), ("fcm_expired_deactivated", summary.fcmExpiredDeactivated),
+                                        ("probed", summary.probed), ("probe_unregistered", summary.probeUnregistered),
+                                        ("deliveries_deleted", summary.deliveriesDeleted), ("logs_deleted", summary.logsDeleted),
+                                        ("devices_purged", summary.devicesPurged)]
+        for (action, count) in figures {
+            registry.makeGauge(name: "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
+                               help: "What the last janitor run did, by action.").set(Int64(count))
+        }
+        troubles(registry, summary.troubles, job: job)
+        return registry.emitToString()
+    }
+
+    private static func common(_ registry: PrometheusCollectorRegistry, job: String, now: Int64, exitCode: Int32,
+                               durationSeconds: Double, previousLastSuccess: Double?) {
+        registry.makeGauge(name: "diary_push_last_run_timestamp_seconds", labels: [("job", job)],
+                           help: "When the last run ran (its --now), Unix seconds.").set(Int64(now))
+        registry.makeGauge(name: "diary_push_last_run_exit_code", labels: [("job", job)],
+                           help: "The last run's exit code (sysexits; 0 ok).").set(Int64(exitCode))
+        registry.makeGauge(name: "diary_push_run_duration_seconds", labels: [("job", job)],
+                           help: "How long the last run took.").set(durationSeconds)
+        if let lastSuccess = exitCode == 0 ? Double(now) : previousLastSuccess {
+            registry.makeGauge(name: lastSuccessName, labels: [("job", job)],
+                               help: "When the job last succeeded (exit 0), Unix seconds: alert when it is too old.").set(lastSuccess)
+        }
+    }
+
+    private static func troubles(_ registry: PrometheusCollectorRegistry, _ troubles: [ProviderTrouble], job: String) {
+        for cause in [ProviderTrouble.Cause.credentials, .unavailable] {
+            for provider in ["apns", "fcm"] {
+                let devices = troubles.first { $0.provider == provider && $0.cause == cause }?.devices ?? 0
+                registry.makeGauge(name: "diary_push_run_devices_left", labels: [("job", job), ("provider", provider), ("cause", cause.rawValue)],
+                                   help: "Due devices the last run left to later runs because of a provider, by cause.").set(Int64(devices))
+            }
+        }
+    }
+
+    /// Attempts by provider and outcome, every outcome listed for every provider that had attempts.
+    private static func deliveries(_ summary: RunSummary) -> [(String, String, Int)] {
+        summary.outcomesByProvider.sorted { $0.key < $1.key }.flatMap { provider, counts in
+            DeliveryOutcome.allCases.map { (provider, $0.rawValue, counts[$0.rawValue] ?? 0) }
+        }
+    }
+
+    /// The last success recorded in the file this run replaces, if any.
+    public func previousLastSuccess(job: String) -> Double? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix(Self.lastSuccessName + "{") && line.contains("job=\"\(job)\"") {
+            if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return value }
+        }
+        return nil
+    }
+
+    /// Replaces the file atomically: written to a temporary file in the same directory, flushed, renamed.
+    public func write(_ text: String) throws(JobError) {
+        let url = URL(fileURLWithPath: path)
+        let temporary = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).\(ProcessInfo.processInfo.processIdentifier).tmp")
+        do {
+            guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o644]) else {
+                throw CocoaError(.fileWriteNoPermission)
+            }
+            let handle = try FileHandle(forWritingTo: temporary)
+            defer { try? handle.close() }
+            try handle.write(contentsOf: Data(text.utf8))
+            try handle.synchronize()
+            guard rename(temporary.path, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw .ioError("cannot write the metrics file \(path): \(error.localizedDescription)")
+        }
+    }
+
+    /// Writes the file; a failure is logged and never changes the run's outcome.
+    public func writeLogging(_ text: String, logger: Logger) {
+        do { try write(text) } catch {
+            logger.error("metrics not written", metadata: ["path": "\(path)", "error": "\(error.message)"])
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import Logging
+
+/// What watches a scheduled run from outside: the metrics file and the heartbeat. Both see every run, a
+/// failed one included (an error before any summary, or a summary that leaves due work to a provider), and
+/// neither can change the run's outcome.
+public struct RunObservers: Sendable {
+    public var metrics: MetricsFile?
+    public var heartbeat: Heartbeat?
+
+    public init(metrics: MetricsFile? = nil, heartbeat: Heartbeat? = nil) {
+        self.metrics = metrics
+        self.heartbeat = heartbeat
+    }
+
+    /// The observers the configuration asks for (`--metrics-file`/PUSH_METRICS_FILE, `--ping-url`/PUSH_PING_URL).
+    public init(_ config: ConfigResolver, metricsFile: String?, pingURL: String?, logger: Logger) throws(JobError) {
+        metrics = config.string(.metricsFile, flag: metricsFile).map { MetricsFile(path: $0) }
+        if let raw = config.raw(.pingURL, flag: pingURL) {
+            do throws(JobError) {
+                heartbeat = try Heartbeat(url: raw.value, caFile: config.string(.caFile, flag: nil), logger: logger)
+            } catch {
+                throw raw.source.hasPrefix("--") ? error : JobError.config("\(raw.source): \(error.message)")
+            }
+        } else {
+            heartbeat = nil
+        }
+    }
+
+    /// Runs `body` between a start ping and a success or fail ping, writes the metrics file after it, and ends
+    /// as the run does: with its summary, or its error (the summary's own failure included: 77, 69).
+    public func observe<Summary: JobSummary>(
+        job: String, now: Int64, logger: Logger,
+        metricsText: (_ summary: Summary?, _ exitCode: Int32, _ seconds: Double, _ previousLastSuccess: Double?) -> String,
+        _ body: () async throws(JobError) -> Summary?
+    ) async throws(JobError) -> Summary? {
+        await heartbeat?.ping(.start)
+        let previous = metrics?.previousLastSuccess(job: job)
+        let started = ContinuousClock.now
+        let result: Result<Summary?, JobError>
+        do throws(JobError) { result = .success(try await body()) } catch { result = .failure(error) }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let summary: Summary?
+        let error: JobError?
+        switch result {
+        case .success(let made): (summary, error) = (made, made?.failure)
+        case .failure(let failure): (summary, error) = (nil, failure)
+        }
+        let code = error?.exitCode ?? 0
+        metrics?.writeLogging(metricsText(summary, code, seconds, previous), logger: logger)
+        let body = summary?.json ?? "{\"job\":\(JSONLine.quote(job)),\"error\":\(JSONLine.quote(error?.message ?? "")),\"exit_code\":\(code)}"
+        await heartbeat?.ping(code == 0 ? .success : .fail, body: body)
+        if let error { throw error }
+        return summary
+    }
+}
