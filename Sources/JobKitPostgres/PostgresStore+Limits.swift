@@ -227,6 +227,27 @@ extension PostgresStore: JanitorStore {
 }
 
 extension PostgresStore: ReportStore {
+    public func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
+        let logger = self.logger
+        return try await read("reading the reminders' outcomes") { connection in
+            try await connection.query("""
+                SELECT l.locale, l.message_index, \(unescaped: Self.epoch("coalesce(l.finished_at, l.claimed_at)")), l.period_key,
+                       u.timezone,
+                       (SELECT \(unescaped: Self.epoch("min(e.created_at)")) FROM diary_entries e
+                        WHERE e.user_id = l.user_id AND e.created_at >= coalesce(l.finished_at, l.claimed_at)
+                          AND e.created_at < coalesce(l.finished_at, l.claimed_at) + interval '2 days')
+                FROM notification_logs l JOIN users u ON u.id = l.user_id
+                WHERE l.notification_type = 'diary_reminder' AND l.status IN ('sent', 'partial')
+                  AND l.claimed_at >= to_timestamp(\(from)) AND l.claimed_at < to_timestamp(\(to))
+                  AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
+                """, logger: logger).collect().map { row in
+                let (locale, index, at, period, zone, entry) = try row.decode((String, Int, Int64, String, String, Int64?).self)
+                return ReminderOutcomeRow(locale: locale, messageIndex: index, remindedAt: at, period: period, timezone: zone,
+                                          firstEntryAfter: entry)
+            }
+        }
+    }
+
     public func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
         let logger = self.logger
         return try await read("building the report") { connection in

@@ -158,7 +158,8 @@ struct Report: AsyncParsableCommand {
             let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
             let end = try common.resolvedNow()
             try await common.withStore(config, mode: .readOnly, job: "token-janitor") { store throws(JobError) in
-                let report = try await store.healthReport(from: end - Int64(days) * 86_400, to: end)
+                let catalog = try config.string(.copyCatalog, flag: nil).map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
+                let report = try await store.fullHealthReport(from: end - Int64(days) * 86_400, to: end, catalog: catalog)
                 let text = switch format {
                 case .text: report.text
                 case .json: report.json

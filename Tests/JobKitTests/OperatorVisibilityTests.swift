@@ -8,7 +8,7 @@ import Testing
 /// exits 0. Each case runs the real `diary-reminder` against the simulator.
 @Suite(.serialized) struct OperatorVisibilityTests {
     enum Outage: String, CaseIterable, CustomTestStringConvertible {
-        case apnsKeyRefused, bothUnreachable, every503, bothCredentialsRefused, untrustedCertificate, none
+        case apnsKeyRefused, bothUnreachable, every503, bothCredentialsRefused, untrustedCertificate, hostMismatch, none
         var testDescription: String { rawValue }
     }
 
@@ -23,6 +23,9 @@ import Testing
     static func setUp(_ outage: Outage, extraArguments: [String] = []) async throws -> Setup {
         let harness = try await DeliveryHarness.start(.sqlite) { configuration in
             if outage == .every503 { configuration.rules = [SimulatorRule(prefix: "", kind: .flaky, times: 1_000)] }
+            // Reachable at 127.0.0.2 too (all of 127/8 is loopback), an address its certificate (localhost,
+            // 127.0.0.1) does not carry.
+            if outage == .hostMismatch { configuration.host = "0.0.0.0" }
         }
         try await harness.addUser("u1", devices: [(hexToken("aa", 1), .apns, "ios"), ("android-u1", .fcm, "android")])
         let credentials = harness.simulator.credentials
@@ -50,6 +53,10 @@ import Testing
             // Another CA than the one that signed the simulator's certificate.
             let other = try SimulatorCredentials.prepare(in: harness.db.directory.appendingPathComponent("other"))
             environment["PUSH_CA_FILE"] = other.caFile
+        case .hostMismatch:
+            let renamed = "https://127.0.0.2:\(harness.simulator.port)"
+            environment["PUSH_APNS_ENDPOINT"] = renamed
+            environment["PUSH_FCM_ENDPOINT"] = renamed
         case .every503, .none:
             break
         }
@@ -57,12 +64,22 @@ import Testing
                      arguments: ["--database", harness.db.path, "--now", "2026-11-23T20:00:00Z"] + extraArguments)
     }
 
+    /// Devices left per provider and cause, as the metrics file must show them.
+    static let left: [Outage: [String: Int]] = [
+        .apnsKeyRefused: ["apns/credentials": 1], .bothUnreachable: ["apns/unavailable": 1, "fcm/unavailable": 1],
+        .every503: ["apns/unavailable": 1, "fcm/unavailable": 1], .bothCredentialsRefused: ["apns/credentials": 1, "fcm/credentials": 1],
+        .untrustedCertificate: ["apns/unavailable": 1, "fcm/unavailable": 1], .hostMismatch: ["apns/unavailable": 1, "fcm/unavailable": 1],
+        .none: [:],
+    ]
+
     static let expected: [Outage: (status: Int32, lines: [String])] = [
         .apnsKeyRefused: (77, ["APNs refused our credentials: 1 device left for the next runs"]),
         .bothUnreachable: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device"]),
         .every503: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device"]),
         .bothCredentialsRefused: (77, ["APNs refused our credentials: 1 device", "FCM refused our credentials: 1 device"]),
         .untrustedCertificate: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device", "TLS certificate was not accepted"]),
+        .hostMismatch: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device", "certificate does not name the host",
+                             "TLS certificate was not accepted"]),
         .none: (0, []),
     ]
 
@@ -70,8 +87,22 @@ import Testing
     func aRunThatLeavesDueWorkToAProviderFailsAndSaysWhy(_ outage: Outage) async throws {
         let setup = try await Self.setUp(outage)
         defer { Task { await setup.harness.stop() } }
-        let run = try await Executables.run("diary-reminder", setup.arguments, environment: setup.environment)
+        let metrics = setup.harness.db.directory.appendingPathComponent("m.prom")
+        let run = try await Executables.run("diary-reminder", setup.arguments + ["--metrics-file", metrics.path], environment: setup.environment)
         let (status, lines) = try #require(Self.expected[outage])
+        // The metrics file: the exit code, and the devices left per provider and cause.
+        let samples = try String(contentsOf: metrics, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("#") }
+        func sample(_ prefix: String) -> Double? {
+            samples.first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+        }
+        #expect(sample(#"diary_push_last_run_exit_code{job="diary-reminder"}"#) == Double(status))
+        for provider in ["apns", "fcm"] {
+            for cause in ["credentials", "unavailable"] {
+                let expected = Double(Self.left[outage]?["\(provider)/\(cause)"] ?? 0)
+                #expect(sample(#"diary_push_run_devices_left{job="diary-reminder",provider="\#(provider)",cause="\#(cause)"}"#) == expected,
+                        "\(outage) \(provider) \(cause)")
+            }
+        }
         #expect(run.status == status, "\(outage): \(run.status) \(run.stderr)")
         for line in lines {
             // One line per provider and cause, not one per device or per attempt.
@@ -260,5 +291,65 @@ import Testing
         check.waitUntilExit()
         let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         #expect(check.terminationStatus == 0 && said.contains("SUCCESS: 5 rules found"), "\(said)")
+    }
+}
+
+/// Issue 24: "does the reminder work?" — the report's per-message section, on a seeded history whose
+/// answers are known, on both stores.
+@Suite struct ReminderEffectReportTests {
+    @Test func wilsonIntervalsMatchKnownValues() {
+        let quarter = ReminderEffect.share(1, of: 4)
+        #expect(abs(quarter.low - 0.0456) < 0.001 && abs(quarter.high - 0.6994) < 0.001, "\(quarter)")
+        let all = ReminderEffect.share(2, of: 2)
+        #expect(abs(all.low - 0.3424) < 0.001 && all.high == 1, "\(all)")
+        #expect(ReminderEffect.share(0, of: 0) == ReminderEffect.Share(count: 0, share: 0, low: 0, high: 0))
+    }
+
+    @Test(arguments: Backend.allCases)
+    func theReportTellsWhichMessageMakesPeopleWrite(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        let remindedUTC = instant("2026-11-20T20:00:00Z")
+        // (user, zone, locale, message, reminded at, status, entry at)
+        let history: [(String, String, String, Int, Int64, String, Int64?)] = [
+            ("a", "UTC", "en", 0, remindedUTC, "sent", remindedUTC + 1800),          // within 3 h, that day
+            ("b", "UTC", "en", 0, remindedUTC, "sent", remindedUTC + 3 * 3600 + 1800), // 3.5 h: that day only
+            ("c", "UTC", "en", 0, remindedUTC, "partial", remindedUTC + 4 * 3600 + 1800), // next day: neither
+            ("d", "UTC", "en", 0, remindedUTC, "sent", nil),
+            ("e", "UTC", "en", 1, remindedUTC, "sent", remindedUTC + 300),
+            ("f", "UTC", "en", 1, remindedUTC, "sent", remindedUTC + 2 * 3600 + 3540),
+            // 20:00 in Tokyo is 11:00 UTC; 00:30 the next Tokyo day is 15:30 UTC.
+            ("g", "Asia/Tokyo", "ja", 2, instant("2026-11-20T11:00:00Z"), "sent", instant("2026-11-20T15:30:00Z")),
+            ("h", "Asia/Tokyo", "ja", 2, instant("2026-11-20T11:00:00Z"), "sent", instant("2026-11-20T13:00:00Z")),
+            // Not counted: left for retry, and outside the window.
+            ("i", "UTC", "en", 0, remindedUTC, "retry", remindedUTC + 60),
+            ("j", "UTC", "en", 0, instant("2026-11-01T20:00:00Z"), "sent", instant("2026-11-01T20:01:00Z")),
+        ]
+        for (user, zone, locale, message, at, status, entry) in history {
+            try await db.store.upsertUser(UserProfile(id: user, timezone: zone, locale: locale), now: 0)
+            let period = zone == "UTC" ? String(Timestamps.format(at).prefix(10)) : "2026-11-20"
+            try await db.execute("""
+                INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale, run_id,
+                                               claimed_at, finished_at, updated_at)
+                VALUES ('\(user)', 'diary_reminder', '\(period)', '\(status)', \(message), '\(locale)', 'r',
+                        \(db.ts(at)), \(db.ts(at + 2)), \(db.ts(at + 2)))
+                """)
+            if let entry { try await db.execute("INSERT INTO diary_entries (user_id, created_at) VALUES ('\(user)', \(db.ts(entry)))") }
+        }
+        // An entry before the reminder does not count for it.
+        try await db.execute("INSERT INTO diary_entries (user_id, created_at) VALUES ('d', \(db.ts(remindedUTC - 600)))")
+        let report = try await db.store.fullHealthReport(from: instant("2026-11-14T00:00:00Z"), to: instant("2026-11-21T00:00:00Z"))
+        let effect = report.reminderEffect
+        #expect(effect.map { "\($0.locale)#\($0.messageIndex)" } == ["en#0", "en#1", "ja#2"])
+        let en0 = try #require(effect.first), en1 = effect[1], ja2 = effect[2]
+        #expect(en0.reminded == 4 && en0.within3h.count == 1 && en0.sameLocalDay.count == 2)
+        #expect(abs(en0.within3h.low - 0.0456) < 0.001 && abs(en0.within3h.high - 0.6994) < 0.001)
+        #expect(en1.reminded == 2 && en1.within3h.count == 2 && en1.sameLocalDay.count == 2)
+        #expect(ja2.reminded == 2 && ja2.within3h.count == 1 && ja2.sameLocalDay.count == 1)
+        #expect(en0.title == CopyCatalog.builtIn.message(.diaryReminder, locale: "en", index: 0)?.title)
+        // Text, JSON and the HTML page all carry the section.
+        #expect(report.text.contains("en #0 reminded=4 3h= 25.0 %"), "\(report.text)")
+        let json = try JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any]
+        #expect((json?["reminder_effect"] as? [[String: Any]])?.count == 3)
+        #expect(report.html.contains("Does the reminder work?") && report.html.contains("<rect"))
     }
 }

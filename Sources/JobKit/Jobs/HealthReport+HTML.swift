@@ -46,8 +46,35 @@ extension HealthReport {
         \(table(["reason", "devices"], deactivations.map { [$0.key, String($0.count)] }))
         <h2>Last run of each job</h2>
         \(table(["job", "run at", "outcome", "duration"], lastRuns.map { [$0.job, $0.runAt, $0.outcome, $0.durationMs.map { "\($0) ms" } ?? ""] }))
+        <h2>Does the reminder work?</h2>
+        <p>Share of reminded users who wrote within 3 hours, per locale and message, with its 95 % interval.
+        Messages are assigned by a stable hash of user and day: within a locale this is a randomised comparison.</p>
+        \(effectChart())
+        \(table(["locale", "message", "title", "reminded", "wrote ≤ 3 h", "95 % interval", "wrote that day", "95 % interval"],
+                 reminderEffect.map { [$0.locale, String($0.messageIndex), $0.title ?? "", String($0.reminded),
+                                       percent($0.within3h.share), "\(percent($0.within3h.low)) – \(percent($0.within3h.high))",
+                                       percent($0.sameLocalDay.share), "\(percent($0.sameLocalDay.low)) – \(percent($0.sameLocalDay.high))"] }))
         </body></html>
         """
+    }
+
+    private func percent(_ value: Double) -> String { String(format: "%.1f %%", value * 100) }
+
+    /// One horizontal bar per message (its 3-hour share) with the interval as a whisker.
+    private func effectChart() -> String {
+        guard !reminderEffect.isEmpty else { return "<p>No reminders in this window.</p>" }
+        let rowHeight = 22, labelWidth = 160, barWidth = 600
+        var parts: [String] = []
+        for (i, message) in reminderEffect.enumerated() {
+            let y = i * rowHeight
+            let x = { (value: Double) in labelWidth + Int(value * Double(barWidth)) }
+            parts.append("<text x=\"0\" y=\"\(y + 15)\">\(escape(message.locale)) #\(message.messageIndex) (n=\(message.reminded))</text>")
+            parts.append("<rect x=\"\(labelWidth)\" y=\"\(y + 4)\" width=\"\(x(message.within3h.share) - labelWidth)\" height=\"14\" fill=\"#2e7d32\"/>")
+            parts.append("<line x1=\"\(x(message.within3h.low))\" x2=\"\(x(message.within3h.high))\" y1=\"\(y + 11)\" y2=\"\(y + 11)\" stroke=\"#222\" stroke-width=\"2\"/>")
+        }
+        let height = reminderEffect.count * rowHeight + 4
+        return "<svg role=\"img\" aria-label=\"Share who wrote within 3 hours, per message\" viewBox=\"0 0 \(labelWidth + barWidth + 10) \(height)\" width=\"\(labelWidth + barWidth + 10)\" height=\"\(height)\">"
+            + parts.joined() + "</svg>"
     }
 
     private func escape(_ text: String) -> String {

@@ -69,6 +69,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
     /// Devices deactivated in the window, by reason.
     public let deactivations: [Count]
     public let lastRuns: [JobRun]
+    /// Does the reminder work? Per locale and message (``ReminderEffect``); filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
+    public var reminderEffect: [ReminderEffect.Message] = []
 
         public init(from: String, to: String, days: Int, volume: [DayType], deliveries: [Count], invalidTokenRate: [DayRate], activeDevices: [Count], deactivations: [Count], lastRuns: [JobRun]) {
             self.from = from
@@ -85,9 +87,39 @@ public struct HealthReport: Sendable, Codable, Hashable {
 
 public protocol ReportStore: Sendable {
     func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport
+    /// Every diary reminder sent (or partly sent) and claimed in `from..<to`, with the user's first entry after it.
+    func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow]
+}
+
+extension ReportStore {
+    /// The report with its "does the reminder work?" section, the messages' titles from `catalog`.
+    public func fullHealthReport(from: Int64, to: Int64, catalog: CopyCatalog = .builtIn) async throws(JobError) -> HealthReport {
+        var report = try await healthReport(from: from, to: to)
+        report.reminderEffect = ReminderEffect.summarize(try await reminderOutcomes(from: from, to: to)) { locale, index in
+            catalog.message(.diaryReminder, locale: locale, index: index)?.title
+        }
+        return report
+    }
 }
 
 extension SQLiteStore: ReportStore {
+    public func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
+        try await read("reading the reminders' outcomes") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT l.locale, l.message_index, coalesce(l.finished_at, l.claimed_at) AS at, l.period_key, u.timezone,
+                       (SELECT min(e.created_at) FROM diary_entries e
+                        WHERE e.user_id = l.user_id AND e.created_at >= coalesce(l.finished_at, l.claimed_at)
+                          AND e.created_at < coalesce(l.finished_at, l.claimed_at) + 172800)
+                FROM notification_logs l JOIN users u ON u.id = l.user_id
+                WHERE l.notification_type = 'diary_reminder' AND l.status IN ('sent', 'partial')
+                  AND l.claimed_at >= ? AND l.claimed_at < ? AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
+                """, arguments: [from, to]).map { row in
+                ReminderOutcomeRow(locale: row[0], messageIndex: row[1], remindedAt: row[2], period: row[3], timezone: row[4],
+                                   firstEntryAfter: row[5])
+            }
+        }
+    }
+
     public func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
         try await read("building the report") { db in
             let volume = try Row.fetchAll(db, sql: """
@@ -141,6 +173,14 @@ extension HealthReport {
         lines += ["", "active devices by platform/provider:"] + activeDevices.map { "  \($0.key): \($0.count)" }
         lines += ["", "deactivations by reason:"] + deactivations.map { "  \($0.key): \($0.count)" }
         lines += ["", "last run of each job:"] + lastRuns.map { "  \($0.job): \($0.runAt) \($0.outcome) \($0.durationMs.map { "\($0) ms" } ?? "")" }
+        lines += ["", "does the reminder work? (wrote within 3 h / that local day, 95 % interval; messages assigned at random)"]
+        lines += reminderEffect.map { message in
+            func share(_ share: ReminderEffect.Share) -> String {
+                String(format: "%5.1f %% [%4.1f–%4.1f]", share.share * 100, share.low * 100, share.high * 100)
+            }
+            return "  \(message.locale) #\(message.messageIndex) reminded=\(message.reminded) 3h=\(share(message.within3h)) day=\(share(message.sameLocalDay))"
+                + (message.title.map { " \"\($0)\"" } ?? "")
+        }
         return lines.joined(separator: "\n")
     }
 

@@ -1,0 +1,88 @@
+import Foundation
+
+/// One reminder sent, as the notification log and the entries table tell it: the raw row a store supplies for
+/// ``ReminderEffect``.
+public struct ReminderOutcomeRow: Sendable, Hashable {
+    public let locale: String
+    public let messageIndex: Int
+    /// When the reminder went out (its claim's resolution, else its claim).
+    public let remindedAt: Int64
+    /// The user's local date it was for (`YYYY-MM-DD`).
+    public let period: String
+    public let timezone: String
+    /// The user's first entry at or after `remindedAt` (within two days), if any.
+    public let firstEntryAfter: Int64?
+
+    public init(locale: String, messageIndex: Int, remindedAt: Int64, period: String, timezone: String, firstEntryAfter: Int64?) {
+        self.locale = locale
+        self.messageIndex = messageIndex
+        self.remindedAt = remindedAt
+        self.period = period
+        self.timezone = timezone
+        self.firstEntryAfter = firstEntryAfter
+    }
+}
+
+/// Does the reminder work? Per locale and catalog message: how many users were reminded, and the share who
+/// wrote an entry within 3 hours of the reminder, and later that local day. Messages are assigned by a stable
+/// hash of user and day, so the messages of one locale are a randomised comparison; each share carries its
+/// 95 % Wilson score interval, so that a difference can be told from noise. Free of I/O.
+public enum ReminderEffect {
+    public static let window: Int64 = 3 * 3600
+
+    public struct Share: Sendable, Codable, Hashable {
+        public let count: Int
+        public let share: Double
+        /// The 95 % Wilson score interval of `share`.
+        public let low: Double
+        public let high: Double
+    }
+
+    public struct Message: Sendable, Codable, Hashable {
+        public let locale: String
+        public let messageIndex: Int
+        /// The message's title in the catalog, if it is still there.
+        public let title: String?
+        public let reminded: Int
+        public let within3h: Share
+        public let sameLocalDay: Share
+    }
+
+    /// Aggregates the rows per (locale, message), in that order.
+    public static func summarize(_ rows: [ReminderOutcomeRow], title: (String, Int) -> String?) -> [Message] {
+        var groups: [String: [Int: (reminded: Int, within: Int, sameDay: Int)]] = [:]
+        var zones: [String: ZoneClock] = [:]
+        for row in rows {
+            var counts = groups[row.locale]?[row.messageIndex] ?? (0, 0, 0)
+            counts.reminded += 1
+            if let entry = row.firstEntryAfter {
+                if entry < row.remindedAt + window { counts.within += 1 }
+                let zone = zones[row.timezone] ?? ZoneClock(identifier: row.timezone) ?? ZoneClock(zone: .gmt)
+                zones[row.timezone] = zone
+                if let date = LocalDate(row.period) {
+                    let endOfDay = zone.instant(on: date.adding(days: 1), minuteOfDay: 0)
+                    if entry < endOfDay { counts.sameDay += 1 }
+                }
+            }
+            groups[row.locale, default: [:]][row.messageIndex] = counts
+        }
+        return groups.keys.sorted().flatMap { locale in
+            groups[locale]!.keys.sorted().map { index in
+                let counts = groups[locale]![index]!
+                return Message(locale: locale, messageIndex: index, title: title(locale, index), reminded: counts.reminded,
+                               within3h: share(counts.within, of: counts.reminded),
+                               sameLocalDay: share(counts.sameDay, of: counts.reminded))
+            }
+        }
+    }
+
+    /// `successes` of `trials` with its 95 % Wilson score interval (z = 1.96).
+    public static func share(_ successes: Int, of trials: Int) -> Share {
+        guard trials > 0 else { return Share(count: 0, share: 0, low: 0, high: 0) }
+        let n = Double(trials), p = Double(successes) / n, z = 1.959964
+        let denominator = 1 + z * z / n
+        let center = (p + z * z / (2 * n)) / denominator
+        let half = z * (p * (1 - p) / n + z * z / (4 * n * n)).squareRoot() / denominator
+        return Share(count: successes, share: p, low: max(0, center - half), high: min(1, center + half))
+    }
+}
