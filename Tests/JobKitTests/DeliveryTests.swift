@@ -240,6 +240,8 @@ import Testing
             .split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init)
         let forbidden = tokens + ["dead-fcm-token-0123456789", "a0th-fcm-token-0123456789"] + secrets + keyLines + ["PRIVATE KEY"]
         #expect(!logs.lines.isEmpty)
+        // Issue 24: the trouble lines (the FCM project's APNs key refused: THIRD_PARTY_AUTH_ERROR) are among those checked.
+        #expect(logs.lines.contains { $0.contains("FCM refused our credentials") && $0.contains("advice") }, "\(logs.lines)")
         for line in logs.lines {
             for secret in forbidden { #expect(!line.contains(secret), "leaked in: \(line)") }
         }

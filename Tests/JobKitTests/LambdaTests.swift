@@ -134,6 +134,40 @@ import Testing
         await api.stop()
     }
 
+    /// Issue 24: an invocation that did its work but left a warning to a provider that refused our credentials
+    /// fails, with the error type the CLI's exit code stands for and the summary in its message.
+    @Test func anInvocationThatLeavesDueWorkToAProviderFails() async throws {
+        struct RefusingSender: Sender {
+            func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+                batch.map { _ in DeliveryReport(channel: "apns", outcome: .credentials, reason: "InvalidProviderToken") }
+            }
+        }
+        let db = try await TemporaryDatabase(.sqlite)
+        try await db.store.addUser("writer", zone: "Europe/Paris")
+        let senders = LazySender { () async throws(JobError) -> any Sender in RefusingSender() }
+        let hook = ContentLimitHook(store: db.store, logger: quietLogger) { () async throws(JobError) -> any Sender in
+            try await senders.get()
+        }
+        let api = try await LambdaRuntimeSimulator.start()
+        let wall = WallClock()
+        wall.set("2026-11-21T12:00:00Z")
+        let client = try await RuntimeAPIClient.connect(api.address)
+        let loop = Task {
+            try await LambdaRuntime.serve(ContentLimitHookHandler(hook: hook, senders: senders), client: client, logger: quietLogger,
+                                          wallClockMs: { wall.ms }, limit: 1)
+        }
+        let answer = await api.invoke(#"{"user_id":"writer","used":90,"limit":100}"#, deadlineMs: wall.ms + 3_000)
+        guard case .error(let type, let message, let header) = answer else {
+            Issue.record("not an error: \(String(describing: answer))")
+            return
+        }
+        #expect(type == "JobError.noPermission" && header == "JobError.noPermission")
+        #expect(message.contains("APNs refused our credentials: 1 device") && message.contains("summary: {"), "\(message)")
+        try await loop.value
+        await client.close()
+        await api.stop()
+    }
+
     /// The platform going away between invocations ends the loop with an error (the process then exits);
     /// a request written after the connection closed must fail too, not wait forever.
     @Test(.timeLimit(.minutes(1))) func aDroppedConnectionFailsEveryLaterRequest() async throws {
