@@ -162,14 +162,16 @@ import Testing
                                                                     "--user", "u1", "--used", "27", "--limit", "30"],
                                              environment: setup.environment.merging(["PUSH_LOG_FORMAT": "json"]) { $1 })
         #expect(hook.status == 77, "\(hook.stderr)")
-        _ = try objects(hook.stderr, "content-limit-hook")
+        let hookLines = try objects(hook.stderr, "content-limit-hook")
+        #expect(hookLines.contains { $0["cause"] as? String == "credentials" && $0["run"] is String }, "\(hook.stderr)")
         // Not seen for 40 days: past the probe age (30), short of stale (90).
         try await setup.harness.db.execute("UPDATE user_devices SET last_seen = \(setup.harness.db.ts(instant("2026-10-14T12:00:00Z")))")
         let janitor = try await Executables.run("token-janitor", ["--database", setup.harness.db.path, "--now", "2026-11-23T12:00:00Z",
                                                                   "--probe", "--log-format", "json"],
                                                 environment: setup.environment.merging(["PUSH_FCM_ENDPOINT": "https://127.0.0.1:1"]) { $1 })
         #expect(janitor.status == 69, "\(janitor.status) \(janitor.stdout) \(janitor.stderr)")
-        _ = try objects(janitor.stderr, "token-janitor")
+        let janitorLines = try objects(janitor.stderr, "token-janitor")
+        #expect(janitorLines.contains { $0["cause"] as? String == "unavailable" && $0["run"] is String }, "\(janitor.stderr)")
         let bad = try await Executables.run("token-janitor", ["--database", setup.harness.db.path, "--log-format", "yaml"])
         #expect(bad.status == 64 && bad.stderr.contains("unknown log format yaml"), "\(bad.stderr)")
     }

@@ -41,6 +41,8 @@ public struct ContentLimitHook: Sendable {
 
     public func handle(_ event: ContentLimitEvent, options: Options) async throws(JobError) -> HookSummary {
         let started = ContinuousClock.now
+        var logger = self.logger
+        logger[metadataKey: "run"] = "\(options.runID)"
         var summary = HookSummary(runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun,
                                   userID: event.userID, used: event.used, limit: event.limit)
         func step(_ text: @autoclosure () -> String) { if options.explain { summary.steps.append(text()) } }

@@ -167,6 +167,8 @@ public struct TokenJanitor: Sendable {
             }
         }
         summary.probeUnregistered = try await store.deactivate(deviceIDs: dead, reason: "UNREGISTERED", now: options.now)
+        var logger = self.logger
+        logger[metadataKey: "run"] = "\(options.runID)"
         ProviderTrouble.log(summary.troubles, logger: logger)
     }
 }
