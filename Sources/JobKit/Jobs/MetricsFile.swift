@@ -21,10 +21,12 @@ public struct MetricsFile: Sendable {
     /// The reminder run's figures. `summary` is nil when the run failed before it had one.
     public static func reminderText(_ summary: RunSummary?, job: String, now: Int64, exitCode: Int32,
                                     durationSeconds: Double, previousLastSuccess: Double?) -> String {
-        let registry = PrometheusCollectorRegistry()
-        common(registry, job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
-               previousLastSuccess: previousLastSuccess)
-        guard let summary else { return registry.emitToString() }
+        emit(job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds, previousLastSuccess: previousLastSuccess) { registry in
+            if let summary { reminderFigures(summary, job: job, into: registry) }
+        }
+    }
+
+    private static func reminderFigures(_ summary: RunSummary, job: String, into registry: PrometheusCollectorRegistry) {
         let users: [(String, Int)] = [("candidates", summary.candidates), ("due", summary.due), ("claimed", summary.claimed),
                                       ("taken_over", summary.takenOver), ("sent", summary.sent), ("partial", summary.partial),
                                       ("failed", summary.failed), ("retry", summary.retry)]
@@ -51,30 +53,31 @@ public struct MetricsFile: Sendable {
             registry.makeGauge(name: "diary_push_run_credential_mints", labels: [("job", job), ("provider", provider)],
                                help: "Provider credentials the last run minted (cached ones cost none).").set(Int64(count))
         }
-        return registry.emitToString()
     }
 
     /// The janitor's figures.
     public static func janitorText(_ summary: JanitorSummary?, job: String, now: Int64, exitCode: Int32,
                                    durationSeconds: Double, previousLastSuccess: Double?) -> String {
-        let registry = PrometheusCollectorRegistry()
-        common(registry, job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
-               previousLastSuccess: previousLastSuccess)
-        guard let summary else { return registry.emitToString() }
-        let figures: [(String, Int)] = [("stale_deactivated", summary.staleDeactivated), ("fcm_expired_deactivated", summary.fcmExpiredDeactivated),
-                                        ("probed", summary.probed), ("probe_unregistered", summary.probeUnregistered),
-                                        ("deliveries_deleted", summary.deliveriesDeleted), ("logs_deleted", summary.logsDeleted),
-                                        ("devices_purged", summary.devicesPurged)]
-        for (action, count) in figures {
-            registry.makeGauge(name: "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
-                               help: "What the last janitor run did, by action.").set(Int64(count))
+        emit(job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds, previousLastSuccess: previousLastSuccess) { registry in
+            guard let summary else { return }
+            let figures: [(String, Int)] = [
+                ("stale_deactivated", summary.staleDeactivated), ("fcm_expired_deactivated", summary.fcmExpiredDeactivated),
+                ("probed", summary.probed), ("probe_unregistered", summary.probeUnregistered),
+                ("deliveries_deleted", summary.deliveriesDeleted), ("logs_deleted", summary.logsDeleted),
+                ("devices_purged", summary.devicesPurged),
+            ]
+            for (action, count) in figures {
+                registry.makeGauge(name: "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
+                                   help: "What the last janitor run did, by action.").set(Int64(count))
+            }
+            troubles(registry, summary.troubles, job: job)
         }
-        troubles(registry, summary.troubles, job: job)
-        return registry.emitToString()
     }
 
-    private static func common(_ registry: PrometheusCollectorRegistry, job: String, now: Int64, exitCode: Int32,
-                               durationSeconds: Double, previousLastSuccess: Double?) {
+    /// A registry with the figures every job reports, then the job's own; its text.
+    private static func emit(job: String, now: Int64, exitCode: Int32, durationSeconds: Double, previousLastSuccess: Double?,
+                             _ figures: (PrometheusCollectorRegistry) -> Void) -> String {
+        let registry = PrometheusCollectorRegistry()
         registry.makeGauge(name: "diary_push_last_run_timestamp_seconds", labels: [("job", job)],
                            help: "When the last run ran (its --now), Unix seconds.").set(Int64(now))
         registry.makeGauge(name: "diary_push_last_run_exit_code", labels: [("job", job)],
@@ -85,6 +88,8 @@ public struct MetricsFile: Sendable {
             registry.makeGauge(name: lastSuccessName, labels: [("job", job)],
                                help: "When the job last succeeded (exit 0), Unix seconds: alert when it is too old.").set(lastSuccess)
         }
+        figures(registry)
+        return registry.emitToString()
     }
 
     private static func troubles(_ registry: PrometheusCollectorRegistry, _ troubles: [ProviderTrouble], job: String) {
