@@ -15,7 +15,8 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
             it when they end.
             Exit codes: 0 ok, 64 usage, 65 bad event or unknown user, 66 no database, 69 unavailable, 75 database \
             locked (retry), 78 configuration.
-            """)
+            """,
+        version: JobKitVersion.current)
 
     @OptionGroup var common: CommonOptions
     @OptionGroup(title: "Delivery") var delivery: DeliveryOptions

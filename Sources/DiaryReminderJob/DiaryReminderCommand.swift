@@ -13,7 +13,8 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             local day: the notification log row is claimed before anything is sent.
             Exit codes: 0 ok, 64 usage, 65 bad data, 66 no database, 69 unavailable, 73 cannot create output, \
             75 database locked (retry), 78 configuration.
-            """)
+            """,
+        version: JobKitVersion.current)
 
     @OptionGroup(title: "Observability") var observability: ObservabilityOptions
     @OptionGroup var common: CommonOptions

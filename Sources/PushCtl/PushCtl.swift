@@ -8,6 +8,7 @@ struct PushCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushctl",
         abstract: "Administer the push store: migrations, demo data, users, devices, copy.",
+        version: JobKitVersion.current,
         subcommands: [Migrate.self, Seed.self, UserCommand.self, DeviceCommand.self, EntryCommand.self, CopyCommand.self])
 }
 

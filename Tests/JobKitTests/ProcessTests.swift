@@ -295,6 +295,18 @@ enum Executables {
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE notification_type = 'content_limit_90' AND status = 'retry'") == 1)
     }
 
+    /// Issue 22: every executable says its version, and it is the newest entry of CHANGELOG.md.
+    @Test func everyExecutableSaysTheVersionOfTheNewestChangelogEntry() async throws {
+        let changelog = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let newest = try #require(changelog.split(separator: "\n").first { $0.hasPrefix("## [") })
+        #expect(newest.hasPrefix("## [\(JobKitVersion.current)] - "), "\(newest)")
+        for name in ["diary-reminder", "content-limit-hook", "content-limit-hook-full", "token-janitor", "pushctl", "push-simulator"] {
+            let run = try await Executables.run(name, ["--version"])
+            #expect(run.status == 0 && run.stdout == JobKitVersion.current + "\n", "\(name): \(run.stdout) \(run.stderr)")
+        }
+    }
+
     @Test(arguments: Backend.allCases) func pushctlValidatesAndExplains(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path]
