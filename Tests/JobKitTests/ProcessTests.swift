@@ -307,6 +307,47 @@ enum Executables {
         }
     }
 
+    /// Issue 22: `scripts/install` puts every executable, the man pages, the systemd units (with this prefix's
+    /// paths), the crontab and the docs under a prefix, twice in a row (idempotent); the units pass
+    /// `systemd-analyze verify`, and the demo runs from the installed executables.
+    @Test func installPutsEverythingUnderThePrefixAndItRuns() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("install-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: prefix) }
+        for _ in 0..<2 {
+            let install = await Executables.finish(try Executables.start(
+                executable: URL(fileURLWithPath: "/bin/bash"),
+                [root.appendingPathComponent("scripts/install").path, "--prefix", prefix.path, "--build-path", Executables.directory.path]),
+                limit: .seconds(600))
+            #expect(install.status == 0, "\(install.stdout) \(install.stderr)")
+        }
+        let version = try await Executables.finish(Executables.start(executable: prefix.appendingPathComponent("bin/diary-reminder"), ["--version"]))
+        #expect(version.stdout == JobKitVersion.current + "\n")
+        for file in ["bin/content-limit-hook", "bin/content-limit-hook-full", "bin/token-janitor", "bin/pushctl", "bin/push-simulator",
+                     "share/doc/diary-push/README.md", "share/doc/diary-push/crontab.example", "share/doc/diary-push/alerts.yml",
+                     "share/doc/diary-push/LICENSE", "share/man/man1/diary-reminder.1", "share/man/man1/token-janitor.1",
+                     "share/man/man1/content-limit-hook.1"] {
+            #expect(FileManager.default.fileExists(atPath: prefix.appendingPathComponent(file).path), "missing \(file)")
+        }
+        let units = ["diary-reminder.service", "diary-reminder.timer", "token-janitor.service", "token-janitor.timer",
+                     "token-janitor-report.service", "token-janitor-report.timer"].map { prefix.appendingPathComponent("lib/systemd/system/\($0)").path }
+        let service = try String(contentsOfFile: units[0], encoding: .utf8)
+        #expect(service.contains("ExecStart=\(prefix.path)/bin/diary-reminder") && !service.contains("@BINDIR@"))
+        let verify = await Executables.finish(try Executables.start(executable: URL(fileURLWithPath: "/usr/bin/systemd-analyze"),
+                                                                    ["verify", "--man=no"] + units))
+        #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
+        #expect(!verify.stderr.contains(prefix.path) || verify.stderr.isEmpty, "systemd-analyze: \(verify.stderr)")
+        let timer = try String(contentsOfFile: units[1], encoding: .utf8)
+        #expect(timer.contains("Persistent=true") && timer.contains("AccuracySec=1s") && timer.contains("OnCalendar=*-*-* *:00/15:00"))
+
+        let demo = await Executables.finish(try Executables.start(
+            executable: URL(fileURLWithPath: "/bin/bash"), [root.appendingPathComponent("scripts/demo").path, "--bin", prefix.appendingPathComponent("bin").path],
+            environment: ["PUSH_DEMO_DIR": prefix.appendingPathComponent("demo").path]),
+            limit: .seconds(300))
+        #expect(demo.status == 0, "\(demo.stdout.suffix(800)) \(demo.stderr.suffix(800))")
+        #expect(demo.stdout.contains("using the executables in \(prefix.path)/bin"))
+    }
+
     @Test(arguments: Backend.allCases) func pushctlValidatesAndExplains(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path]
