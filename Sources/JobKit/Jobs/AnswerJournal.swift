@@ -49,6 +49,9 @@ actor AnswerJournal {
     }
 
     private func writeBuffered() async {
+        // finish() cancelled this flush after its sleep but before it got the actor: finish writes these answers
+        // itself (a cancelled task's database write would only fail with CancellationError).
+        if Task.isCancelled { return }
         let batch = buffered
         buffered = []
         writing = true
