@@ -67,7 +67,6 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             }
             if !readOnly && !validateOnly { try Self.requireDelivery(deliveryConfiguration, outbox: outboxPath) }
             if !readOnly || validateOnly { try await deliveryConfiguration.checkFiles() }
-            // Validation mints (and caches) an FCM access token: the only write it makes.
             // Dry runs, --explain and --validate-only are an operator's questions: they neither ping nor replace
             // the scheduled run's metrics.
             let observers = readOnly || validateOnly ? RunObservers() : try observability.observers(config, logger: logger)
@@ -75,39 +74,40 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 MetricsFile.reminderText(summary, job: "diary-reminder", now: now, exitCode: code, durationSeconds: seconds,
                                          previousLastSuccess: previous)
             }) { () async throws(JobError) -> RunSummary? in
-            try await common.withStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder") { store throws(JobError) -> RunSummary? in
-                let sender: any Sender
-                if readOnly && !validateOnly {
-                    sender = DryRunSender(sink: StandardOutput(), json: json)
-                } else if validateOnly {
-                    var providers = deliveryConfiguration
-                    providers.apns = nil
-                    let push = try await Self.providerSender(providers, outbox: nil, store: store, logger: logger)
-                    sender = ReportingSender(inner: push, sink: StandardOutput(), json: json)
-                } else {
-                    sender = try await Self.providerSender(deliveryConfiguration, outbox: outboxPath, store: store, logger: logger)
-                }
-                let handler = DiaryReminderHandler(
-                    runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger), settings: settings)
+                // Validation mints (and caches) an FCM access token: the only write it makes.
+                try await common.withStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder") { store throws(JobError) -> RunSummary? in
+                    let sender: any Sender
+                    if readOnly && !validateOnly {
+                        sender = DryRunSender(sink: StandardOutput(), json: json)
+                    } else if validateOnly {
+                        var providers = deliveryConfiguration
+                        providers.apns = nil
+                        let push = try await Self.providerSender(providers, outbox: nil, store: store, logger: logger)
+                        sender = ReportingSender(inner: push, sink: StandardOutput(), json: json)
+                    } else {
+                        sender = try await Self.providerSender(deliveryConfiguration, outbox: outboxPath, store: store, logger: logger)
+                    }
+                    let handler = DiaryReminderHandler(
+                        runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger), settings: settings)
 
-                if let userID = explain {
-                    let explanation = try await handler.runner.explain(userID: userID, options: handler.options(now: now))
-                    print(json ? explanation.json : explanation.text)
-                    return nil
-                }
-                let summary: RunSummary
-                do throws(JobError) {
-                    summary = try await handler.handle(ScheduledEvent(time: now), context: InvocationContext(now: now))
-                } catch {
+                    if let userID = explain {
+                        let explanation = try await handler.runner.explain(userID: userID, options: handler.options(now: now))
+                        print(json ? explanation.json : explanation.text)
+                        return nil
+                    }
+                    let summary: RunSummary
+                    do throws(JobError) {
+                        summary = try await handler.handle(ScheduledEvent(time: now), context: InvocationContext(now: now))
+                    } catch {
+                        await sender.shutdown()
+                        throw error
+                    }
                     await sender.shutdown()
-                    throw error
+                    print(json ? summary.json : summary.text)
+                    // Returned to the observers: due work a provider left undelivered then fails the run (77 or 69),
+                    // after the summary, the metrics and the ping.
+                    return summary
                 }
-                await sender.shutdown()
-                print(json ? summary.json : summary.text)
-                // Returned to the observers: due work a provider left undelivered then fails the run (77 or 69),
-                // after the summary, the metrics and the ping.
-                return summary
-            }
             }
         }
     }

@@ -74,32 +74,32 @@ struct Run: AsyncParsableCommand {
                 MetricsFile.janitorText(summary, job: "token-janitor", now: now, exitCode: code, durationSeconds: seconds,
                                         previousLastSuccess: previous)
             }) { () async throws(JobError) -> JanitorSummary? in
-            try await common.withStore(config, mode: dryRun ? .readOnly : .readWrite, job: "token-janitor") { store throws(JobError) -> JanitorSummary in
-                var options = JanitorOptions(now: now)
-                options.dryRun = dryRun
-                options.staleDays = staleDays
-                options.probe = probe
-                options.probeAfterDays = probeAfterDays
-                options.probeMax = probeMax
-                options.probeRate = probeRate
-                options.deliveryRetentionDays = deliveryRetentionDays
-                options.logRetentionDays = logRetentionDays
-                options.purge = purge
-                options.purgeAfterDays = purgeAfterDays
-                options.batchSize = batchSize
-                options.shard = shard
-                let handler = Self.handler(providers, store: store, logger: logger, base: options)
-                let summary: JanitorSummary
-                do throws(JobError) {
-                    summary = try await handler.handle(ScheduledEvent(time: now), context: InvocationContext(now: now))
-                } catch {
+                try await common.withStore(config, mode: dryRun ? .readOnly : .readWrite, job: "token-janitor") { store throws(JobError) -> JanitorSummary in
+                    var options = JanitorOptions(now: now)
+                    options.dryRun = dryRun
+                    options.staleDays = staleDays
+                    options.probe = probe
+                    options.probeAfterDays = probeAfterDays
+                    options.probeMax = probeMax
+                    options.probeRate = probeRate
+                    options.deliveryRetentionDays = deliveryRetentionDays
+                    options.logRetentionDays = logRetentionDays
+                    options.purge = purge
+                    options.purgeAfterDays = purgeAfterDays
+                    options.batchSize = batchSize
+                    options.shard = shard
+                    let handler = Self.handler(providers, store: store, logger: logger, base: options)
+                    let summary: JanitorSummary
+                    do throws(JobError) {
+                        summary = try await handler.handle(ScheduledEvent(time: now), context: InvocationContext(now: now))
+                    } catch {
+                        await handler.senders.shutdown()
+                        throw error
+                    }
                     await handler.senders.shutdown()
-                    throw error
+                    print(common.format == .json ? summary.json : summary.text)
+                    return summary
                 }
-                await handler.senders.shutdown()
-                print(common.format == .json ? summary.json : summary.text)
-                return summary
-            }
             }
         }
     }

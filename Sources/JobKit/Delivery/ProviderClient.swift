@@ -251,10 +251,8 @@ actor ProviderClient {
     /// provider being unavailable — never a reason to doubt the key.
     static func verdict(forCredentialFailure error: JobError, refreshing: Bool = false) -> ProviderVerdict {
         let prefix = refreshing ? "credential refresh failed" : "credentials unavailable"
-        switch error.exitCode {
-        case 69, 75: return ProviderVerdict(.retryLater, reason: "\(prefix): \(error.message)")
-        default: return ProviderVerdict(.credentials, reason: "\(prefix): \(error.message)")
-        }
+        let outcome: DeliveryOutcome = error.isUnavailable || error.isTemporary ? .retryLater : .credentials
+        return ProviderVerdict(outcome, reason: "\(prefix): \(error.message)")
     }
 
     /// The endpoint's connection, opened if there is none or it can take no more requests. Sends may run

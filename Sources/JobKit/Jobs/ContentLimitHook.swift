@@ -150,7 +150,7 @@ public struct ContentLimitHook: Sendable {
         summary.action = .sent
         summary.notifications = delivered.notifications
         summary.outcomes = delivered.outcomes
-        summary.troubles = ProviderTrouble.merge([], delivered.troubles)
+        summary.troubles = ProviderTrouble.merge(summary.troubles, delivered.troubles)
         ProviderTrouble.log(summary.troubles, logger: logger)
         return finish(delivered.statuses.first.map { "claim \($0)" } ?? "sent")
     }

@@ -374,6 +374,13 @@ public enum SchemaMigrations {
         """,
         postgres: "")
 
+    /// ``DeviceToken``'s rule over `NEW.token` and `NEW.provider`, for SQLite's triggers.
+    static let sqliteTokenShape = """
+        (NEW.provider = 'apns' AND length(NEW.token) % 2 = 0 AND length(NEW.token) BETWEEN 2 AND 200
+         AND NEW.token NOT GLOB '*[^0-9a-f]*')
+        OR (NEW.provider = 'fcm' AND length(NEW.token) BETWEEN 1 AND 2000 AND NEW.token NOT GLOB '*[^A-Za-z0-9_:-]*')
+        """
+
     /// Device tokens of the shape ``DeviceToken`` states (the one rule; this is its SQL form, and
     /// `DeviceTokenShapeTests` checks the two agree on both stores): APNs lower-case hex of even length up to 200
     /// digits, FCM 1–2,000 of `A-Z a-z 0-9 - _ :`. Checked on every insert and on every change of the token or
@@ -383,16 +390,12 @@ public enum SchemaMigrations {
         id: "007_device_token_shape",
         sqlite: """
         CREATE TRIGGER user_devices_token_shape_on_insert BEFORE INSERT ON user_devices
-        WHEN NOT ((NEW.provider = 'apns' AND length(NEW.token) % 2 = 0 AND length(NEW.token) BETWEEN 2 AND 200
-                   AND NEW.token NOT GLOB '*[^0-9a-f]*')
-               OR (NEW.provider = 'fcm' AND length(NEW.token) BETWEEN 1 AND 2000 AND NEW.token NOT GLOB '*[^A-Za-z0-9_:-]*'))
+        WHEN NOT (\(sqliteTokenShape))
         BEGIN
             SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider');
         END;
         CREATE TRIGGER user_devices_token_shape_on_update BEFORE UPDATE OF token, provider ON user_devices
-        WHEN NOT ((NEW.provider = 'apns' AND length(NEW.token) % 2 = 0 AND length(NEW.token) BETWEEN 2 AND 200
-                   AND NEW.token NOT GLOB '*[^0-9a-f]*')
-               OR (NEW.provider = 'fcm' AND length(NEW.token) BETWEEN 1 AND 2000 AND NEW.token NOT GLOB '*[^A-Za-z0-9_:-]*'))
+        WHEN NOT (\(sqliteTokenShape))
         BEGIN
             SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider');
         END;

@@ -41,6 +41,8 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
 
     /// A temporary failure (a locked database): the same call may succeed later.
     public var isTemporary: Bool { code == .tempFailure }
+    /// A service could not be reached or failed (not a refusal of what we sent).
+    public var isUnavailable: Bool { code == .unavailable }
 
     /// The sysexits(3) code for this error.
     public var exitCode: Int32 {
