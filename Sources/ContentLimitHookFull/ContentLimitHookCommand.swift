@@ -68,18 +68,18 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
                 return
             }
             try await common.withStore(config, mode: readOnly ? .readOnly : .readWrite, job: "content-limit-hook") { store throws(JobError) in
-                let handler = Self.handler(config, delivery: deliveryConfiguration, outbox: outboxPath, store: store,
-                                           logger: logger, dryRun: readOnly, explain: explain)
+                let handler = ContentLimitHookHandler.make(config, delivery: deliveryConfiguration, outbox: outboxPath, store: store,
+                                                           logger: logger, dryRun: readOnly, explain: explain)
                 // A warning is probably sent: load the keys and trust roots while the store claims it.
                 if warns && !readOnly && outboxPath == nil { await handler.senders.prepare() }
                 let summary: HookSummary
                 do throws(JobError) {
                     summary = try await handler.handle(input, context: InvocationContext(now: now))
                 } catch {
-                    await handler.senders.shutdown()
+                    await handler.shutdown()
                     throw error
                 }
-                await handler.senders.shutdown()
+                await handler.shutdown()
                 if explain && common.format == .text {
                     for step in summary.steps { print("  \(step)") }
                 }
@@ -88,35 +88,6 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
                 if let failure = summary.failure { throw failure }
             }
         }
-    }
-
-    /// The handler: the store is read first; the catalog and the sender are made only when a warning is sent.
-    static func handler(_ config: ConfigResolver, delivery: DeliveryConfiguration, outbox: String?, store: any JobStore,
-                        logger: Logger, dryRun: Bool = false, explain: Bool = false) -> ContentLimitHookHandler {
-        let catalogPath = config.string(.copyCatalog, flag: nil)
-        let senders = LazySender { () async throws(JobError) -> any Sender in
-            if let outbox { return try OutboxSender(path: outbox) }
-            // PushSender loads and checks the same keys and CA files (checkFiles() first would do it all twice).
-            return try await PushSender(configuration: delivery, credentials: store, logger: logger)
-        }
-        let hook = ContentLimitHook(store: store, logger: logger, loadCatalog: { () throws(JobError) -> CopyCatalog in
-            try catalogPath.map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
-        }, makeSender: { () async throws(JobError) -> any Sender in try await senders.get() })
-        return ContentLimitHookHandler(hook: hook, senders: senders, dryRun: dryRun, explain: explain)
-    }
-
-    /// The handler a Lambda execution environment serves: every setting from the environment, checked at init.
-    static func lambdaHandler(_ config: ConfigResolver, logger: Logger, store: any JobStore) async throws(JobError) -> ContentLimitHookHandler {
-        let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
-        let outbox = config.string(.outbox, flag: nil)
-        if outbox == nil {
-            guard delivery.hasProvider else {
-                throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables, or PUSH_OUTBOX")
-            }
-            try await delivery.checkFiles()
-        }
-        if let path = config.string(.copyCatalog, flag: nil) { _ = try CopyCatalog.load(path: path) }
-        return handler(config, delivery: delivery, outbox: outbox, store: store, logger: logger)
     }
 
     private func readEvent() throws(JobError) -> ContentLimitEvent {
@@ -142,8 +113,8 @@ extension LimitPeriod: ExpressibleByArgument {}
 enum ContentLimitHookMain {
     static func main() async {
         guard LambdaAdapter.runtimeAPI != nil else { return await ContentLimitHookCommand.main() }
-        await LambdaAdapter.serve(job: ContentLimitHook.jobName) { config, logger, store throws(JobError) in
-            try await ContentLimitHookCommand.lambdaHandler(config, logger: logger, store: store)
+        await LambdaAdapter.serve(job: ContentLimitHook.jobName) { config, store, logger throws(JobError) in
+            try await ContentLimitHookHandler.make(config, store: store, logger: logger)
         }
     }
 }

@@ -54,9 +54,9 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             try common.bootstrapLogging(config)
             let logger = try common.makeLogger("diary-reminder", config)
             let now = try common.resolvedNow()
-            var settings = try Self.settings(config, earlyMinutes: earlyMinutes, catchUpMinutes: catchUpMinutes,
-                                             claimLeaseMinutes: claimLeaseMinutes, shard: shard)
-            let catalog = try Self.catalog(config, flag: copyCatalog)
+            var settings = try DiaryReminderHandler.Settings.resolve(config, earlyMinutes: earlyMinutes, catchUpMinutes: catchUpMinutes,
+                                                                     claimLeaseMinutes: claimLeaseMinutes, shard: shard)
+            let catalog = try CopyCatalog.resolve(config, flag: copyCatalog)
             let json = common.format == .json
             let readOnly = dryRun || explain != nil
             settings.dryRun = readOnly || validateOnly
@@ -65,7 +65,7 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             if validateOnly && deliveryConfiguration.fcm == nil {
                 throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")
             }
-            if !readOnly && !validateOnly { try Self.requireDelivery(deliveryConfiguration, outbox: outboxPath) }
+            if !readOnly && !validateOnly { try deliveryConfiguration.requireDelivery(outbox: outboxPath) }
             if !readOnly || validateOnly { try await deliveryConfiguration.checkFiles() }
             // Dry runs, --explain and --validate-only are an operator's questions: they neither ping nor replace
             // the scheduled run's metrics.
@@ -82,10 +82,10 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                     } else if validateOnly {
                         var providers = deliveryConfiguration
                         providers.apns = nil
-                        let push = try await Self.providerSender(providers, outbox: nil, store: store, logger: logger)
+                        let push = try await providers.sender(outbox: nil, credentials: store, logger: logger)
                         sender = ReportingSender(inner: push, sink: StandardOutput(), json: json)
                     } else {
-                        sender = try await Self.providerSender(deliveryConfiguration, outbox: outboxPath, store: store, logger: logger)
+                        sender = try await deliveryConfiguration.sender(outbox: outboxPath, credentials: store, logger: logger)
                     }
                     let handler = DiaryReminderHandler(
                         runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger), settings: settings)
@@ -111,55 +111,6 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             }
         }
     }
-
-    /// The handler a Lambda execution environment serves: every setting from the environment.
-    static func lambdaHandler(_ config: ConfigResolver, logger: Logger, store: any JobStore) async throws(JobError) -> DiaryReminderHandler {
-        let settings = try settings(config, earlyMinutes: nil, catchUpMinutes: nil, claimLeaseMinutes: nil, shard: nil)
-        let catalog = try catalog(config, flag: nil)
-        let deliveryConfiguration = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
-        let outboxPath = config.string(.outbox, flag: nil)
-        try requireDelivery(deliveryConfiguration, outbox: outboxPath)
-        try await deliveryConfiguration.checkFiles()
-        let sender = try await providerSender(deliveryConfiguration, outbox: outboxPath, store: store, logger: logger)
-        return DiaryReminderHandler(runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger),
-                                    settings: settings)
-    }
-
-    static func settings(_ config: ConfigResolver, earlyMinutes: Int?, catchUpMinutes: Int?, claimLeaseMinutes: Int?,
-                         shard: String?) throws(JobError) -> DiaryReminderHandler.Settings {
-        var settings = DiaryReminderHandler.Settings()
-        settings.rule = try DueRule(
-            earlyMinutes: config.integer(.earlyMinutes, flag: earlyMinutes, default: DueRule.defaultEarlyMinutes,
-                                         range: DueRule.earlyMinutesRange),
-            catchUpMinutes: config.integer(.catchUpMinutes, flag: catchUpMinutes,
-                                           default: DueRule.defaultCatchUpMinutes, range: DueRule.catchUpMinutesRange))
-        settings.shard = try config.raw(.shard, flag: shard).map { raw throws(JobError) in
-            try Shard.parse(raw.value, source: raw.source)
-        } ?? .all
-        settings.claimLeaseSeconds = Int64(try config.integer(.claimLeaseMinutes, flag: claimLeaseMinutes, default: 10,
-                                                              range: 2...60)) * 60
-        return settings
-    }
-
-    static func catalog(_ config: ConfigResolver, flag: String?) throws(JobError) -> CopyCatalog {
-        try config.string(.copyCatalog, flag: flag).map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
-    }
-
-    static func requireDelivery(_ configuration: DeliveryConfiguration, outbox: String?) throws(JobError) {
-        if outbox == nil && !configuration.hasProvider {
-            throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (README \"Configuration\"), pass --outbox PATH, or use --dry-run")
-        }
-    }
-
-    static func providerSender(_ configuration: DeliveryConfiguration, outbox: String?, store: any JobStore,
-                               logger: Logger) async throws(JobError) -> any Sender {
-        if let outbox { return try OutboxSender(path: outbox) }
-        let push = try await PushSender(configuration: configuration, credentials: store, logger: logger)
-        for (name, configured) in [("APNs", configuration.apns != nil), ("FCM", configuration.fcm != nil)] where !configured {
-            logger.warning("provider not configured: its devices are skipped", metadata: ["provider": "\(name)"])
-        }
-        return push
-    }
 }
 
 /// The executable: a cron job from the command line, or a Lambda custom runtime when the platform says so.
@@ -167,8 +118,8 @@ struct DiaryReminderCommand: AsyncParsableCommand {
 enum DiaryReminderMain {
     static func main() async {
         guard LambdaAdapter.runtimeAPI != nil else { return await DiaryReminderCommand.main() }
-        await LambdaAdapter.serve(job: DiaryReminderRunner.jobName) { config, logger, store throws(JobError) in
-            try await DiaryReminderCommand.lambdaHandler(config, logger: logger, store: store)
+        await LambdaAdapter.serve(job: DiaryReminderRunner.jobName) { config, store, logger throws(JobError) in
+            try await DiaryReminderHandler.make(config, store: store, logger: logger)
         }
     }
 }

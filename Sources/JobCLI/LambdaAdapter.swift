@@ -1,5 +1,6 @@
 import Foundation
 import JobKit
+import JobKitPostgres
 import Logging
 
 /// Runs a job as an AWS Lambda custom runtime (`provided.al2023`, the executable as `bootstrap`) when
@@ -17,7 +18,7 @@ public enum LambdaAdapter {
     /// posted to `…/runtime/init/error` and ends the process with the error's sysexits code.
     public static func serve<Handler: JobHandler>(
         job: String,
-        makeHandler: @Sendable (ConfigResolver, Logger, any JobStore) async throws(JobError) -> Handler
+        makeHandler: @Sendable (ConfigResolver, any JobStore, Logger) async throws(JobError) -> Handler
     ) async -> Never where Handler.Event: LambdaEvent {
         let environment = ProcessInfo.processInfo.environment
         do throws(JobError) {
@@ -35,17 +36,16 @@ public enum LambdaAdapter {
         }
         let config = ConfigResolver(environment: environment)
         let logger: Logger
-        let handler: Handler
+        let service: JobService<Handler>
         do throws(JobError) {
             logger = try CommonOptions.environmentOnly.makeLogger(job, config)
-            let store = try await CommonOptions.environmentOnly.openStore(config, mode: .readWrite, job: job)
-            handler = try await makeHandler(config, logger, store)
+            service = try await JobService.open(job: job, environment: environment, logger: logger, make: makeHandler)
         } catch {
             try? await client.failInitialization(LambdaErrorReport(error))
             fail(job, error)
         }
         do {
-            try await LambdaRuntime.serve(handler, client: client, logger: logger)
+            try await LambdaRuntime.serve(service.handler, client: client, logger: logger)
         } catch {
             fail(job, error)
         }

@@ -88,47 +88,20 @@ struct Run: AsyncParsableCommand {
                     options.purgeAfterDays = purgeAfterDays
                     options.batchSize = batchSize
                     options.shard = shard
-                    let handler = Self.handler(providers, store: store, logger: logger, base: options)
+                    let handler = TokenJanitorHandler.make(providers, store: store, logger: logger, base: options)
                     let summary: JanitorSummary
                     do throws(JobError) {
                         summary = try await handler.handle(ScheduledEvent(time: now), context: InvocationContext(now: now))
                     } catch {
-                        await handler.senders.shutdown()
+                        await handler.shutdown()
                         throw error
                     }
-                    await handler.senders.shutdown()
+                    await handler.shutdown()
                     print(common.format == .json ? summary.json : summary.text)
                     return summary
                 }
             }
         }
-    }
-
-    static func handler(_ providers: DeliveryConfiguration, store: any JobStore, logger: Logger,
-                        base: JanitorOptions) -> TokenJanitorHandler {
-        let senders = LazySender { () async throws(JobError) -> any Sender in
-            guard providers.fcm != nil else { throw .config("probing needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
-            return try await PushSender(configuration: providers, credentials: store, logger: logger)
-        }
-        let janitor = TokenJanitor(store: store, logger: logger) { () async throws(JobError) -> any Sender in
-            try await senders.get()
-        }
-        return TokenJanitorHandler(janitor: janitor, senders: senders, base: base)
-    }
-
-    /// The handler a Lambda execution environment serves: the documented defaults, `PUSH_SHARD`, and per
-    /// schedule the event's `detail` (`{"probe": true}`, `{"stale_days": 60}`, …).
-    static func lambdaHandler(_ config: ConfigResolver, logger: Logger, store: any JobStore) async throws(JobError) -> TokenJanitorHandler {
-        var flags = DeliveryFlags()
-        flags.validateOnly = true
-        var providers = try DeliveryConfiguration.resolve(config, flags: flags)
-        providers.apns = nil
-        if providers.fcm != nil { try await providers.checkFiles() }
-        var base = JanitorOptions(now: 0)
-        base.shard = try config.raw(.shard, flag: nil).map { raw throws(JobError) in
-            try Shard.parse(raw.value, source: raw.source)
-        } ?? .all
-        return handler(providers, store: store, logger: logger, base: base)
     }
 }
 
@@ -184,8 +157,8 @@ struct Report: AsyncParsableCommand {
 enum TokenJanitorMain {
     static func main() async {
         guard LambdaAdapter.runtimeAPI != nil else { return await TokenJanitorCommand.main() }
-        await LambdaAdapter.serve(job: TokenJanitor.jobName) { config, logger, store throws(JobError) in
-            try await Run.lambdaHandler(config, logger: logger, store: store)
+        await LambdaAdapter.serve(job: TokenJanitor.jobName) { config, store, logger throws(JobError) in
+            try await TokenJanitorHandler.make(config, store: store, logger: logger)
         }
     }
 }

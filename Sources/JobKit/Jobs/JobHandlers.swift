@@ -24,6 +24,8 @@ public protocol JobHandler: Sendable {
     associatedtype Event: Sendable
     associatedtype Summary: JobSummary
     func handle(_ event: Event, context: InvocationContext) async throws(JobError) -> Summary
+    /// Closes what the handler opened (provider connections); the store is its owner's to close.
+    func shutdown() async
 }
 
 /// A job's account of one run, as one JSON line (the Lambda response) or one human-readable line.

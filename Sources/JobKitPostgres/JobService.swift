@@ -1,0 +1,90 @@
+import Foundation
+import JobKit
+import Logging
+
+/// A job served in-process: its store (SQLite or PostgreSQL, as `PUSH_DATABASE_URL` says) and its handler,
+/// built once from the `PUSH_*` settings and reused for every call — what the Lambda runtime loop serves, and
+/// what a Swift backend (Vapor, Hummingbird, …) keeps for its lifetime instead of spawning a process per write:
+///
+/// ```swift
+/// let hook = try await JobService.contentLimitHook()          // at start-up: settings and key files checked
+/// let summary = try await hook.handle(ContentLimitEvent(userID: "u1", used: 27, limit: 30))
+/// await hook.close()                                          // at shutdown
+/// ```
+///
+/// Calls may run concurrently (the store serialises what must be serialised). Errors are ``JobError``s with
+/// the CLI's sysexits meaning; a summary whose ``JobSummary/failure`` is set did its work but left a warning
+/// to a provider that refused or was unavailable (the CLI exits 77 or 69 for it).
+public final class JobService<Handler: JobHandler>: Sendable {
+    public let handler: Handler
+    public let store: any JobStore
+    public let job: String
+
+    init(handler: Handler, store: any JobStore, job: String) {
+        self.handler = handler
+        self.store = store
+        self.job = job
+    }
+
+    /// Opens the store `PUSH_DATABASE_URL` names and builds the handler; on failure nothing stays open.
+    public static func open(job: String, environment: [String: String], logger: Logger,
+                            make: @Sendable (ConfigResolver, any JobStore, Logger) async throws(JobError) -> Handler) async throws(JobError) -> JobService {
+        let config = ConfigResolver(environment: environment)
+        guard let raw = config.raw(.databaseURL, flag: nil) else {
+            throw .config("no database: set PUSH_DATABASE_URL")
+        }
+        let location = try DatabaseLocation.parse(raw.value, source: raw.source)
+        let store = try await JobStores.open(location, mode: .readWrite,
+                                             passwordFile: config.string(.databasePasswordFile, flag: nil),
+                                             applicationName: job, source: raw.source, logger: logger)
+        do throws(JobError) {
+            return JobService(handler: try await make(config, store, logger), store: store, job: job)
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    /// Handles one event; `now` defaults to the system clock when the call arrives.
+    public func handle(_ event: Handler.Event, now: Int64? = nil, requestID: String? = nil) async throws(JobError) -> Handler.Summary {
+        let instant = now ?? Int64(Date().timeIntervalSince1970)
+        return try await handler.handle(event, context: InvocationContext(now: instant, requestID: requestID))
+    }
+
+    /// Closes the provider connections and the store. Call once, after the last ``handle(_:now:requestID:)``.
+    public func close() async {
+        await handler.shutdown()
+        await store.close()
+    }
+}
+
+extension JobService where Handler == ContentLimitHookHandler {
+    /// The content-limit hook from the `PUSH_*` settings (the process environment by default).
+    public static func contentLimitHook(environment: [String: String] = ProcessInfo.processInfo.environment,
+                                        logger: Logger = Logger(label: ContentLimitHook.jobName)) async throws(JobError) -> JobService {
+        try await open(job: ContentLimitHook.jobName, environment: environment, logger: logger) { config, store, logger throws(JobError) in
+            try await ContentLimitHookHandler.make(config, store: store, logger: logger)
+        }
+    }
+}
+
+extension JobService where Handler == DiaryReminderHandler {
+    /// The reminder job from the `PUSH_*` settings; each ``handle(_:now:requestID:)`` is one scheduled run
+    /// (`ScheduledEvent(time:)` with the slot's instant).
+    public static func diaryReminder(environment: [String: String] = ProcessInfo.processInfo.environment,
+                                     logger: Logger = Logger(label: DiaryReminderRunner.jobName)) async throws(JobError) -> JobService {
+        try await open(job: DiaryReminderRunner.jobName, environment: environment, logger: logger) { config, store, logger throws(JobError) in
+            try await DiaryReminderHandler.make(config, store: store, logger: logger)
+        }
+    }
+}
+
+extension JobService where Handler == TokenJanitorHandler {
+    /// The token janitor from the `PUSH_*` settings; a run's options come from its event's `detail`.
+    public static func tokenJanitor(environment: [String: String] = ProcessInfo.processInfo.environment,
+                                    logger: Logger = Logger(label: TokenJanitor.jobName)) async throws(JobError) -> JobService {
+        try await open(job: TokenJanitor.jobName, environment: environment, logger: logger) { config, store, logger throws(JobError) in
+            try await TokenJanitorHandler.make(config, store: store, logger: logger)
+        }
+    }
+}
