@@ -1,0 +1,28 @@
+// swift-tools-version:6.2
+// A Swift backend that calls the content-limit hook in-process: one `JobService` for the process's
+// lifetime, one call per write. It depends on this repository by path; an app outside it would write
+//     .package(url: "https://…/diary-push.git", from: "0.9.0")
+// and `.product(name: "JobKitPostgres", package: "diary-push")`.
+import Foundation
+import PackageDescription
+
+// A path dependency's identity is its folder's name (`diary-push` in a clone named so, anything else in CI).
+let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../..").standardized
+let identity = root.lastPathComponent.lowercased()
+
+let package = Package(
+    name: "InProcessHook",
+    platforms: [.macOS(.v14)],
+    dependencies: [.package(path: root.path)],
+    targets: [
+        .executableTarget(
+            name: "InProcessHook",
+            dependencies: [
+                // JobKit: the hook, its event and summary; JobKitPostgres: `JobService`, which opens either store.
+                .product(name: "JobKit", package: identity),
+                .product(name: "JobKitPostgres", package: identity),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)
