@@ -14,7 +14,9 @@ public enum LambdaAdapter {
         ProcessInfo.processInfo.environment[runtimeAPIVariable].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// Serves invocations until the environment is shut down; never returns. A failure to initialise is
+    /// Serves invocations until the environment is shut down; never returns. Init reads the settings (and
+    /// fetches the `PUSH_*_SECRET`s, ``LambdaSecrets``), opens the store and builds the handler through
+    /// ``JobService``, as a Swift backend would. A failure to initialise is
     /// posted to `…/runtime/init/error` and ends the process with the error's sysexits code.
     public static func serve<Handler: JobHandler>(
         job: String,
@@ -39,7 +41,9 @@ public enum LambdaAdapter {
         let service: JobService<Handler>
         do throws(JobError) {
             logger = try CommonOptions.environmentOnly.makeLogger(job, config)
-            service = try await JobService.open(job: job, environment: environment, logger: logger, make: makeHandler)
+            // PUSH_*_SECRET: passwords and keys fetched from Secrets Manager or Parameter Store into /tmp files.
+            let resolved = try await LambdaSecrets.resolve(environment)
+            service = try await JobService.open(job: job, environment: resolved, logger: logger, make: makeHandler)
         } catch {
             try? await client.failInitialization(LambdaErrorReport(error))
             fail(job, error)

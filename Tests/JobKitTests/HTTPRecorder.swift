@@ -4,28 +4,31 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 
-/// A local HTTP/1.1 server that answers 200 to everything and keeps each request (method, path, body): what a
-/// heartbeat service such as healthchecks.io sees.
+/// A local HTTP/1.1 server that keeps each request (method, path, headers, body) and answers what `respond`
+/// says (by default 200 "OK" to everything): what a heartbeat service such as healthchecks.io sees, or the
+/// AWS Parameters and Secrets Lambda Extension.
 final class HTTPRecorder: Sendable {
     struct Request: Sendable, Hashable {
         let method: String
         let path: String
+        let headers: [String: String]
         let body: String
     }
+    typealias Responder = @Sendable (Request) -> (status: HTTPResponseStatus, body: String)
 
     private let channel: any Channel
     private let stored = NIOLockedValueBox<[Request]>([])
     var port: Int { channel.localAddress?.port ?? 0 }
     var requests: [Request] { stored.withLockedValue { $0 } }
 
-    init() async throws {
+    init(respond: @escaping Responder = { _ in (.ok, "OK") }) async throws {
         let stored = self.stored
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(Handler(stored: stored))
+                    try channel.pipeline.syncOperations.addHandler(Handler(stored: stored, respond: respond))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -37,10 +40,14 @@ final class HTTPRecorder: Sendable {
         typealias InboundIn = HTTPServerRequestPart
         typealias OutboundOut = HTTPServerResponsePart
         let stored: NIOLockedValueBox<[Request]>
+        let respond: Responder
         var head: HTTPRequestHead?
         var body = ""
 
-        init(stored: NIOLockedValueBox<[Request]>) { self.stored = stored }
+        init(stored: NIOLockedValueBox<[Request]>, respond: @escaping Responder) {
+            self.stored = stored
+            self.respond = respond
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
@@ -50,13 +57,15 @@ final class HTTPRecorder: Sendable {
             case .body(let buffer):
                 body += String(buffer: buffer)
             case .end:
-                if let head {
-                    stored.withLockedValue { $0.append(Request(method: head.method.rawValue, path: head.uri, body: body)) }
-                }
+                guard let head else { return }
+                let request = Request(method: head.method.rawValue, path: head.uri,
+                                      headers: Dictionary(head.headers.map { ($0.name.lowercased(), $0.value) }) { $1 }, body: body)
+                stored.withLockedValue { $0.append(request) }
+                let (status, answer) = respond(request)
                 var headers = HTTPHeaders()
-                headers.add(name: "Content-Length", value: "2")
-                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
-                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: "OK")))), promise: nil)
+                headers.add(name: "Content-Length", value: "\(answer.utf8.count)")
+                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+                context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: answer)))), promise: nil)
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             }
         }

@@ -64,34 +64,7 @@ public struct Heartbeat: Sendable {
     }
 
     private func post(_ path: String, body: String) async throws -> UInt {
-        let tls = self.tls
-        let host = self.host
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(timeout)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    if let tls {
-                        let isAddress = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
-                        try sync.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: isAddress ? nil : host))
-                    }
-                    try sync.addHTTPClientHandlers()
-                    try sync.addHandler(HTTP1ExchangeHandler())
-                }
-            }
-            .connect(host: host, port: port).get()
-        defer { channel.close(promise: nil) }
-        var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
-        head.headers.add(name: "Host", value: port == 80 || port == 443 ? host : "\(host):\(port)")
-        head.headers.add(name: "User-Agent", value: "diary-push")
-        head.headers.add(name: "Content-Type", value: "application/json")
-        head.headers.add(name: "Content-Length", value: "\(body.utf8.count)")
-        head.headers.add(name: "Connection", value: "close")
-        let promise = channel.eventLoop.makePromise(of: HTTP1Response.self)
-        channel.writeAndFlush(HTTP1ExchangeHandler.Request(head: head, body: ByteBuffer(string: body), promise: promise))
-            .whenFailure { promise.fail($0) }
-        let deadline = channel.eventLoop.scheduleTask(in: timeout) { promise.fail(ChannelError.connectTimeout(self.timeout)) }
-        defer { deadline.cancel() }
-        return try await promise.futureResult.get().status.code
+        try await HTTP1OneShot.exchange(host: host, port: port, tls: tls, method: .POST, path: path,
+                                        headers: [("Content-Type", "application/json")], body: body, timeout: timeout).status.code
     }
 }
