@@ -144,4 +144,28 @@ import Testing
         let unset = await Executables.finish(try Executables.start(executable: example, []))
         #expect(unset.status == 78 && unset.stderr.contains("PUSH_DATABASE_URL"), "\(unset.stderr)")
     }
+
+    /// The IAM documents DEPLOYMENT §3 tells operators to apply: valid policy JSON, each named there, each
+    /// granting what the text says it grants.
+    @Test func theLambdaPolicyDocumentsAreValidAndDocumented() throws {
+        let folder = Self.root.appendingPathComponent("deploy/lambda")
+        let deployment = try String(contentsOf: Self.root.appendingPathComponent("docs/DEPLOYMENT.md"), encoding: .utf8)
+        var actions: [String: Set<String>] = [:]
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".json") {
+            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent(name))) as? [String: Any]
+            #expect(object?["Version"] as? String == "2012-10-17", "\(name)")
+            let statements = try #require(object?["Statement"] as? [[String: Any]], "\(name)")
+            for statement in statements {
+                #expect(statement["Effect"] as? String == "Allow", "\(name)")
+                let granted = (statement["Action"] as? [String]) ?? [(statement["Action"] as? String) ?? ""]
+                actions[name, default: []].formUnion(granted)
+            }
+            #expect(deployment.contains("deploy/lambda/\(name)") || deployment.contains("`\(name)`"), "\(name) is not in DEPLOYMENT.md")
+        }
+        #expect(actions["function-policy.json"]?.isSuperset(of: ["secretsmanager:GetSecretValue", "ssm:GetParameter", "kms:Decrypt",
+                                                                  "ec2:CreateNetworkInterface", "logs:PutLogEvents"]) == true)
+        #expect(actions["scheduler-policy.json"] == ["lambda:InvokeFunction"])
+        #expect(actions["backend-invoke-policy.json"] == ["lambda:InvokeFunction"])
+        #expect(actions["function-trust-policy.json"] == ["sts:AssumeRole"] && actions["scheduler-trust-policy.json"] == ["sts:AssumeRole"])
+    }
 }
