@@ -37,7 +37,7 @@ extension PostgresStore: ContentLimitStore {
                             to_timestamp(\(now)), to_timestamp(\(now)), 'usage reached 100 % first')
                     ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
                         status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
-                    WHERE notification_logs.status IN ('deferred', 'retry')
+                    WHERE \(unescaped: DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
                     """, logger: logger).collect()
             } else if try await connection.query("""
                 SELECT 1 FROM notification_logs
@@ -64,7 +64,7 @@ extension PostgresStore: ContentLimitStore {
                 SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
                     updated_at = to_timestamp(\(now)), finished_at = NULL
                 WHERE user_id = \(request.userID) AND notification_type = \(request.type.rawValue) AND period_key = \(request.period)
-                  AND (status = 'retry' OR (status = 'claimed' AND claimed_at <= to_timestamp(\(staleBefore))))
+                  AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore))
                 RETURNING id, message_index, locale, params::text
                 """, logger: logger).collect().first else {
                 return nil
@@ -81,8 +81,7 @@ extension PostgresStore: ContentLimitStore {
             FROM notification_logs l JOIN users u ON u.id = l.user_id
             WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
               AND l.claimed_at >= to_timestamp(\(now - 86_400))
-              AND ((l.status = 'deferred' AND l.deliver_after <= to_timestamp(\(now))) OR l.status = 'retry'
-                   OR (l.status = 'claimed' AND l.claimed_at <= to_timestamp(\(staleBefore))))
+              AND \(unescaped: DeliveryLifecycle.claimableWarningSQL(.postgres, now: now, staleBefore: staleBefore, table: "l"))
             ORDER BY l.claimed_at LIMIT \(limit)
             """).map { row throws(JobError) in
             let (id, userID, type, period, messageIndex, locale, params, timezone) = try decode(
@@ -100,8 +99,7 @@ extension PostgresStore: ContentLimitStore {
             SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
                 updated_at = to_timestamp(\(now)), finished_at = NULL
             WHERE id = ANY(\(ids)::int8[])
-              AND ((status = 'deferred' AND deliver_after <= to_timestamp(\(now))) OR status = 'retry'
-                   OR (status = 'claimed' AND claimed_at <= to_timestamp(\(staleBefore))))
+              AND \(unescaped: DeliveryLifecycle.claimableWarningSQL(.postgres, now: now, staleBefore: staleBefore))
             RETURNING id
             """)
         var won: Set<Int64> = []

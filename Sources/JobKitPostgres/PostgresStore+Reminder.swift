@@ -151,7 +151,7 @@ extension PostgresStore: ReminderStore {
                 FROM unnest(\(rest.map(\.userID))::text[], \(rest.map(\.type.rawValue))::text[],
                             \(rest.map(\.period))::text[]) AS r(user_id, type, period)
                 WHERE l.user_id = r.user_id AND l.notification_type = r.type AND l.period_key = r.period
-                  AND (l.status = 'retry' OR (l.status = 'claimed' AND l.claimed_at <= to_timestamp(\(staleBefore))))
+                  AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore, table: "l"))
                 RETURNING l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale
                 """, logger: logger).collect()
             var takenOver: [Int64: (Key, Int?, String?)] = [:]

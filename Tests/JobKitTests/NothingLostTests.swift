@@ -282,3 +282,100 @@ extension NothingLostTests {
         await harness.stop()
     }
 }
+
+/// The stores claim in SQL; the rules they apply are the lifecycle's (its SQL renderings of them). Every status
+/// a log row can have, at each side of the lease and of the end of quiet hours, on both stores: each store
+/// takes over, claims and supersedes exactly what `DeliveryLifecycle` says.
+@Suite struct LifecycleAgreementTests {
+    static let now: Int64 = 1_800_000_000
+    static let staleBefore = now - 600
+    static let statuses: [ClaimStatus] = [.claimed, .sent, .partial, .failed, .retry, .deferred, .superseded]
+
+    struct Row {
+        let user: String
+        let status: ClaimStatus
+        let claimedAt: Int64
+        let deliverAfter: Int64?
+        var log: LogState { LogState(id: 0, status: status, claimedAt: claimedAt, messageIndex: 0, locale: "en", runID: "old") }
+    }
+
+    /// One log row per combination, each for a user of its own.
+    static func rows() -> [Row] {
+        var rows: [Row] = []
+        for status in statuses {
+            for claimedAt in [staleBefore - 1, staleBefore, staleBefore + 1] {
+                for deliverAfter in [nil, now - 1, now, now + 1] as [Int64?] {
+                    rows.append(Row(user: "u\(rows.count)", status: status, claimedAt: claimedAt, deliverAfter: deliverAfter))
+                }
+            }
+        }
+        return rows
+    }
+
+    static func insert(_ rows: [Row], type: NotificationType, period: String, into db: TemporaryDatabase) async throws {
+        for row in rows {
+            try await db.store.addUser(row.user, tokens: [])
+            try await db.execute("""
+                INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale, run_id,
+                                               claimed_at, updated_at, deliver_after)
+                VALUES ('\(row.user)', '\(type.rawValue)', '\(period)', '\(row.status)', 0, 'en', 'old', \(db.ts(row.claimedAt)),
+                        \(db.ts(row.claimedAt)), \(row.deliverAfter.map { db.ts($0) } ?? "NULL"))
+                """)
+        }
+    }
+
+    @Test(arguments: Backend.allCases) func reminderTakeOversAreTheLifecycles(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        let rows = Self.rows().filter { $0.deliverAfter == nil }
+        try await Self.insert(rows, type: .diaryReminder, period: "2026-11-21", into: db)
+        let requests = rows.map { ClaimRequest(userID: $0.user, type: .diaryReminder, period: "2026-11-21", messageIndex: 0, locale: "en") }
+        let won = Set(try await db.store.claim(requests, runID: "new", now: Self.now, staleBefore: Self.staleBefore).map(\.userID))
+        for row in rows {
+            #expect(won.contains(row.user) == DeliveryLifecycle.canTakeOver(row.log, staleBefore: Self.staleBefore),
+                    "\(row.status) claimed at lease\(row.claimedAt - Self.staleBefore >= 0 ? "+" : "")\(row.claimedAt - Self.staleBefore)")
+        }
+        #expect(!won.isEmpty && won.count < rows.count)
+    }
+
+    @Test(arguments: Backend.allCases) func warningClaimsAndSupersedesAreTheLifecycles(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        let store = try #require(db.store as? any ContentLimitStore)
+        let rows = Self.rows()
+        try await Self.insert(rows, type: .contentLimit90, period: "2026-11", into: db)
+        func describe(_ row: Row) -> String {
+            "\(row.status), lease\(row.claimedAt - Self.staleBefore), deliver_after \(row.deliverAfter.map { "\($0 - Self.now)" } ?? "none")"
+        }
+
+        // A diary-reminder run claims the deferred and pending warnings.
+        let ids = try await db.strings("SELECT user_id || ':' || id FROM notification_logs WHERE notification_type = 'content_limit_90'")
+        let idByUser = Dictionary(uniqueKeysWithValues: ids.map { entry in
+            let parts = entry.split(separator: ":")
+            return (String(parts[0]), Int64(parts[1])!)
+        })
+        let won = try await store.claimPendingWarnings(Array(idByUser.values), runID: "new", now: Self.now, staleBefore: Self.staleBefore)
+        for row in rows {
+            let expected = DeliveryLifecycle.canClaimWarning(row.log, deliverAfter: row.deliverAfter, now: Self.now,
+                                                             staleBefore: Self.staleBefore)
+            #expect(won.contains(idByUser[row.user]!) == expected, "claim pending: \(describe(row))")
+        }
+
+        // On a fresh copy: the hook's 100 % warning supersedes exactly the 90 % rows not yet on their way.
+        let fresh = try await TemporaryDatabase(backend)
+        let freshStore = try #require(fresh.store as? any ContentLimitStore)
+        try await Self.insert(rows, type: .contentLimit90, period: "2026-11", into: fresh)
+        for row in rows {
+            _ = try await freshStore.claimLimitWarning(
+                LimitClaimRequest(userID: row.user, type: .contentLimit100, period: "2026-11", messageIndex: 0, locale: "en",
+                                  params: [:], deliverAfter: nil), runID: "new", now: Self.now, staleBefore: Self.staleBefore)
+        }
+        let statuses = try await fresh.strings("SELECT user_id || ':' || status FROM notification_logs WHERE notification_type = 'content_limit_90'")
+        let statusByUser = Dictionary(uniqueKeysWithValues: statuses.map { entry in
+            let parts = entry.split(separator: ":")
+            return (String(parts[0]), String(parts[1]))
+        })
+        for row in rows {
+            let expected = DeliveryLifecycle.canSupersede(row.status) ? ClaimStatus.superseded : row.status
+            #expect(statusByUser[row.user] == expected.rawValue, "supersede: \(describe(row))")
+        }
+    }
+}

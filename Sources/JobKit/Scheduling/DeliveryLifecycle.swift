@@ -77,3 +77,51 @@ public enum DeliveryLifecycle {
         }
     }
 }
+
+/// How a store writes an instant in SQL: SQLite keeps epoch seconds, PostgreSQL `timestamptz`.
+public enum SQLDialect: Sendable {
+    case sqlite, postgres
+
+    /// `seconds` as a literal of the store's instant type (an integer: nothing to escape).
+    public func instant(_ seconds: Int64) -> String {
+        switch self {
+        case .sqlite: "\(seconds)"
+        case .postgres: "to_timestamp(\(seconds))"
+        }
+    }
+}
+
+extension DeliveryLifecycle {
+    /// Whether a quota warning's row may be claimed now: a `deferred` one whose quiet hours have ended, or one
+    /// a run may take over (``canTakeOver(_:staleBefore:)``).
+    public static func canClaimWarning(_ log: LogState, deliverAfter: Int64?, now: Int64, staleBefore: Int64) -> Bool {
+        if log.status == .deferred { return (deliverAfter ?? .max) <= now }
+        return canTakeOver(log, staleBefore: staleBefore)
+    }
+
+    /// Whether the 100 % warning supersedes a period's 90 % warning in this state: only one not yet on its way
+    /// (held for quiet hours, or waiting for a retry). A claimed one is being sent; a final one was.
+    public static func canSupersede(_ status: ClaimStatus) -> Bool {
+        status == .deferred || status == .retry
+    }
+
+    // The same rules as SQL conditions over a `notification_logs` row, for the stores that claim in one
+    // statement: each store writes these, never a spelling of its own. `table` qualifies the columns.
+
+    /// ``canTakeOver(_:staleBefore:)``.
+    public static func takeOverSQL(_ dialect: SQLDialect, staleBefore: Int64, table: String? = nil) -> String {
+        let c = table.map { "\($0)." } ?? ""
+        return "(\(c)status = '\(ClaimStatus.retry)' OR (\(c)status = '\(ClaimStatus.claimed)' AND \(c)claimed_at <= \(dialect.instant(staleBefore))))"
+    }
+
+    /// ``canClaimWarning(_:deliverAfter:now:staleBefore:)``.
+    public static func claimableWarningSQL(_ dialect: SQLDialect, now: Int64, staleBefore: Int64, table: String? = nil) -> String {
+        let c = table.map { "\($0)." } ?? ""
+        return "((\(c)status = '\(ClaimStatus.deferred)' AND \(c)deliver_after <= \(dialect.instant(now))) OR \(takeOverSQL(dialect, staleBefore: staleBefore, table: table)))"
+    }
+
+    /// ``canSupersede(_:)``.
+    public static func supersedableSQL(table: String) -> String {
+        "\(table).status IN ('\(ClaimStatus.deferred)', '\(ClaimStatus.retry)')"
+    }
+}

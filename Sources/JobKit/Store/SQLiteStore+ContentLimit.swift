@@ -31,7 +31,7 @@ extension SQLiteStore: ContentLimitStore {
                     VALUES (?, 'content_limit_90', ?, 'superseded', ?, ?, ?, ?, 'usage reached 100 % first')
                     ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
                         status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
-                    WHERE notification_logs.status IN ('deferred', 'retry')
+                    WHERE \(DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
                     """, arguments: [request.userID, request.period, runID, now, now, now])
             } else if try Bool.fetchOne(db, sql: """
                 SELECT 1 FROM notification_logs WHERE user_id = ? AND notification_type = 'content_limit_100' AND period_key = ?
@@ -56,9 +56,9 @@ extension SQLiteStore: ContentLimitStore {
                 UPDATE notification_logs
                 SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
                 WHERE user_id = ? AND notification_type = ? AND period_key = ?
-                  AND (status = 'retry' OR (status = 'claimed' AND claimed_at <= ?))
+                  AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
                 RETURNING id, message_index, locale, params
-                """, arguments: [runID, now, now, request.userID, request.type.rawValue, request.period, staleBefore]) else {
+                """, arguments: [runID, now, now, request.userID, request.type.rawValue, request.period]) else {
                 return nil
             }
             return LimitClaim(logID: row[0], messageIndex: row[1] ?? request.messageIndex, locale: row[2] ?? request.locale,
@@ -68,15 +68,15 @@ extension SQLiteStore: ContentLimitStore {
 
     public func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning] {
         try await read("reading pending quota warnings") { db in
-            try Row.fetchAll(db.cachedStatement(sql: """
+            // `status IN (…)` selects the partial index of unfinished warnings; the lifecycle's rule decides.
+            try Row.fetchAll(db, sql: """
                 SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params, u.timezone
                 FROM notification_logs l JOIN users u ON u.id = l.user_id
                 WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
                   AND l.claimed_at >= ?
-                  AND ((l.status = 'deferred' AND l.deliver_after <= ?) OR l.status = 'retry'
-                       OR (l.status = 'claimed' AND l.claimed_at <= ?))
+                  AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore, table: "l"))
                 ORDER BY l.claimed_at LIMIT ?
-                """), arguments: [now - 86_400, now, staleBefore, limit]).map { row in
+                """, arguments: [now - 86_400, limit]).map { row in
                 PendingWarning(logID: row[0], userID: row[1], type: NotificationType(rawValue: row[2]), period: row[3],
                                messageIndex: row[4] ?? 0, locale: row[5] ?? CopyCatalog.fallbackLocale,
                                params: LimitParams.decode(row[6]), timezone: row[7])
@@ -88,15 +88,14 @@ extension SQLiteStore: ContentLimitStore {
         guard !ids.isEmpty else { return [] }
         return try await write("claiming pending quota warnings") { db in
             var won: Set<Int64> = []
-            let statement = try db.cachedStatement(sql: """
+            let statement = try db.makeStatement(sql: """
                 UPDATE notification_logs
                 SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
-                WHERE id = ? AND ((status = 'deferred' AND deliver_after <= ?) OR status = 'retry'
-                                  OR (status = 'claimed' AND claimed_at <= ?))
+                WHERE id = ? AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore))
                 RETURNING id
                 """)
             for id in ids {
-                if let claimed = try Int64.fetchOne(statement, arguments: [runID, now, now, id, now, staleBefore]) {
+                if let claimed = try Int64.fetchOne(statement, arguments: [runID, now, now, id]) {
                     won.insert(claimed)
                 }
             }

@@ -355,12 +355,13 @@ extension SQLiteStore: ReminderStore {
                 }
             }
             // Then, in request order, the new claims and the take-overs of stale or retryable ones.
-            let takeOver = try db.cachedStatement(sql: """
+            // The lifecycle's take-over rule, with this run's lease written in: prepared once per call.
+            let takeOver = try db.makeStatement(sql: """
                 UPDATE notification_logs
                 SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?,
                     finished_at = NULL
                 WHERE user_id = ? AND notification_type = ? AND period_key = ?
-                  AND (status = 'retry' OR (status = 'claimed' AND claimed_at <= ?))
+                  AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
                 RETURNING id, message_index, locale
                 """)
             let delivered = try db.cachedStatement(sql: """
@@ -377,7 +378,7 @@ extension SQLiteStore: ReminderStore {
                                         messageIndex: request.messageIndex, locale: request.locale, takenOver: false,
                                         deliveredDeviceIDs: []))
                 } else if let row = try Row.fetchOne(takeOver, arguments: [
-                    runID, now, now, request.userID, request.type.rawValue, request.period, staleBefore,
+                    runID, now, now, request.userID, request.type.rawValue, request.period,
                 ]) {
                     let id: Int64 = row[0]
                     let devices = try Int64.fetchSet(delivered, arguments: [id])
