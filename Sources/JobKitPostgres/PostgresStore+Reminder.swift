@@ -299,6 +299,16 @@ extension PostgresStore: ReminderStore {
         }
     }
 
+    public func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
+        try await rows("reading the deliveries of a claim", """
+            SELECT device_id, outcome, reason, run_id, \(unescaped: Self.epoch("created_at")) FROM notification_deliveries
+            WHERE log_id = \(logID) ORDER BY created_at, id
+            """).map { row throws(JobError) in
+            let (deviceID, outcome, reason, runID, at) = try decode(row, (Int64?, String, String?, String, Int64).self)
+            return DeliveryOutcome(rawValue: outcome).map { DeliveryAttempt(deviceID: deviceID, outcome: $0, reason: reason, runID: runID, at: at) }
+        }.compactMap { $0 }
+    }
+
     public func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
         try await rows("reading the notification log", """
             SELECT message_index FROM notification_logs

@@ -79,11 +79,21 @@ import Testing
         #expect(first.retry == 1 && first.partial == 0 && first.sent == 0)
         #expect(first.devicesPendingRetry == 1)
         #expect(try await harness.db.strings("SELECT status FROM notification_logs") == ["retry"])
+        // --explain tells the pending device from the reached one, and what the next run will do.
+        let explainer = DiaryReminderRunner(store: harness.db.store, sender: RecordingSender(), logger: quietLogger)
+        let options = ReminderRunOptions(now: instant("2026-11-21T20:10:00Z"), dryRun: true)
+        let pending = try await explainer.explain(userID: "both", options: options)
+        #expect(Dictionary(uniqueKeysWithValues: pending.devices.map { ($0.device.prefix(4), $0.state) }) == ["apns": "pending", "fcm/": "delivered"])
+        #expect(pending.devices.first { $0.state == "pending" }?.lastOutcome == "credentials")
+        #expect(pending.verdict == "due: would send again to 1 pending device(s) with the same collapse id (1 already reached)")
+        #expect(pending.text.contains("pending, sent again by the runs until 2026-11-21T21:00:00Z (credentials, 1 attempt"), "\(pending.text)")
         let second = try await harness.run(at: "2026-11-21T20:15:00Z", sender: try await harness.sender())
         #expect(second.takenOver == 1 && second.sent == 1 && second.devicesPendingRetry == 0)
         #expect(harness.simulator.accepted().map(\.token) == ["pixel-1", iPhone])
         #expect(Set(harness.simulator.accepted().map(\.collapseID)) == ["diary_reminder:2026-11-21"])
         #expect(try await harness.db.strings("SELECT status FROM notification_logs") == ["sent"])
+        let done = try await explainer.explain(userID: "both", options: ReminderRunOptions(now: instant("2026-11-21T20:20:00Z"), dryRun: true))
+        #expect(done.devices.map(\.state) == ["delivered", "delivered"] && done.skipReason == .alreadyReminded)
         await harness.stop()
     }
 

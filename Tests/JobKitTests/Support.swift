@@ -262,6 +262,7 @@ struct InterceptingStore: ReminderStore {
     func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
         try await inner.logState(userID: userID, type: type, period: period)
     }
+    func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] { try await inner.deliveryAttempts(logID: logID) }
     func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
         try await inner.previousMessageIndex(userID: userID, type: type, before: period)
     }

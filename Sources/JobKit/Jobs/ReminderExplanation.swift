@@ -9,9 +9,24 @@ public struct ReminderExplanation: Sendable, Codable, Hashable {
         public let ok: Bool?
     }
 
+    /// Where one active device of the user stands in the claim of this period.
+    public struct DeviceState: Sendable, Codable, Hashable {
+        /// Provider, platform and the masked token.
+        public let device: String
+        /// `delivered`, `pending` (failed transiently or for credentials: sent again by a later run inside the
+        /// window), `final` (dead token or rejected: never sent again) or `not_sent` (no attempt recorded).
+        public let state: String
+        public let lastOutcome: String?
+        public let attempts: Int
+        public let lastRun: String?
+        public let lastAt: String?
+    }
+
     public let userID: String
     public let now: String
     public var steps: [Step] = []
+    /// The user's active devices in this period's claim (empty when there is no claim).
+    public var devices: [DeviceState] = []
     public var due = false
     public var verdict = ""
     /// The reason the user is not reminded (`nil` when due).
@@ -91,6 +106,16 @@ extension DiaryReminderRunner {
         default: logOK = true
         }
         explanation.step("4. notification log", logValue + (log != nil && logOK ? " (will be taken over)" : ""), logOK)
+        if let log {
+            explanation.devices = ReminderExplanation.deviceStates(user.activeDevices, attempts: try await store.deliveryAttempts(logID: log.id))
+            let window = "until \(Timestamps.format(timing.reminderAt + options.rule.catchUp))"
+            let described = explanation.devices.map { device in
+                let last = device.lastOutcome.map { " (\($0), \(device.attempts) attempt\(device.attempts == 1 ? "" : "s"), run \(device.lastRun ?? "?") at \(device.lastAt ?? "?"))" } ?? ""
+                let state = device.state == "pending" ? "pending, sent again by the runs \(window)" : device.state.replacingOccurrences(of: "_", with: " ")
+                return "\(device.device): \(state)\(last)"
+            }
+            explanation.step("4. devices of the claim", described.isEmpty ? "no active device" : described.joined(separator: "; "), nil)
+        }
         if let log, let index = log.messageIndex, let locale = log.locale,
            let message = catalog.message(.diaryReminder, locale: locale, index: index) {
             explanation.step("copy", "recorded in the claim: \(locale) #\(index): \"\(message.title)\" / \"\(message.body)\"", nil)
@@ -108,12 +133,36 @@ extension DiaryReminderRunner {
         switch decision {
         case .skip(let reason): return finish(reason, "not reminded: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))")
         case .claim: return finish(nil, "due: would be reminded now on \(devices.count) device(s)")
-        case .takeOver: return finish(nil, "due: would take over the earlier run's unfinished claim")
+        case .takeOver(let earlier):
+            let open = explanation.devices.filter { $0.state == "pending" || $0.state == "not_sent" }.count
+            let reached = explanation.devices.filter { $0.state == "delivered" }.count
+            if earlier.status == .retry {
+                return finish(nil, "due: would send again to \(open) pending device(s) with the same collapse id (\(reached) already reached)")
+            }
+            return finish(nil, "due: would take over the earlier run's unfinished claim (\(open) device(s) not reached yet, \(reached) reached)")
         }
     }
 }
 
 extension ReminderExplanation {
+    /// Each device's state from its recorded attempts (the lifecycle decides what is final).
+    static func deviceStates(_ devices: [Device], attempts: [DeliveryAttempt]) -> [DeviceState] {
+        devices.map { device in
+            let mine = attempts.filter { $0.deviceID == device.id }
+            let state: String
+            if mine.contains(where: { $0.outcome == .delivered }) {
+                state = "delivered"
+            } else if let last = mine.last {
+                state = DeliveryLifecycle.isFinal(last.outcome) ? "final" : "pending"
+            } else {
+                state = "not_sent"
+            }
+            return DeviceState(device: "\(device.provider)/\(device.platform) \(Redaction.maskToken(device.token))", state: state,
+                               lastOutcome: mine.last?.outcome.rawValue, attempts: mine.count, lastRun: mine.last?.runID,
+                               lastAt: mine.last.map { Timestamps.format($0.at) })
+        }
+    }
+
     /// One JSON object.
     public var json: String {
         JSONLine.encode(self)

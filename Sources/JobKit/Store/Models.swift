@@ -55,6 +55,24 @@ public struct ClaimStatus: RawRepresentable, Hashable, Sendable, Codable, Custom
     public var description: String { rawValue }
 }
 
+/// One recorded attempt of a claim's device (a `notification_deliveries` row), as explain shows it.
+public struct DeliveryAttempt: Sendable, Hashable {
+    /// `nil` once the device row is gone.
+    public let deviceID: Int64?
+    public let outcome: DeliveryOutcome
+    public let reason: String?
+    public let runID: String
+    public let at: Int64
+
+    public init(deviceID: Int64?, outcome: DeliveryOutcome, reason: String?, runID: String, at: Int64) {
+        self.deviceID = deviceID
+        self.outcome = outcome
+        self.reason = reason
+        self.runID = runID
+        self.at = at
+    }
+}
+
 /// A notification log row as the rules see it.
 public struct LogState: Sendable, Hashable {
     public let id: Int64

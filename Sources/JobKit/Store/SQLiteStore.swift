@@ -512,6 +512,17 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
+    public func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
+        try await read("reading the deliveries of a claim") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT device_id, outcome, reason, run_id, created_at FROM notification_deliveries
+                WHERE log_id = ? ORDER BY created_at, id
+                """, arguments: [logID]).compactMap { row in
+                    DeliveryOutcome(rawValue: row[1]).map { DeliveryAttempt(deviceID: row[0], outcome: $0, reason: row[2], runID: row[3], at: row[4]) }
+                }
+        }
+    }
+
     public func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
         try await read("reading the notification log") { db in
             try Int.fetchOne(db, sql: """

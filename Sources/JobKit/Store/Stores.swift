@@ -61,6 +61,8 @@ public protocol ReminderStore: Sendable {
     func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int
     /// For explain: a log row.
     func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState?
+    /// For explain: every recorded attempt of one log row's devices, oldest first.
+    func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt]
     /// For explain: the message index of the latest log row of `type` before `period`.
     func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int?
     /// Job bookkeeping (the report's "last run of each job").
