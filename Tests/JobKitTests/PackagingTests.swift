@@ -51,7 +51,7 @@ import Testing
         let conffiles = try await Self.tool("/usr/bin/dpkg-deb", ["--info", deb, "conffiles"])
         #expect(conffiles.stdout == "/etc/diary-push/env\n")
         let postinst = try await Self.tool("/usr/bin/dpkg-deb", ["--info", deb, "postinst"])
-        #expect(postinst.stdout.contains("adduser --system") && postinst.stdout.contains("install -d -m 0700 -o diary-push"))
+        #expect(postinst.stdout.contains("adduser --system") && postinst.stdout.contains("chown diary-push:diary-push /var/lib/diary-push"))
 
         let listing = try await Self.tool("/usr/bin/dpkg-deb", ["--contents", deb])
         let lines = listing.stdout.split(separator: "\n").map(String.init)

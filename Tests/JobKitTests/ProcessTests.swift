@@ -314,10 +314,12 @@ enum Executables {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("install-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: prefix) }
+        // The release build with the Swift runtime linked in, as `scripts/install` makes it (scripts/test builds it).
+        let release = try PackagingTests.built("PUSH_TEST_RELEASE_BUILD", "the release products")
         for _ in 0..<2 {
             let install = await Executables.finish(try Executables.start(
                 executable: URL(fileURLWithPath: "/bin/bash"),
-                [root.appendingPathComponent("scripts/install").path, "--prefix", prefix.path, "--build-path", Executables.directory.path]),
+                [root.appendingPathComponent("scripts/install").path, "--prefix", prefix.path, "--build-path", release.path]),
                 limit: .seconds(600))
             #expect(install.status == 0, "\(install.stdout) \(install.stderr)")
         }
