@@ -78,7 +78,8 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 try await common.withStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder") { store throws(JobError) -> RunSummary? in
                     let sender: any Sender
                     if readOnly && !validateOnly {
-                        sender = DryRunSender(sink: StandardOutput(), json: json)
+                        sender = DryRunSender(sink: StandardOutput(), json: json,
+                                              providers: deliveryConfiguration.deliverableProviders(outbox: outboxPath, logger: logger))
                     } else if validateOnly {
                         var providers = deliveryConfiguration
                         providers.apns = nil

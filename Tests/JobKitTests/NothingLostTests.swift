@@ -389,3 +389,32 @@ extension NothingLostTests {
         }
     }
 }
+
+/// A dry run and `--explain` answer "who would get what" as the real run with the same providers would:
+/// a device of a provider without credentials is skipped by all three.
+@Suite struct DryRunAgreementTests {
+    @Test(arguments: Backend.allCases) func aDryRunAndExplainSkipWhatTheRealRunSkips(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend)
+        try await harness.addUser("ios-only", devices: [(hexToken("ab", 1), .apns, "ios")])
+        try await harness.addUser("both", devices: [(hexToken("ab", 2), .apns, "ios"), ("pixel-both", .fcm, "android")])
+        let lines = LineBuffer()
+        let dry = DiaryReminderRunner(store: harness.db.store, sender: DryRunSender(sink: lines, json: true, providers: [.fcm]),
+                                      logger: quietLogger)
+        let options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true)
+        let preview = try await dry.run(options)
+        let explained = try await dry.explain(userID: "ios-only", options: options)
+        let both = try await dry.explain(userID: "both", options: options)
+        // FCM only: the real run with the same providers.
+        let real = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
+
+        #expect(preview.skipped == real.skipped && preview.skipped["no_configured_provider"] == 1, "\(preview.skipped) \(real.skipped)")
+        #expect(preview.notifications == real.notifications && real.notifications == 1)
+        #expect(lines.lines.count == 1 && lines.lines[0].contains(#""provider":"fcm""#),
+                "\(lines.lines)")
+        #expect(explained.skipReason == .noConfiguredProvider && !explained.due, "\(explained.text)")
+        #expect(explained.text.contains("not configured for this run"))
+        #expect(both.due && both.verdict == "due: would be reminded now on 1 device(s)", "\(both.text)")
+        await harness.stop()
+    }
+}
+

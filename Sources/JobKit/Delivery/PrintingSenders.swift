@@ -17,11 +17,17 @@ public struct StandardOutput: LineSink {
 public struct DryRunSender: Sender {
     public let sink: any LineSink
     public let json: Bool
+    /// The providers a real run would deliver to (those configured): a dry run skips the others' devices as
+    /// the run would. `nil`: every provider (an outbox delivers to all).
+    public let providers: Set<Provider>?
 
-    public init(sink: any LineSink, json: Bool) {
+    public init(sink: any LineSink, json: Bool, providers: Set<Provider>? = nil) {
         self.sink = sink
         self.json = json
+        self.providers = providers
     }
+
+    public func canDeliver(to provider: Provider) -> Bool { providers?.contains(provider) ?? true }
 
     public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
         for notification in batch {

@@ -24,6 +24,20 @@ extension DeliveryConfiguration {
     }
 }
 
+extension DeliveryConfiguration {
+    /// The providers a run with this configuration delivers to: all of them into an outbox, else the
+    /// configured ones. A configuration with none (an operator's dry run on a machine without keys) is
+    /// previewed as if both were configured, and says so.
+    public func deliverableProviders(outbox: String?, logger: Logger) -> Set<Provider>? {
+        if outbox != nil { return nil }
+        guard hasProvider else {
+            logger.notice("no provider configured: the dry run assumes APNs and FCM both are (a real run needs one)")
+            return nil
+        }
+        return Set([apns == nil ? nil : Provider.apns, fcm == nil ? nil : Provider.fcm].compactMap { $0 })
+    }
+}
+
 extension CopyCatalog {
     /// The catalog `--copy-catalog`/`PUSH_COPY_CATALOG` names, checked; the built-in one otherwise.
     public static func resolve(_ config: ConfigResolver, flag: String? = nil) throws(JobError) -> CopyCatalog {

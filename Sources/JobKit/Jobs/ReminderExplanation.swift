@@ -70,6 +70,13 @@ extension DiaryReminderRunner {
         let devices = user.activeDevices.map { "\($0.provider)/\($0.platform) \(Redaction.maskToken($0.token))" }
         explanation.step("1. active devices", devices.isEmpty ? "none" : "\(devices.count): " + devices.joined(separator: ", "),
                          !devices.isEmpty)
+        // As the run does: a device of a provider this run has no credentials for is skipped.
+        let unreachable = user.activeDevices.filter { !sender.canDeliver(to: $0.provider) }
+        if !unreachable.isEmpty {
+            let providers = Set(unreachable.map(\.provider.rawValue)).sorted().joined(separator: ", ")
+            explanation.step("1. configured providers", "\(unreachable.count) device(s) of \(providers), not configured for this run: skipped",
+                             unreachable.count < devices.count)
+        }
         guard let zone = ZoneClock(identifier: user.timezone) else {
             explanation.step("2. time zone", "\"\(user.timezone)\" is not an IANA zone this system knows", false)
             return finish(.invalidTimezone, "not reminded: unknown time zone")
@@ -129,10 +136,13 @@ extension DiaryReminderRunner {
 
         if !settings.diaryReminderEnabled { return finish(.disabled, "not reminded: diary reminders are off") }
         if case .skip(.noActiveDevice) = decision { return finish(.noActiveDevice, "not reminded: no active device") }
+        if !devices.isEmpty && unreachable.count == devices.count {
+            return finish(.noConfiguredProvider, "not reminded: no device of a provider configured for this run")
+        }
         if timing.state != .due { return finish(.notDue, "not reminded: the reminder time has not come (\(timing.state.rawValue))") }
         switch decision {
         case .skip(let reason): return finish(reason, "not reminded: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))")
-        case .claim: return finish(nil, "due: would be reminded now on \(devices.count) device(s)")
+        case .claim: return finish(nil, "due: would be reminded now on \(devices.count - unreachable.count) device(s)")
         case .takeOver(let earlier):
             let open = explanation.devices.filter { $0.state == "pending" || $0.state == "not_sent" }.count
             let reached = explanation.devices.filter { $0.state == "delivered" }.count
