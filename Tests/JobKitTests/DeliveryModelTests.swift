@@ -191,7 +191,7 @@ import Testing
                                        locale: $0.locale, takenOver: $0.takenOver, deliveredDeviceIDs: []) }
                 }
             }
-            let runner = DiaryReminderRunner(store: store, sender: sender, logger: quietLogger)
+            let runner = DiaryReminderRunner(remindersOnly: store, sender: sender, logger: quietLogger)
             var failure: JobError?
             do {
                 _ = try await runner.run(ReminderRunOptions(now: reminderAt + Int64(run.minute) * 60))

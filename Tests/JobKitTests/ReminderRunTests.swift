@@ -43,7 +43,7 @@ import Testing
         let sender = SlowSender()
         var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
         options.pageSize = 3
-        let runner = DiaryReminderRunner(store: Self.firstRecordFails(db.store), sender: sender, logger: quietLogger)
+        let runner = DiaryReminderRunner(remindersOnly: Self.firstRecordFails(db.store), sender: sender, logger: quietLogger)
         await #expect(throws: JobError.self) { try await runner.run(options) }
         // Page 1 was sent but its record failed: its claims stay `claimed` for the next run to take over. Pages
         // 2 and 3 were on the wire when that came out (page 3 was submitted as page 1 was collected); they were

@@ -226,7 +226,7 @@ extension DiaryReminderRunner {
     /// hook invocation that died. Part of every (non-dry) diary-reminder run.
     func deliverPendingWarnings(_ options: ReminderRunOptions, summary: inout RunSummary,
                                 recordDeadline: ContinuousClock.Instant) async throws(JobError) {
-        guard !options.dryRun, let warningsStore = store as? any ContentLimitStore & ReminderStore else { return }
+        guard !options.dryRun, let warningsStore = warnings else { return }
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []
         var overtaken: [Int64] = []

@@ -32,12 +32,28 @@ public struct ReminderRunOptions: Sendable {
 public struct DiaryReminderRunner: Sendable {
     public static let jobName = "diary-reminder"
     public let store: any ReminderStore
+    /// Where the quota warnings that are due come from (deferred past quiet hours, left for retry, or claimed
+    /// by a hook invocation that died): every run delivers them. `nil` only when built with
+    /// ``init(remindersOnly:sender:catalog:logger:)``.
+    public let warnings: (any ContentLimitStore & ReminderStore)?
     public let sender: any Sender
     public let catalog: CopyCatalog
     public let logger: Logger
 
-    public init(store: any ReminderStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger) {
+    /// The job: reminders, and the quota warnings a diary-reminder run delivers.
+    public init(store: any ReminderStore & ContentLimitStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger) {
+        self.init(store: store, warnings: store, sender: sender, catalog: catalog, logger: logger)
+    }
+
+    /// Reminders only, on a store without quota warnings: pending warnings are not delivered by this runner.
+    public init(remindersOnly store: any ReminderStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger) {
+        self.init(store: store, warnings: nil, sender: sender, catalog: catalog, logger: logger)
+    }
+
+    private init(store: any ReminderStore, warnings: (any ContentLimitStore & ReminderStore)?, sender: any Sender,
+                 catalog: CopyCatalog, logger: Logger) {
         self.store = store
+        self.warnings = warnings
         // A stored token of the wrong shape is answered as dead (`invalid_token`), never put on the wire.
         self.sender = TokenCheckingSender.wrapping(sender)
         self.catalog = catalog
