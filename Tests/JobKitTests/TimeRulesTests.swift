@@ -194,6 +194,18 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
         #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.retry, 200), staleBefore: 100) == .takeOver(log(.retry, 200)))
     }
 
+    /// A state written by a newer version is neither "already reminded" nor something to take over: it is
+    /// named, and nothing is sent.
+    @Test func aClaimStateThisVersionDoesNotKnowIsNamedAndNothingIsSent() {
+        let future = ClaimStatus(rawValue: "queued_v2")
+        #expect(!future.isKnown && ClaimStatus.all.allSatisfy(\.isKnown))
+        for claimedAt: Int64 in [0, 100, 200] {
+            #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(future, claimedAt), staleBefore: 100)
+                    == .skip(.unknownClaimState))
+        }
+        #expect(!DeliveryLifecycle.canTakeOver(log(future, 0), staleBefore: 100))
+    }
+
     @Test func resolutionFromOutcomes() {
         #expect(DeliveryLifecycle.resolution(previouslyDelivered: 0, outcomes: [.delivered, .delivered]) == .sent)
         #expect(DeliveryLifecycle.resolution(previouslyDelivered: 0, outcomes: [.delivered, .tokenDead]) == .partial)

@@ -109,7 +109,7 @@ extension DiaryReminderRunner {
                                                staleBefore: staleBefore)
         let logOK: Bool
         switch decision {
-        case .skip(.alreadyReminded), .skip(.claimInProgress): logOK = false
+        case .skip(.alreadyReminded), .skip(.claimInProgress), .skip(.unknownClaimState): logOK = false
         default: logOK = true
         }
         explanation.step("4. notification log", logValue + (log != nil && logOK ? " (will be taken over)" : ""), logOK)

@@ -14,6 +14,9 @@ public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, Compa
     case claimInProgress = "claim_in_progress"
     /// Another run won the claim between selection and claiming.
     case claimLost = "claim_lost"
+    /// The day's log row is in a state this version does not know (written by a newer version): nothing is
+    /// sent, as sending could remind twice.
+    case unknownClaimState = "unknown_claim_state"
 
     public static func < (lhs: SkipReason, rhs: SkipReason) -> Bool { lhs.rawValue < rhs.rawValue }
 }
@@ -33,6 +36,7 @@ public enum ReminderDecision: Sendable, Hashable {
         guard hasActiveDevice else { return .skip(.noActiveDevice) }
         guard !wroteToday else { return .skip(.wroteToday) }
         guard let log else { return .claim }
+        guard log.status.isKnown else { return .skip(.unknownClaimState) }
         if DeliveryLifecycle.canTakeOver(log, staleBefore: staleBefore) { return .takeOver(log) }
         return .skip(log.status == .claimed ? .claimInProgress : .alreadyReminded)
     }

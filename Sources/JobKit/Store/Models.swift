@@ -52,6 +52,11 @@ public struct ClaimStatus: RawRepresentable, Hashable, Sendable, Codable, Custom
     /// Replaced by a later notification of the same period (90 % overtaken by 100 %).
     public static let superseded = ClaimStatus(rawValue: "superseded")
 
+    /// Every state this version knows; the schema's CHECK allows exactly these. A row in another state was
+    /// written by a newer version, and no rule of this one applies to it.
+    public static let all: Set<ClaimStatus> = [.claimed, .sent, .partial, .failed, .retry, .deferred, .superseded]
+    public var isKnown: Bool { Self.all.contains(self) }
+
     public var description: String { rawValue }
 }
 
