@@ -189,6 +189,9 @@ public final class PushSimulator: Sendable {
         await setReading(true)
     }
 
+    /// Client connections open now.
+    public var openConnections: Int { connections.withLockedValue { $0.count } }
+
     private func setReading(_ on: Bool) async {
         let channels = [channel] + connections.withLockedValue { Array($0.values) }
         for channel in channels {

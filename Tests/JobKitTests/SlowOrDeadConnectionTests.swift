@@ -155,4 +155,27 @@ import Testing
         let resets = try connection.written().filter { if case .rstStream(.cancel) = $0 { true } else { false } }
         #expect(resets.count == 1)
     }
+
+    /// After GOAWAY the connection takes no new requests, answers what the server processed, and then closes
+    /// itself: a server that keeps it open must not leave a socket behind per GOAWAY.
+    @Test func aConnectionClosesOnceTheStreamsAGoAwayLeftAreAnswered() throws {
+        let connection = try Connection()
+        let answers = connection.submit(3)
+        _ = try connection.written()
+        // The server processed streams 1 and 3; stream 5 was not processed.
+        try connection.channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .goAway(
+            lastStreamID: HTTP2StreamID(3), errorCode: .noError, opaqueData: nil)))
+        #expect(!connection.handler.isUsable)
+        #expect(connection.channel.isActive)
+        try connection.channel.writeInbound(HTTP2Frame(streamID: HTTP2StreamID(1), payload: .headers(.init(
+            headers: [":status": "200"], endStream: true))))
+        #expect(connection.channel.isActive)   // stream 3 is still owed
+        try connection.channel.writeInbound(HTTP2Frame(streamID: HTTP2StreamID(3), payload: .headers(.init(
+            headers: [":status": "200"], endStream: true))))
+        #expect(!connection.channel.isActive)
+        let answered = try #require(outcomes(answers))
+        #expect(answered.map { if case .success = $0 { true } else { false } } == [true, true, false])
+        #expect(failures(answers)?.last == .notProcessed)
+    }
 }
+

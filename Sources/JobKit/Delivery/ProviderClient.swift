@@ -264,8 +264,9 @@ actor ProviderClient {
             // Another send may have replaced it while we asked.
             if connections[endpoint] === existing {
                 // Not closed here: another send's streams may still be answered on it (after a GOAWAY the
-                // server finishes those); the server closes it, or shutdown does.
+                // server finishes those). It closes itself once they are; closed ones are forgotten here.
                 connections[endpoint] = nil
+                retired.removeAll { !$0.isOpen }
                 retired.append(existing)
             }
         }

@@ -182,6 +182,9 @@ final class HTTP2Connection: Sendable {
     func close() async {
         try? await channel.close()
     }
+
+    /// False once the socket is closed (by us after a drained GOAWAY, by the server, or by an error).
+    var isOpen: Bool { channel.isActive }
 }
 
 /// A connection error in words an operator can act on: TLS failures name the TLS reason (a certificate not

@@ -308,6 +308,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
             goingAway = true
             for streamID in open.keys where streamID > lastStreamID { fail(streamID, .notProcessed) }
             failQueue()
+            closeIfDrained()
         default:
             break
         }
@@ -351,12 +352,23 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
             stream.batch.finish(stream.index, .failure(.reset(.protocolError)))
         }
         drainQueue()
+        closeIfDrained()
     }
 
     private func fail(_ streamID: HTTP2StreamID, _ failure: HTTP2StreamFailure) {
         guard let stream = open.removeValue(forKey: streamID) else { return }
         stream.batch.finish(stream.index, .failure(failure))
         drainQueue()
+        closeIfDrained()
+    }
+
+    /// After the server's GOAWAY, the connection closes once its last stream is answered: it takes no new
+    /// requests, and a client that kept it would hold a socket per GOAWAY (a warm Lambda, for hours).
+    private func closeIfDrained() {
+        guard goingAway, !closed, open.isEmpty, let context else { return }
+        flushIfNeeded(force: true)
+        closed = true
+        context.close(promise: nil)
     }
 
     private func timedOut(_ streamID: HTTP2StreamID) {
