@@ -40,7 +40,14 @@ import Testing
         var delivery = harness.delivery(fcm: false)
         delivery.retry.requestTimeout = .seconds(1)   // a PING after 1 s; dead after 2 s more
         let sender = try await harness.sender(delivery)
-        #expect(await sender.send(apnsNotifications("ab", count: 1)).map(\.outcome) == [.delivered])   // connected
+        // Connected first (TLS, the provider token): on a loaded machine that alone can outlast the 1 s timeout
+        // this test sets, so the warm-up is tried until it goes through; it is not what the test is about.
+        var warmUp: [DeliveryOutcome] = []
+        for attempt in 0..<5 where warmUp != [.delivered] {
+            warmUp = await sender.send(apnsNotifications("ab", count: 1, from: 100 + attempt)).map(\.outcome)
+        }
+        #expect(warmUp == [.delivered])
+        let warmUpAccepted = harness.simulator.accepted().count
         await harness.simulator.pause()
         let resume = Task {
             try await Task.sleep(for: .milliseconds(1500))
@@ -50,8 +57,8 @@ import Testing
         try await resume.value
         await sender.shutdown()
         #expect(reports.map(\.outcome) == Array(repeating: .delivered, count: 5))
-        let tokens = harness.simulator.accepted().map(\.token)
-        #expect(tokens.count == 6 && Set(tokens).count == 6, "sent twice: \(tokens.count - Set(tokens).count)")
+        let tokens = harness.simulator.accepted().dropFirst(warmUpAccepted).map(\.token)
+        #expect(tokens.count == 5 && Set(tokens).count == 5, "sent twice: \(tokens.count - Set(tokens).count)")
         await harness.stop()
     }
 }
