@@ -38,10 +38,12 @@ import Testing
     @Test func aStalledServerIsWaitedForAndNothingIsSentTwice() async throws {
         let harness = try await DeliveryHarness.start()
         var delivery = harness.delivery(fcm: false)
-        delivery.retry.requestTimeout = .seconds(1)   // a PING after 1 s; dead after 2 s more
+        // A PING after 2 s; dead after 4 s more; given up at 6 s. The stall lasts 3 s: past the request timeout
+        // (the PING goes out), well short of the deadlines, with room for a machine the whole suite loads.
+        delivery.retry.requestTimeout = .seconds(2)
         let sender = try await harness.sender(delivery)
-        // Connected first (TLS, the provider token): on a loaded machine that alone can outlast the 1 s timeout
-        // this test sets, so the warm-up is tried until it goes through; it is not what the test is about.
+        // Connected first (TLS, the provider token): on a loaded machine that alone can outlast the timeout this
+        // test sets, so the warm-up is tried until it goes through; it is not what the test is about.
         var warmUp: [DeliveryOutcome] = []
         for attempt in 0..<5 where warmUp != [.delivered] {
             warmUp = await sender.send(apnsNotifications("ab", count: 1, from: 100 + attempt)).map(\.outcome)
@@ -50,7 +52,7 @@ import Testing
         let warmUpAccepted = harness.simulator.accepted().count
         await harness.simulator.pause()
         let resume = Task {
-            try await Task.sleep(for: .milliseconds(1500))
+            try await Task.sleep(for: .milliseconds(3000))
             await harness.simulator.resume()
         }
         let reports = await sender.send(apnsNotifications("ab", count: 5, from: 1))
