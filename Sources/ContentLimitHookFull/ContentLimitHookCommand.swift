@@ -72,14 +72,7 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
                                                            logger: logger, dryRun: readOnly, explain: explain)
                 // A warning is probably sent: load the keys and trust roots while the store claims it.
                 if warns && !readOnly && outboxPath == nil { await handler.senders.prepare() }
-                let summary: HookSummary
-                do throws(JobError) {
-                    summary = try await handler.handle(input, context: InvocationContext(now: now))
-                } catch {
-                    await handler.shutdown()
-                    throw error
-                }
-                await handler.shutdown()
+                let summary = try await handler.handleOnce(input, context: InvocationContext(now: now))
                 if explain && common.format == .text {
                     for step in summary.steps { print("  \(step)") }
                 }

@@ -96,14 +96,7 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                         print(json ? explanation.json : explanation.text)
                         return nil
                     }
-                    let summary: RunSummary
-                    do throws(JobError) {
-                        summary = try await handler.handle(ScheduledEvent(time: now), context: InvocationContext(now: now))
-                    } catch {
-                        await sender.shutdown()
-                        throw error
-                    }
-                    await sender.shutdown()
+                    let summary = try await handler.handleOnce(ScheduledEvent(time: now), context: InvocationContext(now: now))
                     print(json ? summary.json : summary.text)
                     // Returned to the observers: due work a provider left undelivered then fails the run (77 or 69),
                     // after the summary, the metrics and the ping.

@@ -89,14 +89,7 @@ struct Run: AsyncParsableCommand {
                     options.batchSize = batchSize
                     options.shard = shard
                     let handler = TokenJanitorHandler.make(providers, store: store, logger: logger, base: options)
-                    let summary: JanitorSummary
-                    do throws(JobError) {
-                        summary = try await handler.handle(ScheduledEvent(time: now), context: InvocationContext(now: now))
-                    } catch {
-                        await handler.shutdown()
-                        throw error
-                    }
-                    await handler.shutdown()
+                    let summary = try await handler.handleOnce(ScheduledEvent(time: now), context: InvocationContext(now: now))
                     print(common.format == .json ? summary.json : summary.text)
                     return summary
                 }

@@ -28,6 +28,21 @@ public protocol JobHandler: Sendable {
     func shutdown() async
 }
 
+extension JobHandler {
+    /// Handles one event, then closes what the handler opened, also when handling fails: a command's single run.
+    public func handleOnce(_ event: Event, context: InvocationContext) async throws(JobError) -> Summary {
+        let summary: Summary
+        do throws(JobError) {
+            summary = try await handle(event, context: context)
+        } catch {
+            await shutdown()
+            throw error
+        }
+        await shutdown()
+        return summary
+    }
+}
+
 /// A job's account of one run, as one JSON line (the Lambda response) or one human-readable line.
 public protocol JobSummary: Sendable {
     var json: String { get }
