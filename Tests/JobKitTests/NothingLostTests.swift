@@ -291,6 +291,41 @@ extension NothingLostTests {
         #expect(try await harness.db.count("SELECT count(*) FROM notification_deliveries") == 10)
         await harness.stop()
     }
+
+    /// Measured case 5, the unrecorded window: answers are recorded as they are read, not once every request
+    /// sent with them is answered. Here one device's answer takes 4 s (a slow request, not a retry: the
+    /// connection answers everything else at once); the other nine answers must be in the database within
+    /// that time, while the run still waits for the tenth. A kill at that moment then costs one device.
+    @Test(arguments: Backend.allCases) func answersAreRecordedAsTheyAreReadNotWhenTheirBatchIsDone(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend) {
+            $0.rules = [SimulatorRule(prefix: "5104", kind: .slow, delayMs: 4_000)]
+        }
+        for i in 0..<9 { try await harness.addUser("u\(i)", devices: [(hexToken("ab", i), .apns, "ios")]) }
+        try await harness.addUser("u9", devices: [(hexToken("5104", 9), .apns, "ios")])
+        let sender = try await harness.sender(harness.delivery(fcm: false))
+        let finished = NIOLockedValueBox(false)
+        let run = Task {
+            defer { finished.withLockedValue { $0 = true } }
+            return try await harness.run(at: "2026-11-21T20:00:00Z", sender: sender)
+        }
+        // Delivered rows while the slow device has none, read at one instant: a batch recorded when it is done
+        // writes all ten in one transaction, so this count stays 0 for it.
+        let recordedBeforeTheSlowOne = """
+            SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered' AND NOT EXISTS (
+                SELECT 1 FROM notification_deliveries d JOIN user_devices u ON u.id = d.device_id
+                WHERE u.token LIKE '5104%')
+            """
+        var recordedWhileWaiting = 0
+        for _ in 0..<1_200 where recordedWhileWaiting < 9 && !finished.withLockedValue({ $0 }) {
+            try await Task.sleep(for: .milliseconds(25))
+            recordedWhileWaiting = try await harness.db.count(recordedBeforeTheSlowOne)
+        }
+        #expect(recordedWhileWaiting == 9)
+        let summary = try await run.value
+        #expect(summary.sent == 10)
+        #expect(try await harness.db.count("SELECT count(*) FROM notification_deliveries") == 10)
+        await harness.stop()
+    }
 }
 
 /// The stores claim in SQL; the rules they apply are the lifecycle's (its SQL renderings of them). Every status

@@ -77,12 +77,12 @@ public struct TokenCheckingSender: Sender {
                            attempts: 1)
         }
         for (index, report) in zip(invalid, refused) { reports[index] = report }
-        await finished(invalid, refused)
+        finished(invalid, refused)
         let invalidSet = Set(invalid)
         let valid = batch.indices.filter { !invalidSet.contains($0) }
         if !valid.isEmpty {
             let answered = await inner.send(valid.map { batch[$0] }) { indices, innerReports in
-                await finished(indices.map { valid[$0] }, innerReports)
+                finished(indices.map { valid[$0] }, innerReports)
             }
             for (index, report) in zip(valid, answered) { reports[index] = report }
         }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import NIOCore
 import NIOSSL
 
 /// How hard a run tries before leaving a notification to the next run.
@@ -74,9 +75,10 @@ actor ProviderClient {
         self.logger = logger
     }
 
-    /// Sends `items`; each report that is final is handed to `finished` at the end of the pass that made it
-    /// so (before any wait for a retry), and every report is returned.
-    func send(_ items: [OutgoingNotification], finished: @escaping FinishedReports = { _, _ in }) async -> [DeliveryReport] {
+    /// Sends `items`; each report that is final is handed to `finished`: an answer that settles it as soon as it
+    /// is read, any other at the end of the pass that made it so (before any wait for a retry). Every report is
+    /// returned as well.
+    func send(_ items: [OutgoingNotification], finished: FinishedReports? = nil) async -> [DeliveryReport] {
         var reports = [DeliveryReport?](repeating: nil, count: items.count)
         var attempts = [Int](repeating: 0, count: items.count)
         var lastVerdict = [ProviderVerdict?](repeating: nil, count: items.count)
@@ -90,10 +92,8 @@ actor ProviderClient {
 
         func finish(_ i: Int, _ verdict: ProviderVerdict) {
             newlyFinished.append(i)
-            reports[i] = DeliveryReport(channel: provider.name, outcome: verdict.outcome, reason: verdict.reason,
-                                        providerMessageID: verdict.providerMessageID, attempts: max(1, attempts[i]),
-                                        latencyMs: latency[i], tokenInvalidSince: verdict.tokenInvalidSince,
-                                        ambiguousAttempts: ambiguous[i])
+            reports[i] = Self.report(provider.name, verdict, attempts: attempts[i], latencyMs: latency[i],
+                                     ambiguous: ambiguous[i])
         }
 
         while !pending.isEmpty {
@@ -145,7 +145,21 @@ actor ProviderClient {
                     continue
                 }
                 let requests = indices.map { provider.request(items[$0], authorization, endpoint.authority) }
-                let results = await connection.send(requests)
+                let results: [Result<HTTP2Response, HTTP2StreamFailure>]
+                if let finished {
+                    // The event loop only hands the answers over (it is the send path's bottleneck); a child task
+                    // classifies them and passes the final ones on while the rest are still in flight.
+                    let (answers, handOver) = AsyncStream.makeStream(of: [(index: Int, response: HTTP2Response)].self)
+                    let (attemptsBefore, ambiguousBefore) = (indices.map { attempts[$0] }, indices.map { ambiguous[$0] })
+                    async let reported: Void = Self.reportFinalAnswers(
+                        answers, of: indices, provider: provider, attempts: attemptsBefore, ambiguous: ambiguousBefore,
+                        finished: finished)
+                    results = await connection.send(requests, onAnswers: { handOver.yield($0) })
+                    handOver.finish()
+                    await reported
+                } else {
+                    results = await connection.send(requests)
+                }
                 // Why the connection closed (a certificate that was not accepted): the reason of what it failed.
                 let closeCause = results.contains { if case .failure(let failure) = $0 { failure != .timeout } else { false } }
                     ? await connection.closeCause : nil
@@ -211,11 +225,11 @@ actor ProviderClient {
                 for i in retryNow { finish(i, lastVerdict[i] ?? ProviderVerdict(.retryLater, reason: "not processed")) }
                 retryNow = []
             }
-            if !newlyFinished.isEmpty && !(retryNow.isEmpty && retryLater.isEmpty) {
+            if let finished, !newlyFinished.isEmpty && !(retryNow.isEmpty && retryLater.isEmpty) {
                 // The batch is not done: what is final goes out now, not after the retries.
                 let indices = newlyFinished
                 newlyFinished = []
-                await finished(indices, indices.map { reports[$0]! })
+                finished(indices, indices.map { reports[$0]! })
             }
             if !retryLater.isEmpty && wait > .zero {
                 try? await Task.sleep(for: wait)
@@ -223,6 +237,42 @@ actor ProviderClient {
             pending = retryNow + retryLater
         }
         return reports.map { $0 ?? DeliveryReport(channel: provider.name, outcome: .retryLater, reason: "not attempted") }
+    }
+
+    /// The report of a notification whose last attempt (of `attempts`) got `verdict`.
+    private static func report(_ channel: String, _ verdict: ProviderVerdict, attempts: Int, latencyMs: Int?,
+                               ambiguous: Int) -> DeliveryReport {
+        DeliveryReport(channel: channel, outcome: verdict.outcome, reason: verdict.reason,
+                       providerMessageID: verdict.providerMessageID, attempts: max(1, attempts), latencyMs: latencyMs,
+                       tokenInvalidSince: verdict.tokenInvalidSince, ambiguousAttempts: ambiguous)
+    }
+
+    /// Hands each answer of a pass that is final whatever else happens (delivered, a dead token, a rejected
+    /// request) to `finished` as soon as it is read: the report is the one the pass makes of it afterwards
+    /// (`finished` takes each index once). Answers that may lead to a retry or to a credential refresh wait for
+    /// the pass, which decides. Returns when `answers` ends.
+    /// - Parameters: `attempts`, `ambiguous`: the counts of the pass's notifications before it, in its order.
+    private nonisolated static func reportFinalAnswers(
+        _ answers: AsyncStream<[(index: Int, response: HTTP2Response)]>, of indices: [Int], provider: ProviderProtocol,
+        attempts: [Int], ambiguous: [Int], finished: FinishedReports
+    ) async {
+        for await batch in answers {
+            var finals: [Int] = []
+            var reports: [DeliveryReport] = []
+            for (k, response) in batch {
+                let verdict = provider.classify(response)
+                switch verdict.outcome {
+                case .delivered, .tokenDead, .rejected:
+                    finals.append(indices[k])
+                    reports.append(report(provider.name, verdict, attempts: attempts[k] + 1,
+                                          latencyMs: Int(response.latency.nanoseconds / 1_000_000),
+                                          ambiguous: ambiguous[k]))
+                case .retryLater, .credentials:
+                    continue
+                }
+            }
+            if !finals.isEmpty { finished(finals, reports) }
+        }
     }
 
     /// A new run on this client: a fresh retry budget, and a credential refusal of an earlier run forgotten
@@ -274,8 +324,7 @@ actor ProviderClient {
         if let opening = connecting[endpoint] { return try await opening.value }
         var options = HTTP2Connection.Options()
         options.streamCap = policy.streamsPerConnection
-        options.requestTimeout = .nanoseconds(Int64(policy.requestTimeout.components.seconds) * 1_000_000_000
-                                              + policy.requestTimeout.components.attoseconds / 1_000_000_000)
+        options.requestTimeout = TimeAmount(policy.requestTimeout)
         let tls = self.tls
         let opening = Task { try await HTTP2Connection.connect(to: endpoint, tls: tls, options: options) }
         connecting[endpoint] = opening
@@ -290,5 +339,12 @@ actor ProviderClient {
         for connection in retired { await connection.close() }
         connections.removeAll()
         retired.removeAll()
+    }
+}
+
+extension TimeAmount {
+    /// `duration` in nanoseconds.
+    init(_ duration: Duration) {
+        self = .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 }

@@ -86,26 +86,32 @@ public final class PushSender: Sender {
     }
 
     public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
-        await send(batch) { _, _ in }
+        await send(batch, finishedEarly: nil)
     }
 
     public func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
+        await send(batch, finishedEarly: finished)
+    }
+
+    private func send(_ batch: [OutgoingNotification], finishedEarly finished: FinishedReports?) async -> [DeliveryReport] {
         let apnsIndices = batch.indices.filter { batch[$0].device.provider == .apns }
         let fcmIndices = batch.indices.filter { batch[$0].device.provider == .fcm }
-        async let apnsReports = route(apns, apnsIndices.map { batch[$0] }) { local, reports in
-            await finished(local.map { apnsIndices[$0] }, reports)
-        }
-        async let fcmReports = route(fcm, fcmIndices.map { batch[$0] }) { local, reports in
-            await finished(local.map { fcmIndices[$0] }, reports)
-        }
+        async let apnsReports = route(apns, apnsIndices.map { batch[$0] }, finished: Self.reindexed(finished, apnsIndices))
+        async let fcmReports = route(fcm, fcmIndices.map { batch[$0] }, finished: Self.reindexed(finished, fcmIndices))
         var reports = [DeliveryReport?](repeating: nil, count: batch.count)
         for (i, report) in zip(apnsIndices, await apnsReports) { reports[i] = report }
         for (i, report) in zip(fcmIndices, await fcmReports) { reports[i] = report }
         return reports.map { $0 ?? DeliveryReport(channel: "none", outcome: .credentials, reason: "provider not configured") }
     }
 
+    /// `finished` for a part of the batch: the part's indices mapped back to the batch's.
+    private static func reindexed(_ finished: FinishedReports?, _ indices: [Int]) -> FinishedReports? {
+        guard let finished else { return nil }
+        return { local, reports in finished(local.map { indices[$0] }, reports) }
+    }
+
     private func route(_ client: ProviderClient?, _ items: [OutgoingNotification],
-                       finished: @escaping FinishedReports) async -> [DeliveryReport] {
+                       finished: FinishedReports?) async -> [DeliveryReport] {
         guard !items.isEmpty else { return [] }
         guard let client else {
             return items.map { DeliveryReport(channel: $0.device.provider.rawValue, outcome: .credentials, reason: "provider not configured") }

@@ -80,7 +80,9 @@ public struct DeliveryReport: Sendable, Hashable {
 }
 
 /// Receives reports that are final before the batch is done: the indices in the batch, and their reports.
-public typealias FinishedReports = @Sendable (_ indices: [Int], _ reports: [DeliveryReport]) async -> Void
+/// Called as answers are read (on a connection's event loop, among others), so it must return at once: it
+/// hands the reports over (to ``AnswerJournal``), never waits for them to be written.
+public typealias FinishedReports = @Sendable (_ indices: [Int], _ reports: [DeliveryReport]) -> Void
 
 /// Delivers notifications. Returns exactly one report per notification, in order; transport failures
 /// are reports (`retryLater`, `credentials`), not thrown errors, so one bad device never loses the rest.

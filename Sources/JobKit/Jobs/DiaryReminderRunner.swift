@@ -262,15 +262,21 @@ public struct DiaryReminderRunner: Sendable {
         // answers (and, within a chunk, those final while others wait for a retry) go to the journal at once.
         let journal = options.dryRun ? nil : AnswerJournal(store: store, runID: options.runID, now: options.now,
                                                            deadline: recordDeadline, logger: logger)
-        let journalize: FinishedReports = { indices, reports in
-            guard let journal else { return }
-            await journal.add(zip(indices, reports).map { i, report in
-                (i, DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id, report: report))
-            })
-        }
         // A dry run records nothing: one send keeps its printed lines in order.
-        let reports = journal == nil ? await sender.send(notifications)
-            : await Self.sendInChunks(notifications, sender: sender, finished: journalize)
+        let reports: [DeliveryReport]
+        if let journal {
+            let journalize: FinishedReports = { indices, reports in
+                journal.add(zip(indices, reports).map { i, report in
+                    (i, DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id, report: report))
+                })
+            }
+            async let writing: Void = journal.run()
+            reports = await Self.sendInChunks(notifications, sender: sender, finished: journalize)
+            journal.close()
+            await writing
+        } else {
+            reports = await sender.send(notifications)
+        }
         delivered.send = ContinuousClock.now - sendStart
         guard reports.count == notifications.count else {
             throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
@@ -333,10 +339,10 @@ extension DiaryReminderRunner {
                 let chunk = Array(notifications[start..<min(start + chunkSize, notifications.count)])
                 group.addTask {
                     let chunkReports = await sender.send(chunk) { indices, reports in
-                        await finished(indices.map { start + $0 }, reports)
+                        finished(indices.map { start + $0 }, reports)
                     }
                     // Every report of the chunk, those handed over already included (`finished` takes each once).
-                    await finished(Array(start..<(start + chunkReports.count)), chunkReports)
+                    finished(Array(start..<(start + chunkReports.count)), chunkReports)
                     return (start, chunkReports)
                 }
             }

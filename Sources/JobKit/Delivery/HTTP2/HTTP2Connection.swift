@@ -146,7 +146,9 @@ final class HTTP2Connection: Sendable {
     }
 
     /// Sends every request and waits for all answers. The order of results is the order of requests.
-    func send(_ requests: [HTTP2Request]) async -> [Result<HTTP2Response, HTTP2StreamFailure>] {
+    /// `onAnswers`, if given, also gets the answers as they are read (see ``HTTP2Batch``).
+    func send(_ requests: [HTTP2Request],
+              onAnswers: HTTP2Batch.Answers? = nil) async -> [Result<HTTP2Response, HTTP2StreamFailure>] {
         guard !requests.isEmpty else { return [] }
         let loop = channel.eventLoop
         let handler = self.handler
@@ -155,7 +157,7 @@ final class HTTP2Connection: Sendable {
             // connection closes. Only an event loop that has shut down fails the submission itself.
             return try await loop.flatSubmit {
                 let promise = loop.makePromise(of: [HTTP2Batch.Outcome].self)
-                handler.value.submit(requests, for: HTTP2Batch(count: requests.count, promise: promise))
+                handler.value.submit(requests, for: HTTP2Batch(count: requests.count, promise: promise, onAnswers: onAnswers))
                 return promise.futureResult
             }.get()
         } catch {

@@ -37,25 +37,55 @@ enum HTTP2StreamFailure: Error, Sendable, Hashable {
 /// The requests of one `HTTP2Connection.send` call: their answers in request order, and one promise that
 /// completes when the last is in. One object and one promise per batch, not a promise and a future callback
 /// per request: the event loop is the send path's bottleneck (BENCHMARKS.md). Used on the event loop only.
+///
+/// With `onAnswers`, the answers are also handed over as they are read (once per read from the socket, in
+/// ``HTTP2StreamsHandler/channelReadComplete(context:)``), so that a caller can record them before the whole
+/// batch is in: what a process killed mid-batch leaves unrecorded is then what it read last, not the batch.
 final class HTTP2Batch {
     typealias Outcome = Result<HTTP2Response, HTTP2StreamFailure>
+    /// Answers read since the last call, by index in the batch; called on the event loop.
+    typealias Answers = @Sendable (_ answers: [(index: Int, response: HTTP2Response)]) -> Void
 
     private var outcomes: [Outcome]
     private var remaining: Int
     private let promise: EventLoopPromise<[Outcome]>
+    private let onAnswers: Answers?
+    private var unreported: [(index: Int, response: HTTP2Response)] = []
 
-    init(count: Int, promise: EventLoopPromise<[Outcome]>) {
+    init(count: Int, promise: EventLoopPromise<[Outcome]>, onAnswers: Answers? = nil) {
         // Every slot is overwritten before the promise completes; this value is never seen.
         outcomes = Array(repeating: .failure(.notProcessed), count: count)
         remaining = count
         self.promise = promise
+        self.onAnswers = onAnswers
         if count == 0 { promise.succeed([]) }
     }
 
-    func finish(_ index: Int, _ outcome: Outcome) {
+    /// Sets the outcome of request `index`. True when it is an answer that the batch must hand over and it
+    /// had none waiting: the caller then calls ``reportAnswers()`` once the read is done.
+    @discardableResult
+    func finish(_ index: Int, _ outcome: Outcome) -> Bool {
         outcomes[index] = outcome
+        var first = false
+        if onAnswers != nil, case .success(let response) = outcome {
+            first = unreported.isEmpty
+            unreported.append((index, response))
+        }
         remaining -= 1
-        if remaining == 0 { promise.succeed(outcomes) }
+        if remaining == 0 {
+            reportAnswers()
+            promise.succeed(outcomes)
+            return false
+        }
+        return first
+    }
+
+    /// Hands over the answers read since the last call.
+    func reportAnswers() {
+        guard let onAnswers, !unreported.isEmpty else { return }
+        let answers = unreported
+        unreported = []
+        onAnswers(answers)
     }
 }
 
@@ -118,6 +148,8 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private var unflushed = 0
     /// True from the first request written after a flush of the socket until the next one (see ``drainQueue()``).
     private var holdingFlushes = false
+    /// Batches with answers read and not yet handed over: handed over when the read is done.
+    private var answeredBatches: [HTTP2Batch] = []
     /// Inbound DATA bytes not yet returned to the connection window.
     private var consumedWindow = 0
     /// One timer per connection sweeps for streams past their timeout (a timer per stream cost more CPU
@@ -315,6 +347,10 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
+        if !answeredBatches.isEmpty {
+            for batch in answeredBatches { batch.reportAnswers() }
+            answeredBatches.removeAll(keepingCapacity: true)
+        }
         flushIfNeeded(force: true)
         context.fireChannelReadComplete()
     }
@@ -345,9 +381,9 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = open.removeValue(forKey: streamID) else { return }
         if let status = stream.status {
-            stream.batch.finish(stream.index, .success(HTTP2Response(status: status, headers: stream.headers,
-                                                                     body: stream.body ?? ByteBuffer(),
-                                                                     latency: now() - stream.started)))
+            let answer = HTTP2Response(status: status, headers: stream.headers, body: stream.body ?? ByteBuffer(),
+                                       latency: now() - stream.started)
+            if stream.batch.finish(stream.index, .success(answer)) { answeredBatches.append(stream.batch) }
         } else {
             stream.batch.finish(stream.index, .failure(.reset(.protocolError)))
         }
