@@ -15,6 +15,10 @@ public struct RetryPolicy: Sendable, Hashable {
     public var budget: Duration = .seconds(60)
     /// Streams in flight per connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS may lower it).
     public var streamsPerConnection = 256
+    /// How long requests may wait in a provider's queue before a connection keeps fewer in flight (its
+    /// ``StreamWindow``): every request the provider has accepted and not yet answered is one that a process
+    /// killed at that instant leaves unrecorded, to be sent again. `nil`: always `streamsPerConnection`.
+    public var providerQueueing: Duration? = .milliseconds(2)
     /// A request unanswered this long makes its connection send a PING. A connection that answers it is
     /// alive: the request is waited for up to three times this, then left for a later run (never resent at
     /// once, as the provider may still process it). A PING unanswered for twice this means the connection is
@@ -325,6 +329,7 @@ actor ProviderClient {
         var options = HTTP2Connection.Options()
         options.streamCap = policy.streamsPerConnection
         options.requestTimeout = TimeAmount(policy.requestTimeout)
+        options.queueing = policy.providerQueueing.map { TimeAmount($0) }
         let tls = self.tls
         let opening = Task { try await HTTP2Connection.connect(to: endpoint, tls: tls, options: options) }
         connecting[endpoint] = opening

@@ -98,6 +98,9 @@ final class HTTP2Connection: Sendable {
         /// A stream on a live connection unanswered this long fails with `timeout`; default three times
         /// `requestTimeout`.
         var answerDeadline: TimeAmount?
+        /// Requests may wait this long in the server's queue before fewer are kept in flight (``StreamWindow``);
+        /// `nil`: `streamCap` always.
+        var queueing: TimeAmount? = .milliseconds(2)
         var connectTimeout: TimeAmount = .seconds(10)
         var flushEvery = 16
     }
@@ -127,6 +130,7 @@ final class HTTP2Connection: Sendable {
                                                             requestTimeout: options.requestTimeout,
                                                             pingTimeout: options.pingTimeout,
                                                             answerDeadline: options.answerDeadline,
+                                                            queueing: options.queueing,
                                                             flushEvery: options.flushEvery))
                 }
             }

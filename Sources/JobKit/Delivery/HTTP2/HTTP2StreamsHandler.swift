@@ -101,7 +101,9 @@ final class HTTP2Batch {
 /// Resending a request as soon as it timed out would deliver it twice whenever the server was only stalled.
 ///
 /// Requests beyond the number of streams the server allows (its SETTINGS_MAX_CONCURRENT_STREAMS, which
-/// APNs raises after the first authenticated request) or our own cap wait in a queue. On GOAWAY, streams
+/// APNs raises after the first authenticated request), our own cap, or the ``StreamWindow`` (as many as the
+/// server answers without queueing them) wait in a queue, where a process killed meanwhile leaves nothing
+/// ambiguous. On GOAWAY, streams
 /// the server did not process and everything queued fail with `notProcessed`, so the caller resends them
 /// on a new connection; no new stream is opened. All methods run on the channel's event loop.
 final class HTTP2StreamsHandler: ChannelInboundHandler {
@@ -140,6 +142,8 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private var queue = CircularBuffer<Pending>()
     /// The server's limit: 100 until its SETTINGS say otherwise (RFC 9113 recommends at least 100).
     private var serverStreamLimit = 100
+    /// Streams kept in flight below both caps, when set: as many as the server answers without a queue.
+    private var window: StreamWindow?
     private var goingAway = false
     private var closed = false
     /// The error that closed the connection (a TLS handshake failure, a protocol error), described for
@@ -166,13 +170,14 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private let now: () -> NIODeadline
 
     init(streamCap: Int, requestTimeout: TimeAmount, pingTimeout: TimeAmount? = nil, answerDeadline: TimeAmount? = nil,
-         flushEvery: Int = 16, now: @escaping () -> NIODeadline = NIODeadline.now) {
+         queueing: TimeAmount? = nil, flushEvery: Int = 16, now: @escaping () -> NIODeadline = NIODeadline.now) {
         self.now = now
         self.streamCap = max(1, streamCap)
         self.requestTimeout = requestTimeout
         self.pingTimeout = pingTimeout ?? .nanoseconds(requestTimeout.nanoseconds * 2)
         self.answerDeadline = max(requestTimeout, answerDeadline ?? .nanoseconds(requestTimeout.nanoseconds * 3))
         self.flushEvery = max(1, flushEvery)
+        self.window = queueing.map { StreamWindow(ceiling: self.streamCap, queueing: $0) }
     }
 
     /// True while new requests can be accepted.
@@ -267,7 +272,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     /// those flushes until ``flushIfNeeded(force:)`` releases them.
     private func drainQueue() {
         guard let context, isUsable else { return }
-        let limit = min(streamCap, serverStreamLimit)
+        let limit = min(window?.limit ?? streamCap, serverStreamLimit)
         while open.count < limit, let pending = queue.popFirst() {
             let streamID = nextStreamID
             nextStreamID = nextStreamID.advanced(by: 2)
@@ -383,6 +388,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         if let status = stream.status {
             let answer = HTTP2Response(status: status, headers: stream.headers, body: stream.body ?? ByteBuffer(),
                                        latency: now() - stream.started)
+            window?.answered(latency: answer.latency)
             if stream.batch.finish(stream.index, .success(answer)) { answeredBatches.append(stream.batch) }
         } else {
             stream.batch.finish(stream.index, .failure(.reset(.protocolError)))
