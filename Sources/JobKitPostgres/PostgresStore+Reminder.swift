@@ -226,7 +226,10 @@ extension PostgresStore: ReminderStore {
         let deadIDs = deliveries.filter { $0.report.outcome == .tokenDead }.map(\.deviceID)
         let resolved = Self.json(resolutions.map { Resolution(log_id: $0.logID, status: $0.status.rawValue, detail: $0.detail) })
         let logger = self.logger
-        try await transaction("recording deliveries") { connection in
+        // One statement (the journal's answers while a page is sent: no dead token, no resolution) is atomic on
+        // its own: one round trip instead of three, which is how long a kill may find those answers unrecorded.
+        let statements = (deliveries.isEmpty ? 0 : 1) + (deadIDs.isEmpty ? 0 : 1) + (resolutions.isEmpty ? 0 : 1)
+        try await transaction("recording deliveries", explicit: statements > 1) { connection in
             if !deliveries.isEmpty {
                 _ = try await connection.query("""
                     INSERT INTO notification_deliveries
