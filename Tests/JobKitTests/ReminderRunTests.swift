@@ -54,6 +54,41 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 9)
     }
 
+    /// A sender that waits up to a minute per batch, unless its task is cancelled; says whether it was.
+    actor WaitingSender: Sender {
+        private(set) var cancelled = 0
+        private(set) var batches = 0
+        nonisolated func canDeliver(to provider: Provider) -> Bool { true }
+        func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+            batches += 1
+            try? await Task.sleep(for: .seconds(60))
+            if Task.isCancelled { cancelled += 1 }
+            return batch.map { _ in DeliveryReport(channel: "apns", outcome: .retryLater, reason: "cancelled") }
+        }
+    }
+
+    /// Pages are delivered as child tasks of the run: cancelling the run reaches every page on its way (as it
+    /// did not when each page was an unstructured `Task`, which went on for its minute).
+    @Test func cancellingARunCancelsThePagesOnTheirWay() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        for i in 0..<6 { try await db.store.addUser("u\(i)", time: "20:00") }
+        let sender = WaitingSender()
+        var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+        options.pageSize = 2
+        let runner = runner(db, sender)
+        let started = ContinuousClock.now
+        let run = Task { try await runner.run(options) }
+        // Both pages the pipeline keeps in delivery are waiting in the sender.
+        while await sender.batches < 2, ContinuousClock.now - started < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        run.cancel()
+        _ = await run.result
+        #expect(await sender.batches >= 2)
+        #expect(await sender.cancelled == sender.batches)
+        #expect(ContinuousClock.now - started < .seconds(30))
+    }
+
     @Test(arguments: Backend.allCases) func runsEitherSideOfTheSlotRemindExactlyOnce(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()

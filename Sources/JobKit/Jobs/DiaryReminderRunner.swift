@@ -68,7 +68,6 @@ public struct DiaryReminderRunner: Sendable {
         var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
         if options.shard.count > 1 { summary.shard = options.shard.description }
         var phases = Phases()
-        var pipeline = DeliveryPipeline()
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
 
@@ -118,38 +117,48 @@ public struct DiaryReminderRunner: Sendable {
             keys.append(key)
         }
 
-        var start = 0
-        while start < keys.count {
-            let now = ContinuousClock.now
-            if now - started > budget || options.stopClaimingAt.map({ now >= $0 }) ?? false {
-                logger.warning("time budget spent: leaving the rest to the next run")
-                summary.stoppedEarly = true
-                break
-            }
-            // A channel that cannot take anything more (the outbox's disk is full): claim no more.
-            if await sender.channelFailure() != nil { break }
-            let pageKeys = Array(keys[start..<min(start + options.pageSize, keys.count)])
-            start += pageKeys.count
-            let claimed: ClaimedPage?
+        // Pages are delivered as child tasks of the run: cancelling the run cancels them, and none outlives it.
+        let paging: Result<Void, JobError> = await withTaskGroup(of: DeliveryPipeline.Finished.self) { group in
+            var pipeline = DeliveryPipeline()
             do throws(JobError) {
-                let page = try await phases.measure(.select) { () async throws(JobError) in
-                    try await store.dueCandidates(pageKeys, of: queries)
+                var start = 0
+                while start < keys.count {
+                    let now = ContinuousClock.now
+                    if now - started > budget || options.stopClaimingAt.map({ now >= $0 }) ?? false {
+                        logger.warning("time budget spent: leaving the rest to the next run")
+                        summary.stoppedEarly = true
+                        break
+                    }
+                    // A channel that cannot take anything more (the outbox's disk is full): claim no more.
+                    if await sender.channelFailure() != nil { break }
+                    let pageKeys = Array(keys[start..<min(start + options.pageSize, keys.count)])
+                    start += pageKeys.count
+                    let claimed: ClaimedPage?
+                    do throws(JobError) {
+                        let page = try await phases.measure(.select) { () async throws(JobError) in
+                            try await store.dueCandidates(pageKeys, of: queries)
+                        }
+                        claimed = try await claim(page, queries: queries, options: options, summary: &summary, phases: &phases)
+                    } catch {
+                        // What is already on its way is still sent and recorded before the run fails.
+                        try await pipeline.drain(&group, into: &summary, phases: &phases)
+                        throw error
+                    }
+                    // This page was selected and claimed while the pages before it were being sent; now it goes out
+                    // while the next one is selected.
+                    if let claimed {
+                        try await pipeline.submit(claimed, in: &group, summary: &summary, phases: &phases) { page async throws(JobError) in
+                            try await deliver(page, options: options, recordDeadline: recordDeadline)
+                        }
+                    }
                 }
-                claimed = try await claim(page, queries: queries, options: options, summary: &summary, phases: &phases)
+                try await pipeline.drain(&group, into: &summary, phases: &phases)
+                return .success(())
             } catch {
-                // What is already on its way is still sent and recorded before the run fails.
-                try await pipeline.drain(into: &summary, phases: &phases)
-                throw error
-            }
-            // This page was selected and claimed while the pages before it were being sent; now it goes out
-            // while the next one is selected.
-            if let claimed {
-                try await pipeline.submit(claimed, summary: &summary, phases: &phases) { page async throws(JobError) in
-                    try await deliver(page, options: options, recordDeadline: recordDeadline)
-                }
+                return .failure(error)
             }
         }
-        try await pipeline.drain(into: &summary, phases: &phases)
+        try paging.get()
         if !options.dryRun { ProviderTrouble.log(summary.troubles, logger: logger) }
         summary.credentialMints = await sender.credentialMints()
         if summary.invalidTokens > 0 {
@@ -395,47 +404,57 @@ struct DeliveredPage: Sendable {
     }
 }
 
-/// Delivery of claimed pages beside the selection and claiming of the next ones. A page starts as soon as it
-/// is claimed; once more than `depth` pages are in delivery, the oldest is collected before the run goes on.
-/// The pages ahead keep the connections and the store busy while one page waits for its answers or for the
-/// store's writer. A failure stops the run with every claimed page still delivered and recorded.
+/// Delivery of claimed pages beside the selection and claiming of the next ones, as child tasks of the run's
+/// task group. A page starts as soon as it is claimed; once more than `depth` pages are in delivery, the oldest
+/// is collected before the run goes on. The pages ahead keep the connections and the store busy while one page
+/// waits for its answers or for the store's writer. A failure stops the run with every claimed page still
+/// delivered and recorded.
 struct DeliveryPipeline {
+    /// A page's delivery: its number in the run and how it ended.
+    typealias Finished = (page: Int, result: Result<DeliveredPage, JobError>)
+
     /// Pages in delivery at most, besides the one being selected and claimed.
     let depth: Int
-    private var inFlight: [Task<Result<DeliveredPage, JobError>, Never>] = []
+    private var submitted = 0
+    private var collected = 0
+    /// Pages that finished before the older ones they wait behind were collected.
+    private var finished: [Int: Result<DeliveredPage, JobError>] = [:]
 
     init(depth: Int = 2) {
         precondition(depth >= 1)
         self.depth = depth
     }
 
-    /// Starts `page`, then collects and merges the oldest pages while more than `depth` are in delivery.
-    mutating func submit(_ page: ClaimedPage, summary: inout RunSummary, phases: inout Phases,
+    /// Starts `page` in `group`, then collects and merges the oldest pages while more than `depth` are in
+    /// delivery.
+    mutating func submit(_ page: ClaimedPage, in group: inout TaskGroup<Finished>, summary: inout RunSummary,
+                         phases: inout Phases,
                          deliver: @escaping @Sendable (ClaimedPage) async throws(JobError) -> DeliveredPage) async throws(JobError) {
-        inFlight.append(Task {
-            do throws(JobError) { return .success(try await deliver(page)) } catch { return .failure(error) }
-        })
-        while inFlight.count > depth {
+        let number = submitted
+        submitted += 1
+        group.addTask {
+            do throws(JobError) { return (number, .success(try await deliver(page))) } catch { return (number, .failure(error)) }
+        }
+        while submitted - collected > depth {
             // Started before waiting: the newest page is on the wire while the oldest one's answers are merged.
-            let oldest = inFlight.removeFirst()
             do throws(JobError) {
-                try await Self.collect(oldest, into: &summary, phases: &phases)
+                try await collectOldest(&group).merge(into: &summary, phases: &phases)
             } catch {
                 // The pages still in delivery are sent and recorded before the run fails: a run must not end
                 // with sends in flight that nobody records.
-                try? await drain(into: &summary, phases: &phases)
+                try? await drain(&group, into: &summary, phases: &phases)
                 throw error
             }
         }
     }
 
     /// Waits for every page in delivery, oldest first; the first failure is thrown once all are collected.
-    mutating func drain(into summary: inout RunSummary, phases: inout Phases) async throws(JobError) {
+    mutating func drain(_ group: inout TaskGroup<Finished>, into summary: inout RunSummary,
+                        phases: inout Phases) async throws(JobError) {
         var failure: JobError?
-        while !inFlight.isEmpty {
-            let oldest = inFlight.removeFirst()
+        while collected < submitted {
             do throws(JobError) {
-                try await Self.collect(oldest, into: &summary, phases: &phases)
+                try await collectOldest(&group).merge(into: &summary, phases: &phases)
             } catch {
                 failure = failure ?? error
             }
@@ -443,9 +462,17 @@ struct DeliveryPipeline {
         if let failure { throw failure }
     }
 
-    private static func collect(_ task: Task<Result<DeliveredPage, JobError>, Never>, into summary: inout RunSummary,
-                                phases: inout Phases) async throws(JobError) {
-        try await task.value.get().merge(into: &summary, phases: &phases)
+    /// The oldest page not collected yet, once it has finished (pages that finish before it are kept).
+    private mutating func collectOldest(_ group: inout TaskGroup<Finished>) async throws(JobError) -> DeliveredPage {
+        let oldest = collected
+        while finished[oldest] == nil, let next = await group.next() {
+            finished[next.page] = next.result
+        }
+        collected += 1
+        guard let result = finished.removeValue(forKey: oldest) else {
+            throw .software("page \(oldest) of the run was never delivered")
+        }
+        return try result.get()
     }
 }
 
