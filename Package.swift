@@ -90,7 +90,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "PushSimulatorCommand",
-            dependencies: ["PushSimulator", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "PushSimulator", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .target(
             name: "JobCLI",
@@ -103,8 +105,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "DiaryReminderJob",
-            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         // content-limit-hook: the Foundation-free quiet path, statically linked so that it starts in about
         // a millisecond; everything else runs content-limit-hook-full.
@@ -119,13 +123,17 @@ let package = Package(
         ),
         .executableTarget(
             name: "ContentLimitHookFull",
-            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "TokenJanitor",
-            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .executableTarget(
             name: "PushCtl",
@@ -138,10 +146,13 @@ let package = Package(
         ),
         .testTarget(
             name: "JobKitTests",
-            dependencies: ["JobKit", "JobKitPostgres", "JobCLI", "PushSimulator", "LambdaRuntimeSimulator", "ContentLimitQuietPath",
-                           .product(name: "PostgresNIO", package: "postgres-nio"),
-                           .product(name: "NIOEmbedded", package: "swift-nio"),
-                           .product(name: "NIOHTTP1", package: "swift-nio")]
+            dependencies: [
+                "JobKit", "JobKitPostgres", "JobCLI", "PushSimulator", "LambdaRuntimeSimulator",
+                "ContentLimitQuietPath",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -10,12 +10,15 @@
 import Foundation
 import JobKit
 import Logging
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 func argument(_ name: String) -> String? {
-    guard let index = CommandLine.arguments.firstIndex(of: name), index + 1 < CommandLine.arguments.count else { return nil }
+    guard let index = CommandLine.arguments.firstIndex(of: name), index + 1 < CommandLine.arguments.count else {
+        return nil
+    }
     return CommandLine.arguments[index + 1]
 }
 
@@ -25,8 +28,10 @@ func fail(_ message: String) -> Never {
 }
 
 guard let readyFile = argument("--simulator"),
-      let ready = try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: readyFile))) as? [String: String],
-      let port = ready["port"].flatMap(Int.init) else { fail("--simulator FILE: the simulator's ready line") }
+    let ready = try? JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: readyFile)))
+        as? [String: String],
+    let port = ready["port"].flatMap(Int.init)
+else { fail("--simulator FILE: the simulator's ready line") }
 let count = argument("--count").flatMap(Int.init) ?? 20_000
 let fcmShare = argument("--fcm-share").flatMap(Double.init) ?? 0
 let batch = argument("--batch").flatMap(Int.init) ?? 2_000
@@ -34,9 +39,11 @@ let oneToken = CommandLine.arguments.contains("--one-token")
 
 let endpoint = Endpoint(host: "127.0.0.1", port: port)
 var delivery = DeliveryConfiguration()
-var apns = APNsConfiguration(keyFile: ready["apns_key_file"]!, keyID: ready["apns_key_id"]!, teamID: ready["apns_team_id"]!,
-                             topic: ready["apns_topic"]!)
-apns.productionEndpoint = argument("--apns-port").flatMap(Int.init).map { Endpoint(host: "127.0.0.1", port: $0) } ?? endpoint
+var apns = APNsConfiguration(
+    keyFile: ready["apns_key_file"]!, keyID: ready["apns_key_id"]!, teamID: ready["apns_team_id"]!,
+    topic: ready["apns_topic"]!)
+apns.productionEndpoint =
+    argument("--apns-port").flatMap(Int.init).map { Endpoint(host: "127.0.0.1", port: $0) } ?? endpoint
 delivery.apns = apns
 var fcm = FCMConfiguration(serviceAccountFile: ready["fcm_service_account_file"]!)
 fcm.endpoint = endpoint
@@ -55,12 +62,18 @@ let body = "What made you smile today? Take a minute to write it down before the
 let expiresAt = Int64(Date().timeIntervalSince1970) + 3600
 let notifications: [OutgoingNotification] = (0..<count).map { i in
     let isFCM = Double(i % 1000) < fcmShare * 1000
-    let device = isFCM
-        ? Device(id: Int64(i), userID: "u\(i)", token: "bench-fcm-token-\(i)", provider: .fcm, platform: "android", apnsEnvironment: nil)
-        : Device(id: Int64(i), userID: "u\(i)", token: String(format: "%064x", oneToken ? 1 : i + 1), provider: .apns, platform: "ios",
-                 apnsEnvironment: "production")
-    return OutgoingNotification(logID: nil, device: device, type: .diaryReminder, period: "2026-11-21", locale: "en",
-                                messageIndex: 0, title: "How was your day?", body: body, expiresAt: expiresAt)
+    let device =
+        isFCM
+        ? Device(
+            id: Int64(i), userID: "u\(i)", token: "bench-fcm-token-\(i)", provider: .fcm, platform: "android",
+            apnsEnvironment: nil)
+        : Device(
+            id: Int64(i), userID: "u\(i)", token: String(format: "%064x", oneToken ? 1 : i + 1), provider: .apns,
+            platform: "ios",
+            apnsEnvironment: "production")
+    return OutgoingNotification(
+        logID: nil, device: device, type: .diaryReminder, period: "2026-11-21", locale: "en",
+        messageIndex: 0, title: "How was your day?", body: body, expiresAt: expiresAt)
 }
 
 // Warm up: connections, TLS, credentials (not measured, as in a long run).
@@ -98,10 +111,14 @@ let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.att
 if let emit = argument("--emit") {
     // The request h2load replays: the same path shape, headers (with the cached provider token) and body.
     let jwt = try await store.cachedCredential(key: "apns:\(apns.teamID):\(apns.keyID)")?.token ?? ""
-    let payload = "{\"aps\":{\"alert\":{\"body\":\"\(body)\",\"title\":\"How was your day?\"},\"badge\":1,\"sound\":\"default\",\"thread-id\":\"diary_reminder\"},\"link\":\"diary://entries/new?date=2026-11-21\",\"period\":\"2026-11-21\",\"type\":\"diary_reminder\"}"
+    let payload =
+        "{\"aps\":{\"alert\":{\"body\":\"\(body)\",\"title\":\"How was your day?\"},\"badge\":1,\"sound\":\"default\",\"thread-id\":\"diary_reminder\"},\"link\":\"diary://entries/new?date=2026-11-21\",\"period\":\"2026-11-21\",\"type\":\"diary_reminder\"}"
     try payload.write(toFile: "\(emit)/body.json", atomically: true, encoding: .utf8)
-    let headers = ["authorization: bearer \(jwt)", "apns-push-type: alert", "apns-priority: 10", "apns-topic: \(apns.topic)",
-                   "apns-expiration: \(expiresAt)", "apns-collapse-id: diary_reminder:2026-11-21", "content-type: application/json"]
+    let headers = [
+        "authorization: bearer \(jwt)", "apns-push-type: alert", "apns-priority: 10", "apns-topic: \(apns.topic)",
+        "apns-expiration: \(expiresAt)", "apns-collapse-id: diary_reminder:2026-11-21",
+        "content-type: application/json",
+    ]
     try headers.joined(separator: "\n").write(toFile: "\(emit)/headers.txt", atomically: true, encoding: .utf8)
     try "/3/device/\(String(format: "%064x", 1))".write(toFile: "\(emit)/path.txt", atomically: true, encoding: .utf8)
 }

@@ -22,7 +22,7 @@ let package = Package(
                 .product(name: "JobKit", package: identity),
                 .product(name: "JobKitPostgres", package: identity),
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,9 +1,9 @@
 import ContentLimitQuietPath
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 // `content-limit-hook`: answers a write below 90 % of its quota itself (``QuietPath``, no Foundation, a
@@ -30,5 +30,5 @@ case .handOver:
     let reason = String(cString: strerror(errno))
     let message = "content-limit-hook: error: cannot run \(full): \(reason) (it ships beside content-limit-hook)\n"
     _ = message.withCString { write(2, $0, strlen($0)) }
-    exit(69)   // EX_UNAVAILABLE
+    exit(69)  // EX_UNAVAILABLE
 }

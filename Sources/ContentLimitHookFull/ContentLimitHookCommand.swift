@@ -25,13 +25,17 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
     // `.unconditional`: `--used -3` is a negative count (65, as `--used=-3`), not a missing value (64), and
     // `--limit -1` the documented "unlimited".
     @Option(parsing: .unconditional, help: "Items used in the current period, this write included.") var used: Int?
-    @Option(parsing: .unconditional, help: "The plan's limit (missing or ≤ 0: unlimited, nothing to do).") var limit: Int?
+    @Option(parsing: .unconditional, help: "The plan's limit (missing or ≤ 0: unlimited, nothing to do).") var limit:
+        Int?
     @Option(help: "monthly (default) or annual.") var period: LimitPeriod?
-    @Option(help: ArgumentHelp("Read one JSON event from this file (- for stdin) instead of the flags.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp("Read one JSON event from this file (- for stdin) instead of the flags.", valueName: "file"))
     var event: String?
     @Flag(help: "Decide and print; write and send nothing.") var dryRun = false
     @Flag(help: "Print each decision step (implies --dry-run).") var explain = false
-    @Option(help: ArgumentHelp("Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
     var outbox: String?
 
     func validate() throws {
@@ -40,7 +44,9 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
                 throw ValidationError("give either --event or --user/--used/--limit/--period, not both")
             }
         } else {
-            guard user != nil, used != nil else { throw ValidationError("--user and --used are required (or --event FILE)") }
+            guard user != nil, used != nil else {
+                throw ValidationError("--user and --used are required (or --event FILE)")
+            }
         }
     }
 
@@ -55,21 +61,27 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
             // Below 90 % nothing is sent, so provider settings are neither read nor checked — the same as
             // on the quiet path of the content-limit-hook front (a diary-reminder run checks them every 15 min).
             let warns = ContentLimitRule.threshold(used: input.used, limit: input.limit) != nil
-            let deliveryConfiguration = warns ? try DeliveryConfiguration.resolve(config, flags: delivery.flags()) : DeliveryConfiguration()
+            let deliveryConfiguration =
+                warns ? try DeliveryConfiguration.resolve(config, flags: delivery.flags()) : DeliveryConfiguration()
             let outboxPath = config.string(.outbox, flag: outbox)
             if !readOnly && outboxPath == nil && !deliveryConfiguration.hasProvider && warns {
-                throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables, pass --outbox PATH, or use --dry-run")
+                throw .config(
+                    "no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables, pass --outbox PATH, or use --dry-run"
+                )
             }
             if input.limit ?? 0 <= 0 {
                 // An unlimited plan: nothing to decide, nothing to open.
-                let summary = HookSummary(runID: UUID().uuidString.lowercased(), now: Timestamps.format(now), dryRun: readOnly,
-                                          userID: input.userID, used: input.used, limit: input.limit, reason: "unlimited plan")
+                let summary = HookSummary(
+                    runID: UUID().uuidString.lowercased(), now: Timestamps.format(now), dryRun: readOnly,
+                    userID: input.userID, used: input.used, limit: input.limit, reason: "unlimited plan")
                 print(common.format == .json ? summary.json : summary.text)
                 return
             }
-            try await common.withStore(config, mode: readOnly ? .readOnly : .readWrite, job: "content-limit-hook") { store throws(JobError) in
-                let handler = ContentLimitHookHandler.make(config, delivery: deliveryConfiguration, outbox: outboxPath, store: store,
-                                                           logger: logger, dryRun: readOnly, explain: explain)
+            try await common.withStore(config, mode: readOnly ? .readOnly : .readWrite, job: "content-limit-hook") {
+                store throws(JobError) in
+                let handler = ContentLimitHookHandler.make(
+                    config, delivery: deliveryConfiguration, outbox: outboxPath, store: store,
+                    logger: logger, dryRun: readOnly, explain: explain)
                 // A warning is probably sent: load the keys and trust roots while the store claims it.
                 if warns && !readOnly && outboxPath == nil { await handler.senders.prepare() }
                 let summary = try await handler.handleOnce(input, context: InvocationContext(now: now))
@@ -91,7 +103,9 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
         if event == "-" {
             data = FileHandle.standardInput.readDataToEndOfFile()
         } else {
-            guard let contents = FileManager.default.contents(atPath: event) else { throw .noInput("cannot read the event file \(event)") }
+            guard let contents = FileManager.default.contents(atPath: event) else {
+                throw .noInput("cannot read the event file \(event)")
+            }
             data = contents
         }
         return try ContentLimitEvent.parse(json: data)

@@ -2,9 +2,9 @@ internal import GRDBSQLite
 import JobKitCore
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The `content-limit-hook` quiet path: a write below 90 % of its quota, answered without Foundation.
@@ -28,18 +28,24 @@ public enum QuietPath {
     }
 
     /// The flags the quiet path understands, each taking a value.
-    static let valueFlags: Set<String> = ["--user", "--used", "--limit", "--period", "--now", "--database", "--format", "--log-level",
-                                          "--log-format"]
+    static let valueFlags: Set<String> = [
+        "--user", "--used", "--limit", "--period", "--now", "--database", "--format", "--log-level",
+        "--log-format",
+    ]
 
     /// Decides one invocation. `arguments` excludes the program name; `now` is read only when `--now`
     /// is absent. Settings are read with the code the full hook uses (JobKitCore: ``ConfigKey``,
     /// ``DatabaseLocationSyntax``, ``LogLevelName``, ``Timestamps``, ``QuotaLevel``, ``HookSummary``), and
     /// any setting the full hook reads on this path that the front does not is a hand-over.
-    public static func answer(arguments: [String], environment: [String: String],
-                              now wallClock: () -> Int64 = QuietPath.wallClock) -> Outcome {
+    public static func answer(
+        arguments: [String], environment: [String: String],
+        now wallClock: () -> Int64 = QuietPath.wallClock
+    ) -> Outcome {
         if environment["AWS_LAMBDA_RUNTIME_API"] != nil { return .handOver("a Lambda runtime") }
         for (name, value) in environment where name.hasPrefix("PUSH_") && !value.isEmpty {
-            if let key = ConfigKey(rawValue: name), key.hookQuietPath == .fullHookOnly { return .handOver("\(name) is set") }
+            if let key = ConfigKey(rawValue: name), key.hookQuietPath == .fullHookOnly {
+                return .handOver("\(name) is set")
+            }
         }
         var values: [String: String] = [:]
         var dryRun = false
@@ -62,19 +68,27 @@ public enum QuietPath {
         }
 
         guard let user = values["--user"], !user.isEmpty else { return .handOver("no --user") }
-        guard let usedText = values["--used"], let used = Int(usedText), used >= 0 else { return .handOver("no usable --used") }
+        guard let usedText = values["--used"], let used = Int(usedText), used >= 0 else {
+            return .handOver("no usable --used")
+        }
         var limit: Int?
         if let text = values["--limit"] {
             guard let number = Int(text) else { return .handOver("--limit is not a number") }
             limit = number
         }
-        if let period = values["--period"], LimitPeriod(rawValue: period) == nil { return .handOver("--period \(period)") }
+        if let period = values["--period"], LimitPeriod(rawValue: period) == nil {
+            return .handOver("--period \(period)")
+        }
         let format = values["--format"] ?? "text"
         guard format == "text" || format == "json" else { return .handOver("--format \(format)") }
-        if let level = values["--log-level"] ?? nonEmpty(environment[ConfigKey.logLevel.rawValue]), LogLevelName.parse(level) == nil {
+        if let level = values["--log-level"] ?? nonEmpty(environment[ConfigKey.logLevel.rawValue]),
+            LogLevelName.parse(level) == nil
+        {
             return .handOver("log level \(level)")
         }
-        if let logFormat = values["--log-format"] ?? nonEmpty(environment[ConfigKey.logFormat.rawValue]), LogFormatName.parse(logFormat) == nil {
+        if let logFormat = values["--log-format"] ?? nonEmpty(environment[ConfigKey.logFormat.rawValue]),
+            LogFormatName.parse(logFormat) == nil
+        {
             return .handOver("log format \(logFormat)")
         }
         let instant: Int64
@@ -88,13 +102,15 @@ public enum QuietPath {
         }
         guard QuotaLevel(used: used, limit: limit) == .below else { return .handOver("a warning is due") }
 
-        var summary = HookSummary(runID: uuid(), now: Timestamps.format(instant), dryRun: dryRun, userID: user, used: used, limit: limit)
+        var summary = HookSummary(
+            runID: uuid(), now: Timestamps.format(instant), dryRun: dryRun, userID: user, used: used, limit: limit)
         guard (limit ?? 0) > 0 else {
             summary.reason = "unlimited plan"
             return .answered(format == "json" ? summary.json : summary.text)
         }
         guard let location = values["--database"] ?? nonEmpty(environment[ConfigKey.databaseURL.rawValue]),
-              case .sqlite(let path) = DatabaseLocationSyntax.parse(location) else { return .handOver("no SQLite database given") }
+            case .sqlite(let path) = DatabaseLocationSyntax.parse(location)
+        else { return .handOver("no SQLite database given") }
         let started = monotonicNanoseconds()
         switch userExists(path: path, user: user) {
         case .some(true):
@@ -114,11 +130,17 @@ public enum QuietPath {
     static func userExists(path: String, user: String) -> Bool? {
         var connection: OpaquePointer?
         defer { sqlite3_close(connection) }
-        guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let connection else { return nil }
-        sqlite3_busy_timeout(connection, 30_000)   // the full hook's busy timeout
+        guard sqlite3_open_v2(path, &connection, SQLITE_OPEN_READONLY, nil) == SQLITE_OK, let connection else {
+            return nil
+        }
+        sqlite3_busy_timeout(connection, 30_000)  // the full hook's busy timeout
         // Exactly this version's schema: the newest migration applied is the one this version knows last (a
         // database migrated by a newer release is the full hook's to refuse).
-        guard row(connection, "SELECT 1 WHERE (SELECT max(identifier) FROM grdb_migrations) = ?1", SQLiteSchemaVersion.latestMigration) == true else {
+        guard
+            row(
+                connection, "SELECT 1 WHERE (SELECT max(identifier) FROM grdb_migrations) = ?1",
+                SQLiteSchemaVersion.latestMigration) == true
+        else {
             return nil
         }
         return row(connection, "SELECT 1 FROM users WHERE id = ?1", user)
@@ -129,7 +151,8 @@ public enum QuietPath {
         var statement: OpaquePointer?
         defer { sqlite3_finalize(statement) }
         guard sqlite3_prepare_v2(connection, sql, -1, &statement, nil) == SQLITE_OK,
-              sqlite3_bind_text(statement, 1, text, -1, transientDestructor) == SQLITE_OK else { return nil }
+            sqlite3_bind_text(statement, 1, text, -1, transientDestructor) == SQLITE_OK
+        else { return nil }
         switch sqlite3_step(statement) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
@@ -193,17 +216,17 @@ public enum HandOver {
 
     static func executablePath() -> String? {
         #if os(Linux)
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            var buffer = [CChar](repeating: 0, count: 4096)
+            let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+            guard count > 0 else { return nil }
+            return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
         #elseif canImport(Darwin)
-        var size: UInt32 = 4096
-        var buffer = [CChar](repeating: 0, count: Int(size))
-        guard _NSGetExecutablePath(&buffer, &size) == 0 else { return nil }
-        return String(cString: buffer)
+            var size: UInt32 = 4096
+            var buffer = [CChar](repeating: 0, count: Int(size))
+            guard _NSGetExecutablePath(&buffer, &size) == 0 else { return nil }
+            return String(cString: buffer)
         #else
-        return nil
+            return nil
         #endif
     }
 }

@@ -23,7 +23,9 @@ struct DiaryReminderCommand: AsyncParsableCommand {
     @Flag(name: .long, help: "Decide and print what would be sent; claim, send and write nothing.")
     var dryRun = false
 
-    @Option(name: .long, help: ArgumentHelp("Explain each rule for this user at --now, and the verdict.", valueName: "user-id"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Explain each rule for this user at --now, and the verdict.", valueName: "user-id"))
     var explain: String?
 
     @Option(name: .long, help: "Minutes before the reminder time a run may already send (default 2).")
@@ -38,14 +40,24 @@ struct DiaryReminderCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Copy catalog JSON replacing the built-in one.", valueName: "path"))
     var copyCatalog: String?
 
-    @Option(name: .long, help: ArgumentHelp("Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
     var outbox: String?
 
-    @Option(name: .long, help: ArgumentHelp("Handle only this slice of the users (stable hash of the user id), e.g. 2/4; env PUSH_SHARD.",
-                                            valueName: "K/N"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Handle only this slice of the users (stable hash of the user id), e.g. 2/4; env PUSH_SHARD.",
+            valueName: "K/N"))
     var shard: String?
 
-    @Flag(name: .long, help: "A dry run that asks FCM to validate every token and payload (validate_only); nothing is delivered or claimed.")
+    @Flag(
+        name: .long,
+        help:
+            "A dry run that asks FCM to validate every token and payload (validate_only); nothing is delivered or claimed."
+    )
     var validateOnly = false
 
     func run() async throws {
@@ -54,13 +66,15 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             try common.bootstrapLogging(config)
             let logger = try common.makeLogger("diary-reminder", config)
             let now = try common.resolvedNow()
-            var settings = try DiaryReminderHandler.Settings.resolve(config, earlyMinutes: earlyMinutes, catchUpMinutes: catchUpMinutes,
-                                                                     claimLeaseMinutes: claimLeaseMinutes, shard: shard)
+            var settings = try DiaryReminderHandler.Settings.resolve(
+                config, earlyMinutes: earlyMinutes, catchUpMinutes: catchUpMinutes,
+                claimLeaseMinutes: claimLeaseMinutes, shard: shard)
             let catalog = try CopyCatalog.resolve(config, flag: copyCatalog)
             let json = common.format == .json
             let readOnly = dryRun || explain != nil
             settings.dryRun = readOnly || validateOnly
-            let deliveryConfiguration = try DeliveryConfiguration.resolve(config, flags: delivery.flags(validateOnly: validateOnly))
+            let deliveryConfiguration = try DeliveryConfiguration.resolve(
+                config, flags: delivery.flags(validateOnly: validateOnly))
             let outboxPath = config.string(.outbox, flag: outbox)
             if validateOnly && deliveryConfiguration.fcm == nil {
                 throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")
@@ -69,34 +83,46 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             if !readOnly || validateOnly { try await deliveryConfiguration.checkFiles() }
             // Dry runs, --explain and --validate-only are an operator's questions: they neither ping nor replace
             // the scheduled run's metrics.
-            let observers = readOnly || validateOnly ? RunObservers() : try observability.observers(config, logger: logger)
-            _ = try await observers.observe(job: "diary-reminder", now: now, logger: logger, metricsText: { summary, code, seconds, previous in
-                MetricsFile.reminderText(summary, job: "diary-reminder", now: now, exitCode: code, durationSeconds: seconds,
-                                         previousLastSuccess: previous)
-            }) { () async throws(JobError) -> RunSummary? in
+            let observers =
+                readOnly || validateOnly ? RunObservers() : try observability.observers(config, logger: logger)
+            _ = try await observers.observe(
+                job: "diary-reminder", now: now, logger: logger,
+                metricsText: { summary, code, seconds, previous in
+                    MetricsFile.reminderText(
+                        summary, job: "diary-reminder", now: now, exitCode: code, durationSeconds: seconds,
+                        previousLastSuccess: previous)
+                }
+            ) { () async throws(JobError) -> RunSummary? in
                 // Validation mints (and caches) an FCM access token: the only write it makes.
-                try await common.withStore(config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder") { store throws(JobError) -> RunSummary? in
+                try await common.withStore(
+                    config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder"
+                ) { store throws(JobError) -> RunSummary? in
                     let sender: any Sender
                     if readOnly && !validateOnly {
-                        sender = DryRunSender(sink: StandardOutput(), json: json,
-                                              providers: deliveryConfiguration.deliverableProviders(outbox: outboxPath, logger: logger))
+                        sender = DryRunSender(
+                            sink: StandardOutput(), json: json,
+                            providers: deliveryConfiguration.deliverableProviders(outbox: outboxPath, logger: logger))
                     } else if validateOnly {
                         var providers = deliveryConfiguration
                         providers.apns = nil
                         let push = try await providers.sender(outbox: nil, credentials: store, logger: logger)
                         sender = ReportingSender(inner: push, sink: StandardOutput(), json: json)
                     } else {
-                        sender = try await deliveryConfiguration.sender(outbox: outboxPath, credentials: store, logger: logger)
+                        sender = try await deliveryConfiguration.sender(
+                            outbox: outboxPath, credentials: store, logger: logger)
                     }
                     let handler = DiaryReminderHandler(
-                        runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger), settings: settings)
+                        runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger),
+                        settings: settings)
 
                     if let userID = explain {
-                        let explanation = try await handler.runner.explain(userID: userID, options: handler.options(now: now))
+                        let explanation = try await handler.runner.explain(
+                            userID: userID, options: handler.options(now: now))
                         print(json ? explanation.json : explanation.text)
                         return nil
                     }
-                    let summary = try await handler.handleOnce(ScheduledEvent(time: now), context: InvocationContext(now: now))
+                    let summary = try await handler.handleOnce(
+                        ScheduledEvent(time: now), context: InvocationContext(now: now))
                     print(json ? summary.json : summary.text)
                     // Returned to the observers: due work a provider left undelivered then fails the run (77 or 69),
                     // after the summary, the metrics and the ping.

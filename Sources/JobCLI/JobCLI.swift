@@ -11,16 +11,25 @@ public enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable 
 
 /// Options every job shares.
 public struct CommonOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("SQLite database file (or sqlite:///path), or a postgres:// URL; env PUSH_DATABASE_URL.",
-                                            valueName: "path|url"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "SQLite database file (or sqlite:///path), or a postgres:// URL; env PUSH_DATABASE_URL.",
+            valueName: "path|url"))
     public var database: String?
 
-    @Option(name: .long, help: ArgumentHelp("File holding the PostgreSQL password; env PUSH_DATABASE_PASSWORD_FILE.",
-                                            valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "File holding the PostgreSQL password; env PUSH_DATABASE_PASSWORD_FILE.",
+            valueName: "path"))
     public var databasePasswordFile: String?
 
-    @Option(name: .long, help: ArgumentHelp("The instant to evaluate, ISO 8601 (default: the system clock).",
-                                            valueName: "iso8601"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The instant to evaluate, ISO 8601 (default: the system clock).",
+            valueName: "iso8601"))
     public var now: String?
 
     @Option(name: .long, help: "Output format of results and the summary.")
@@ -29,8 +38,11 @@ public struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Log level on stderr (default info).", valueName: "level"))
     public var logLevel: String?
 
-    @Option(name: .long, help: ArgumentHelp("Log format on stderr: text (default) or json (one object per line); env PUSH_LOG_FORMAT.",
-                                            valueName: "format"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Log format on stderr: text (default) or json (one object per line); env PUSH_LOG_FORMAT.",
+            valueName: "format"))
     public var logFormat: String?
 
     public init() {}
@@ -59,7 +71,9 @@ public struct CommonOptions: ParsableArguments {
         return instant
     }
 
-    public func databaseLocation(_ config: ConfigResolver) throws(JobError) -> (location: DatabaseLocation, source: String) {
+    public func databaseLocation(_ config: ConfigResolver) throws(JobError) -> (
+        location: DatabaseLocation, source: String
+    ) {
         guard let raw = config.raw(.databaseURL, flag: database) else {
             throw .config("no database: pass --database PATH|URL or set PUSH_DATABASE_URL")
         }
@@ -67,16 +81,21 @@ public struct CommonOptions: ParsableArguments {
     }
 
     /// Opens the store: a SQLite file or a PostgreSQL database (`postgres://…`).
-    public func openStore(_ config: ConfigResolver, mode: StoreOpenMode, job: String) async throws(JobError) -> any JobStore {
+    public func openStore(_ config: ConfigResolver, mode: StoreOpenMode, job: String) async throws(JobError)
+        -> any JobStore
+    {
         let (location, source) = try databaseLocation(config)
-        return try await JobStores.open(location, mode: mode,
-                                        passwordFile: config.string(.databasePasswordFile, flag: databasePasswordFile),
-                                        applicationName: job, source: source)
+        return try await JobStores.open(
+            location, mode: mode,
+            passwordFile: config.string(.databasePasswordFile, flag: databasePasswordFile),
+            applicationName: job, source: source)
     }
 
     /// Opens the store, runs `body` with it and closes it, also when `body` fails.
-    public func withStore<T>(_ config: ConfigResolver, mode: StoreOpenMode, job: String,
-                             _ body: (any JobStore) async throws(JobError) -> T) async throws(JobError) -> T {
+    public func withStore<T>(
+        _ config: ConfigResolver, mode: StoreOpenMode, job: String,
+        _ body: (any JobStore) async throws(JobError) -> T
+    ) async throws(JobError) -> T {
         let store = try await openStore(config, mode: mode, job: job)
         do throws(JobError) {
             let result = try await body(store)
@@ -92,7 +111,8 @@ public struct CommonOptions: ParsableArguments {
         var logger = Logger(label: label)
         if let raw = config.raw(.logLevel, flag: logLevel) {
             guard let name = LogLevelName.parse(raw.value), let level = Logger.Level(rawValue: name) else {
-                let message = "\(raw.source): unknown log level \(raw.value) (\(LogLevelName.all.joined(separator: ", ")))"
+                let message =
+                    "\(raw.source): unknown log level \(raw.value) (\(LogLevelName.all.joined(separator: ", ")))"
                 throw raw.source.hasPrefix("--") ? .usage(message) : .config(message)
             }
             logger.logLevel = level
@@ -130,11 +150,15 @@ extension CommonOptions {
 
 /// How a scheduled job is watched: its metrics file and its heartbeat.
 public struct ObservabilityOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Write the run's metrics to this file (Prometheus text format, replaced atomically; env PUSH_METRICS_FILE).",
-                               valueName: "path"))
+    @Option(
+        help: ArgumentHelp(
+            "Write the run's metrics to this file (Prometheus text format, replaced atomically; env PUSH_METRICS_FILE).",
+            valueName: "path"))
     public var metricsFile: String?
-    @Option(help: ArgumentHelp("Heartbeat URL: POST URL/start, then URL on success or URL/fail, with the JSON summary (env PUSH_PING_URL).",
-                               valueName: "url"))
+    @Option(
+        help: ArgumentHelp(
+            "Heartbeat URL: POST URL/start, then URL on success or URL/fail, with the JSON summary (env PUSH_PING_URL).",
+            valueName: "url"))
     public var pingURL: String?
 
     public init() {}
@@ -146,20 +170,27 @@ public struct ObservabilityOptions: ParsableArguments {
 
 /// Provider flags shared by every job that delivers.
 public struct DeliveryOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("APNs .p8 signing key (env PUSH_APNS_KEY_FILE).", valueName: "path")) public var apnsKeyFile: String?
+    @Option(help: ArgumentHelp("APNs .p8 signing key (env PUSH_APNS_KEY_FILE).", valueName: "path")) public
+        var apnsKeyFile: String?
     @Option(help: ArgumentHelp("APNs key id (env PUSH_APNS_KEY_ID).", valueName: "id")) public var apnsKeyID: String?
-    @Option(help: ArgumentHelp("Apple team id (env PUSH_APNS_TEAM_ID).", valueName: "id")) public var apnsTeamID: String?
-    @Option(help: ArgumentHelp("App bundle id, the apns-topic (env PUSH_APNS_TOPIC).", valueName: "topic")) public var apnsTopic: String?
+    @Option(help: ArgumentHelp("Apple team id (env PUSH_APNS_TEAM_ID).", valueName: "id")) public var apnsTeamID:
+        String?
+    @Option(help: ArgumentHelp("App bundle id, the apns-topic (env PUSH_APNS_TOPIC).", valueName: "topic")) public
+        var apnsTopic: String?
     @Option(help: ArgumentHelp("APNs production endpoint override.", valueName: "url")) public var apnsEndpoint: String?
-    @Option(help: ArgumentHelp("APNs sandbox endpoint override.", valueName: "url")) public var apnsSandboxEndpoint: String?
+    @Option(help: ArgumentHelp("APNs sandbox endpoint override.", valueName: "url")) public var apnsSandboxEndpoint:
+        String?
     @Option(help: ArgumentHelp("FCM service-account JSON (env PUSH_FCM_SERVICE_ACCOUNT_FILE).", valueName: "path"))
     public var fcmServiceAccountFile: String?
     @Option(help: ArgumentHelp("FCM endpoint override.", valueName: "url")) public var fcmEndpoint: String?
     @Option(help: ArgumentHelp("Android notification channel id (default diary_reminders).", valueName: "id"))
     public var fcmAndroidChannelID: String?
-    @Option(help: ArgumentHelp("Extra trusted CA certificates, PEM (env PUSH_CA_FILE).", valueName: "path")) public var caFile: String?
-    @Option(help: "Seconds a run may spend retrying transient provider errors (default 60).") public var retryBudgetSeconds: Int?
-    @Option(help: ArgumentHelp("Base of deep links (default diary://).", valueName: "url")) public var deepLinkBase: String?
+    @Option(help: ArgumentHelp("Extra trusted CA certificates, PEM (env PUSH_CA_FILE).", valueName: "path")) public
+        var caFile: String?
+    @Option(help: "Seconds a run may spend retrying transient provider errors (default 60).") public
+        var retryBudgetSeconds: Int?
+    @Option(help: ArgumentHelp("Base of deep links (default diary://).", valueName: "url")) public var deepLinkBase:
+        String?
 
     public init() {}
 

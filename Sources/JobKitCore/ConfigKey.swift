@@ -62,18 +62,24 @@ public enum ConfigKey: String, CaseIterable, Sendable {
 
     public var help: String {
         switch self {
-        case .databaseURL: "SQLite file path (or sqlite:///absolute/path), or a postgres:// URL (sslmode, password_file, max_connections). Required."
+        case .databaseURL:
+            "SQLite file path (or sqlite:///absolute/path), or a postgres:// URL (sslmode, password_file, max_connections). Required."
         case .databasePasswordFile: "A file holding the PostgreSQL password (instead of one in the URL)."
         case .earlyMinutes: "Minutes before the reminder time a run may already send (default 2, 0–14)."
         case .catchUpMinutes: "Minutes after the reminder time a late run still sends (default 60, 1–720)."
-        case .claimLeaseMinutes: "Minutes after which an unfinished claim of a dead run is taken over (default 10, 2–60)."
-        case .shard: "K/N: this host handles the users whose stable id hash falls in slice K of N (diary-reminder, token-janitor probes)."
+        case .claimLeaseMinutes:
+            "Minutes after which an unfinished claim of a dead run is taken over (default 10, 2–60)."
+        case .shard:
+            "K/N: this host handles the users whose stable id hash falls in slice K of N (diary-reminder, token-janitor probes)."
         case .copyCatalog: "A copy catalog JSON file replacing the built-in one."
         case .outbox: "Deliver by appending JSON lines to this file (- for stdout) instead of a provider."
         case .logLevel: "trace, debug, info, notice, warning, error or critical (default info); logs go to stderr."
-        case .logFormat: "text (default) or json: one JSON object per log line, with timestamp, level, job, run and every metadata field."
-        case .metricsFile: "Write the run's metrics here (Prometheus text format, replaced atomically) for node_exporter's textfile collector (diary-reminder, token-janitor)."
-        case .pingURL: "Heartbeat: POST URL/start, then URL or URL/fail with the JSON summary (healthchecks.io, Cronitor; diary-reminder, token-janitor)."
+        case .logFormat:
+            "text (default) or json: one JSON object per log line, with timestamp, level, job, run and every metadata field."
+        case .metricsFile:
+            "Write the run's metrics here (Prometheus text format, replaced atomically) for node_exporter's textfile collector (diary-reminder, token-janitor)."
+        case .pingURL:
+            "Heartbeat: POST URL/start, then URL or URL/fail with the JSON summary (healthchecks.io, Cronitor; diary-reminder, token-janitor)."
         case .apnsKeyFile: "APNs token-auth signing key (.p8)."
         case .apnsKeyID: "The .p8 key's 10-character key id."
         case .apnsTeamID: "The Apple developer team id."
@@ -108,9 +114,11 @@ extension ConfigKey {
         switch self {
         case .databaseURL, .logLevel, .logFormat: .shared
         case .databasePasswordFile: .fullHookOnly
-        case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes, .shard, .copyCatalog, .outbox, .apnsKeyFile, .apnsKeyID,
-             .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
-             .fcmAndroidChannelID, .caFile, .retryBudgetSeconds, .deepLinkBase, .metricsFile, .pingURL: .unread
+        case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes, .shard, .copyCatalog, .outbox, .apnsKeyFile,
+            .apnsKeyID,
+            .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
+            .fcmAndroidChannelID, .caFile, .retryBudgetSeconds, .deepLinkBase, .metricsFile, .pingURL:
+            .unread
         }
     }
 }
@@ -154,7 +162,9 @@ public enum DatabaseLocationSyntax: Sendable, Hashable {
             let path = String(trimmed.unicodeScalars.dropFirst(scheme.unicodeScalars.count))
             return path.isEmpty ? .invalid("no path in \(scheme) URL") : .sqlite(path: path)
         }
-        if lower.contains("://") { return .invalid("unsupported database URL scheme (use a SQLite path or sqlite:///path)") }
+        if lower.contains("://") {
+            return .invalid("unsupported database URL scheme (use a SQLite path or sqlite:///path)")
+        }
         return .sqlite(path: trimmed)
     }
 
@@ -165,7 +175,8 @@ public enum DatabaseLocationSyntax: Sendable, Hashable {
             scalar == "\t" || scalar.properties.generalCategory == .spaceSeparator
         }
         guard let first = scalars.firstIndex(where: { !isSpace($0) }),
-              let last = scalars.lastIndex(where: { !isSpace($0) }) else { return "" }
+            let last = scalars.lastIndex(where: { !isSpace($0) })
+        else { return "" }
         return String(scalars[first...last])
     }
 }

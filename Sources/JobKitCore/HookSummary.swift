@@ -38,7 +38,8 @@ public struct HookSummary: Sendable, Codable, Hashable {
     public var troubles: [ProviderTrouble] = []
     public var durationMs = 0
 
-    public init(runID: String, now: String, dryRun: Bool, userID: String, used: Int, limit: Int?, reason: String? = nil) {
+    public init(runID: String, now: String, dryRun: Bool, userID: String, used: Int, limit: Int?, reason: String? = nil)
+    {
         self.runID = runID
         self.now = now
         self.dryRun = dryRun
@@ -59,22 +60,29 @@ public struct HookSummary: Sendable, Codable, Hashable {
         if let limit { object.add("limit", raw: String(limit)) }
         object.add("notifications", raw: String(notifications))
         object.add("now", string: now)
-        object.add("outcomes", raw: "{" + outcomes.sorted { $0.key < $1.key }
-            .map { SummaryJSON.quoted($0.key) + ":" + String($0.value) }.joined(separator: ",") + "}")
+        object.add(
+            "outcomes",
+            raw: "{"
+                + outcomes.sorted { $0.key < $1.key }
+                .map { SummaryJSON.quoted($0.key) + ":" + String($0.value) }.joined(separator: ",") + "}")
         if let period { object.add("period", string: period) }
         if let reason { object.add("reason", string: reason) }
         object.add("run_id", string: runID)
         object.add("steps", raw: "[" + steps.map(SummaryJSON.quoted).joined(separator: ",") + "]")
         if let threshold { object.add("threshold", string: threshold) }
         if !troubles.isEmpty {
-            object.add("troubles", raw: "[" + troubles.map { trouble in
-                var member = SummaryJSON()
-                member.add("cause", string: trouble.cause.rawValue)
-                member.add("devices", raw: String(trouble.devices))
-                member.add("provider", string: trouble.provider)
-                member.add("reasons", raw: "[" + trouble.reasons.map(SummaryJSON.quoted).joined(separator: ",") + "]")
-                return member.text
-            }.joined(separator: ",") + "]")
+            object.add(
+                "troubles",
+                raw: "["
+                    + troubles.map { trouble in
+                        var member = SummaryJSON()
+                        member.add("cause", string: trouble.cause.rawValue)
+                        member.add("devices", raw: String(trouble.devices))
+                        member.add("provider", string: trouble.provider)
+                        member.add(
+                            "reasons", raw: "[" + trouble.reasons.map(SummaryJSON.quoted).joined(separator: ",") + "]")
+                        return member.text
+                    }.joined(separator: ",") + "]")
         }
         object.add("used", raw: String(used))
         object.add("user_id", string: userID)
@@ -82,14 +90,17 @@ public struct HookSummary: Sendable, Codable, Hashable {
     }
 
     public var text: String {
-        var line = "\(job)\(dryRun ? " (dry run)" : ""): user=\(userID) used=\(used) limit=\(limit.map(String.init) ?? "none")"
+        var line =
+            "\(job)\(dryRun ? " (dry run)" : ""): user=\(userID) used=\(used) limit=\(limit.map(String.init) ?? "none")"
         if let period { line += " period=\(period)" }
         if let threshold { line += " threshold=\(threshold)" }
         line += " action=\(action.rawValue)"
         if let reason { line += " reason=\"\(reason)\"" }
         if let deliverAfter { line += " deliver_after=\(deliverAfter)" }
         if notifications > 0 {
-            line += " notifications=\(notifications) outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
+            line +=
+                " notifications=\(notifications) outcomes["
+                + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
         }
         for trouble in troubles { line += " LEFT[\(trouble.provider) \(trouble.cause.rawValue)=\(trouble.devices)]" }
         return line + " \(durationMs)ms"
@@ -101,7 +112,9 @@ public struct HookSummary: Sendable, Codable, Hashable {
 struct SummaryJSON {
     private var members: [String] = []
 
-    mutating func add(_ key: String, string value: String) { members.append(Self.quoted(key) + ":" + Self.quoted(value)) }
+    mutating func add(_ key: String, string value: String) {
+        members.append(Self.quoted(key) + ":" + Self.quoted(value))
+    }
     mutating func add(_ key: String, raw value: String) { members.append(Self.quoted(key) + ":" + value) }
 
     var text: String { "{" + members.joined(separator: ",") + "}" }

@@ -48,7 +48,8 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
         for trouble in b {
             if let index = merged.firstIndex(where: { $0.provider == trouble.provider && $0.cause == trouble.cause }) {
                 merged[index].devices += trouble.devices
-                for reason in trouble.reasons where merged[index].reasons.count < reasonsKept && !merged[index].reasons.contains(reason) {
+                for reason in trouble.reasons
+                where merged[index].reasons.count < reasonsKept && !merged[index].reasons.contains(reason) {
                     merged[index].reasons.append(reason)
                 }
             } else {
@@ -87,17 +88,22 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
         let text = reasons.joined(separator: " ").lowercased()
         switch (provider, cause) {
         case ("apns", .credentials):
-            return "check PUSH_APNS_KEY_ID, PUSH_APNS_TEAM_ID and the .p8 key (a revoked key, or a key id that is not the key's, is refused) and PUSH_APNS_TOPIC"
+            return
+                "check PUSH_APNS_KEY_ID, PUSH_APNS_TEAM_ID and the .p8 key (a revoked key, or a key id that is not the key's, is refused) and PUSH_APNS_TOPIC"
         case ("fcm", .credentials) where text.contains("third_party_auth"):
-            return "the APNs key or certificate uploaded to the Firebase project is wrong: replace it in the Firebase console"
+            return
+                "the APNs key or certificate uploaded to the Firebase project is wrong: replace it in the Firebase console"
         case ("fcm", .credentials):
-            return "check the service account (PUSH_FCM_SERVICE_ACCOUNT_FILE): a deleted or disabled key, another project, or no Firebase Cloud Messaging permission; the OAuth endpoint's answer is in the reasons"
+            return
+                "check the service account (PUSH_FCM_SERVICE_ACCOUNT_FILE): a deleted or disabled key, another project, or no Firebase Cloud Messaging permission; the OAuth endpoint's answer is in the reasons"
         case (_, .credentials):
             return "check the provider's credentials"
         case (_, .unavailable) where text.contains("certificate") || text.contains("tls") || text.contains("hostname"):
-            return "the provider's TLS certificate was not accepted: check the endpoint's host name, PUSH_CA_FILE, and any proxy that intercepts TLS"
+            return
+                "the provider's TLS certificate was not accepted: check the endpoint's host name, PUSH_CA_FILE, and any proxy that intercepts TLS"
         case (_, .unavailable):
-            return "check the network path to the provider (DNS, firewall, proxy, NAT) and its status page; the devices are retried by the next runs inside the catch-up window"
+            return
+                "check the network path to the provider (DNS, firewall, proxy, NAT) and its status page; the devices are retried by the next runs inside the catch-up window"
         }
     }
 }

@@ -14,12 +14,13 @@ public enum Timestamps {
             return value
         }
         guard bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-              bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t") || bytes[10] == UInt8(ascii: " "),
-              bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-              let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
-              let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
-              hour < 24, minute < 60, second < 61,
-              let date = LocalDate(year: year, month: month, day: day) else { return nil }
+            bytes[10] == UInt8(ascii: "T") || bytes[10] == UInt8(ascii: "t") || bytes[10] == UInt8(ascii: " "),
+            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+            let year = number(0..<4), let month = number(5..<7), let day = number(8..<10),
+            let hour = number(11..<13), let minute = number(14..<16), let second = number(17..<19),
+            hour < 24, minute < 60, second < 61,
+            let date = LocalDate(year: year, month: month, day: day)
+        else { return nil }
         var i = 19
         if i < bytes.count && bytes[i] == UInt8(ascii: ".") {
             i += 1
@@ -34,7 +35,8 @@ public enum Timestamps {
             guard i + 1 == bytes.count else { return nil }
         case UInt8(ascii: "+"), UInt8(ascii: "-"):
             guard i + 6 == bytes.count, bytes[i + 3] == UInt8(ascii: ":"),
-                  let hours = number(i + 1..<i + 3), let minutes = number(i + 4..<i + 6), hours < 24, minutes < 60 else { return nil }
+                let hours = number(i + 1..<i + 3), let minutes = number(i + 4..<i + 6), hours < 24, minutes < 60
+            else { return nil }
             offset = (hours * 3600 + minutes * 60) * (bytes[i] == UInt8(ascii: "-") ? -1 : 1)
         default:
             return nil

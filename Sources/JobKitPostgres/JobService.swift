@@ -27,16 +27,19 @@ public final class JobService<Handler: JobHandler>: Sendable {
     }
 
     /// Opens the store `PUSH_DATABASE_URL` names and builds the handler; on failure nothing stays open.
-    public static func open(job: String, environment: [String: String], logger: Logger,
-                            make: @Sendable (ConfigResolver, any JobStore, Logger) async throws(JobError) -> Handler) async throws(JobError) -> JobService {
+    public static func open(
+        job: String, environment: [String: String], logger: Logger,
+        make: @Sendable (ConfigResolver, any JobStore, Logger) async throws(JobError) -> Handler
+    ) async throws(JobError) -> JobService {
         let config = ConfigResolver(environment: environment)
         guard let raw = config.raw(.databaseURL, flag: nil) else {
             throw .config("no database: set PUSH_DATABASE_URL")
         }
         let location = try DatabaseLocation.parse(raw.value, source: raw.source)
-        let store = try await JobStores.open(location, mode: .readWrite,
-                                             passwordFile: config.string(.databasePasswordFile, flag: nil),
-                                             applicationName: job, source: raw.source, logger: logger)
+        let store = try await JobStores.open(
+            location, mode: .readWrite,
+            passwordFile: config.string(.databasePasswordFile, flag: nil),
+            applicationName: job, source: raw.source, logger: logger)
         do throws(JobError) {
             return JobService(handler: try await make(config, store, logger), store: store, job: job)
         } catch {
@@ -46,7 +49,9 @@ public final class JobService<Handler: JobHandler>: Sendable {
     }
 
     /// Handles one event; `now` defaults to the system clock when the call arrives.
-    public func handle(_ event: Handler.Event, now: Int64? = nil, requestID: String? = nil) async throws(JobError) -> Handler.Summary {
+    public func handle(_ event: Handler.Event, now: Int64? = nil, requestID: String? = nil) async throws(JobError)
+        -> Handler.Summary
+    {
         let instant = now ?? Int64(Date().timeIntervalSince1970)
         return try await handler.handle(event, context: InvocationContext(now: instant, requestID: requestID))
     }
@@ -60,9 +65,12 @@ public final class JobService<Handler: JobHandler>: Sendable {
 
 extension JobService where Handler == ContentLimitHookHandler {
     /// The content-limit hook from the `PUSH_*` settings (the process environment by default).
-    public static func contentLimitHook(environment: [String: String] = ProcessInfo.processInfo.environment,
-                                        logger: Logger = Logger(label: ContentLimitHook.jobName)) async throws(JobError) -> JobService {
-        try await open(job: ContentLimitHook.jobName, environment: environment, logger: logger) { config, store, logger throws(JobError) in
+    public static func contentLimitHook(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger = Logger(label: ContentLimitHook.jobName)
+    ) async throws(JobError) -> JobService {
+        try await open(job: ContentLimitHook.jobName, environment: environment, logger: logger) {
+            config, store, logger throws(JobError) in
             try await ContentLimitHookHandler.make(config, store: store, logger: logger)
         }
     }
@@ -71,9 +79,12 @@ extension JobService where Handler == ContentLimitHookHandler {
 extension JobService where Handler == DiaryReminderHandler {
     /// The reminder job from the `PUSH_*` settings; each ``handle(_:now:requestID:)`` is one scheduled run
     /// (`ScheduledEvent(time:)` with the slot's instant).
-    public static func diaryReminder(environment: [String: String] = ProcessInfo.processInfo.environment,
-                                     logger: Logger = Logger(label: DiaryReminderRunner.jobName)) async throws(JobError) -> JobService {
-        try await open(job: DiaryReminderRunner.jobName, environment: environment, logger: logger) { config, store, logger throws(JobError) in
+    public static func diaryReminder(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger = Logger(label: DiaryReminderRunner.jobName)
+    ) async throws(JobError) -> JobService {
+        try await open(job: DiaryReminderRunner.jobName, environment: environment, logger: logger) {
+            config, store, logger throws(JobError) in
             try await DiaryReminderHandler.make(config, store: store, logger: logger)
         }
     }
@@ -81,9 +92,12 @@ extension JobService where Handler == DiaryReminderHandler {
 
 extension JobService where Handler == TokenJanitorHandler {
     /// The token janitor from the `PUSH_*` settings; a run's options come from its event's `detail`.
-    public static func tokenJanitor(environment: [String: String] = ProcessInfo.processInfo.environment,
-                                    logger: Logger = Logger(label: TokenJanitor.jobName)) async throws(JobError) -> JobService {
-        try await open(job: TokenJanitor.jobName, environment: environment, logger: logger) { config, store, logger throws(JobError) in
+    public static func tokenJanitor(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger = Logger(label: TokenJanitor.jobName)
+    ) async throws(JobError) -> JobService {
+        try await open(job: TokenJanitor.jobName, environment: environment, logger: logger) {
+            config, store, logger throws(JobError) in
             try await TokenJanitorHandler.make(config, store: store, logger: logger)
         }
     }

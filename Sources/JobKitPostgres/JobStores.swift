@@ -6,9 +6,11 @@ public enum JobStores {
     /// - Parameters:
     ///   - passwordFile: the PostgreSQL password file (`PUSH_DATABASE_PASSWORD_FILE`), when the URL has no password.
     ///   - applicationName: shown in PostgreSQL's `pg_stat_activity` (the job's name).
-    public static func open(_ location: DatabaseLocation, mode: StoreOpenMode, passwordFile: String? = nil,
-                            applicationName: String, source: String = "PUSH_DATABASE_URL",
-                            logger: Logger = Logger(label: "store")) async throws(JobError) -> any JobStore {
+    public static func open(
+        _ location: DatabaseLocation, mode: StoreOpenMode, passwordFile: String? = nil,
+        applicationName: String, source: String = "PUSH_DATABASE_URL",
+        logger: Logger = Logger(label: "store")
+    ) async throws(JobError) -> any JobStore {
         switch location.kind {
         case .sqlite(let path):
             if passwordFile != nil {

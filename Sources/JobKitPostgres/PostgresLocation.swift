@@ -36,21 +36,27 @@ public struct PostgresLocation: Sendable {
     public var display: String { "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)" }
 
     /// Parses `url`; `passwordFile` (from `PUSH_DATABASE_PASSWORD_FILE`) supplies the password when the URL has none.
-    public static func parse(_ url: String, passwordFile: String? = nil, source: String = "PUSH_DATABASE_URL") throws(JobError) -> PostgresLocation {
+    public static func parse(_ url: String, passwordFile: String? = nil, source: String = "PUSH_DATABASE_URL")
+        throws(JobError) -> PostgresLocation
+    {
         // Never echo the URL itself: it may hold a password.
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              scheme == "postgres" || scheme == "postgresql" else {
+            scheme == "postgres" || scheme == "postgresql"
+        else {
             throw .config("\(source): not a valid postgres:// URL")
         }
         var host = components.host ?? ""
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty else { throw .config("\(source): the postgres:// URL names no host") }
-        let user = components.user?.removingPercentEncoding ?? components.user ?? ProcessInfo.processInfo.environment["USER"] ?? "postgres"
+        let user =
+            components.user?.removingPercentEncoding ?? components.user ?? ProcessInfo.processInfo.environment["USER"]
+            ?? "postgres"
         var path = components.path
         if path.hasPrefix("/") { path.removeFirst() }
         let database = path.removingPercentEncoding ?? path
-        var location = PostgresLocation(host: host, port: components.port ?? 5432, user: user,
-                                        database: database.isEmpty ? user : database)
+        var location = PostgresLocation(
+            host: host, port: components.port ?? 5432, user: user,
+            database: database.isEmpty ? user : database)
         location.password = components.password?.removingPercentEncoding ?? components.password
         var passwordFile = passwordFile
         for item in components.queryItems ?? [] {
@@ -58,7 +64,9 @@ public struct PostgresLocation: Sendable {
             switch item.name {
             case "sslmode":
                 guard let mode = TLSMode(rawValue: value) else {
-                    throw .config("\(source): sslmode must be one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", ")), got \(value)")
+                    throw .config(
+                        "\(source): sslmode must be one of \(TLSMode.allCases.map(\.rawValue).joined(separator: ", ")), got \(value)"
+                    )
                 }
                 location.tlsMode = mode
             case "sslrootcert":
@@ -78,7 +86,9 @@ public struct PostgresLocation: Sendable {
             case "application_name":
                 location.applicationName = value
             default:
-                throw .config("\(source): unknown postgres:// parameter \(item.name) (known: sslmode, sslrootcert, password_file, max_connections, connect_timeout, application_name)")
+                throw .config(
+                    "\(source): unknown postgres:// parameter \(item.name) (known: sslmode, sslrootcert, password_file, max_connections, connect_timeout, application_name)"
+                )
             }
         }
         if let passwordFile {
@@ -94,7 +104,8 @@ public struct PostgresLocation: Sendable {
     }
 
     /// The postgres-nio configuration of one connection.
-    func connectionConfiguration(applicationName fallback: String) throws(JobError) -> PostgresConnection.Configuration {
+    func connectionConfiguration(applicationName fallback: String) throws(JobError) -> PostgresConnection.Configuration
+    {
         let tls: PostgresConnection.Configuration.TLS
         do {
             switch tlsMode {
@@ -107,7 +118,8 @@ public struct PostgresLocation: Sendable {
                 tls = tlsMode == .prefer ? .prefer(context) : .require(context)
             case .verifyCA, .verifyFull:
                 var configuration = TLSConfiguration.makeClientConfiguration()
-                configuration.certificateVerification = tlsMode == .verifyFull ? .fullVerification : .noHostnameVerification
+                configuration.certificateVerification =
+                    tlsMode == .verifyFull ? .fullVerification : .noHostnameVerification
                 if let rootCertificateFile {
                     configuration.trustRoots = .file(rootCertificateFile)
                 }
@@ -116,8 +128,9 @@ public struct PostgresLocation: Sendable {
         } catch {
             throw .config("PostgreSQL TLS (sslmode=\(tlsMode.rawValue)): \(error)")
         }
-        var configuration = PostgresConnection.Configuration(host: host, port: port, username: user, password: password,
-                                                             database: database, tls: tls)
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: user, password: password,
+            database: database, tls: tls)
         configuration.options.connectTimeout = .seconds(Int64(connectTimeoutSeconds))
         configuration.options.additionalStartupParameters = [("application_name", applicationName ?? fallback)]
         return configuration

@@ -10,7 +10,7 @@ enum PostgresSchema {
     }
 
     /// Serializes migrations between processes (`pg_advisory_xact_lock`).
-    static let migrationLockKey: Int64 = 0x6469_6172_7970_7573 // "diarypus"
+    static let migrationLockKey: Int64 = 0x6469_6172_7970_7573  // "diarypus"
 
     /// A migration's statements, one by one (the extended protocol takes one per message): split at a `;`
     /// ending a line, except inside a `$$` function body.

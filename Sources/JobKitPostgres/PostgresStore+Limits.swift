@@ -4,7 +4,9 @@ import PostgresNIO
 
 extension PostgresStore: ContentLimitStore {
     public func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot? {
-        try await rows("reading a user's quota state", """
+        try await rows(
+            "reading a user's quota state",
+            """
             SELECT u.id, u.timezone, u.locale, u.plan,
                    coalesce(s.content_limit_warnings_enabled, true), s.quiet_hours_start, s.quiet_hours_end,
                    EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = u.id AND d.is_active),
@@ -16,21 +18,26 @@ extension PostgresStore: ContentLimitStore {
                       AND l.period_key >= \(periodsFrom))
             FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
             WHERE u.id = \(userID)
-            """).first.map { row throws(JobError) in
+            """
+        ).first.map { row throws(JobError) in
             let (id, timezone, locale, plan, enabled, quietStart, quietEnd, hasDevice, logs) = try decode(
                 row, (String, String, String, String, Bool, String?, String?, Bool, String?).self)
-            return LimitSnapshot(userID: id, timezone: timezone, locale: locale, plan: plan, warningsEnabled: enabled,
-                                 quietHoursStart: quietStart, quietHoursEnd: quietEnd, hasActiveDevice: hasDevice,
-                                 logs: LimitSnapshot.parseLogs(json: logs))
+            return LimitSnapshot(
+                userID: id, timezone: timezone, locale: locale, plan: plan, warningsEnabled: enabled,
+                quietHoursStart: quietStart, quietHoursEnd: quietEnd, hasActiveDevice: hasDevice,
+                logs: LimitSnapshot.parseLogs(json: logs))
         }
     }
 
-    public func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> LimitClaim? {
+    public func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64)
+        async throws(JobError) -> LimitClaim?
+    {
         let logger = self.logger
         let params = LimitParams.encode(request.params)
         return try await transaction("claiming a quota warning") { connection -> LimitClaim? in
             if request.type == .contentLimit100 {
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    """
                     INSERT INTO notification_logs
                         (user_id, notification_type, period_key, status, run_id, claimed_at, finished_at, updated_at, detail)
                     VALUES (\(request.userID), 'content_limit_90', \(request.period), 'superseded', \(runID), to_timestamp(\(now)),
@@ -38,15 +45,19 @@ extension PostgresStore: ContentLimitStore {
                     ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
                         status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
                     WHERE \(unescaped: DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
-                    """, logger: logger).collect()
-            } else if try await connection.query("""
+                    """, logger: logger
+                ).collect()
+            } else if try await connection.query(
+                """
                 SELECT 1 FROM notification_logs
                 WHERE user_id = \(request.userID) AND notification_type = 'content_limit_100' AND period_key = \(request.period)
-                """, logger: logger).collect().first != nil {
+                """, logger: logger
+            ).collect().first != nil {
                 return nil
             }
             let status = request.deliverAfter == nil ? "claimed" : "deferred"
-            if let row = try await connection.query("""
+            if let row = try await connection.query(
+                """
                 INSERT INTO notification_logs
                     (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at,
                      updated_at, deliver_after, params)
@@ -55,46 +66,61 @@ extension PostgresStore: ContentLimitStore {
                         to_timestamp(\(request.deliverAfter)), \(params)::jsonb)
                 ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
                 RETURNING id
-                """, logger: logger).collect().first {
-                return LimitClaim(logID: try row.decode(Int64.self), messageIndex: request.messageIndex, locale: request.locale,
-                                  params: request.params, deferred: request.deliverAfter != nil, takenOver: false)
+                """, logger: logger
+            ).collect().first {
+                return LimitClaim(
+                    logID: try row.decode(Int64.self), messageIndex: request.messageIndex, locale: request.locale,
+                    params: request.params, deferred: request.deliverAfter != nil, takenOver: false)
             }
-            guard request.deliverAfter == nil, let row = try await connection.query("""
-                UPDATE notification_logs
-                SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
-                    updated_at = to_timestamp(\(now)), finished_at = NULL
-                WHERE user_id = \(request.userID) AND notification_type = \(request.type.rawValue) AND period_key = \(request.period)
-                  AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore))
-                RETURNING id, message_index, locale, params::text
-                """, logger: logger).collect().first else {
+            guard request.deliverAfter == nil,
+                let row = try await connection.query(
+                    """
+                    UPDATE notification_logs
+                    SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
+                        updated_at = to_timestamp(\(now)), finished_at = NULL
+                    WHERE user_id = \(request.userID) AND notification_type = \(request.type.rawValue) AND period_key = \(request.period)
+                      AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore))
+                    RETURNING id, message_index, locale, params::text
+                    """, logger: logger
+                ).collect().first
+            else {
                 return nil
             }
             let (id, messageIndex, locale, storedParams) = try row.decode((Int64, Int?, String?, String?).self)
-            return LimitClaim(logID: id, messageIndex: messageIndex ?? request.messageIndex, locale: locale ?? request.locale,
-                              params: LimitParams.decode(storedParams), deferred: false, takenOver: true)
+            return LimitClaim(
+                logID: id, messageIndex: messageIndex ?? request.messageIndex, locale: locale ?? request.locale,
+                params: LimitParams.decode(storedParams), deferred: false, takenOver: true)
         }
     }
 
     public func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning] {
-        try await rows("reading pending quota warnings", """
+        try await rows(
+            "reading pending quota warnings",
+            """
             SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params::text, u.timezone
             FROM notification_logs l JOIN users u ON u.id = l.user_id
             WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
               AND l.claimed_at >= to_timestamp(\(now - 86_400))
               AND \(unescaped: DeliveryLifecycle.claimableWarningSQL(.postgres, now: now, staleBefore: staleBefore, table: "l"))
             ORDER BY l.claimed_at LIMIT \(limit)
-            """).map { row throws(JobError) in
+            """
+        ).map { row throws(JobError) in
             let (id, userID, type, period, messageIndex, locale, params, timezone) = try decode(
                 row, (Int64, String, String, String, Int?, String?, String?, String).self)
-            return PendingWarning(logID: id, userID: userID, type: NotificationType(rawValue: type), period: period,
-                                  messageIndex: messageIndex ?? 0, locale: locale ?? CopyCatalog.fallbackLocale,
-                                  params: LimitParams.decode(params), timezone: timezone)
+            return PendingWarning(
+                logID: id, userID: userID, type: NotificationType(rawValue: type), period: period,
+                messageIndex: messageIndex ?? 0, locale: locale ?? CopyCatalog.fallbackLocale,
+                params: LimitParams.decode(params), timezone: timezone)
         }
     }
 
-    public func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> Set<Int64> {
+    public func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64)
+        async throws(JobError) -> Set<Int64>
+    {
         guard !ids.isEmpty else { return [] }
-        let rows = try await write("claiming pending quota warnings", """
+        let rows = try await write(
+            "claiming pending quota warnings",
+            """
             UPDATE notification_logs
             SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
                 updated_at = to_timestamp(\(now)), finished_at = NULL
@@ -110,10 +136,13 @@ extension PostgresStore: ContentLimitStore {
     public func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
         guard !logIDs.isEmpty else { return [:] }
         var result: [Int64: Set<Int64>] = [:]
-        for row in try await rows("reading earlier deliveries", """
+        for row in try await rows(
+            "reading earlier deliveries",
+            """
             SELECT log_id, device_id FROM notification_deliveries
             WHERE log_id = ANY(\(logIDs)::int8[]) AND outcome = 'delivered' AND device_id IS NOT NULL
-            """) {
+            """)
+        {
             let (logID, deviceID) = try decode(row, (Int64, Int64).self)
             result[logID, default: []].insert(deviceID)
         }
@@ -123,7 +152,9 @@ extension PostgresStore: ContentLimitStore {
 
 extension PostgresStore: JanitorStore {
     public func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int {
-        try await count("counting stale devices", """
+        try await count(
+            "counting stale devices",
+            """
             SELECT count(*) FROM user_devices
             WHERE is_active AND last_seen < to_timestamp(\(seenBefore))
               AND (\(provider?.rawValue)::text IS NULL OR provider = \(provider?.rawValue))
@@ -131,8 +162,12 @@ extension PostgresStore: JanitorStore {
     }
 
     /// Each batch skips rows another janitor holds (`SKIP LOCKED`), so two janitors never wait on each other.
-    public func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int) async throws(JobError) -> Int {
-        try await changed("deactivating stale devices", """
+    public func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int)
+        async throws(JobError) -> Int
+    {
+        try await changed(
+            "deactivating stale devices",
+            """
             WITH batch AS (
                 SELECT id FROM user_devices
                 WHERE is_active AND last_seen < to_timestamp(\(seenBefore))
@@ -147,12 +182,15 @@ extension PostgresStore: JanitorStore {
 
     public func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device] {
         var devices: [Device] = []
-        for row in try await rows("selecting devices to probe", """
+        for row in try await rows(
+            "selecting devices to probe",
+            """
             SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
             WHERE is_active AND provider = 'fcm' AND last_seen < to_timestamp(\(seenBefore))
               AND last_seen >= to_timestamp(\(notBefore))
             ORDER BY last_seen LIMIT \(limit)
-            """) {
+            """)
+        {
             if let device = try Self.device(row) { devices.append(device) }
         }
         return devices
@@ -160,7 +198,9 @@ extension PostgresStore: JanitorStore {
 
     public func deactivate(deviceIDs: [Int64], reason: String, now: Int64) async throws(JobError) -> Int {
         guard !deviceIDs.isEmpty else { return 0 }
-        return try await changed("deactivating devices", """
+        return try await changed(
+            "deactivating devices",
+            """
             UPDATE user_devices SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = \(reason),
                    updated_at = to_timestamp(\(now))
             WHERE id = ANY(\(deviceIDs)::int8[]) AND is_active
@@ -169,13 +209,17 @@ extension PostgresStore: JanitorStore {
     }
 
     public func deliveryCount(before: Int64) async throws(JobError) -> Int {
-        try await count("counting old deliveries", """
+        try await count(
+            "counting old deliveries",
+            """
             SELECT count(*) FROM notification_deliveries WHERE created_at < to_timestamp(\(before))
             """)
     }
 
     public func deleteDeliveries(before: Int64, limit: Int) async throws(JobError) -> Int {
-        try await changed("deleting old deliveries", """
+        try await changed(
+            "deleting old deliveries",
+            """
             WITH batch AS (
                 SELECT id FROM notification_deliveries WHERE created_at < to_timestamp(\(before))
                 ORDER BY created_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
@@ -185,7 +229,9 @@ extension PostgresStore: JanitorStore {
     }
 
     /// Rows whose period has ended in every zone, judged by the shape of the key.
-    private static func expiredLogs(_ prefix: String, _ before: Int64, _ guards: PeriodGuards, _ suffix: String = "") -> PostgresQuery {
+    private static func expiredLogs(_ prefix: String, _ before: Int64, _ guards: PeriodGuards, _ suffix: String = "")
+        -> PostgresQuery
+    {
         """
         \(unescaped: prefix) claimed_at < to_timestamp(\(before)) AND status <> 'claimed' AND status <> 'deferred' AND (
             (length(period_key) = 10 AND period_key < \(guards.day)) OR
@@ -195,26 +241,34 @@ extension PostgresStore: JanitorStore {
     }
 
     public func expiredLogCount(before: Int64, guards: PeriodGuards) async throws(JobError) -> Int {
-        try await count("counting old log rows", Self.expiredLogs("SELECT count(*) FROM notification_logs WHERE", before, guards))
+        try await count(
+            "counting old log rows", Self.expiredLogs("SELECT count(*) FROM notification_logs WHERE", before, guards))
     }
 
     public func deleteExpiredLogs(before: Int64, guards: PeriodGuards, limit: Int) async throws(JobError) -> Int {
-        try await changed("deleting old log rows", Self.expiredLogs(
-            "WITH batch AS (SELECT id FROM notification_logs WHERE", before, guards, """
-            ORDER BY claimed_at LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
-            DELETE FROM notification_logs l USING batch WHERE l.id = batch.id
-            RETURNING 1
-            """))
+        try await changed(
+            "deleting old log rows",
+            Self.expiredLogs(
+                "WITH batch AS (SELECT id FROM notification_logs WHERE", before, guards,
+                """
+                ORDER BY claimed_at LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
+                DELETE FROM notification_logs l USING batch WHERE l.id = batch.id
+                RETURNING 1
+                """))
     }
 
     public func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int {
-        try await count("counting inactive devices", """
+        try await count(
+            "counting inactive devices",
+            """
             SELECT count(*) FROM user_devices WHERE NOT is_active AND deactivated_at < to_timestamp(\(deactivatedBefore))
             """)
     }
 
     public func purgeInactiveDevices(deactivatedBefore: Int64, limit: Int) async throws(JobError) -> Int {
-        try await changed("purging inactive devices", """
+        try await changed(
+            "purging inactive devices",
+            """
             WITH batch AS (
                 SELECT id FROM user_devices WHERE NOT is_active AND deactivated_at < to_timestamp(\(deactivatedBefore))
                 ORDER BY deactivated_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
@@ -228,7 +282,8 @@ extension PostgresStore: ReportStore {
     public func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
         let logger = self.logger
         return try await read("reading the reminders' outcomes") { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 SELECT l.locale, l.message_index, \(unescaped: Self.epoch("coalesce(l.finished_at, l.claimed_at)")), l.period_key,
                        u.timezone,
                        (SELECT \(unescaped: Self.epoch("min(e.created_at)")) FROM diary_entries e
@@ -238,10 +293,13 @@ extension PostgresStore: ReportStore {
                 WHERE l.notification_type = 'diary_reminder' AND l.status IN ('sent', 'partial')
                   AND l.claimed_at >= to_timestamp(\(from)) AND l.claimed_at < to_timestamp(\(to))
                   AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
-                """, logger: logger).collect().map { row in
-                let (locale, index, at, period, zone, entry) = try row.decode((String, Int, Int64, String, String, Int64?).self)
-                return ReminderOutcomeRow(locale: locale, messageIndex: index, remindedAt: at, period: period, timezone: zone,
-                                          firstEntryAfter: entry)
+                """, logger: logger
+            ).collect().map { row in
+                let (locale, index, at, period, zone, entry) = try row.decode(
+                    (String, Int, Int64, String, String, Int64?).self)
+                return ReminderOutcomeRow(
+                    locale: locale, messageIndex: index, remindedAt: at, period: period, timezone: zone,
+                    firstEntryAfter: entry)
             }
         }
     }
@@ -252,7 +310,8 @@ extension PostgresStore: ReportStore {
             func all(_ query: PostgresQuery) async throws -> [PostgresRow] {
                 try await connection.query(query, logger: logger).collect()
             }
-            let volume = try await all("""
+            let volume = try await all(
+                """
                 SELECT to_char(claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), notification_type, count(*),
                        count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'partial'),
                        count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'deferred'),
@@ -260,52 +319,67 @@ extension PostgresStore: ReportStore {
                        count(*) FILTER (WHERE status = 'claimed')
                 FROM notification_logs WHERE claimed_at >= to_timestamp(\(from)) AND claimed_at < to_timestamp(\(to))
                 GROUP BY 1, 2 ORDER BY 1, 2
-                """).map { row in
-                let (day, type, claimed, sent, partial, failed, deferred, retry, superseded, inProgress) = try row.decode(
-                    (String, String, Int, Int, Int, Int, Int, Int, Int, Int).self)
-                return HealthReport.DayType(day: day, type: type, claimed: claimed, sent: sent, partial: partial, failed: failed,
-                                            deferred: deferred, retry: retry, superseded: superseded, inProgress: inProgress)
+                """
+            ).map { row in
+                let (day, type, claimed, sent, partial, failed, deferred, retry, superseded, inProgress) =
+                    try row.decode(
+                        (String, String, Int, Int, Int, Int, Int, Int, Int, Int).self)
+                return HealthReport.DayType(
+                    day: day, type: type, claimed: claimed, sent: sent, partial: partial, failed: failed,
+                    deferred: deferred, retry: retry, superseded: superseded, inProgress: inProgress)
             }
-            let deliveries = try await all("""
+            let deliveries = try await all(
+                """
                 SELECT provider || '/' || outcome COLLATE "C", count(*) FROM notification_deliveries
                 WHERE created_at >= to_timestamp(\(from)) AND created_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
-                """).map { row in
+                """
+            ).map { row in
                 let (key, count) = try row.decode((String, Int).self)
                 return HealthReport.Count(key: key, count: count)
             }
-            let rates = try await all("""
+            let rates = try await all(
+                """
                 SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), count(*),
                        count(*) FILTER (WHERE outcome = 'token_dead')
                 FROM notification_deliveries
                 WHERE created_at >= to_timestamp(\(from)) AND created_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
-                """).map { row in
+                """
+            ).map { row in
                 let (day, deliveries, dead) = try row.decode((String, Int, Int).self)
                 return HealthReport.DayRate(day: day, deliveries: deliveries, tokenDead: dead)
             }
-            let active = try await all("""
+            let active = try await all(
+                """
                 SELECT platform || '/' || provider COLLATE "C", count(*) FROM user_devices WHERE is_active GROUP BY 1 ORDER BY 1
-                """).map { row in
+                """
+            ).map { row in
                 let (key, count) = try row.decode((String, Int).self)
                 return HealthReport.Count(key: key, count: count)
             }
-            let deactivations = try await all("""
+            let deactivations = try await all(
+                """
                 SELECT coalesce(deactivation_reason, 'unknown') COLLATE "C", count(*) FROM user_devices
                 WHERE NOT is_active AND deactivated_at >= to_timestamp(\(from)) AND deactivated_at < to_timestamp(\(to))
                 GROUP BY 1 ORDER BY 2 DESC, 1
-                """).map { row in
+                """
+            ).map { row in
                 let (key, count) = try row.decode((String, Int).self)
                 return HealthReport.Count(key: key, count: count)
             }
-            let runs = try await all("""
+            let runs = try await all(
+                """
                 SELECT DISTINCT ON (job) job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms FROM job_runs
                 ORDER BY job, run_at DESC
-                """).map { row in
+                """
+            ).map { row in
                 let (job, runAt, outcome, duration) = try row.decode((String, Int64, String, Int?).self)
-                return HealthReport.JobRun(job: job, runAt: Timestamps.format(runAt), outcome: outcome, durationMs: duration)
+                return HealthReport.JobRun(
+                    job: job, runAt: Timestamps.format(runAt), outcome: outcome, durationMs: duration)
             }
-            return HealthReport(from: Timestamps.format(from), to: Timestamps.format(to), days: Int((to - from) / 86_400),
-                                volume: volume, deliveries: deliveries, invalidTokenRate: rates, activeDevices: active,
-                                deactivations: deactivations, lastRuns: runs)
+            return HealthReport(
+                from: Timestamps.format(from), to: Timestamps.format(to), days: Int((to - from) / 86_400),
+                volume: volume, deliveries: deliveries, invalidTokenRate: rates, activeDevices: active,
+                deactivations: deactivations, lastRuns: runs)
         }
     }
 }

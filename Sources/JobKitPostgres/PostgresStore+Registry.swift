@@ -6,38 +6,49 @@ extension PostgresStore: DeviceRegistry {
     public func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
         let logger = self.logger
         return try await transaction("registering a device") { connection in
-            guard try await connection.query("SELECT 1 FROM users WHERE id = \(registration.userID)", logger: logger)
-                .collect().first != nil else {
+            guard
+                try await connection.query("SELECT 1 FROM users WHERE id = \(registration.userID)", logger: logger)
+                    .collect().first != nil
+            else {
                 throw JobError.dataError("unknown user \(registration.userID)")
             }
             // Locks the token's row (if any) until commit, so the change reported is the one made.
-            let previous = try await connection.query("""
+            let previous = try await connection.query(
+                """
                 SELECT user_id, is_active FROM user_devices WHERE token = \(registration.token) FOR UPDATE
-                """, logger: logger).collect().first.map { try $0.decode((String, Bool).self) }
-            guard let row = try await connection.query("""
-                INSERT INTO user_devices
-                    (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
-                VALUES (\(registration.userID), \(registration.token), \(registration.provider.rawValue), \(registration.platform),
-                        \(registration.apnsEnvironment), true, to_timestamp(\(now)), \(registration.appVersion),
-                        to_timestamp(\(now)), to_timestamp(\(now)))
-                ON CONFLICT (token) DO UPDATE SET
-                    user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
-                    apns_environment = excluded.apns_environment, is_active = true,
-                    last_seen = greatest(user_devices.last_seen, excluded.last_seen),
-                    app_version = coalesce(excluded.app_version, user_devices.app_version),
-                    updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL
-                RETURNING id
-                """, logger: logger).collect().first else {
+                """, logger: logger
+            ).collect().first.map { try $0.decode((String, Bool).self) }
+            guard
+                let row = try await connection.query(
+                    """
+                    INSERT INTO user_devices
+                        (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
+                    VALUES (\(registration.userID), \(registration.token), \(registration.provider.rawValue), \(registration.platform),
+                            \(registration.apnsEnvironment), true, to_timestamp(\(now)), \(registration.appVersion),
+                            to_timestamp(\(now)), to_timestamp(\(now)))
+                    ON CONFLICT (token) DO UPDATE SET
+                        user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
+                        apns_environment = excluded.apns_environment, is_active = true,
+                        last_seen = greatest(user_devices.last_seen, excluded.last_seen),
+                        app_version = coalesce(excluded.app_version, user_devices.app_version),
+                        updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL
+                    RETURNING id
+                    """, logger: logger
+                ).collect().first
+            else {
                 throw JobError.software("registering a device: no id returned")
             }
-            return RegistrationResult(deviceID: try row.decode(Int64.self),
-                                      change: .init(previous: previous.map { (owner: $0.0, active: $0.1) }, userID: registration.userID))
+            return RegistrationResult(
+                deviceID: try row.decode(Int64.self),
+                change: .init(previous: previous.map { (owner: $0.0, active: $0.1) }, userID: registration.userID))
         }
     }
 
     @discardableResult
     public func unregister(token: String, reason: String = "logout", now: Int64) async throws(JobError) -> Bool {
-        try await changed("unregistering a device", """
+        try await changed(
+            "unregistering a device",
+            """
             UPDATE user_devices SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = \(reason),
                    updated_at = to_timestamp(\(now))
             WHERE token IN (\(token), lower(\(token))) AND is_active
@@ -63,7 +74,9 @@ extension PostgresStore: AppDataStore {
     }
 
     public func recordEntry(userID: String, at: Int64) async throws(JobError) {
-        _ = try await write("recording a diary entry", """
+        _ = try await write(
+            "recording a diary entry",
+            """
             INSERT INTO diary_entries (user_id, created_at) VALUES (\(userID), to_timestamp(\(at)))
             """)
     }
@@ -95,15 +108,20 @@ extension PostgresStore: AppDataStore {
         }
     }
 
-    private static func upsertProfiles(_ json: String, now: Int64, connection: PostgresConnection, logger: Logger) async throws {
-        _ = try await connection.query("""
+    private static func upsertProfiles(_ json: String, now: Int64, connection: PostgresConnection, logger: Logger)
+        async throws
+    {
+        _ = try await connection.query(
+            """
             INSERT INTO users (id, timezone, locale, plan, created_at, updated_at)
             SELECT r.id, r.timezone, r.locale, r.plan, to_timestamp(\(now)), to_timestamp(\(now))
             FROM jsonb_to_recordset(\(json)::jsonb) AS r(id text, timezone text, locale text, plan text)
             ON CONFLICT (id) DO UPDATE SET timezone = excluded.timezone, locale = excluded.locale, plan = excluded.plan,
                                            updated_at = excluded.updated_at
-            """, logger: logger).collect()
-        _ = try await connection.query("""
+            """, logger: logger
+        ).collect()
+        _ = try await connection.query(
+            """
             INSERT INTO notification_settings
                 (user_id, diary_reminder_enabled, reminder_time, content_limit_warnings_enabled, quiet_hours_start,
                  quiet_hours_end, updated_at)
@@ -115,7 +133,8 @@ extension PostgresStore: AppDataStore {
                 reminder_time = excluded.reminder_time, content_limit_warnings_enabled = excluded.content_limit_warnings_enabled,
                 quiet_hours_start = excluded.quiet_hours_start, quiet_hours_end = excluded.quiet_hours_end,
                 updated_at = excluded.updated_at
-            """, logger: logger).collect()
+            """, logger: logger
+        ).collect()
     }
 }
 
@@ -128,15 +147,21 @@ extension PostgresStore: SeedSink {
         }
         struct EntryRow: Encodable { let user_id: String, at: Int64 }
         let profiles = Self.json(users.map { ProfileRow($0.profile) })
-        let devices = Self.json(users.flatMap { user in
-            user.devices.map { DeviceRow(user_id: $0.userID, token: $0.token, provider: $0.provider.rawValue, platform: $0.platform,
-                                         apns_environment: $0.apnsEnvironment, app_version: $0.appVersion) }
-        })
-        let entries = Self.json(users.flatMap { user in user.entries.map { EntryRow(user_id: user.profile.id, at: $0) } })
+        let devices = Self.json(
+            users.flatMap { user in
+                user.devices.map {
+                    DeviceRow(
+                        user_id: $0.userID, token: $0.token, provider: $0.provider.rawValue, platform: $0.platform,
+                        apns_environment: $0.apnsEnvironment, app_version: $0.appVersion)
+                }
+            })
+        let entries = Self.json(
+            users.flatMap { user in user.entries.map { EntryRow(user_id: user.profile.id, at: $0) } })
         let logger = self.logger
         try await transaction("seeding users") { connection in
             try await Self.upsertProfiles(profiles, now: now, connection: connection, logger: logger)
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO user_devices
                     (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
                 SELECT r.user_id, r.token, r.provider, r.platform, r.apns_environment, true, to_timestamp(\(now)), r.app_version,
@@ -144,21 +169,27 @@ extension PostgresStore: SeedSink {
                 FROM jsonb_to_recordset(\(devices)::jsonb) AS r(user_id text, token text, provider text, platform text,
                      apns_environment text, app_version text)
                 ON CONFLICT (token) DO NOTHING
-                """, logger: logger).collect()
-            _ = try await connection.query("""
+                """, logger: logger
+            ).collect()
+            _ = try await connection.query(
+                """
                 INSERT INTO diary_entries (user_id, created_at)
                 SELECT r.user_id, to_timestamp(r.at) FROM jsonb_to_recordset(\(entries)::jsonb) AS r(user_id text, at int8)
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
         }
     }
 }
 
 extension PostgresStore: CredentialStore {
     public func cachedCredential(key: String) async throws(JobError) -> CachedCredential? {
-        try await rows("reading a provider credential", """
+        try await rows(
+            "reading a provider credential",
+            """
             SELECT token, \(unescaped: Self.epoch("issued_at")), \(unescaped: Self.epoch("expires_at"))
             FROM provider_credentials WHERE credential_key = \(key) AND token IS NOT NULL
-            """).first.map { row throws(JobError) in
+            """
+        ).first.map { row throws(JobError) in
             let (token, issuedAt, expiresAt) = try decode(row, (String, Int64, Int64).self)
             return CachedCredential(token: token, issuedAt: issuedAt, expiresAt: expiresAt)
         }
@@ -166,22 +197,31 @@ extension PostgresStore: CredentialStore {
 
     /// The credential's row is locked (`FOR UPDATE`) while the decision is made, so of a fleet of runners
     /// exactly one takes the mint lease; the others use the fresh token or wait for it.
-    public func beginMint(key: String, holder: String, now: Int64, leaseSeconds: Int64,
-                          isFresh: @escaping @Sendable (CachedCredential) -> Bool) async throws(JobError) -> MintDecision {
+    public func beginMint(
+        key: String, holder: String, now: Int64, leaseSeconds: Int64,
+        isFresh: @escaping @Sendable (CachedCredential) -> Bool
+    ) async throws(JobError) -> MintDecision {
         let logger = self.logger
         return try await transaction("leasing a provider credential") { connection in
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO provider_credentials (credential_key, updated_at) VALUES (\(key), to_timestamp(\(now)))
                 ON CONFLICT (credential_key) DO NOTHING
-                """, logger: logger).collect()
-            guard let row = try await connection.query("""
-                SELECT token, \(unescaped: Self.epoch("issued_at")), \(unescaped: Self.epoch("expires_at")), minting_by,
-                       \(unescaped: Self.epoch("minting_until"))
-                FROM provider_credentials WHERE credential_key = \(key) FOR UPDATE
-                """, logger: logger).collect().first else {
+                """, logger: logger
+            ).collect()
+            guard
+                let row = try await connection.query(
+                    """
+                    SELECT token, \(unescaped: Self.epoch("issued_at")), \(unescaped: Self.epoch("expires_at")), minting_by,
+                           \(unescaped: Self.epoch("minting_until"))
+                    FROM provider_credentials WHERE credential_key = \(key) FOR UPDATE
+                    """, logger: logger
+                ).collect().first
+            else {
                 throw JobError.software("leasing a provider credential: the row vanished")
             }
-            let (token, issuedAt, expiresAt, by, until) = try row.decode((String?, Int64?, Int64?, String?, Int64?).self)
+            let (token, issuedAt, expiresAt, by, until) = try row.decode(
+                (String?, Int64?, Int64?, String?, Int64?).self)
             if let token, let issuedAt, let expiresAt {
                 let credential = CachedCredential(token: token, issuedAt: issuedAt, expiresAt: expiresAt)
                 if isFresh(credential) { return MintDecision.use(credential) }
@@ -189,17 +229,21 @@ extension PostgresStore: CredentialStore {
             if let by, by != holder, let until, until > now {
                 return MintDecision.wait
             }
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 UPDATE provider_credentials SET minting_by = \(holder), minting_until = to_timestamp(\(now + leaseSeconds)),
                        updated_at = to_timestamp(\(now))
                 WHERE credential_key = \(key)
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
             return MintDecision.mint
         }
     }
 
     public func finishMint(key: String, holder: String, credential: CachedCredential) async throws(JobError) {
-        _ = try await write("storing a provider credential", """
+        _ = try await write(
+            "storing a provider credential",
+            """
             UPDATE provider_credentials
             SET token = \(credential.token), issued_at = to_timestamp(\(credential.issuedAt)),
                 expires_at = to_timestamp(\(credential.expiresAt)), minting_by = NULL, minting_until = NULL,
@@ -209,7 +253,9 @@ extension PostgresStore: CredentialStore {
     }
 
     public func abandonMint(key: String, holder: String) async throws(JobError) {
-        _ = try await write("releasing a provider credential lease", """
+        _ = try await write(
+            "releasing a provider credential lease",
+            """
             UPDATE provider_credentials SET minting_by = NULL, minting_until = NULL
             WHERE credential_key = \(key) AND minting_by = \(holder)
             """)

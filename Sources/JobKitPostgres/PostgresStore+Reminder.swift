@@ -18,13 +18,19 @@ extension PostgresStore: ReminderStore {
 
     public func reminderZones() async throws(JobError) -> [String] {
         // A loose index scan: one index probe per zone instead of reading every user.
-        try await rows("listing reminder zones", PostgresQuery(unsafeSQL: Self.enabledZonesCTE + """
-            SELECT tz FROM zones WHERE tz IS NOT NULL
-            """)).map { row throws(JobError) in try decode(row, String.self) }
+        try await rows(
+            "listing reminder zones",
+            PostgresQuery(
+                unsafeSQL: Self.enabledZonesCTE + """
+                    SELECT tz FROM zones WHERE tz IS NOT NULL
+                    """)
+        ).map { row throws(JobError) in try decode(row, String.self) }
     }
 
     public func enabledUserCount(zone: String) async throws(JobError) -> Int {
-        try await count("counting users in a zone", """
+        try await count(
+            "counting users in a zone",
+            """
             SELECT count(*) FROM notification_settings
             WHERE diary_reminder_enabled AND timezone = \(zone) AND reminder_minute IS NOT NULL
             """)
@@ -33,11 +39,14 @@ extension PostgresStore: ReminderStore {
     public func malformedReminderTimeCount() async throws(JobError) -> Int {
         // Per zone, an index range (NULL minutes sort together); a plain count would read every enabled
         // user's index entry, a cost that grows with the user base rather than with who is due.
-        try await count("counting malformed reminder times", PostgresQuery(unsafeSQL: Self.enabledZonesCTE + """
-            SELECT coalesce(sum((SELECT count(*) FROM notification_settings s
-                                 WHERE s.diary_reminder_enabled AND s.timezone = zones.tz AND s.reminder_minute IS NULL)), 0)::bigint
-            FROM zones WHERE tz IS NOT NULL
-            """))
+        try await count(
+            "counting malformed reminder times",
+            PostgresQuery(
+                unsafeSQL: Self.enabledZonesCTE + """
+                    SELECT coalesce(sum((SELECT count(*) FROM notification_settings s
+                                         WHERE s.diary_reminder_enabled AND s.timezone = zones.tz AND s.reminder_minute IS NULL)), 0)::bigint
+                    FROM zones WHERE tz IS NOT NULL
+                    """))
     }
 
     /// A run's due set, from the `notification_settings_due` index alone: one index range per query.
@@ -100,30 +109,41 @@ extension PostgresStore: ReminderStore {
 
     public func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
         guard !keys.isEmpty else { return [] }
-        return try await rows("selecting due users", Self.dueCandidatesQuery(keys, of: queries)).map { row throws(JobError) in
-            let (query, userID, locale, hasDevice, wrote, logID, status, claimedAt, messageIndex, logLocale, runID, previous) = try decode(
+        return try await rows("selecting due users", Self.dueCandidatesQuery(keys, of: queries)).map {
+            row throws(JobError) in
+            let (
+                query, userID, locale, hasDevice, wrote, logID, status, claimedAt, messageIndex, logLocale, runID,
+                previous
+            ) = try decode(
                 row, (Int64, String, String, Bool, Bool, Int64?, String?, Int64?, Int?, String?, String?, Int?).self)
             let log = logID.map { id in
-                LogState(id: id, status: ClaimStatus(rawValue: status ?? ""), claimedAt: claimedAt ?? 0,
-                         messageIndex: messageIndex, locale: logLocale, runID: runID ?? "")
+                LogState(
+                    id: id, status: ClaimStatus(rawValue: status ?? ""), claimedAt: claimedAt ?? 0,
+                    messageIndex: messageIndex, locale: logLocale, runID: runID ?? "")
             }
-            return ReminderCandidate(query: Int(query), userID: userID, locale: locale, hasActiveDevice: hasDevice,
-                                     wroteToday: wrote, log: log, previousMessageIndex: previous)
+            return ReminderCandidate(
+                query: Int(query), userID: userID, locale: locale, hasActiveDevice: hasDevice,
+                wroteToday: wrote, log: log, previousMessageIndex: previous)
         }
     }
 
     /// Claims a page in one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for all of it (in
     /// key order, so concurrent runners lock rows in the same order and cannot deadlock), then one
     /// conditional `UPDATE` taking over `retry` rows and stale claims: only one runner's update matches.
-    public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim] {
+    public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
+        -> [Claim]
+    {
         guard !requests.isEmpty else { return [] }
         struct Key: Hashable { let user, type, period: String }
-        func key(_ request: ClaimRequest) -> Key { Key(user: request.userID, type: request.type.rawValue, period: request.period) }
+        func key(_ request: ClaimRequest) -> Key {
+            Key(user: request.userID, type: request.type.rawValue, period: request.period)
+        }
         let byKey = Dictionary(requests.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
         let logger = self.logger
         let won: [Key: Claim] = try await transaction("claiming notifications") { connection in
             var won: [Key: Claim] = [:]
-            let inserted = try await connection.query("""
+            let inserted = try await connection.query(
+                """
                 INSERT INTO notification_logs
                     (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
                 SELECT r.user_id, r.type, r.period, 'claimed', r.message_index, r.locale, \(runID), 1,
@@ -134,17 +154,20 @@ extension PostgresStore: ReminderStore {
                 ORDER BY r.user_id COLLATE "C", r.type COLLATE "C", r.period COLLATE "C"
                 ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
                 RETURNING id, user_id, notification_type, period_key
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
             for row in inserted {
                 let (id, user, type, period) = try row.decode((Int64, String, String, String).self)
                 let key = Key(user: user, type: type, period: period)
                 guard let request = byKey[key] else { continue }
-                won[key] = Claim(logID: id, userID: user, period: period, messageIndex: request.messageIndex,
-                                 locale: request.locale, takenOver: false, deliveredDeviceIDs: [])
+                won[key] = Claim(
+                    logID: id, userID: user, period: period, messageIndex: request.messageIndex,
+                    locale: request.locale, takenOver: false, deliveredDeviceIDs: [])
             }
             let rest = requests.filter { won[key($0)] == nil }
             guard !rest.isEmpty else { return won }
-            let taken = try await connection.query("""
+            let taken = try await connection.query(
+                """
                 UPDATE notification_logs l
                 SET status = 'claimed', run_id = \(runID), attempts = l.attempts + 1, claimed_at = to_timestamp(\(now)),
                     updated_at = to_timestamp(\(now)), finished_at = NULL
@@ -153,26 +176,31 @@ extension PostgresStore: ReminderStore {
                 WHERE l.user_id = r.user_id AND l.notification_type = r.type AND l.period_key = r.period
                   AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore, table: "l"))
                 RETURNING l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
             var takenOver: [Int64: (Key, Int?, String?)] = [:]
             for row in taken {
-                let (id, user, type, period, messageIndex, locale) = try row.decode((Int64, String, String, String, Int?, String?).self)
+                let (id, user, type, period, messageIndex, locale) = try row.decode(
+                    (Int64, String, String, String, Int?, String?).self)
                 takenOver[id] = (Key(user: user, type: type, period: period), messageIndex, locale)
             }
             guard !takenOver.isEmpty else { return won }
             var delivered: [Int64: Set<Int64>] = [:]
-            for row in try await connection.query("""
+            for row in try await connection.query(
+                """
                 SELECT log_id, device_id FROM notification_deliveries
                 WHERE log_id = ANY(\(Array(takenOver.keys))::int8[]) AND outcome = 'delivered' AND device_id IS NOT NULL
-                """, logger: logger).collect() {
+                """, logger: logger
+            ).collect() {
                 let (logID, deviceID) = try row.decode((Int64, Int64).self)
                 delivered[logID, default: []].insert(deviceID)
             }
             for (id, (key, messageIndex, locale)) in takenOver {
                 guard let request = byKey[key] else { continue }
-                won[key] = Claim(logID: id, userID: key.user, period: key.period,
-                                 messageIndex: messageIndex ?? request.messageIndex, locale: locale ?? request.locale,
-                                 takenOver: true, deliveredDeviceIDs: delivered[id] ?? [])
+                won[key] = Claim(
+                    logID: id, userID: key.user, period: key.period,
+                    messageIndex: messageIndex ?? request.messageIndex, locale: locale ?? request.locale,
+                    takenOver: true, deliveredDeviceIDs: delivered[id] ?? [])
             }
             return won
         }
@@ -187,10 +215,13 @@ extension PostgresStore: ReminderStore {
     public func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
         guard !userIDs.isEmpty else { return [:] }
         var result: [String: [Device]] = [:]
-        for row in try await rows("loading devices", """
+        for row in try await rows(
+            "loading devices",
+            """
             SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
             WHERE is_active AND user_id = ANY(\(userIDs)::text[]) ORDER BY user_id, id
-            """) {
+            """)
+        {
             guard let device = try Self.device(row) else { continue }
             result[device.userID, default: []].append(device)
         }
@@ -198,14 +229,18 @@ extension PostgresStore: ReminderStore {
     }
 
     static func device(_ row: PostgresRow) throws(JobError) -> Device? {
-        let (id, userID, token, provider, platform, environment) = try decode(row, (Int64, String, String, String, String, String?).self)
+        let (id, userID, token, provider, platform, environment) = try decode(
+            row, (Int64, String, String, String, String, String?).self)
         guard let provider = Provider(rawValue: provider) else { return nil }
-        return Device(id: id, userID: userID, token: token, provider: provider, platform: platform, apnsEnvironment: environment)
+        return Device(
+            id: id, userID: userID, token: token, provider: provider, platform: platform, apnsEnvironment: environment)
     }
 
     /// Device attempts, dead-token deactivations and the claims' final states, in one transaction and three
     /// statements whatever the page size (rows travel as one JSON parameter each).
-    public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
+    public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
+        async throws(JobError)
+    {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
         struct Attempt: Encodable {
             let log_id: Int64, device_id: Int64, provider: String, outcome: String, reason: String?
@@ -213,49 +248,64 @@ extension PostgresStore: ReminderStore {
         }
         struct Dead: Encodable { let device_id: Int64, reason: String, invalid_since: Int64? }
         struct Resolution: Encodable { let log_id: Int64, status: String, detail: String? }
-        let attempts = Self.json(deliveries.map {
-            Attempt(log_id: $0.logID, device_id: $0.deviceID, provider: $0.report.channel, outcome: $0.report.outcome.rawValue,
+        let attempts = Self.json(
+            deliveries.map {
+                Attempt(
+                    log_id: $0.logID, device_id: $0.deviceID, provider: $0.report.channel,
+                    outcome: $0.report.outcome.rawValue,
                     reason: $0.report.reason, provider_message_id: $0.report.providerMessageID,
                     attempts: max(1, $0.report.attempts), latency_ms: $0.report.latencyMs)
-        })
-        let dead = Self.json(deliveries.filter { $0.report.outcome == .tokenDead }.map {
-            Dead(device_id: $0.deviceID, reason: $0.report.reason ?? "token_dead", invalid_since: $0.report.tokenInvalidSince)
-        })
+            })
+        let dead = Self.json(
+            deliveries.filter { $0.report.outcome == .tokenDead }.map {
+                Dead(
+                    device_id: $0.deviceID, reason: $0.report.reason ?? "token_dead",
+                    invalid_since: $0.report.tokenInvalidSince)
+            })
         // The `= ANY(ids)` conditions make each update an index probe, whatever the (stale, mid-run)
         // statistics say about the table.
         let deadIDs = deliveries.filter { $0.report.outcome == .tokenDead }.map(\.deviceID)
-        let resolved = Self.json(resolutions.map { Resolution(log_id: $0.logID, status: $0.status.rawValue, detail: $0.detail) })
+        let resolved = Self.json(
+            resolutions.map { Resolution(log_id: $0.logID, status: $0.status.rawValue, detail: $0.detail) })
         let logger = self.logger
         // One statement (the journal's answers while a page is sent: no dead token, no resolution) is atomic on
         // its own: one round trip instead of three, which is how long a kill may find those answers unrecorded.
         let statements = (deliveries.isEmpty ? 0 : 1) + (deadIDs.isEmpty ? 0 : 1) + (resolutions.isEmpty ? 0 : 1)
         try await transaction("recording deliveries", explicit: statements > 1) { connection in
             if !deliveries.isEmpty {
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    """
                     INSERT INTO notification_deliveries
                         (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
                     SELECT r.log_id, r.device_id, r.provider, r.outcome, r.reason, r.provider_message_id, r.attempts, r.latency_ms,
                            \(runID), to_timestamp(\(now))
                     FROM jsonb_to_recordset(\(attempts)::jsonb) AS r(log_id int8, device_id int8, provider text, outcome text,
                          reason text, provider_message_id text, attempts int4, latency_ms int4)
-                    """, logger: logger).collect()
-                if !deadIDs.isEmpty { _ = try await connection.query("""
-                    UPDATE user_devices d
-                    SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = r.reason,
-                        updated_at = to_timestamp(\(now))
-                    FROM jsonb_to_recordset(\(dead)::jsonb) AS r(device_id int8, reason text, invalid_since int8)
-                    WHERE d.id = r.device_id AND d.id = ANY(\(deadIDs)::int8[]) AND d.is_active
-                      AND (r.invalid_since IS NULL OR d.last_seen <= to_timestamp(r.invalid_since))
-                    """, logger: logger).collect() }
+                    """, logger: logger
+                ).collect()
+                if !deadIDs.isEmpty {
+                    _ = try await connection.query(
+                        """
+                        UPDATE user_devices d
+                        SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = r.reason,
+                            updated_at = to_timestamp(\(now))
+                        FROM jsonb_to_recordset(\(dead)::jsonb) AS r(device_id int8, reason text, invalid_since int8)
+                        WHERE d.id = r.device_id AND d.id = ANY(\(deadIDs)::int8[]) AND d.is_active
+                          AND (r.invalid_since IS NULL OR d.last_seen <= to_timestamp(r.invalid_since))
+                        """, logger: logger
+                    ).collect()
+                }
             }
             if !resolutions.isEmpty {
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    """
                     UPDATE notification_logs l
                     SET status = r.status, finished_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now)), detail = r.detail
                     FROM jsonb_to_recordset(\(resolved)::jsonb) AS r(log_id int8, status text, detail text)
                     WHERE l.id = r.log_id AND l.id = ANY(\(resolutions.map(\.logID))::int8[]) AND l.run_id = \(runID)
                       AND l.status = 'claimed'
-                    """, logger: logger).collect()
+                    """, logger: logger
+                ).collect()
             }
         }
     }
@@ -263,66 +313,95 @@ extension PostgresStore: ReminderStore {
     public func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
         let logger = self.logger
         return try await read("reading a user") { connection -> UserSnapshot? in
-            guard let row = try await connection.query("""
-                SELECT u.id, u.timezone, u.locale, u.plan, s.user_id IS NOT NULL,
-                       coalesce(s.diary_reminder_enabled, false), coalesce(s.reminder_time, ''),
-                       coalesce(s.content_limit_warnings_enabled, false)
-                FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
-                WHERE u.id = \(userID)
-                """, logger: logger).collect().first else { return nil }
+            guard
+                let row = try await connection.query(
+                    """
+                    SELECT u.id, u.timezone, u.locale, u.plan, s.user_id IS NOT NULL,
+                           coalesce(s.diary_reminder_enabled, false), coalesce(s.reminder_time, ''),
+                           coalesce(s.content_limit_warnings_enabled, false)
+                    FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
+                    WHERE u.id = \(userID)
+                    """, logger: logger
+                ).collect().first
+            else { return nil }
             let (id, timezone, locale, plan, hasSettings, enabled, time, warnings) = try row.decode(
                 (String, String, String, String, Bool, Bool, String, Bool).self)
-            let devices = try await connection.query("""
+            let devices = try await connection.query(
+                """
                 SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
                 WHERE user_id = \(userID) AND is_active ORDER BY id
-                """, logger: logger).collect().compactMap { row in try Self.device(row) }
+                """, logger: logger
+            ).collect().compactMap { row in try Self.device(row) }
             return UserSnapshot(
                 userID: id, timezone: timezone, locale: locale, plan: plan,
-                settings: hasSettings ? UserSnapshot.Settings(diaryReminderEnabled: enabled, reminderTime: time,
-                                                             contentLimitWarningsEnabled: warnings) : nil,
+                settings: hasSettings
+                    ? UserSnapshot.Settings(
+                        diaryReminderEnabled: enabled, reminderTime: time,
+                        contentLimitWarningsEnabled: warnings) : nil,
                 activeDevices: devices)
         }
     }
 
     public func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
-        try await count("counting diary entries", """
+        try await count(
+            "counting diary entries",
+            """
             SELECT count(*) FROM diary_entries WHERE user_id = \(userID)
               AND created_at >= to_timestamp(\(range.lowerBound)) AND created_at < to_timestamp(\(range.upperBound))
             """)
     }
 
     public func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
-        try await rows("reading the notification log", """
+        try await rows(
+            "reading the notification log",
+            """
             SELECT id, status, \(unescaped: Self.epoch("claimed_at")), message_index, locale, run_id FROM notification_logs
             WHERE user_id = \(userID) AND notification_type = \(type.rawValue) AND period_key = \(period)
-            """).first.map { row throws(JobError) in
-            let (id, status, claimedAt, messageIndex, locale, runID) = try decode(row, (Int64, String, Int64, Int?, String?, String).self)
-            return LogState(id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt, messageIndex: messageIndex,
-                            locale: locale, runID: runID)
+            """
+        ).first.map { row throws(JobError) in
+            let (id, status, claimedAt, messageIndex, locale, runID) = try decode(
+                row, (Int64, String, Int64, Int?, String?, String).self)
+            return LogState(
+                id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt, messageIndex: messageIndex,
+                locale: locale, runID: runID)
         }
     }
 
     public func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
-        try await rows("reading the deliveries of a claim", """
+        try await rows(
+            "reading the deliveries of a claim",
+            """
             SELECT device_id, outcome, reason, run_id, \(unescaped: Self.epoch("created_at")) FROM notification_deliveries
             WHERE log_id = \(logID) ORDER BY created_at, id
-            """).map { row throws(JobError) in
+            """
+        ).map { row throws(JobError) in
             let (deviceID, outcome, reason, runID, at) = try decode(row, (Int64?, String, String?, String, Int64).self)
-            return DeliveryOutcome(rawValue: outcome).map { DeliveryAttempt(deviceID: deviceID, outcome: $0, reason: reason, runID: runID, at: at) }
+            return DeliveryOutcome(rawValue: outcome).map {
+                DeliveryAttempt(deviceID: deviceID, outcome: $0, reason: reason, runID: runID, at: at)
+            }
         }.compactMap { $0 }
     }
 
-    public func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
-        try await rows("reading the notification log", """
+    public func previousMessageIndex(userID: String, type: NotificationType, before period: String)
+        async throws(JobError) -> Int?
+    {
+        try await rows(
+            "reading the notification log",
+            """
             SELECT message_index FROM notification_logs
             WHERE user_id = \(userID) AND notification_type = \(type.rawValue) AND period_key < \(period)
               AND message_index IS NOT NULL
             ORDER BY period_key DESC LIMIT 1
-            """).first.map { row throws(JobError) in try decode(row, Int.self) }
+            """
+        ).first.map { row throws(JobError) in try decode(row, Int.self) }
     }
 
-    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError) {
-        _ = try await write("recording the run", """
+    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
+        async throws(JobError)
+    {
+        _ = try await write(
+            "recording the run",
+            """
             INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary)
             VALUES (\(id), \(job), to_timestamp(\(runAt)), \(Int32(clamping: durationMs)), \(outcome), \(summaryJSON)::jsonb)
             ON CONFLICT (id) DO UPDATE SET duration_ms = excluded.duration_ms, outcome = excluded.outcome,
@@ -347,7 +426,9 @@ extension PostgresStore {
     }
 }
 
-func decode<each T: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each T).Type) throws(JobError) -> (repeat each T) {
+func decode<each T: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each T).Type) throws(JobError) -> (
+    repeat each T
+) {
     do {
         return try row.decode(type)
     } catch {

@@ -27,8 +27,10 @@ public final class PostgresStore: Sendable {
     /// Connects (failing at once with a clear error when the server, the database or the credentials are
     /// wrong) and prepares the schema: `.create` and `.readWrite` apply pending migrations, `.readOnly`
     /// requires them applied. PostgreSQL databases are never created here (`createdb` does that).
-    public static func open(_ location: PostgresLocation, mode: StoreOpenMode, applicationName: String = "diary-push",
-                            logger: Logger = Logger(label: "postgres")) async throws(JobError) -> PostgresStore {
+    public static func open(
+        _ location: PostgresLocation, mode: StoreOpenMode, applicationName: String = "diary-push",
+        logger: Logger = Logger(label: "postgres")
+    ) async throws(JobError) -> PostgresStore {
         let configuration = try location.connectionConfiguration(applicationName: applicationName)
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .warning)
@@ -54,7 +56,8 @@ public final class PostgresStore: Sendable {
     }
 
     private static func applied(_ connection: PostgresConnection, _ logger: Logger) async throws -> [String] {
-        let exists = try await connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger)
+        let exists =
+            try await connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger)
             .collect().first?.decode(Bool.self) ?? false
         guard exists else { return [] }
         return try await connection.query("SELECT id FROM schema_migrations ORDER BY id", logger: logger)
@@ -67,24 +70,34 @@ public final class PostgresStore: Sendable {
         let expected = PostgresSchema.migrations.map(\.id)
         let applied = try await readMigrations()
         if let newer = applied.first(where: { !expected.contains($0) }) {
-            throw .config("the database at \(location.display) is newer than this program (it has migration \(newer), which this version does not know): upgrade diary-push")
+            throw .config(
+                "the database at \(location.display) is newer than this program (it has migration \(newer), which this version does not know): upgrade diary-push"
+            )
         }
         if applied.starts(with: expected) { return }
         guard migrate else {
-            throw .config("the database at \(location.display) is not migrated to this version's schema (run: pushctl migrate --database URL)")
+            throw .config(
+                "the database at \(location.display) is not migrated to this version's schema (run: pushctl migrate --database URL)"
+            )
         }
         try await transaction("migrating \(location.display)", allowedWhenReadOnly: false) { connection in
-            _ = try await connection.query("SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLockKey))", logger: self.logger).collect()
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                "SELECT pg_advisory_xact_lock(\(PostgresSchema.migrationLockKey))", logger: self.logger
+            ).collect()
+            _ = try await connection.query(
+                """
                 CREATE TABLE IF NOT EXISTS schema_migrations (
                     id text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
-                """, logger: self.logger).collect()
+                """, logger: self.logger
+            ).collect()
             let done = Set(try await Self.applied(connection, self.logger))
             for migration in PostgresSchema.migrations where !done.contains(migration.id) {
                 for statement in PostgresSchema.statements(migration.sql) {
                     _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: self.logger).collect()
                 }
-                _ = try await connection.query("INSERT INTO schema_migrations (id) VALUES (\(migration.id))", logger: self.logger).collect()
+                _ = try await connection.query(
+                    "INSERT INTO schema_migrations (id) VALUES (\(migration.id))", logger: self.logger
+                ).collect()
             }
         }
     }
@@ -105,7 +118,9 @@ public final class PostgresStore: Sendable {
         }
     }
 
-    func read<T: Sendable>(_ context: String, _ body: (PostgresConnection) async throws -> T) async throws(JobError) -> T {
+    func read<T: Sendable>(_ context: String, _ body: (PostgresConnection) async throws -> T) async throws(JobError)
+        -> T
+    {
         let connection = try await lease(context)
         do {
             let result = try await body(connection)
@@ -120,8 +135,10 @@ public final class PostgresStore: Sendable {
     /// A transaction (`BEGIN … COMMIT`; with `explicit: false`, a body of one statement, which is a
     /// transaction by itself). A serialization failure or deadlock rolls it back and runs it again (up to 3
     /// times), so a body must not have effects outside the database.
-    func transaction<T: Sendable>(_ context: String, allowedWhenReadOnly: Bool = false, explicit: Bool = true,
-                                  _ body: (PostgresConnection) async throws -> T) async throws(JobError) -> T {
+    func transaction<T: Sendable>(
+        _ context: String, allowedWhenReadOnly: Bool = false, explicit: Bool = true,
+        _ body: (PostgresConnection) async throws -> T
+    ) async throws(JobError) -> T {
         if readOnly && !allowedWhenReadOnly {
             throw .cantCreate("\(context): the store was opened read-only")
         }
@@ -170,7 +187,8 @@ public final class PostgresStore: Sendable {
 
     static func isConnectionError(_ error: any Error) -> Bool {
         guard let error = error as? PSQLError else { return false }
-        return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown].contains(error.code)
+        return [.connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown].contains(
+            error.code)
     }
 
     /// Maps a postgres-nio error to the jobs' exit codes. Messages carry the server's text and the location
@@ -189,9 +207,11 @@ public final class PostgresStore: Sendable {
             case "40001", "40P01", "55P03", "57014", "53300", "57P03", "08006":
                 return .tempFailure("\(context): PostgreSQL: \(message) (\(state)); try again")
             case "28P01", "28000":
-                return .config("\(context): PostgreSQL refused the login of \(location.user) at \(location.display): \(message)")
+                return .config(
+                    "\(context): PostgreSQL refused the login of \(location.user) at \(location.display): \(message)")
             case "3D000":
-                return .noInput("\(context): \(message) at \(location.display) (create it with createdb, then run pushctl migrate)")
+                return .noInput(
+                    "\(context): \(message) at \(location.display) (create it with createdb, then run pushctl migrate)")
             case "42P01", "42703", "42883":
                 return .config("\(context): \(message): is the database migrated? (pushctl migrate)")
             case "25006", "42501":
@@ -204,12 +224,17 @@ public final class PostgresStore: Sendable {
                 return .unavailable("\(context): PostgreSQL: \(message) (\(state))")
             }
         case .sslUnsupported:
-            return .config("\(context): \(location.display) does not offer TLS, and sslmode=\(location.tlsMode.rawValue) requires it")
+            return .config(
+                "\(context): \(location.display) does not offer TLS, and sslmode=\(location.tlsMode.rawValue) requires it"
+            )
         case .authMechanismRequiresPassword:
-            return .config("\(context): \(location.display) asks for a password and none was given (URL, password_file or PUSH_DATABASE_PASSWORD_FILE)")
+            return .config(
+                "\(context): \(location.display) asks for a password and none was given (URL, password_file or PUSH_DATABASE_PASSWORD_FILE)"
+            )
         case .unsupportedAuthMechanism, .saslError:
             return .config("\(context): cannot authenticate to \(location.display) (\(error.code))")
-        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .failedToAddSSLHandler:
+        case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown,
+            .failedToAddSSLHandler:
             let detail = error.underlying.map { "\($0)" } ?? "\(error.code)"
             return .unavailable("\(context): cannot reach PostgreSQL at \(location.display): \(detail)")
         default:
@@ -267,7 +292,8 @@ actor PostgresConnectionPool {
                 open += 1
                 nextID += 1
                 do {
-                    return try await PostgresConnection.connect(configuration: configuration, id: nextID, logger: logger)
+                    return try await PostgresConnection.connect(
+                        configuration: configuration, id: nextID, logger: logger)
                 } catch {
                     open -= 1
                     wakeOne(with: nil)

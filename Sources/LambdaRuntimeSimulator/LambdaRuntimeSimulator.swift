@@ -74,10 +74,14 @@ public final class LambdaRuntimeSimulator: Sendable {
 
     /// Queues one invocation and waits until the runtime posts its response or error. `nil` when the
     /// simulator stops first.
-    public func invoke(_ event: String, deadlineMs: Int64, requestID: String = UUID().uuidString.lowercased(),
-                       functionARN: String = "arn:aws:lambda:eu-west-1:123456789012:function:diary-push") async -> InvocationOutcome? {
-        await state.invoke(Invocation(requestID: requestID, deadlineMs: deadlineMs, functionARN: functionARN,
-                                      payload: Array(event.utf8)))
+    public func invoke(
+        _ event: String, deadlineMs: Int64, requestID: String = UUID().uuidString.lowercased(),
+        functionARN: String = "arn:aws:lambda:eu-west-1:123456789012:function:diary-push"
+    ) async -> InvocationOutcome? {
+        await state.invoke(
+            Invocation(
+                requestID: requestID, deadlineMs: deadlineMs, functionARN: functionARN,
+                payload: Array(event.utf8)))
     }
 
     /// Waits for the runtime to report an initialisation error (`nil` when the simulator stops first).
@@ -104,7 +108,9 @@ public final class LambdaRuntimeSimulator: Sendable {
         let payload: [UInt8]
     }
 
-    private static func serve(_ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, state: State) async {
+    private static func serve(
+        _ connection: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>, state: State
+    ) async {
         try? await connection.executeThenClose { inbound, outbound in
             var head: HTTPRequestHead?
             var body = ByteBuffer()
@@ -118,12 +124,15 @@ public final class LambdaRuntimeSimulator: Sendable {
                 case .end:
                     guard let request = head else { return }
                     guard let answer = await route(request, body: String(buffer: body), state: state) else {
-                        return   // stopping: close the connection under the waiting runtime
+                        return  // stopping: close the connection under the waiting runtime
                     }
                     var headers = answer.headers
                     headers.add(name: "Content-Length", value: "\(answer.body.utf8.count)")
-                    try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: answer.status, headers: headers)))
-                    if !answer.body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(string: answer.body)))) }
+                    try await outbound.write(
+                        .head(HTTPResponseHead(version: .http1_1, status: answer.status, headers: headers)))
+                    if !answer.body.isEmpty {
+                        try await outbound.write(.body(.byteBuffer(ByteBuffer(string: answer.body))))
+                    }
                     try await outbound.write(.end(nil))
                 }
             }
@@ -140,7 +149,8 @@ public final class LambdaRuntimeSimulator: Sendable {
 
     private static func route(_ request: HTTPRequestHead, body: String, state: State) async -> Answer? {
         guard request.uri.hasPrefix(prefix) else { return apiError(.notFound, "unknown path \(request.uri)") }
-        let parts = request.uri.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let parts = request.uri.dropFirst(prefix.count).split(separator: "/", omittingEmptySubsequences: false).map(
+            String.init)
         let id = parts.count == 3 && parts[0] == "invocation" ? parts[1] : ""
         let action = parts.count == 3 && parts[0] == "invocation" ? parts[2] : parts.joined(separator: "/")
         switch (request.method, action) {
@@ -154,18 +164,25 @@ public final class LambdaRuntimeSimulator: Sendable {
             headers.add(name: "Lambda-Runtime-Trace-Id", value: "Root=1-00000000-000000000000000000000000;Sampled=0")
             return Answer(status: .ok, headers: headers, body: String(decoding: invocation.payload, as: UTF8.self))
         case (.POST, "response") where !id.isEmpty:
-            return await state.complete(id, .response(body)) ? Answer(status: .accepted, body: "{\"status\":\"OK\"}")
+            return await state.complete(id, .response(body))
+                ? Answer(status: .accepted, body: "{\"status\":\"OK\"}")
                 : apiError(.badRequest, "unknown or finished request id \(id)")
         case (.POST, "error") where !id.isEmpty:
-            guard let report = errorReport(body) else { return apiError(.badRequest, "the error body is not {errorMessage, errorType}") }
+            guard let report = errorReport(body) else {
+                return apiError(.badRequest, "the error body is not {errorMessage, errorType}")
+            }
             let header = request.headers.first(name: "Lambda-Runtime-Function-Error-Type")
             return await state.complete(id, .error(type: report.type, message: report.message, header: header))
                 ? Answer(status: .accepted, body: "{\"status\":\"OK\"}")
                 : apiError(.badRequest, "unknown or finished request id \(id)")
         case (.POST, "init/error"):
-            guard let report = errorReport(body) else { return apiError(.badRequest, "the error body is not {errorMessage, errorType}") }
-            await state.recordInitError(InitError(type: report.type, message: report.message,
-                                                  header: request.headers.first(name: "Lambda-Runtime-Function-Error-Type")))
+            guard let report = errorReport(body) else {
+                return apiError(.badRequest, "the error body is not {errorMessage, errorType}")
+            }
+            await state.recordInitError(
+                InitError(
+                    type: report.type, message: report.message,
+                    header: request.headers.first(name: "Lambda-Runtime-Function-Error-Type")))
             return Answer(status: .accepted, body: "{\"status\":\"OK\"}")
         default:
             return apiError(.notFound, "unknown path \(request.method) \(request.uri)")
@@ -178,7 +195,8 @@ public final class LambdaRuntimeSimulator: Sendable {
 
     private static func errorReport(_ body: String) -> (type: String, message: String)? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
-              let type = object["errorType"] as? String, let message = object["errorMessage"] as? String else { return nil }
+            let type = object["errorType"] as? String, let message = object["errorMessage"] as? String
+        else { return nil }
         return (type, message)
     }
 

@@ -9,17 +9,25 @@ struct PushCtl: AsyncParsableCommand {
         commandName: "pushctl",
         abstract: "Administer the push store: migrations, demo data, users, devices, copy.",
         version: JobKitVersion.current,
-        subcommands: [Migrate.self, Seed.self, UserCommand.self, DeviceCommand.self, EntryCommand.self, CopyCommand.self])
+        subcommands: [
+            Migrate.self, Seed.self, UserCommand.self, DeviceCommand.self, EntryCommand.self, CopyCommand.self,
+        ])
 }
 
 /// The database option alone, for commands that do not evaluate an instant.
 struct DatabaseOption: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("SQLite database file (or sqlite:///path), or a postgres:// URL; env PUSH_DATABASE_URL.",
-                                            valueName: "path|url"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "SQLite database file (or sqlite:///path), or a postgres:// URL; env PUSH_DATABASE_URL.",
+            valueName: "path|url"))
     var database: String?
 
-    @Option(name: .long, help: ArgumentHelp("File holding the PostgreSQL password; env PUSH_DATABASE_PASSWORD_FILE.",
-                                            valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "File holding the PostgreSQL password; env PUSH_DATABASE_PASSWORD_FILE.",
+            valueName: "path"))
     var databasePasswordFile: String?
 
     /// Opens the store, runs `body`, and closes it.
@@ -27,8 +35,9 @@ struct DatabaseOption: ParsableArguments {
         var common = CommonOptions()
         common.database = database
         common.databasePasswordFile = databasePasswordFile
-        return try await common.withStore(ConfigResolver(environment: ProcessInfo.processInfo.environment),
-                                          mode: create ? .create : .readWrite, job: "pushctl", body)
+        return try await common.withStore(
+            ConfigResolver(environment: ProcessInfo.processInfo.environment),
+            mode: create ? .create : .readWrite, job: "pushctl", body)
     }
 }
 
@@ -39,12 +48,15 @@ func clockNow(_ text: String?) throws(JobError) -> Int64 {
 }
 
 struct Migrate: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Create the database if needed and apply pending migrations.")
+    static let configuration = CommandConfiguration(
+        abstract: "Create the database if needed and apply pending migrations.")
     @OptionGroup var db: DatabaseOption
 
     func run() async throws {
         try await withExitCode("pushctl migrate") { () async throws(JobError) in
-            let applied = try await db.with(create: true) { store throws(JobError) in try await store.appliedMigrations() }
+            let applied = try await db.with(create: true) { store throws(JobError) in
+                try await store.appliedMigrations()
+            }
             print("schema up to date: \(applied.joined(separator: ", "))")
         }
     }
@@ -56,7 +68,9 @@ struct Seed: AsyncParsableCommand {
     @OptionGroup var db: DatabaseOption
     @Option(help: "How many users.") var users: Int
     @Option(help: "Seed of the generator: the same seed gives the same users.") var randomSeed: UInt64 = 1
-    @Option(help: ArgumentHelp("\"Today\" for users who wrote today (ISO 8601; default --due-at or the clock).", valueName: "iso8601"))
+    @Option(
+        help: ArgumentHelp(
+            "\"Today\" for users who wrote today (ISO 8601; default --due-at or the clock).", valueName: "iso8601"))
     var now: String?
     @Option(help: ArgumentHelp("Make --due-count users due at this instant, and nobody else.", valueName: "iso8601"))
     var dueAt: String?
@@ -66,7 +80,9 @@ struct Seed: AsyncParsableCommand {
 
     func validate() throws {
         guard users >= 0 else { throw ValidationError("--users must not be negative") }
-        guard dueCount >= 0 && dueCount <= users else { throw ValidationError("--due-count must be between 0 and --users") }
+        guard dueCount >= 0 && dueCount <= users else {
+            throw ValidationError("--due-count must be between 0 and --users")
+        }
         guard dueCount == 0 || dueAt != nil else { throw ValidationError("--due-count needs --due-at") }
         guard (0...1).contains(wroteTodayShare) else { throw ValidationError("--wrote-today-share must be within 0…1") }
     }
@@ -76,22 +92,33 @@ struct Seed: AsyncParsableCommand {
             var dueInstant: Int64?
             if let dueAt { dueInstant = try clockNow(dueAt) }
             let today: Int64
-            if let now { today = try clockNow(now) } else if let dueInstant { today = dueInstant } else { today = try clockNow(nil) }
+            if let now {
+                today = try clockNow(now)
+            } else if let dueInstant {
+                today = dueInstant
+            } else {
+                today = try clockNow(nil)
+            }
             var options = SeedOptions(users: users, now: today)
             options.randomSeed = randomSeed
             options.dueAt = dueInstant
             options.dueCount = dueCount
             options.idPrefix = idPrefix
             options.wroteTodayShare = wroteTodayShare
-            let report = try await db.with(create: true) { store throws(JobError) in try await Seeder().seed(options, into: store) }
-            print("seeded \(report.users) users, \(report.devices) devices, \(report.entries) entries today, \(report.due) due at \(dueAt ?? "-")")
+            let report = try await db.with(create: true) { store throws(JobError) in
+                try await Seeder().seed(options, into: store)
+            }
+            print(
+                "seeded \(report.users) users, \(report.devices) devices, \(report.entries) entries today, \(report.due) due at \(dueAt ?? "-")"
+            )
         }
     }
 }
 
 struct UserCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "user", abstract: "Users and their notification settings.",
-                                                    subcommands: [Set.self])
+    static let configuration = CommandConfiguration(
+        commandName: "user", abstract: "Users and their notification settings.",
+        subcommands: [Set.self])
 
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create or update a user and their settings.")
@@ -109,8 +136,12 @@ struct UserCommand: AsyncParsableCommand {
         enum Toggle: String, ExpressibleByArgument { case on, off }
 
         func validate() throws {
-            guard ZoneClock(identifier: timezone) != nil else { throw ValidationError("--timezone: unknown IANA time zone \(timezone)") }
-            guard LocalTime(reminderTime) != nil else { throw ValidationError("--reminder-time: not HH:MM: \(reminderTime)") }
+            guard ZoneClock(identifier: timezone) != nil else {
+                throw ValidationError("--timezone: unknown IANA time zone \(timezone)")
+            }
+            guard LocalTime(reminderTime) != nil else {
+                throw ValidationError("--reminder-time: not HH:MM: \(reminderTime)")
+            }
             if let quietHours {
                 let parts = quietHours.split(separator: "-")
                 guard parts.count == 2, LocalTime(parts[0]) != nil, LocalTime(parts[1]) != nil else {
@@ -122,12 +153,16 @@ struct UserCommand: AsyncParsableCommand {
         func run() async throws {
             try await withExitCode("pushctl user set") { () async throws(JobError) in
                 let now = try clockNow(nil)
-                try await db.with { store throws(JobError) in try await store.upsertUser(UserProfile(id: id, timezone: timezone, locale: locale, plan: plan,
-                                                       diaryReminderEnabled: reminders == .on, reminderTime: reminderTime,
-                                                       contentLimitWarningsEnabled: limitWarnings == .on,
-                                                       quietHoursStart: quietHours?.split(separator: "-").first.map(String.init),
-                                                       quietHoursEnd: quietHours?.split(separator: "-").last.map(String.init)),
-                                           now: now) }
+                try await db.with { store throws(JobError) in
+                    try await store.upsertUser(
+                        UserProfile(
+                            id: id, timezone: timezone, locale: locale, plan: plan,
+                            diaryReminderEnabled: reminders == .on, reminderTime: reminderTime,
+                            contentLimitWarningsEnabled: limitWarnings == .on,
+                            quietHoursStart: quietHours?.split(separator: "-").first.map(String.init),
+                            quietHoursEnd: quietHours?.split(separator: "-").last.map(String.init)),
+                        now: now)
+                }
                 print("saved user \(id)")
             }
         }
@@ -135,8 +170,9 @@ struct UserCommand: AsyncParsableCommand {
 }
 
 struct DeviceCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "device", abstract: "Register and unregister device tokens.",
-                                                    subcommands: [Register.self, Unregister.self])
+    static let configuration = CommandConfiguration(
+        commandName: "device", abstract: "Register and unregister device tokens.",
+        subcommands: [Register.self, Unregister.self])
 
     struct Register: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -151,11 +187,16 @@ struct DeviceCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await withExitCode("pushctl device register") { () async throws(JobError) in
-                guard let provider = Provider(rawValue: provider) else { throw .usage("--provider must be apns or fcm") }
-                let registration = try DeviceRegistration(userID: user, token: token, provider: provider, platform: platform,
-                                                          apnsEnvironment: environment, appVersion: appVersion)
+                guard let provider = Provider(rawValue: provider) else {
+                    throw .usage("--provider must be apns or fcm")
+                }
+                let registration = try DeviceRegistration(
+                    userID: user, token: token, provider: provider, platform: platform,
+                    apnsEnvironment: environment, appVersion: appVersion)
                 let now = try clockNow(nil)
-                let result = try await db.with { store throws(JobError) in try await store.register(registration, now: now) }
+                let result = try await db.with { store throws(JobError) in
+                    try await store.register(registration, now: now)
+                }
                 print("device \(result.deviceID) \(Redaction.maskToken(registration.token)): \(result.change.rawValue)")
             }
         }
@@ -170,7 +211,9 @@ struct DeviceCommand: AsyncParsableCommand {
         func run() async throws {
             try await withExitCode("pushctl device unregister") { () async throws(JobError) in
                 let now = try clockNow(nil)
-                let changed = try await db.with { store throws(JobError) in try await store.unregister(token: token, reason: reason, now: now) }
+                let changed = try await db.with { store throws(JobError) in
+                    try await store.unregister(token: token, reason: reason, now: now)
+                }
                 print(changed ? "deactivated \(Redaction.maskToken(token))" : "no active device with that token")
             }
         }
@@ -178,7 +221,8 @@ struct DeviceCommand: AsyncParsableCommand {
 }
 
 struct EntryCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "entry", abstract: "Diary entries.", subcommands: [Add.self])
+    static let configuration = CommandConfiguration(
+        commandName: "entry", abstract: "Diary entries.", subcommands: [Add.self])
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Record that a user wrote an entry.")
@@ -197,16 +241,19 @@ struct EntryCommand: AsyncParsableCommand {
 }
 
 struct CopyCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "copy", abstract: "The notification copy catalog.",
-                                                    subcommands: [Export.self, Check.self])
+    static let configuration = CommandConfiguration(
+        commandName: "copy", abstract: "The notification copy catalog.",
+        subcommands: [Export.self, Check.self])
 
     struct Export: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the built-in catalog (a starting point for --copy-catalog).")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the built-in catalog (a starting point for --copy-catalog).")
         func run() async throws { print(CopyCatalog.builtInJSON) }
     }
 
     struct Check: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Validate a catalog file: every problem, with its path.")
+        static let configuration = CommandConfiguration(
+            abstract: "Validate a catalog file: every problem, with its path.")
         @Argument(help: "Catalog file.") var path: String
         func run() async throws {
             try await withExitCode("pushctl copy check") { () async throws(JobError) in

@@ -1,5 +1,4 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import JobKit
 import NIOConcurrencyHelpers
@@ -7,6 +6,7 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import _CryptoExtras
 
 /// A scripted behaviour for device tokens starting with `prefix`.
 public struct SimulatorRule: Sendable, Codable, Hashable {
@@ -33,8 +33,10 @@ public struct SimulatorRule: Sendable, Codable, Hashable {
     /// For `dead`: the APNs `timestamp` (ms since the epoch) of the 410; default: now.
     public var timestampMs: Int64?
 
-    public init(prefix: String, kind: Kind, times: Int? = nil, retryAfter: Int? = nil, delayMs: Int? = nil,
-                timestampMs: Int64? = nil) {
+    public init(
+        prefix: String, kind: Kind, times: Int? = nil, retryAfter: Int? = nil, delayMs: Int? = nil,
+        timestampMs: Int64? = nil
+    ) {
         self.prefix = prefix
         self.kind = kind
         self.times = times
@@ -118,8 +120,10 @@ public final class PushSimulator: Sendable {
     /// Open connections, for ``pause()`` and ``resume()``.
     private let connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
 
-    private init(port: Int, credentials: SimulatorCredentials, channel: any Channel, state: SimulatorState,
-                 connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>) {
+    private init(
+        port: Int, credentials: SimulatorCredentials, channel: any Channel, state: SimulatorState,
+        connections: NIOLockedValueBox<[ObjectIdentifier: any Channel]>
+    ) {
         self.connections = connections
         self.port = port
         self.credentials = credentials
@@ -130,11 +134,15 @@ public final class PushSimulator: Sendable {
     /// `https://127.0.0.1:<port>`.
     public var baseURL: String { "https://127.0.0.1:\(port)" }
 
-    public static func start(_ configuration: SimulatorConfiguration,
-                             group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> PushSimulator {
+    public static func start(
+        _ configuration: SimulatorConfiguration,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> PushSimulator {
         let credentials = configuration.credentials
         var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map { .certificate($0) },
+            certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map {
+                .certificate($0)
+            },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem)))
         tls.applicationProtocols = ["h2"]
         let sslContext = try NIOSSLContext(configuration: tls)
@@ -167,7 +175,8 @@ public final class PushSimulator: Sendable {
         let port = channel.localAddress?.port ?? configuration.port
         try credentials.writeServiceAccount(port: port)
         state.baseURL = "https://127.0.0.1:\(port)"
-        return PushSimulator(port: port, credentials: credentials, channel: channel, state: state, connections: connections)
+        return PushSimulator(
+            port: port, credentials: credentials, channel: channel, state: state, connections: connections)
     }
 
     public var stats: SimulatorStats { state.stats }

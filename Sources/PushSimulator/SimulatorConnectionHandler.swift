@@ -42,9 +42,12 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
-                                                         payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - 65_535))),
-                              promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(
+                HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .windowUpdate(windowSizeIncrement: Self.connectionWindow - 65_535))),
+            promise: nil)
         context.fireChannelActive()
     }
 
@@ -78,7 +81,9 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
             if payload.endStream {
                 answer(streamID, context: context)
             } else if length > 0 {
-                write(HTTP2Frame(streamID: streamID, payload: .windowUpdate(windowSizeIncrement: length)), context: context)
+                write(
+                    HTTP2Frame(streamID: streamID, payload: .windowUpdate(windowSizeIncrement: length)),
+                    context: context)
             }
         case .rstStream:
             requests[streamID] = nil
@@ -122,15 +127,19 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         flush(context: context)
         goAwaySent = true
         state.goAwaySent()
-        write(HTTP2Frame(streamID: .rootStream, payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil)),
-              context: context)
+        write(
+            HTTP2Frame(
+                streamID: .rootStream,
+                payload: .goAway(lastStreamID: lastStreamID, errorCode: .noError, opaqueData: nil)),
+            context: context)
     }
 
     private func answer(_ streamID: HTTP2StreamID, context: ChannelHandlerContext) {
         guard let request = requests.removeValue(forKey: streamID) else { return }
-        let response = state.handle(method: request.headers.first(name: ":method") ?? "",
-                                    path: request.headers.first(name: ":path") ?? "",
-                                    headers: request.headers, body: request.body ?? ByteBuffer())
+        let response = state.handle(
+            method: request.headers.first(name: ":method") ?? "",
+            path: request.headers.first(name: ":path") ?? "",
+            headers: request.headers, body: request.body ?? ByteBuffer())
         guard let delay = response.delayMs else {
             respond(streamID, response, context: context)
             goAwayIfDrained(context: context)
@@ -157,10 +166,14 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
         let body = response.body.utf8
         headers.add(name: "content-length", value: String(body.count))
         // No body, no DATA frame: the HEADERS frame ends the stream.
-        write(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: body.isEmpty))), context: context)
+        write(
+            HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: headers, endStream: body.isEmpty))),
+            context: context)
         if !body.isEmpty {
             let buffer = context.channel.allocator.buffer(string: response.body)
-            write(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true))), context: context)
+            write(
+                HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(buffer), endStream: true))),
+                context: context)
             // Through NIOHTTP2Handler at once: DATA frames flushed together leave in the order of a `Set`, and
             // answers would end out of the order they were given (a production server's do not). The socket
             // still gets one write per read: the `WriteCoalescingHandler` below holds these flushes until
@@ -178,7 +191,9 @@ final class SimulatorConnectionHandler: ChannelInboundHandler {
     private func returnConnectionWindow(_ length: Int, context: ChannelHandlerContext) {
         consumedWindow += length
         guard consumedWindow >= Self.connectionWindow / 2 else { return }
-        write(HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: consumedWindow)), context: context)
+        write(
+            HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: consumedWindow)),
+            context: context)
         consumedWindow = 0
     }
 

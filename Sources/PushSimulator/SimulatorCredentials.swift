@@ -1,8 +1,8 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import SwiftASN1
 import X509
+import _CryptoExtras
 
 /// Test credentials matching a simulator: a CA and a server certificate for 127.0.0.1/localhost, an APNs
 /// `.p8` signing key with its key and team ids, and a Google service account whose `token_uri` points at
@@ -30,8 +30,10 @@ public struct SimulatorCredentials: Sendable {
     public static func prepare(in directory: URL) throws -> SimulatorCredentials {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let credentials = SimulatorCredentials(directory: directory)
-        let files = [credentials.caFile, credentials.serverCertificateFile, credentials.serverKeyFile,
-                     credentials.apnsKeyFile, credentials.serviceAccountPrivateKeyFile]
+        let files = [
+            credentials.caFile, credentials.serverCertificateFile, credentials.serverKeyFile,
+            credentials.apnsKeyFile, credentials.serviceAccountPrivateKeyFile,
+        ]
         if files.allSatisfy({ FileManager.default.fileExists(atPath: $0) }) { return credentials }
 
         let now = Date()
@@ -56,7 +58,9 @@ public struct SimulatorCredentials: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
+                SubjectAlternativeNames([
+                    .dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
+                ])
             },
             issuerPrivateKey: .init(caKey))
         let serviceKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
@@ -76,7 +80,8 @@ public struct SimulatorCredentials: Sendable {
             "client_email": Self.clientEmail, "client_id": "0",
             "token_uri": "https://127.0.0.1:\(port)/token",
         ]
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
+        let data = try JSONSerialization.data(
+            withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
         try Self.write(String(decoding: data, as: UTF8.self), to: serviceAccountFile)
     }
 
@@ -85,11 +90,16 @@ public struct SimulatorCredentials: Sendable {
     }
 
     func serviceAccountPublicKey() throws -> _RSA.Signing.PublicKey {
-        try _RSA.Signing.PrivateKey(pemRepresentation: String(contentsOfFile: serviceAccountPrivateKeyFile, encoding: .utf8)).publicKey
+        try _RSA.Signing.PrivateKey(
+            pemRepresentation: String(contentsOfFile: serviceAccountPrivateKeyFile, encoding: .utf8)
+        ).publicKey
     }
 
     private static func write(_ text: String, to path: String) throws {
-        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard
+            FileManager.default.createFile(
+                atPath: path, contents: Data(text.utf8), attributes: [.posixPermissions: 0o600])
+        else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
         }
     }

@@ -1,10 +1,10 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import JobKit
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHPACK
+import _CryptoExtras
 
 /// An answer, built before it is written.
 struct SimulatedResponse: Sendable {
@@ -64,7 +64,12 @@ final class SimulatorState: Sendable {
     func setRules(_ rules: [SimulatorRule]) { box.withLockedValue { $0.rules = rules } }
     func connectionOpened() { box.withLockedValue { $0.stats.connections += 1 } }
     func goAwaySent() { box.withLockedValue { $0.stats.goAways += 1 } }
-    func closeRecordFile() { record.withLockedValue { try? $0?.close(); $0 = nil } }
+    func closeRecordFile() {
+        record.withLockedValue {
+            try? $0?.close()
+            $0 = nil
+        }
+    }
 
     // MARK: Dispatch
 
@@ -75,8 +80,9 @@ final class SimulatorState: Sendable {
         }
         var response: SimulatedResponse
         if path.utf8.starts(with: "/3/device/".utf8) {
-            response = apns(method: method, token: String(Substring(path.utf8.dropFirst("/3/device/".utf8.count))),
-                            headers: headers, body: body)
+            response = apns(
+                method: method, token: String(Substring(path.utf8.dropFirst("/3/device/".utf8.count))),
+                headers: headers, body: body)
             // Every APNs answer has an apns-id: the request's when it has one (clients match answers by it).
             let id = headers.first(name: "apns-id") ?? messageID(number)
             response.headers.insert(("apns-id", id), at: 0)
@@ -134,7 +140,9 @@ final class SimulatorState: Sendable {
 
     // MARK: APNs
 
-    private func apnsError(_ status: Int, _ reason: String, timestamp: Int64? = nil, retryAfter: Int? = nil) -> SimulatedResponse {
+    private func apnsError(_ status: Int, _ reason: String, timestamp: Int64? = nil, retryAfter: Int? = nil)
+        -> SimulatedResponse
+    {
         countError(reason)
         var body = #"{"reason":"\#(reason)""#
         if let timestamp { body += #","timestamp":\#(timestamp)"# }
@@ -145,7 +153,9 @@ final class SimulatorState: Sendable {
 
     private func apns(method: String, token: String, headers: HPACKHeaders, body: ByteBuffer) -> SimulatedResponse {
         guard method == "POST" else { return apnsError(405, "MethodNotAllowed") }
-        guard let authorization = headers.first(name: "authorization") else { return apnsError(403, "MissingProviderToken") }
+        guard let authorization = headers.first(name: "authorization") else {
+            return apnsError(403, "MissingProviderToken")
+        }
         guard let jwt = Self.bearerToken(authorization) else { return apnsError(403, "InvalidProviderToken") }
         if let reason = verifyProviderToken(jwt) { return apnsError(403, reason) }
         guard let topic = headers.first(name: "apns-topic") else { return apnsError(400, "MissingTopic") }
@@ -156,7 +166,9 @@ final class SimulatorState: Sendable {
         if let priority = headers.first(name: "apns-priority"), !["10", "5", "1"].contains(priority) {
             return apnsError(400, "BadPriority")
         }
-        if pushType == "background" && headers.first(name: "apns-priority") == "10" { return apnsError(400, "BadPriority") }
+        if pushType == "background" && headers.first(name: "apns-priority") == "10" {
+            return apnsError(400, "BadPriority")
+        }
         if let expiration = headers.first(name: "apns-expiration"), Int64(expiration) == nil {
             return apnsError(400, "BadExpirationDate")
         }
@@ -188,20 +200,23 @@ final class SimulatorState: Sendable {
         if faultRate > 0 && Double.random(in: 0..<1) < faultRate { return apnsError(503, "ServiceUnavailable") }
         accept {
             let alert = aps["alert"]
-            return AcceptedNotification(provider: "apns", token: token, collapseID: collapseID,
-                                        expiration: headers.first(name: "apns-expiration"),
-                                        title: alert?["title"]?.string, body: alert?["body"]?.string,
-                                        payloadBytes: body.readableBytes, payload: String(buffer: body))
+            return AcceptedNotification(
+                provider: "apns", token: token, collapseID: collapseID,
+                expiration: headers.first(name: "apns-expiration"),
+                title: alert?["title"]?.string, body: alert?["body"]?.string,
+                payloadBytes: body.readableBytes, payload: String(buffer: body))
         }
         return SimulatedResponse(status: 200, delayMs: delay)
     }
 
     /// The project of an FCM send path, `/v1/projects/<project>/messages:send`.
     static func fcmProject(_ path: String) -> String? {
-        let prefix = "/v1/projects/".utf8, suffix = "/messages:send".utf8
+        let prefix = "/v1/projects/".utf8
+        let suffix = "/messages:send".utf8
         let bytes = path.utf8
         guard bytes.count >= prefix.count + suffix.count, bytes.starts(with: prefix),
-              bytes.suffix(suffix.count).elementsEqual(suffix) else { return nil }
+            bytes.suffix(suffix.count).elementsEqual(suffix)
+        else { return nil }
         return String(Substring(bytes.dropFirst(prefix.count).dropLast(suffix.count)))
     }
 
@@ -220,7 +235,9 @@ final class SimulatorState: Sendable {
 
     static func isHexDigit(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"), UInt8(ascii: "A")...UInt8(ascii: "F"): true
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
         default: false
         }
     }
@@ -233,13 +250,13 @@ final class SimulatorState: Sendable {
             return clock() - iat >= 3600 ? "ExpiredProviderToken" : nil
         }
         guard let parts = JWTParts(jwt),
-              parts.header["alg"] as? String == "ES256",
-              parts.header["kid"] as? String == SimulatorCredentials.keyID,
-              parts.claims["iss"] as? String == SimulatorCredentials.teamID,
-              let iat = parts.integerClaim("iat"),
-              parts.signature.count == 64,
-              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parts.signature),
-              apnsKey.isValidSignature(signature, for: parts.signedData)
+            parts.header["alg"] as? String == "ES256",
+            parts.header["kid"] as? String == SimulatorCredentials.keyID,
+            parts.claims["iss"] as? String == SimulatorCredentials.teamID,
+            let iat = parts.integerClaim("iat"),
+            parts.signature.count == 64,
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parts.signature),
+            apnsKey.isValidSignature(signature, for: parts.signedData)
         else { return "InvalidProviderToken" }
         let now = clock()
         if now - iat >= 3600 { return "ExpiredProviderToken" }
@@ -252,12 +269,16 @@ final class SimulatorState: Sendable {
 
     // MARK: FCM
 
-    private func fcmError(_ status: Int, _ googleStatus: String, _ message: String, errorCode: String? = nil,
-                          retryAfter: Int? = nil) -> SimulatedResponse {
+    private func fcmError(
+        _ status: Int, _ googleStatus: String, _ message: String, errorCode: String? = nil,
+        retryAfter: Int? = nil
+    ) -> SimulatedResponse {
         countError(errorCode ?? googleStatus)
         var error: [String: Any] = ["code": status, "message": message, "status": googleStatus]
         if let errorCode {
-            error["details"] = [["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]]
+            error["details"] = [
+                ["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]
+            ]
         }
         let body = (try? JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])) ?? Data()
         var response = SimulatedResponse(status: status, body: String(decoding: body, as: UTF8.self))
@@ -265,24 +286,32 @@ final class SimulatorState: Sendable {
         return response
     }
 
-    private func fcm(method: String, project: String, headers: HPACKHeaders, body: ByteBuffer, id: String) -> SimulatedResponse {
+    private func fcm(method: String, project: String, headers: HPACKHeaders, body: ByteBuffer, id: String)
+        -> SimulatedResponse
+    {
         guard method == "POST" else { return fcmError(405, "METHOD_NOT_ALLOWED", "Use POST") }
         let now = clock()
         guard let authorization = headers.first(name: "authorization"), authorization.hasPrefix("Bearer "),
-              let expiry = box.withLockedValue({ $0.issuedAccessTokens[String(authorization.dropFirst("Bearer ".count))] }),
-              expiry > now else {
+            let expiry = box.withLockedValue({ $0.issuedAccessTokens[String(authorization.dropFirst("Bearer ".count))] }
+            ),
+            expiry > now
+        else {
             return fcmError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
         }
         guard project == SimulatorCredentials.projectID else {
             return fcmError(404, "NOT_FOUND", "Requested entity was not found.")
         }
-        guard let request = try? JSONValue(parsing: body), let message = request["message"], let members = message.members else {
+        guard let request = try? JSONValue(parsing: body), let message = request["message"],
+            let members = message.members
+        else {
             return fcmError(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", errorCode: "INVALID_ARGUMENT")
         }
         let targets = ["token", "topic", "condition"].filter { target in members.contains { $0.key == target } }
         guard targets.count == 1 else {
-            return fcmError(400, "INVALID_ARGUMENT", "Exactly one of message.token, message.topic or message.condition must be set.",
-                            errorCode: "INVALID_ARGUMENT")
+            return fcmError(
+                400, "INVALID_ARGUMENT",
+                "Exactly one of message.token, message.topic or message.condition must be set.",
+                errorCode: "INVALID_ARGUMENT")
         }
         if let problem = Self.messageProblem(message) {
             return fcmError(400, "INVALID_ARGUMENT", problem, errorCode: "INVALID_ARGUMENT")
@@ -306,19 +335,24 @@ final class SimulatorState: Sendable {
             case .dead:
                 return fcmError(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED")
             case .bad:
-                return fcmError(400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
-                                errorCode: "INVALID_ARGUMENT")
+                return fcmError(
+                    400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
+                    errorCode: "INVALID_ARGUMENT")
             case .throttle:
-                return fcmError(429, "RESOURCE_EXHAUSTED", "Quota exceeded.", errorCode: "QUOTA_EXCEEDED",
-                                retryAfter: rule.retryAfter ?? 1)
+                return fcmError(
+                    429, "RESOURCE_EXHAUSTED", "Quota exceeded.", errorCode: "QUOTA_EXCEEDED",
+                    retryAfter: rule.retryAfter ?? 1)
             case .flaky:
                 if stillFlaky(token, times: rule.times ?? 1) {
-                    return fcmError(503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE")
+                    return fcmError(
+                        503, "UNAVAILABLE", "The service is currently unavailable.", errorCode: "UNAVAILABLE")
                 }
             case .slow:
                 delay = rule.delayMs ?? 200
             case .thirdPartyAuth:
-                return fcmError(401, "UNAUTHENTICATED", "Auth error from APNS or Web Push Service", errorCode: "THIRD_PARTY_AUTH_ERROR")
+                return fcmError(
+                    401, "UNAUTHENTICATED", "Auth error from APNS or Web Push Service",
+                    errorCode: "THIRD_PARTY_AUTH_ERROR")
             }
         }
         if faultRate > 0 && Double.random(in: 0..<1) < faultRate {
@@ -327,17 +361,19 @@ final class SimulatorState: Sendable {
         let name = "projects/\(project)/messages/\(id)"
         if request["validate_only"]?.bool == true {
             box.withLockedValue { $0.stats.validated += 1 }
-            return SimulatedResponse(status: 200, body: #"{"name":"projects/\#(project)/messages/fake_message_id"}"#, delayMs: delay)
+            return SimulatedResponse(
+                status: 200, body: #"{"name":"projects/\#(project)/messages/fake_message_id"}"#, delayMs: delay)
         }
         let notification = message["notification"]
         let android = message["android"]
         let apnsHeaders = message["apns"]?["headers"]
         accept {
-            AcceptedNotification(provider: "fcm", token: token,
-                                 collapseID: android?["notification"]?["tag"]?.string ?? apnsHeaders?["apns-collapse-id"]?.string,
-                                 expiration: android?["ttl"]?.string ?? apnsHeaders?["apns-expiration"]?.string,
-                                 title: notification?["title"]?.string, body: notification?["body"]?.string,
-                                 payloadBytes: payloadSize, payload: String(buffer: body))
+            AcceptedNotification(
+                provider: "fcm", token: token,
+                collapseID: android?["notification"]?["tag"]?.string ?? apnsHeaders?["apns-collapse-id"]?.string,
+                expiration: android?["ttl"]?.string ?? apnsHeaders?["apns-expiration"]?.string,
+                title: notification?["title"]?.string, body: notification?["body"]?.string,
+                payloadBytes: payloadSize, payload: String(buffer: body))
         }
         return SimulatedResponse(status: 200, body: #"{"name":"\#(name)"}"#, delayMs: delay)
     }
@@ -348,7 +384,8 @@ final class SimulatorState: Sendable {
             guard let map = data.members, map.allSatisfy({ $0.value.string != nil }) else {
                 return "Invalid value at 'message.data': values must be strings"
             }
-            for (key, _) in map where ["from", "message_type"].contains(key) || key.hasPrefix("google") || key.hasPrefix("gcm") {
+            for (key, _) in map
+            where ["from", "message_type"].contains(key) || key.hasPrefix("google") || key.hasPrefix("gcm") {
                 return "Invalid data key: \(key) is reserved"
             }
         }
@@ -385,27 +422,35 @@ final class SimulatorState: Sendable {
             guard parts.count == 2 else { continue }
             form[String(parts[0]).removingPercentEncoding ?? ""] = String(parts[1]).removingPercentEncoding
         }
-        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else { return oauthError("Invalid grant_type") }
-        guard let assertion = form["assertion"], let parts = JWTParts(assertion) else { return oauthError("Invalid JWT") }
+        guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
+            return oauthError("Invalid grant_type")
+        }
+        guard let assertion = form["assertion"], let parts = JWTParts(assertion) else {
+            return oauthError("Invalid JWT")
+        }
         let audience = parts.claims["aud"] as? String ?? (parts.claims["aud"] as? [String])?.first
         guard parts.header["alg"] as? String == "RS256",
-              parts.header["kid"] as? String == SimulatorCredentials.privateKeyID,
-              parts.claims["iss"] as? String == SimulatorCredentials.clientEmail,
-              audience == baseURL + "/token",
-              (parts.claims["scope"] as? String)?.contains("https://www.googleapis.com/auth/firebase.messaging") == true,
-              let iat = parts.integerClaim("iat"), let exp = parts.integerClaim("exp"),
-              serviceAccountKey.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: parts.signature),
-                                                 for: parts.signedData, padding: .insecurePKCS1v1_5)
+            parts.header["kid"] as? String == SimulatorCredentials.privateKeyID,
+            parts.claims["iss"] as? String == SimulatorCredentials.clientEmail,
+            audience == baseURL + "/token",
+            (parts.claims["scope"] as? String)?.contains("https://www.googleapis.com/auth/firebase.messaging") == true,
+            let iat = parts.integerClaim("iat"), let exp = parts.integerClaim("exp"),
+            serviceAccountKey.isValidSignature(
+                _RSA.Signing.RSASignature(rawRepresentation: parts.signature),
+                for: parts.signedData, padding: .insecurePKCS1v1_5)
         else { return oauthError("Invalid JWT Signature or claims.") }
         let now = clock()
-        guard exp > now, exp - iat <= 3600, iat <= now + 300 else { return oauthError("Invalid JWT: Token must be a short-lived token") }
+        guard exp > now, exp - iat <= 3600, iat <= now + 300 else {
+            return oauthError("Invalid JWT: Token must be a short-lived token")
+        }
         let token = "sim-" + (0..<4).map { _ in String(UInt64.random(in: 0...UInt64.max), radix: 16) }.joined()
         box.withLockedValue { state in
             state.issuedAccessTokens[token] = now + 3600
             state.stats.oauthExchanges += 1
         }
-        return SimulatedResponse(status: 200, headers: [("content-type", "application/json")],
-                                 body: #"{"access_token":"\#(token)","expires_in":3600,"token_type":"Bearer"}"#)
+        return SimulatedResponse(
+            status: 200, headers: [("content-type", "application/json")],
+            body: #"{"access_token":"\#(token)","expires_in":3600,"token_type":"Bearer"}"#)
     }
 }
 
@@ -420,10 +465,10 @@ struct JWTParts {
     init?(_ jwt: String) {
         let pieces = jwt.split(separator: ".", omittingEmptySubsequences: false)
         guard pieces.count == 3,
-              let headerData = Self.base64URL(pieces[0]), let claimsData = Self.base64URL(pieces[1]),
-              let signature = Self.base64URL(pieces[2]),
-              let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
-              let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
+            let headerData = Self.base64URL(pieces[0]), let claimsData = Self.base64URL(pieces[1]),
+            let signature = Self.base64URL(pieces[2]),
+            let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
+            let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
         else { return nil }
         self.header = header
         self.claims = claims

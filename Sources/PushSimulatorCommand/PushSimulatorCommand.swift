@@ -1,7 +1,7 @@
 import ArgumentParser
-import JobKit
 import Dispatch
 import Foundation
+import JobKit
 import PushSimulator
 
 @main
@@ -21,7 +21,9 @@ struct PushSimulatorCommand: AsyncParsableCommand {
     @Option(help: "Port on 127.0.0.1 (0 picks a free one).") var port = 0
     @Option(help: ArgumentHelp("Directory of test credentials (generated if missing).", valueName: "dir"))
     var credentials = "push-simulator-credentials"
-    @Option(help: ArgumentHelp("JSON file: an array of {prefix, kind, times?, retryAfter?, delayMs?, timestampMs?}.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "JSON file: an array of {prefix, kind, times?, retryAfter?, delayMs?, timestampMs?}.", valueName: "file"))
     var rules: String?
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS announced.") var maxConcurrentStreams = 1000
     @Option(help: "Send GOAWAY after this many streams per connection.") var goAwayAfter: Int?
@@ -48,9 +50,11 @@ struct PushSimulatorCommand: AsyncParsableCommand {
         configuration.recordInMemory = false
         if let rules {
             do {
-                configuration.rules = try JSONDecoder().decode([SimulatorRule].self, from: Data(contentsOf: URL(fileURLWithPath: rules)))
+                configuration.rules = try JSONDecoder().decode(
+                    [SimulatorRule].self, from: Data(contentsOf: URL(fileURLWithPath: rules)))
             } catch {
-                FileHandle.standardError.write(Data("push-simulator: error: \(rules) is not a rules file: \(error)\n".utf8))
+                FileHandle.standardError.write(
+                    Data("push-simulator: error: \(rules) is not a rules file: \(error)\n".utf8))
                 throw ExitCode(65)
             }
         }
@@ -61,8 +65,10 @@ struct PushSimulatorCommand: AsyncParsableCommand {
             "apns_team_id": SimulatorCredentials.teamID, "apns_topic": SimulatorCredentials.topic,
             "fcm_service_account_file": credentials.serviceAccountFile,
         ]
-        let line = String(decoding: try JSONSerialization.data(withJSONObject: ready, options: [.sortedKeys, .withoutEscapingSlashes]),
-                          as: UTF8.self)
+        let line = String(
+            decoding: try JSONSerialization.data(
+                withJSONObject: ready, options: [.sortedKeys, .withoutEscapingSlashes]),
+            as: UTF8.self)
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
         if let readyFile { try (line + "\n").write(toFile: readyFile, atomically: true, encoding: .utf8) }
 
@@ -101,5 +107,10 @@ enum SignalSources {
 final class OnceFlag: @unchecked Sendable {
     private let lock = NSLock()
     private var taken = false
-    func take() -> Bool { lock.withLock { defer { taken = true }; return !taken } }
+    func take() -> Bool {
+        lock.withLock {
+            defer { taken = true }
+            return !taken
+        }
+    }
 }

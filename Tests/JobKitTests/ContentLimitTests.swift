@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
+
 @testable import JobKit
 
 @Suite struct ContentLimitRuleTests {
@@ -10,7 +11,7 @@ import Testing
         #expect(ContentLimitRule.threshold(used: 29, limit: 30) == .contentLimit90)
         #expect(ContentLimitRule.threshold(used: 30, limit: 30) == .contentLimit100)
         #expect(ContentLimitRule.threshold(used: 31, limit: 30) == .contentLimit100)
-        #expect(ContentLimitRule.threshold(used: 8, limit: 9) == nil)          // 88.9 %
+        #expect(ContentLimitRule.threshold(used: 8, limit: 9) == nil)  // 88.9 %
         #expect(ContentLimitRule.threshold(used: 9, limit: 10) == .contentLimit90)
         #expect(ContentLimitRule.threshold(used: 5, limit: 0) == nil)
         #expect(ContentLimitRule.threshold(used: 5, limit: nil) == nil)
@@ -22,8 +23,8 @@ import Testing
     @Test func thresholdsAreExactForEveryInteger() {
         let max = Int.max
         #expect(QuotaLevel(used: 1, limit: max) == .below)
-        #expect(QuotaLevel(used: max / 10 * 9, limit: max) == .below)                 // just under 90 %
-        #expect(QuotaLevel(used: max - max / 10, limit: max) == .ninetyPercent)      // 90 % and a bit
+        #expect(QuotaLevel(used: max / 10 * 9, limit: max) == .below)  // just under 90 %
+        #expect(QuotaLevel(used: max - max / 10, limit: max) == .ninetyPercent)  // 90 % and a bit
         #expect(QuotaLevel(used: max - 1, limit: max) == .ninetyPercent)
         #expect(QuotaLevel(used: max, limit: max) == .full)
         #expect(QuotaLevel(used: max, limit: 30) == .full)
@@ -39,33 +40,46 @@ import Testing
 
     @Test func quietHoursSpanningMidnightEndTheNextMorning() {
         let tokyo = zone("Asia/Tokyo")
-        let end = ContentLimitRule.quietHoursEnd(now: instant("2026-11-21T14:30:00Z"), zone: tokyo,   // 23:30 JST
-                                                 start: time("22:00"), end: time("07:00"))
-        #expect(end == instant("2026-11-21T22:00:00Z"))   // 07:00 JST on the 22nd
-        #expect(ContentLimitRule.quietHoursEnd(now: instant("2026-11-21T20:00:00Z"), zone: tokyo,   // 05:00 JST
-                                               start: time("22:00"), end: time("07:00")) == instant("2026-11-21T22:00:00Z"))
-        #expect(ContentLimitRule.quietHoursEnd(now: instant("2026-11-21T03:00:00Z"), zone: tokyo,   // 12:00 JST
-                                               start: time("22:00"), end: time("07:00")) == nil)
-        #expect(ContentLimitRule.quietHoursEnd(now: instant("2026-11-21T03:00:00Z"), zone: tokyo,
-                                               start: time("11:00"), end: time("13:00")) == instant("2026-11-21T04:00:00Z"))
+        let end = ContentLimitRule.quietHoursEnd(
+            now: instant("2026-11-21T14:30:00Z"), zone: tokyo,  // 23:30 JST
+            start: time("22:00"), end: time("07:00"))
+        #expect(end == instant("2026-11-21T22:00:00Z"))  // 07:00 JST on the 22nd
+        #expect(
+            ContentLimitRule.quietHoursEnd(
+                now: instant("2026-11-21T20:00:00Z"), zone: tokyo,  // 05:00 JST
+                start: time("22:00"), end: time("07:00")) == instant("2026-11-21T22:00:00Z"))
+        #expect(
+            ContentLimitRule.quietHoursEnd(
+                now: instant("2026-11-21T03:00:00Z"), zone: tokyo,  // 12:00 JST
+                start: time("22:00"), end: time("07:00")) == nil)
+        #expect(
+            ContentLimitRule.quietHoursEnd(
+                now: instant("2026-11-21T03:00:00Z"), zone: tokyo,
+                start: time("11:00"), end: time("13:00")) == instant("2026-11-21T04:00:00Z"))
         #expect(ContentLimitRule.quietHoursEnd(now: 0, zone: tokyo, start: time("09:00"), end: time("09:00")) == nil)
     }
 
     @Test func eventsAreParsedStrictly() throws {
         let event = try ContentLimitEvent.parse(json: Data(#"{"user_id":"u1","used":27,"limit":30}"#.utf8))
         #expect(event == (try ContentLimitEvent(userID: "u1", used: 27, limit: 30, period: .monthly)))
-        #expect(try ContentLimitEvent.parse(json: Data(#"{"user_id":"u1","used":3,"period":"annual"}"#.utf8)).period == .annual)
-        for bad in [#"{"user_id":"u1","used":-1,"limit":30}"#, #"{"user_id":"u1","limit":30}"#, #"{"user_id":7,"used":1}"#,
-                    #"{"user_id":"u1","used":1,"period":"weekly"}"#, "not json", #"{"user_id":"","used":1}"#] {
+        #expect(
+            try ContentLimitEvent.parse(json: Data(#"{"user_id":"u1","used":3,"period":"annual"}"#.utf8)).period
+                == .annual)
+        for bad in [
+            #"{"user_id":"u1","used":-1,"limit":30}"#, #"{"user_id":"u1","limit":30}"#, #"{"user_id":7,"used":1}"#,
+            #"{"user_id":"u1","used":1,"period":"weekly"}"#, "not json", #"{"user_id":"","used":1}"#,
+        ] {
             #expect(throws: JobError.self, "\(bad)") { try ContentLimitEvent.parse(json: Data(bad.utf8)) }
         }
         // Issue 21, item 7: malformed numbers and invalid UTF-8 are bad input wherever they are, a field the hook
         // ignores included.
         let base = #"{"user_id":"u1","used":1,"limit":30,"note":"#
-        var malformed = ["27.0.5", "-", "01", "1.", ".5", "1e", "+1", "[01]", "0x1F", "NaN", "Infinity"].map { Data((base + $0 + "}").utf8) }
-        malformed.append(Data(base.utf8) + Data([0x22, 0xFF, 0xFE, 0x22, 0x7D]))          // "\xFF\xFE"
-        malformed.append(Data(base.utf8) + Data([0x22, 0xC3, 0x28, 0x22, 0x7D]))          // a broken two-byte sequence
-        malformed.append(Data(base.utf8) + Data([0x22, 0xED, 0xA0, 0x80, 0x22, 0x7D]))    // an encoded surrogate
+        var malformed = ["27.0.5", "-", "01", "1.", ".5", "1e", "+1", "[01]", "0x1F", "NaN", "Infinity"].map {
+            Data((base + $0 + "}").utf8)
+        }
+        malformed.append(Data(base.utf8) + Data([0x22, 0xFF, 0xFE, 0x22, 0x7D]))  // "\xFF\xFE"
+        malformed.append(Data(base.utf8) + Data([0x22, 0xC3, 0x28, 0x22, 0x7D]))  // a broken two-byte sequence
+        malformed.append(Data(base.utf8) + Data([0x22, 0xED, 0xA0, 0x80, 0x22, 0x7D]))  // an encoded surrogate
         for bad in malformed {
             do {
                 _ = try ContentLimitEvent.parse(json: bad)
@@ -73,7 +87,11 @@ import Testing
             } catch {
                 #expect(error.exitCode == 65 && error.message.contains("invalid JSON"), "\(error.message)")
             }
-            #expect(throws: JobError.self) { try ScheduledEvent.decode(lambdaPayload: Array(#"{"time":"2026-11-23T12:00:00Z","detail":{"x":"#.utf8) + Array(bad.suffix(from: base.utf8.count)) + [0x7D]) }
+            #expect(throws: JobError.self) {
+                try ScheduledEvent.decode(
+                    lambdaPayload: Array(#"{"time":"2026-11-23T12:00:00Z","detail":{"x":"#.utf8)
+                        + Array(bad.suffix(from: base.utf8.count)) + [0x7D])
+            }
         }
         for good in ["27.5", "-0", "0", "1e3", "-1.5E-3"] {
             #expect(throws: Never.self) { try ContentLimitEvent.parse(json: Data((base + good + "}").utf8)) }
@@ -94,23 +112,35 @@ import Testing
     }
 
     func hook(_ db: TemporaryDatabase, _ factory: SenderFactory, store: (any JobStore)? = nil) -> ContentLimitHook {
-        ContentLimitHook(store: store ?? db.store, logger: quietLogger) { () async throws(JobError) -> any Sender in factory.make() }
+        ContentLimitHook(store: store ?? db.store, logger: quietLogger) { () async throws(JobError) -> any Sender in
+            factory.make()
+        }
     }
 
-    func fire(_ db: TemporaryDatabase, _ factory: SenderFactory, used: Int, limit: Int? = 30, period: LimitPeriod = .monthly,
-              at now: String = "2026-11-21T12:00:00Z", user: String = "writer") async throws -> HookSummary {
-        try await hook(db, factory).handle(try ContentLimitEvent(userID: user, used: used, limit: limit, period: period),
-                                           options: .init(now: instant(now)))
+    func fire(
+        _ db: TemporaryDatabase, _ factory: SenderFactory, used: Int, limit: Int? = 30, period: LimitPeriod = .monthly,
+        at now: String = "2026-11-21T12:00:00Z", user: String = "writer"
+    ) async throws -> HookSummary {
+        try await hook(db, factory).handle(
+            try ContentLimitEvent(userID: user, used: used, limit: limit, period: period),
+            options: .init(now: instant(now)))
     }
 
-    func addWriter(_ db: TemporaryDatabase, zone: String = "UTC", warnings: Bool = true, quiet: (String, String)? = nil,
-                   id: String = "writer") async throws {
-        try await db.store.upsertUser(UserProfile(id: id, timezone: zone, contentLimitWarningsEnabled: warnings,
-                                                  quietHoursStart: quiet?.0, quietHoursEnd: quiet?.1), now: 0)
-        _ = try await db.store.register(DeviceRegistration(userID: id, token: "phone-\(id)", provider: .fcm, platform: "android"), now: 0)
+    func addWriter(
+        _ db: TemporaryDatabase, zone: String = "UTC", warnings: Bool = true, quiet: (String, String)? = nil,
+        id: String = "writer"
+    ) async throws {
+        try await db.store.upsertUser(
+            UserProfile(
+                id: id, timezone: zone, contentLimitWarningsEnabled: warnings,
+                quietHoursStart: quiet?.0, quietHoursEnd: quiet?.1), now: 0)
+        _ = try await db.store.register(
+            DeviceRegistration(userID: id, token: "phone-\(id)", provider: .fcm, platform: "android"), now: 0)
     }
 
-    @Test(arguments: Backend.allCases) func belowNinetyPercentWritesNothingAndTouchesNoNetwork(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func belowNinetyPercentWritesNothingAndTouchesNoNetwork(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
@@ -123,7 +153,9 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
     }
 
-    @Test(arguments: Backend.allCases) func ninetyPercentFiresOncePerPeriodWithTheNumbers(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func ninetyPercentFiresOncePerPeriodWithTheNumbers(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
@@ -137,25 +169,33 @@ import Testing
         #expect(sent.first?.type == .contentLimit90)
         #expect(sent.first?.body.contains("27 of 30") == true)
         #expect(sent.first?.collapseID == "content_limit_90:2026-11")
-        #expect(try await db.strings("SELECT notification_type || ' ' || status FROM notification_logs") == ["content_limit_90 sent"])
+        #expect(
+            try await db.strings("SELECT notification_type || ' ' || status FROM notification_logs") == [
+                "content_limit_90 sent"
+            ])
         // Then 100 %: its own warning, once.
         #expect(try await fire(db, factory, used: 30).action == .sent)
         #expect(try await fire(db, factory, used: 31).action == .none)
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit90, .contentLimit100])
     }
 
-    @Test(arguments: Backend.allCases) func aJumpStraightToTheLimitSendsOnlyTheHundredAndSupersedesTheNinety(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aJumpStraightToTheLimitSendsOnlyTheHundredAndSupersedesTheNinety(
+        _ backend: Backend
+    ) async throws {
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
         #expect(try await fire(db, factory, used: 30).action == .sent)
-        #expect(try await fire(db, factory, used: 27).action == .none)   // deleted some, back at 90 %
+        #expect(try await fire(db, factory, used: 27).action == .none)  // deleted some, back at 90 %
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit100])
-        #expect(try await db.strings("SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
+        #expect(
+            try await db.strings(
+                "SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
                 == ["content_limit_100 sent", "content_limit_90 superseded"])
     }
 
-    @Test(arguments: Backend.allCases) func usageThatDropsAndRisesAgainFiresNothingNew(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func usageThatDropsAndRisesAgainFiresNothingNew(_ backend: Backend) async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
@@ -167,8 +207,9 @@ import Testing
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db, zone: "Pacific/Auckland")
         let factory = SenderFactory()
-        let november = try await fire(db, factory, used: 27, at: "2026-11-30T10:00:00Z")   // 23:00 NZDT, 30 Nov
-        let december = try await fire(db, factory, used: 27, at: "2026-11-30T12:00:00Z")   // 01:00 NZDT, 1 Dec; UTC still November
+        let november = try await fire(db, factory, used: 27, at: "2026-11-30T10:00:00Z")  // 23:00 NZDT, 30 Nov
+        // 01:00 NZDT, 1 Dec; UTC still November
+        let december = try await fire(db, factory, used: 27, at: "2026-11-30T12:00:00Z")
         #expect(november.period == "2026-11")
         #expect(december.period == "2026-12")
         #expect(december.action == .sent)
@@ -180,11 +221,14 @@ import Testing
         try await addWriter(db, zone: "Pacific/Kiritimati")
         let factory = SenderFactory()
         let summary = try await fire(db, factory, used: 95, limit: 100, period: .annual, at: "2026-12-31T11:00:00Z")
-        #expect(summary.period == "2027")   // already New Year's Day at UTC+14
-        #expect(try await fire(db, factory, used: 96, limit: 100, period: .annual, at: "2027-06-01T00:00:00Z").action == .none)
+        #expect(summary.period == "2027")  // already New Year's Day at UTC+14
+        #expect(
+            try await fire(db, factory, used: 96, limit: 100, period: .annual, at: "2027-06-01T00:00:00Z").action
+                == .none)
     }
 
-    @Test(arguments: Backend.allCases) func unlimitedPlansAndDisabledWarningsDoNothing(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func unlimitedPlansAndDisabledWarningsDoNothing(_ backend: Backend) async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         try await addWriter(db, warnings: false, id: "quiet-type")
@@ -194,28 +238,34 @@ import Testing
         #expect(try await fire(db, factory, used: 30, user: "quiet-type").reason == "warnings turned off")
         #expect(factory.calls == 0)
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
-        await #expect(throws: JobError.dataError("unknown user ghost")) { try await fire(db, factory, used: 29, user: "ghost") }
+        await #expect(throws: JobError.dataError("unknown user ghost")) {
+            try await fire(db, factory, used: 29, user: "ghost")
+        }
     }
 
-    @Test(arguments: Backend.allCases) func quietHoursDeferUntilTheyEndAndTheReminderRunDelivers(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func quietHoursDeferUntilTheyEndAndTheReminderRunDelivers(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db, zone: "Asia/Tokyo", quiet: ("22:00", "07:00"))
         let factory = SenderFactory()
-        let summary = try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z")   // 23:30 JST
+        let summary = try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z")  // 23:30 JST
         #expect(summary.action == .deferred)
         #expect(summary.deliverAfter == "2026-11-21T22:00:00Z")
         // Later that night the user jumps to 100 %: still deferred, and the 90 % one is superseded.
         #expect(try await fire(db, factory, used: 30, at: "2026-11-21T17:00:00Z").action == .deferred)
         #expect(factory.calls == 0)
         let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
-        let early = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T21:45:00Z")))   // 06:45 JST
+        let early = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T21:45:00Z")))  // 06:45 JST
         #expect(early.warningsDelivered == 0)
         let morning = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T22:00:00Z")))  // 07:00 JST
         #expect(morning.warningsDelivered == 1)
         let sent = await factory.sender.sent
         #expect(sent.map(\.type) == [.contentLimit100])
         #expect(sent.first?.body.contains("30") == true)
-        #expect(try await db.strings("SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
+        #expect(
+            try await db.strings(
+                "SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
                 == ["content_limit_100 sent", "content_limit_90 superseded"])
         let later = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T22:15:00Z")))
         #expect(later.warningsDelivered == 0)
@@ -230,7 +280,9 @@ import Testing
                 let store = try await db.reopen()
                 let hook = hook(db, factory, store: store)
                 group.addTask {
-                    try await hook.handle(try ContentLimitEvent(userID: "writer", used: 27, limit: 30), options: .init(now: instant("2026-11-21T12:00:00Z")))
+                    try await hook.handle(
+                        try ContentLimitEvent(userID: "writer", used: 27, limit: 30),
+                        options: .init(now: instant("2026-11-21T12:00:00Z")))
                 }
             }
             return try await group.reduce(into: []) { $0.append($1) }
@@ -244,8 +296,9 @@ import Testing
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
         let factory = SenderFactory()
-        let summary = try await hook(db, factory).handle(try ContentLimitEvent(userID: "writer", used: 29, limit: 30),
-                                                          options: .init(now: instant("2026-11-21T12:00:00Z"), dryRun: true, explain: true))
+        let summary = try await hook(db, factory).handle(
+            try ContentLimitEvent(userID: "writer", used: 29, limit: 30),
+            options: .init(now: instant("2026-11-21T12:00:00Z"), dryRun: true, explain: true))
         #expect(summary.action == .sent)
         #expect(summary.reason == "would send")
         #expect(summary.steps.contains { $0.contains("29 of 30") })
@@ -290,7 +343,7 @@ import Testing
             for _ in 0..<8 { group.addTask { _ = try await senders.get() } }
             try await group.waitForAll()
         }
-        await senders.prepare()   // already made: nothing new
+        await senders.prepare()  // already made: nothing new
         #expect(await counter.made == 1)
         await senders.shutdown()
         #expect(await counter.shutDown == 1)

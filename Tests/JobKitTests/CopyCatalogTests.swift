@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import JobKit
 
 @Suite struct CopyCatalogTests {
@@ -13,8 +14,10 @@ import Testing
         }
     }
 
-    @Test(arguments: [("pt-BR", "pt-BR"), ("pt-PT", "pt"), ("pt", "pt"), ("PT_br", "pt-BR"), ("ja-JP", "ja"),
-                      ("zh-Hant-TW", "en"), ("", "en"), ("sw", "en"), ("en-GB", "en")])
+    @Test(arguments: [
+        ("pt-BR", "pt-BR"), ("pt-PT", "pt"), ("pt", "pt"), ("PT_br", "pt-BR"), ("ja-JP", "ja"),
+        ("zh-Hant-TW", "en"), ("", "en"), ("sw", "en"), ("en-GB", "en"),
+    ])
     func localesFallBackFromSpecificToGeneralToEnglish(requested: String, resolved: String) {
         #expect(catalog.resolveLocale(requested, for: .diaryReminder) == resolved)
     }
@@ -22,14 +25,20 @@ import Testing
     @Test func theChoiceIsStableAndNeverThePreviousOne() {
         for i in 0..<500 {
             let user = "user-\(i)"
-            let first = catalog.choose(.diaryReminder, locale: "en", userID: user, period: "2026-11-21", previousIndex: nil)
-            let again = catalog.choose(.diaryReminder, locale: "en", userID: user, period: "2026-11-21", previousIndex: nil)
+            let first = catalog.choose(
+                .diaryReminder, locale: "en", userID: user, period: "2026-11-21", previousIndex: nil)
+            let again = catalog.choose(
+                .diaryReminder, locale: "en", userID: user, period: "2026-11-21", previousIndex: nil)
             #expect(first == again)
-            let next = catalog.choose(.diaryReminder, locale: "en", userID: user, period: "2026-11-22", previousIndex: first.index)
+            let next = catalog.choose(
+                .diaryReminder, locale: "en", userID: user, period: "2026-11-22", previousIndex: first.index)
             #expect(next.index != first.index)
         }
         // Spread: every message gets used.
-        let used = Set((0..<200).map { catalog.choose(.diaryReminder, locale: "ja", userID: "u\($0)", period: "p", previousIndex: nil).index })
+        let used = Set(
+            (0..<200).map {
+                catalog.choose(.diaryReminder, locale: "ja", userID: "u\($0)", period: "p", previousIndex: nil).index
+            })
         #expect(used.count == catalog.messages(for: .diaryReminder, locale: "ja").count)
     }
 
@@ -42,22 +51,24 @@ import Testing
 
     @Test func everyProblemOfABadCatalogIsReportedAtOnce() {
         let json = """
-        {
-          "diary_reminder": {"ja": [{"title": "only one", "body": "b"}], "english!": [{"title": "t", "body": "b"}, {"title": "t", "body": "b"}]},
-          "content_limit_90": {"en": [{"title": "\(String(repeating: "x", count: 61))", "body": "{used} of {quota}"}]},
-          "content_limit_100": {"en": [{"title": " ", "body": "ok"}]},
-          "birthday": {"en": [{"title": "t", "body": "b"}]}
-        }
-        """
+            {
+              "diary_reminder": {"ja": [{"title": "only one", "body": "b"}], "english!": [{"title": "t", "body": "b"}, {"title": "t", "body": "b"}]},
+              "content_limit_90": {"en": [{"title": "\(String(repeating: "x", count: 61))", "body": "{used} of {quota}"}]},
+              "content_limit_100": {"en": [{"title": " ", "body": "ok"}]},
+              "birthday": {"en": [{"title": "t", "body": "b"}]}
+            }
+            """
         do {
             _ = try CopyCatalog(json: Data(json.utf8), source: "bad.json")
             Issue.record("a bad catalog loaded")
         } catch {
             #expect(error.exitCode == 65)
-            for fragment in ["diary_reminder.ja: needs at least 2 messages", "diary_reminder.english!: not a BCP 47",
-                             "content_limit_90.en[0].title: 61 characters", "unknown placeholder {quota}",
-                             "content_limit_100.en[0].title: empty", "birthday: unknown notification type",
-                             "diary_reminder.en: missing"] {
+            for fragment in [
+                "diary_reminder.ja: needs at least 2 messages", "diary_reminder.english!: not a BCP 47",
+                "content_limit_90.en[0].title: 61 characters", "unknown placeholder {quota}",
+                "content_limit_100.en[0].title: empty", "birthday: unknown notification type",
+                "diary_reminder.en: missing",
+            ] {
                 #expect(error.message.contains(fragment), "missing: \(fragment)")
             }
         }
@@ -73,33 +84,37 @@ import Testing
         let reminders = #"{"en": [{"title": "a", "body": "b"}, {"title": "c", "body": "d"}]}"#
         let heavyTitle = String(repeating: "e" + String(repeating: "\u{0301}", count: 150), count: 60)
         let json = """
-        {
-          "diary_reminder": \(reminders),
-          "content_limit_90": {
-            "en": [{"title": "Close", "body": "You have used {used} of your entries"}],
-            "es": [{"title": "Cerca", "body": "Has usado {used{used de {limit}"}],
-            "fr": [{"title": "Presque", "body": "{percent} % de {limit}}"}],
-            "de": [{"title": "\(heavyTitle)", "body": "{used} von {limit}"}]
-          },
-          "content_limit_100": {"en": [{"title": "Full", "body": "Has usado las entradas del plan gratuito."}]}
-        }
-        """
+            {
+              "diary_reminder": \(reminders),
+              "content_limit_90": {
+                "en": [{"title": "Close", "body": "You have used {used} of your entries"}],
+                "es": [{"title": "Cerca", "body": "Has usado {used{used de {limit}"}],
+                "fr": [{"title": "Presque", "body": "{percent} % de {limit}}"}],
+                "de": [{"title": "\(heavyTitle)", "body": "{used} von {limit}"}]
+              },
+              "content_limit_100": {"en": [{"title": "Full", "body": "Has usado las entradas del plan gratuito."}]}
+            }
+            """
         do {
             _ = try CopyCatalog(json: Data(json.utf8), source: "bad.json")
             Issue.record("a catalog that renders wrong loaded")
         } catch {
             #expect(error.exitCode == 65)
-            for fragment in ["content_limit_90.en[0]: needs {limit}",
-                             "content_limit_90.es[0].body: unbalanced '{'",
-                             "content_limit_90.fr[0].body: unbalanced '}'",
-                             "content_limit_90.de[0].title: 18060 bytes in UTF-8, at most 256",
-                             "content_limit_100.en[0]: needs {limit}"] {
+            for fragment in [
+                "content_limit_90.en[0]: needs {limit}",
+                "content_limit_90.es[0].body: unbalanced '{'",
+                "content_limit_90.fr[0].body: unbalanced '}'",
+                "content_limit_90.de[0].title: 18060 bytes in UTF-8, at most 256",
+                "content_limit_100.en[0]: needs {limit}",
+            ] {
                 #expect(error.message.contains(fragment), "missing: \(fragment) in \(error.message)")
             }
             #expect(!error.message.contains("content_limit_90.fr[0]: needs"), "{percent} stands for {used}")
         }
         // The built-in catalog meets every rule it enforces.
-        #expect(CopyCatalog.builtIn.messages(for: .contentLimit100, locale: "es").allSatisfy { $0.body.contains("{limit}") })
+        #expect(
+            CopyCatalog.builtIn.messages(for: .contentLimit100, locale: "es").allSatisfy { $0.body.contains("{limit}") }
+        )
     }
 
     @Test func tokensAreMaskedEverywhereTheyArePrinted() {

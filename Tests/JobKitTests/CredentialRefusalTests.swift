@@ -1,6 +1,7 @@
 import Foundation
 import PushSimulator
 import Testing
+
 @testable import JobKit
 
 /// "Nothing lost" for credentials: a refusal is judged against the credential the request carried, and the
@@ -11,8 +12,12 @@ import Testing
     func cacheRefusedCredentials(_ harness: DeliveryHarness) async throws {
         let now = Int64(Date().timeIntervalSince1970)
         let db = harness.db
-        for key in ["apns:\(SimulatorCredentials.teamID):\(SimulatorCredentials.keyID)", "fcm:\(SimulatorCredentials.clientEmail)"] {
-            try await db.execute("""
+        for key in [
+            "apns:\(SimulatorCredentials.teamID):\(SimulatorCredentials.keyID)",
+            "fcm:\(SimulatorCredentials.clientEmail)",
+        ] {
+            try await db.execute(
+                """
                 INSERT INTO provider_credentials (credential_key, token, issued_at, expires_at, updated_at)
                 VALUES ('\(key)', 'refused-\(key.prefix(4))', \(db.ts(now - 60)), \(db.ts(now + 3000)), \(db.ts(now)))
                 """)
@@ -23,10 +28,11 @@ import Testing
         (0..<count).map { i in
             OutgoingNotification(
                 logID: nil,
-                device: Device(id: Int64(batch * 1000 + i), userID: "u\(batch)-\(i)",
-                               token: provider == .apns ? hexToken("c\(batch)", i) : "fcm-\(batch)-\(i)", provider: provider,
-                               platform: provider == .apns ? "ios" : "android",
-                               apnsEnvironment: provider == .apns ? "production" : nil),
+                device: Device(
+                    id: Int64(batch * 1000 + i), userID: "u\(batch)-\(i)",
+                    token: provider == .apns ? hexToken("c\(batch)", i) : "fcm-\(batch)-\(i)", provider: provider,
+                    platform: provider == .apns ? "ios" : "android",
+                    apnsEnvironment: provider == .apns ? "production" : nil),
                 type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
                 expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
         }
@@ -34,14 +40,18 @@ import Testing
 
     /// Measured case 1 of "Nothing lost": batches in flight with the refused cached credential are answered
     /// after another batch has replaced it; they must resend with the replacement, not stop the provider.
-    @Test(arguments: Backend.allCases) func refusalsOfAnAlreadyReplacedCredentialResendWithTheNewOne(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func refusalsOfAnAlreadyReplacedCredentialResendWithTheNewOne(_ backend: Backend)
+        async throws
+    {
         let harness = try await DeliveryHarness.start(backend)
         try await cacheRefusedCredentials(harness)
         let sender = try await harness.sender()
         let batches = (0..<6).map { notifications($0, count: 40, provider: $0 % 2 == 0 ? .apns : .fcm) }
         let outcomes = await withTaskGroup(of: [DeliveryReport].self) { group in
             for batch in batches { group.addTask { await sender.send(batch) } }
-            return await group.reduce(into: [String: Int]()) { for report in $1 { $0[report.outcome.rawValue, default: 0] += 1 } }
+            return await group.reduce(into: [String: Int]()) {
+                for report in $1 { $0[report.outcome.rawValue, default: 0] += 1 }
+            }
         }
         await sender.shutdown()
         #expect(outcomes == ["delivered": 240])
@@ -55,16 +65,21 @@ import Testing
     }
 
     /// The same through a whole run of several pages, two of them in delivery at once.
-    @Test(arguments: Backend.allCases) func aRunOfManyPagesDeliversEverythingAfterARefusedCachedCredential(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aRunOfManyPagesDeliversEverythingAfterARefusedCachedCredential(
+        _ backend: Backend
+    ) async throws {
         let harness = try await DeliveryHarness.start(backend)
         for i in 0..<120 {
-            try await harness.addUser("u\(String(format: "%03d", i))", devices: [(hexToken("ab", i), .apns, "ios"), ("fcm-\(i)", .fcm, "android")])
+            try await harness.addUser(
+                "u\(String(format: "%03d", i))",
+                devices: [(hexToken("ab", i), .apns, "ios"), ("fcm-\(i)", .fcm, "android")])
         }
         try await cacheRefusedCredentials(harness)
         let sender = try await harness.sender()
         var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
         options.pageSize = 20
-        let summary = try await DiaryReminderRunner(store: harness.db.store, sender: sender, logger: quietLogger).run(options)
+        let summary = try await DiaryReminderRunner(store: harness.db.store, sender: sender, logger: quietLogger).run(
+            options)
         await sender.shutdown()
         #expect(summary.sent == 120)
         #expect(summary.outcomes == ["delivered": 240])
@@ -81,7 +96,7 @@ import Testing
         let reports = await sender.send(notifications(0, count: 5, provider: .apns))
         await sender.shutdown()
         #expect(reports.map(\.outcome) == Array(repeating: .credentials, count: 5))
-        #expect(harness.simulator.stats.errors["ExpiredProviderToken"] == 10)   // the cached one, then its replacement
+        #expect(harness.simulator.stats.errors["ExpiredProviderToken"] == 10)  // the cached one, then its replacement
         await harness.stop()
     }
 
@@ -92,8 +107,10 @@ import Testing
         let lock = try await SQLiteWriteLock(path: harness.db.path)
         let credentials = try SQLiteStore.open(path: harness.db.path, mode: .readWrite, busyTimeout: 0.2)
         let logs = CapturedLogs()
-        let sender = try await PushSender(configuration: harness.delivery(), credentials: credentials, logger: logs.logger)
-        let reports = await sender.send(notifications(0, count: 5, provider: .apns) + notifications(1, count: 5, provider: .fcm))
+        let sender = try await PushSender(
+            configuration: harness.delivery(), credentials: credentials, logger: logs.logger)
+        let reports = await sender.send(
+            notifications(0, count: 5, provider: .apns) + notifications(1, count: 5, provider: .fcm))
         await sender.shutdown()
         await lock.release()
         #expect(reports.map(\.outcome) == Array(repeating: .delivered, count: 10))
@@ -107,16 +124,18 @@ import Testing
     /// up to 30 s.
     @Test(arguments: Backend.allCases) func aFailedMintReleasesItsLease(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
-        let failing = SharedCredential(key: "fcm:test", store: db.store, clock: { 1_000 }, isFresh: { $1 < $0.expiresAt },
-                                       mint: { _ async throws(JobError) -> CachedCredential in
-                                           throw .config("the OAuth token endpoint refused the service account")
-                                       })
+        let failing = SharedCredential(
+            key: "fcm:test", store: db.store, clock: { 1_000 }, isFresh: { $1 < $0.expiresAt },
+            mint: { _ async throws(JobError) -> CachedCredential in
+                throw .config("the OAuth token endpoint refused the service account")
+            })
         await #expect(throws: JobError.self) { try await failing.get() }
         #expect(try await db.strings("SELECT coalesce(minting_by, 'none') FROM provider_credentials") == ["none"])
-        let next = SharedCredential(key: "fcm:test", store: db.store, clock: { 1_001 }, isFresh: { $1 < $0.expiresAt },
-                                    mint: { now async throws(JobError) -> CachedCredential in
-                                        CachedCredential(token: "minted", issuedAt: now, expiresAt: now + 3600)
-                                    })
+        let next = SharedCredential(
+            key: "fcm:test", store: db.store, clock: { 1_001 }, isFresh: { $1 < $0.expiresAt },
+            mint: { now async throws(JobError) -> CachedCredential in
+                CachedCredential(token: "minted", issuedAt: now, expiresAt: now + 3600)
+            })
         // Without the release this waits out the other holder's 30 s lease and throws.
         #expect(try await next.get().token == "minted")
     }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
+
 @testable import JobKit
 
 /// A model-based test of the delivery lifecycle: random sequences of runs inside one slot's catch-up window
@@ -51,10 +52,12 @@ import Testing
             switch self {
             case .ok: return DeliveryReport(channel: channel, outcome: .delivered)
             case .dead: return DeliveryReport(channel: channel, outcome: .tokenDead, reason: "Unregistered")
-            case .unavailable: return DeliveryReport(channel: channel, outcome: .retryLater, reason: "ServiceUnavailable")
+            case .unavailable:
+                return DeliveryReport(channel: channel, outcome: .retryLater, reason: "ServiceUnavailable")
             case .timeoutDelivered, .timeoutLost:
                 return DeliveryReport(channel: channel, outcome: .retryLater, reason: "no answer", ambiguousAttempts: 1)
-            case .credentials: return DeliveryReport(channel: channel, outcome: .credentials, reason: "InvalidProviderToken")
+            case .credentials:
+                return DeliveryReport(channel: channel, outcome: .credentials, reason: "InvalidProviderToken")
             }
         }
     }
@@ -85,13 +88,17 @@ import Testing
         static func random(_ rng: inout some RandomNumberGenerator) -> Scenario {
             let devices = (0..<Int.random(in: 1...4, using: &rng)).map { _ in Int.random(in: 1...3, using: &rng) }
             var minutes = Set([45])
-            for _ in 0..<Int.random(in: 1...4, using: &rng) { minutes.insert([0, 0, 1, 5, 12, 15, 16, 30, 31, 44].randomElement(using: &rng)!) }
+            for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                minutes.insert([0, 0, 1, 5, 12, 15, 16, 30, 31, 44].randomElement(using: &rng)!)
+            }
             let tokens = Scenario(devices: devices, runs: []).tokens
             let runs = minutes.sorted().map { minute in
                 let last = minute == 45
                 var answers: [String: Answer] = [:]
                 for token in tokens {
-                    let answer: Answer = last ? (Int.random(in: 0..<10, using: &rng) == 0 ? .dead : .ok)
+                    let answer: Answer =
+                        last
+                        ? (Int.random(in: 0..<10, using: &rng) == 0 ? .dead : .ok)
                         : Int.random(in: 0..<3, using: &rng) == 0 ? .ok : Answer.allCases.randomElement(using: &rng)!
                     if answer != .ok { answers[token] = answer }
                 }
@@ -141,7 +148,9 @@ import Testing
         private func keepingAnswersOfRemainingDevices() -> Scenario {
             let kept = Set(tokens)
             var copy = self
-            for index in copy.runs.indices { copy.runs[index].answers = copy.runs[index].answers.filter { kept.contains($0.key) } }
+            for index in copy.runs.indices {
+                copy.runs[index].answers = copy.runs[index].answers.filter { kept.contains($0.key) }
+            }
             return copy
         }
     }
@@ -173,7 +182,8 @@ import Testing
     }
 
     /// What went wrong in one scenario, or `nil`.
-    func violation(_ scenario: Scenario, _ backend: Backend, forgetReachedDevices: Bool = false) async throws -> String? {
+    func violation(_ scenario: Scenario, _ backend: Backend, forgetReachedDevices: Bool = false) async throws -> String?
+    {
         let db = try await TemporaryDatabase(backend)
         for (user, count) in scenario.devices.enumerated() {
             try await db.store.addUser("u\(user)", tokens: (0..<count).map { "u\(user)-d\($0)" })
@@ -187,8 +197,11 @@ import Testing
             }
             if forgetReachedDevices {
                 store.transformClaims = { claims in
-                    claims.map { Claim(logID: $0.logID, userID: $0.userID, period: $0.period, messageIndex: $0.messageIndex,
-                                       locale: $0.locale, takenOver: $0.takenOver, deliveredDeviceIDs: []) }
+                    claims.map {
+                        Claim(
+                            logID: $0.logID, userID: $0.userID, period: $0.period, messageIndex: $0.messageIndex,
+                            locale: $0.locale, takenOver: $0.takenOver, deliveredDeviceIDs: [])
+                    }
                 }
             }
             let runner = DiaryReminderRunner(remindersOnly: store, sender: sender, logger: quietLogger)
@@ -198,35 +211,43 @@ import Testing
             } catch {
                 failure = error
             }
-            if let failure, !run.killed { throw failure }   // a killed run fails by design
+            if let failure, !run.killed { throw failure }  // a killed run fails by design
         }
-        let deactivated = Set(try await db.strings(
-            "SELECT token FROM user_devices WHERE \(backend == .postgres ? "NOT is_active" : "is_active = 0")"))
+        let deactivated = Set(
+            try await db.strings(
+                "SELECT token FROM user_devices WHERE \(backend == .postgres ? "NOT is_active" : "is_active = 0")"))
         let sends = sender.sent
 
         for token in scenario.tokens {
-            let attempts = sends.filter { $0.token == token }.map { (run: $0.run, answer: scenario.runs[$0.run].answers[token] ?? .ok) }
+            let attempts = sends.filter { $0.token == token }.map {
+                (run: $0.run, answer: scenario.runs[$0.run].answers[token] ?? .ok)
+            }
             let received = attempts.filter(\.answer.received)
             // Nothing twice: after a recorded `delivered`, never sent again.
             if let reached = attempts.firstIndex(where: { $0.answer == .ok && !scenario.runs[$0.run].killed }),
-               attempts.count > reached + 1 {
-                return "\(token) was sent to again after its delivery was recorded (attempts in runs \(attempts.map(\.run)))"
+                attempts.count > reached + 1
+            {
+                return
+                    "\(token) was sent to again after its delivery was recorded (attempts in runs \(attempts.map(\.run)))"
             }
             let unrecorded = received.filter { scenario.runs[$0.run].killed || $0.answer == .timeoutDelivered }.count
             if received.count - unrecorded > 1 {
-                return "\(token) received the reminder \(received.count) times, \(received.count - unrecorded) of them recorded"
+                return
+                    "\(token) received the reminder \(received.count) times, \(received.count - unrecorded) of them recorded"
             }
             // Tokens: deactivated only when a dead answer was recorded; never sent to after that.
             let deadRecorded = attempts.firstIndex { $0.answer == .dead && !scenario.runs[$0.run].killed }
             if deactivated.contains(token) != (deadRecorded != nil) {
-                return "\(token) is \(deactivated.contains(token) ? "" : "not ")deactivated; dead answers recorded: \(deadRecorded != nil)"
+                return
+                    "\(token) is \(deactivated.contains(token) ? "" : "not ")deactivated; dead answers recorded: \(deadRecorded != nil)"
             }
             if let deadRecorded, attempts.count > deadRecorded + 1 {
                 return "\(token) was sent to after its dead answer was recorded"
             }
             // Nothing lost: the window's last run is healthy, so every live device has the reminder.
             if attempts.allSatisfy({ $0.answer != .dead }) && received.isEmpty {
-                return "\(token) never received the reminder (attempts: \(attempts.map { "run \($0.run) \($0.answer)" }))"
+                return
+                    "\(token) never received the reminder (attempts: \(attempts.map { "run \($0.run) \($0.answer)" }))"
             }
         }
         return nil
@@ -256,7 +277,9 @@ import Testing
             let scenario = Scenario.random(&rng)
             if let problem = try await violation(scenario, backend) {
                 let (minimal, minimalProblem) = try await shrink(scenario, backend, problem)
-                Issue.record("case \(number) fails: \(problem)\n  scenario: \(scenario)\n  shrunk: \(minimal)\n  → \(minimalProblem)")
+                Issue.record(
+                    "case \(number) fails: \(problem)\n  scenario: \(scenario)\n  shrunk: \(minimal)\n  → \(minimalProblem)"
+                )
                 return
             }
         }
@@ -265,13 +288,17 @@ import Testing
     /// The checker itself catches what it must: the same scenario passes with the real store and fails with a
     /// store that forgets which devices a claim already reached (every take-over then sends to every device).
     @Test func theModelCatchesAResendToAReachedDevice() async throws {
-        let scenario = Scenario(devices: [2], runs: [
-            Run(minute: 0, killed: false, answers: ["u0-d1": .unavailable]),
-            Run(minute: 45, killed: false, answers: [:]),
-        ])
+        let scenario = Scenario(
+            devices: [2],
+            runs: [
+                Run(minute: 0, killed: false, answers: ["u0-d1": .unavailable]),
+                Run(minute: 45, killed: false, answers: [:]),
+            ])
         #expect(try await violation(scenario, .sqlite) == nil)
         let problem = try await violation(scenario, .sqlite, forgetReachedDevices: true)
-        #expect(problem?.contains("u0-d0 was sent to again after its delivery was recorded") == true, "\(problem ?? "no violation")")
+        #expect(
+            problem?.contains("u0-d0 was sent to again after its delivery was recorded") == true,
+            "\(problem ?? "no violation")")
     }
 }
 

@@ -1,16 +1,21 @@
 import Foundation
 import NIOCore
 import NIOHPACK
-@testable import PushSimulator
 import Testing
+
 @testable import JobKit
+@testable import PushSimulator
 
 @Suite struct DeliveryTests {
     @Test(arguments: Backend.allCases) func bothProvidersReceiveTheRightShape(_ backend: Backend) async throws {
         let harness = try await DeliveryHarness.start(backend)
         let apnsToken = hexToken("a1", 1)
-        try await harness.addUser("tokyo", devices: [(apnsToken, .apns, "ios"), ("droid-1", .fcm, "android"),
-                                                     ("fire-ios-1", .fcm, "ios")], zone: "Asia/Tokyo", time: "21:00")
+        try await harness.addUser(
+            "tokyo",
+            devices: [
+                (apnsToken, .apns, "ios"), ("droid-1", .fcm, "android"),
+                ("fire-ios-1", .fcm, "ios"),
+            ], zone: "Asia/Tokyo", time: "21:00")
         let summary = try await harness.run(at: "2026-11-21T12:00:00Z", sender: try await harness.sender())
         #expect(summary.sent == 1)
         #expect(summary.outcomes == ["delivered": 3])
@@ -28,20 +33,28 @@ import Testing
         #expect((payload["link"] as? String)?.hasPrefix("diary://") == true)
         let android = try #require(accepted["droid-1"])
         #expect(android.collapseID == "diary_reminder:2026-11-21")
-        #expect(android.expiration == "\(endOfTokyoDay - instant("2026-11-21T12:00:00Z"))s" || android.expiration?.hasSuffix("s") == true)
+        #expect(
+            android.expiration == "\(endOfTokyoDay - instant("2026-11-21T12:00:00Z"))s"
+                || android.expiration?.hasSuffix("s") == true)
         #expect(android.payload.contains(#""channel_id":"diary_reminders""#))
         #expect(android.payload.contains(#""priority":"high""#))
         let fireIOS = try #require(accepted["fire-ios-1"])
         #expect(fireIOS.payload.contains(#""apns-collapse-id":"diary_reminder:2026-11-21""#))
         #expect(fireIOS.payload.contains(#""sound":"default""#))
-        #expect(try await harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered' AND provider_message_id IS NOT NULL") == 3)
+        #expect(
+            try await harness.db.count(
+                "SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered' AND provider_message_id IS NOT NULL"
+            ) == 3)
         await harness.stop()
     }
 
-    @Test(arguments: Backend.allCases) func everyClassificationUpdatesDevicesAndDeliveries(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func everyClassificationUpdatesDevicesAndDeliveries(_ backend: Backend)
+        async throws
+    {
         let harness = try await DeliveryHarness.start(backend)
         let devices: [(String, Provider, String)] = [
-            (hexToken("dead", 1), .apns, "ios"), (hexToken("bad0", 2), .apns, "ios"), (hexToken("fa11", 3), .apns, "ios"),
+            (hexToken("dead", 1), .apns, "ios"), (hexToken("bad0", 2), .apns, "ios"),
+            (hexToken("fa11", 3), .apns, "ios"),
             ("dead-fcm", .fcm, "android"), ("bad0-fcm", .fcm, "android"), ("fa11-fcm", .fcm, "android"),
             (hexToken("7407", 4), .apns, "ios"), (hexToken("cafe", 5), .apns, "ios"),
         ]
@@ -49,20 +62,22 @@ import Testing
         var delivery = harness.delivery()
         delivery.retry.maxAttempts = 3
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(delivery))
-        let rows = try await harness.db.strings("""
+        let rows = try await harness.db.strings(
+            """
             SELECT d.token || ' ' || x.outcome || ' ' || coalesce(x.reason, '-') || ' ' || x.attempts || ' ' || CASE WHEN d.is_active THEN 1 ELSE 0 END || ' ' || coalesce(d.deactivation_reason, '-')
             FROM notification_deliveries x JOIN user_devices d ON d.id = x.device_id ORDER BY d.id
             """)
-        #expect(rows == [
-            "\(devices[0].0) token_dead Unregistered 1 0 Unregistered",
-            "\(devices[1].0) token_dead BadDeviceToken 1 0 BadDeviceToken",
-            "\(devices[2].0) delivered - 3 1 -",
-            "dead-fcm token_dead UNREGISTERED 1 0 UNREGISTERED",
-            "bad0-fcm token_dead INVALID_ARGUMENT (token) 1 0 INVALID_ARGUMENT (token)",
-            "fa11-fcm delivered - 3 1 -",
-            "\(devices[6].0) retry_later TooManyRequests 3 1 -",
-            "\(devices[7].0) delivered - 1 1 -",
-        ])
+        #expect(
+            rows == [
+                "\(devices[0].0) token_dead Unregistered 1 0 Unregistered",
+                "\(devices[1].0) token_dead BadDeviceToken 1 0 BadDeviceToken",
+                "\(devices[2].0) delivered - 3 1 -",
+                "dead-fcm token_dead UNREGISTERED 1 0 UNREGISTERED",
+                "bad0-fcm token_dead INVALID_ARGUMENT (token) 1 0 INVALID_ARGUMENT (token)",
+                "fa11-fcm delivered - 3 1 -",
+                "\(devices[6].0) retry_later TooManyRequests 3 1 -",
+                "\(devices[7].0) delivered - 1 1 -",
+            ])
         #expect(summary.sent == 3)
         #expect(summary.failed == 4)
         #expect(summary.retry == 1)
@@ -71,7 +86,9 @@ import Testing
     }
 
     @Test(arguments: Backend.allCases) func retryAfterIsHonouredAndTheNextRunRetries(_ backend: Backend) async throws {
-        let harness = try await DeliveryHarness.start(backend) { $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 1)] }
+        let harness = try await DeliveryHarness.start(backend) {
+            $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 1)]
+        }
         try await harness.addUser("throttled", devices: [(hexToken("7407", 1), .apns, "ios")])
         var delivery = harness.delivery()
         delivery.retry.maxAttempts = 2
@@ -95,7 +112,8 @@ import Testing
             $0.maxConcurrentStreams = 25
         }
         for i in 0..<300 {
-            try await harness.addUser("g\(i)", devices: [(hexToken("ab", i), .apns, "ios"), ("fcm-\(i)", .fcm, "android")])
+            try await harness.addUser(
+                "g\(i)", devices: [(hexToken("ab", i), .apns, "ios"), ("fcm-\(i)", .fcm, "android")])
         }
         let sender = try await harness.sender()
         let summary = try await DiaryReminderRunner(store: harness.db.store, sender: sender, logger: quietLogger)
@@ -117,10 +135,14 @@ import Testing
         await harness.stop()
     }
 
-    @Test(arguments: Backend.allCases) func consecutiveRunsShareOneProviderTokenAndOneAccessToken(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func consecutiveRunsShareOneProviderTokenAndOneAccessToken(_ backend: Backend)
+        async throws
+    {
         let harness = try await DeliveryHarness.start(backend)
-        try await harness.addUser("a", devices: [(hexToken("ab", 1), .apns, "ios"), ("f-1", .fcm, "android")], time: "20:00")
-        try await harness.addUser("b", devices: [(hexToken("ab", 2), .apns, "ios"), ("f-2", .fcm, "android")], time: "20:15")
+        try await harness.addUser(
+            "a", devices: [(hexToken("ab", 1), .apns, "ios"), ("f-1", .fcm, "android")], time: "20:00")
+        try await harness.addUser(
+            "b", devices: [(hexToken("ab", 2), .apns, "ios"), ("f-2", .fcm, "android")], time: "20:15")
         // Two runs, each with its own sender, as two cron processes would be.
         try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         try await harness.run(at: "2026-11-21T20:15:00Z", sender: try await harness.sender())
@@ -139,7 +161,8 @@ import Testing
             clock.set(clock.start + Int64(minute) * 60)
             let user = "m\(minute)"
             try await harness.addUser(user, devices: [(hexToken("ab", minute), .apns, "ios")], time: "20:00")
-            try await harness.run(at: "2026-11-\(10 + minute / 10)T20:00:00Z", sender: try await harness.sender(delivery))
+            try await harness.run(
+                at: "2026-11-\(10 + minute / 10)T20:00:00Z", sender: try await harness.sender(delivery))
             #expect(harness.simulator.stats.apnsProviderTokens == expectedMints, "after \(minute) minutes")
         }
         #expect(harness.simulator.stats.errors.isEmpty)
@@ -151,14 +174,19 @@ import Testing
         // Four "hosts": each its own store connection(s), one database.
         var senders: [PushSender] = []
         for _ in 0..<4 {
-            senders.append(try await PushSender(configuration: harness.delivery(), credentials: try await harness.db.reopen(),
-                                                logger: quietLogger))
+            senders.append(
+                try await PushSender(
+                    configuration: harness.delivery(), credentials: try await harness.db.reopen(),
+                    logger: quietLogger))
         }
         let notifications = (0..<4).map { i in
-            OutgoingNotification(logID: nil, device: Device(id: Int64(i), userID: "u", token: hexToken("ab", i), provider: .apns,
-                                                            platform: "ios", apnsEnvironment: "production"),
-                                 type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t",
-                                 body: "b", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
+            OutgoingNotification(
+                logID: nil,
+                device: Device(
+                    id: Int64(i), userID: "u", token: hexToken("ab", i), provider: .apns,
+                    platform: "ios", apnsEnvironment: "production"),
+                type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t",
+                body: "b", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
         }
         await withTaskGroup(of: Void.self) { group in
             for (sender, notification) in zip(senders, notifications) {
@@ -178,11 +206,14 @@ import Testing
         let sender = try await harness.sender()
         let batches = (0..<4).map { batch in
             (0..<50).map { i in
-                OutgoingNotification(logID: nil, device: Device(id: Int64(batch * 100 + i), userID: "u\(batch)-\(i)",
-                                                                token: hexToken("c\(batch)", i), provider: .apns, platform: "ios",
-                                                                apnsEnvironment: "production"),
-                                     type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t",
-                                     body: "b", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
+                OutgoingNotification(
+                    logID: nil,
+                    device: Device(
+                        id: Int64(batch * 100 + i), userID: "u\(batch)-\(i)",
+                        token: hexToken("c\(batch)", i), provider: .apns, platform: "ios",
+                        apnsEnvironment: "production"),
+                    type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t",
+                    body: "b", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
             }
         }
         let outcomes = await withTaskGroup(of: [DeliveryReport].self) { group in
@@ -199,14 +230,21 @@ import Testing
     @Test func aDeviceThatReRegisteredAfterThe410IsKept() async throws {
         let registered = instant("2026-11-21T12:00:00Z")
         let harness = try await DeliveryHarness.start {
-            $0.rules = [SimulatorRule(prefix: "dead0", kind: .dead, timestampMs: (registered - 3600) * 1000),
-                        SimulatorRule(prefix: "dead1", kind: .dead, timestampMs: (registered + 3600) * 1000)]
+            $0.rules = [
+                SimulatorRule(prefix: "dead0", kind: .dead, timestampMs: (registered - 3600) * 1000),
+                SimulatorRule(prefix: "dead1", kind: .dead, timestampMs: (registered + 3600) * 1000),
+            ]
         }
         try await harness.addUser("back", devices: [(hexToken("dead0", 1), .apns, "ios")], registeredAt: registered)
         try await harness.addUser("gone", devices: [(hexToken("dead1", 2), .apns, "ios")], registeredAt: registered)
         try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
-        #expect(try await harness.db.strings("SELECT user_id || ' ' || is_active FROM user_devices ORDER BY user_id") == ["back 1", "gone 0"])
-        #expect(try await harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'token_dead'") == 2)
+        #expect(
+            try await harness.db.strings("SELECT user_id || ' ' || is_active FROM user_devices ORDER BY user_id") == [
+                "back 1", "gone 0",
+            ])
+        #expect(
+            try await harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'token_dead'") == 2
+        )
         await harness.stop()
     }
 
@@ -216,12 +254,13 @@ import Testing
         for i in 0..<5 { try await harness.addUser("c\(i)", devices: [(hexToken("ab", i), .apns, "ios")]) }
         try await harness.addUser("android", devices: [("fcm-ok", .fcm, "android")])
         let logs = CapturedLogs()
-        let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger))
+        let summary = try await harness.run(
+            at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger))
         // FCM's OAuth assertion is also "from the past" for this simulator: its user is held back too.
         #expect(summary.outcomes["credentials"] == 6)
         #expect(summary.retry == 6)
         #expect(summary.sent == 0)
-        #expect(harness.simulator.stats.errors["ExpiredProviderToken"] == 10)   // first try and one refresh
+        #expect(harness.simulator.stats.errors["ExpiredProviderToken"] == 10)  // first try and one refresh
         #expect(harness.simulator.stats.apnsProviderTokens == 0)
         #expect(try await harness.db.count("SELECT count(*) FROM user_devices WHERE NOT is_active") == 0)
         #expect(logs.lines.contains { $0.contains("stopped sending to this provider") })
@@ -234,7 +273,8 @@ import Testing
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         #expect(summary.outcomes == ["credentials": 1])
         #expect(try await harness.db.count("SELECT count(*) FROM user_devices WHERE is_active") == 1)
-        #expect(try await harness.db.strings("SELECT reason FROM notification_deliveries") == ["THIRD_PARTY_AUTH_ERROR"])
+        #expect(
+            try await harness.db.strings("SELECT reason FROM notification_deliveries") == ["THIRD_PARTY_AUTH_ERROR"])
         await harness.stop()
     }
 
@@ -242,28 +282,36 @@ import Testing
         let harness = try await DeliveryHarness.start(backend)
         let tokens = [hexToken("dead", 1), hexToken("bad0", 2), hexToken("fa11", 3), hexToken("cafe", 4)]
         for (i, token) in tokens.enumerated() { try await harness.addUser("s\(i)", devices: [(token, .apns, "ios")]) }
-        try await harness.addUser("f", devices: [("dead-fcm-token-0123456789", .fcm, "android"), ("a0th-fcm-token-0123456789", .fcm, "ios")])
+        try await harness.addUser(
+            "f", devices: [("dead-fcm-token-0123456789", .fcm, "android"), ("a0th-fcm-token-0123456789", .fcm, "ios")])
         let logs = CapturedLogs()
-        try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger), logger: logs.logger)
+        try await harness.run(
+            at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger), logger: logs.logger)
         let secrets = try await harness.db.strings("SELECT token FROM provider_credentials")
         #expect(secrets.count == 2)
         let keyLines = try String(contentsOfFile: harness.simulator.credentials.apnsKeyFile, encoding: .utf8)
             .split(separator: "\n").filter { !$0.hasPrefix("-----") }.map(String.init)
-        let forbidden = tokens + ["dead-fcm-token-0123456789", "a0th-fcm-token-0123456789"] + secrets + keyLines + ["PRIVATE KEY"]
+        let forbidden =
+            tokens + ["dead-fcm-token-0123456789", "a0th-fcm-token-0123456789"] + secrets + keyLines + ["PRIVATE KEY"]
         #expect(!logs.lines.isEmpty)
         // Issue 24: the trouble lines (the FCM project's APNs key refused: THIRD_PARTY_AUTH_ERROR) are among those checked.
-        #expect(logs.lines.contains { $0.contains("FCM refused our credentials") && $0.contains("advice") }, "\(logs.lines)")
+        #expect(
+            logs.lines.contains { $0.contains("FCM refused our credentials") && $0.contains("advice") }, "\(logs.lines)"
+        )
         for line in logs.lines {
             for secret in forbidden { #expect(!line.contains(secret), "leaked in: \(line)") }
         }
         await harness.stop()
     }
 
-    @Test(arguments: Backend.allCases) func aProviderWithoutCredentialsIsSkippedBeforeClaiming(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aProviderWithoutCredentialsIsSkippedBeforeClaiming(_ backend: Backend)
+        async throws
+    {
         let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser("apple-only", devices: [(hexToken("ab", 1), .apns, "ios")])
         try await harness.addUser("both", devices: [(hexToken("ab", 2), .apns, "ios"), ("fcm-2", .fcm, "android")])
-        let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
+        let summary = try await harness.run(
+            at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
         #expect(summary.skipped == ["no_configured_provider": 1])
         #expect(summary.sent == 1)
         #expect(try await harness.db.strings("SELECT user_id FROM notification_logs") == ["both"])
@@ -271,7 +319,8 @@ import Testing
         await harness.stop()
     }
 
-    @Test(arguments: Backend.allCases) func validateOnlyChecksWithFCMAndDeliversNothing(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func validateOnlyChecksWithFCMAndDeliversNothing(_ backend: Backend) async throws
+    {
         let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser("v1", devices: [("fcm-live", .fcm, "android"), ("dead-fcm", .fcm, "android")])
         var delivery = harness.delivery(apns: false)
@@ -283,8 +332,10 @@ import Testing
         await sender.shutdown()
         #expect(summary.outcomes == ["delivered": 1, "token_dead": 1])
         // Issue 24: nothing was claimed or sent, and the summary says so.
-        #expect(summary.text.contains("would_claim=1 would_send=") && !summary.text.contains(" claimed=") && !summary.text.contains(" sent="),
-                "\(summary.text)")
+        #expect(
+            summary.text.contains("would_claim=1 would_send=") && !summary.text.contains(" claimed=")
+                && !summary.text.contains(" sent="),
+            "\(summary.text)")
         #expect(summary.json.contains(#""would_claim":1"#) && !summary.json.contains(#""claimed":"#), "\(summary.json)")
         #expect(harness.simulator.stats.validated == 1)
         #expect(harness.simulator.accepted().isEmpty)
@@ -321,13 +372,19 @@ import Testing
     /// The system's roots come from its hashed directory when it has one (read per handshake, not parsed
     /// whole in every process); only `c_rehash` names count as such a directory's certificates.
     @Test func systemRootsAreReadFromTheHashedDirectory() throws {
-        for name in ["4042bcee.0", "002c0b4f.1", "ffffffff.12"] { #expect(TLSSettings.isHashedCertificateName(name), "\(name)") }
-        for name in ["ca-certificates.crt", "4042bcee", "4042bcee.", "4042BCEE.0", "4042bce.0", "4042bcee.0.pem", "g042bcee.0",
-                     "4042bcee.x"] {
+        for name in ["4042bcee.0", "002c0b4f.1", "ffffffff.12"] {
+            #expect(TLSSettings.isHashedCertificateName(name), "\(name)")
+        }
+        for name in [
+            "ca-certificates.crt", "4042bcee", "4042bcee.", "4042BCEE.0", "4042bce.0", "4042bcee.0.pem", "g042bcee.0",
+            "4042bcee.x",
+        ] {
             #expect(!TLSSettings.isHashedCertificateName(name), "\(name)")
         }
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/etc/ssl/certs")) ?? []
-        #expect(TLSSettings.hashedSystemCADirectory == (names.contains(where: TLSSettings.isHashedCertificateName) ? "/etc/ssl/certs" : nil))
+        #expect(
+            TLSSettings.hashedSystemCADirectory
+                == (names.contains(where: TLSSettings.isHashedCertificateName) ? "/etc/ssl/certs" : nil))
         _ = try TLSSettings().makeContext()
     }
 
@@ -351,11 +408,16 @@ import Testing
     @Test func theSimulatorReadsBodiesLargerThanTheFlowControlWindows() async throws {
         let harness = try await DeliveryHarness.start()
         let tls = try TLSSettings(additionalCAFile: harness.simulator.credentials.caFile).makeContext()
-        let connection = try await HTTP2Connection.connect(to: Endpoint(host: "127.0.0.1", port: harness.simulator.port),
-                                                           tls: tls, options: .init(requestTimeout: .seconds(20)))
-        let headers: HPACKHeaders = [":method": "POST", ":scheme": "https", ":authority": "127.0.0.1",
-                                     ":path": "/3/device/\(hexToken("b1", 1))"]
-        let requests = (0..<3).map { _ in HTTP2Request(headers: headers, body: ByteBuffer(repeating: UInt8(ascii: "x"), count: 300_000)) }
+        let connection = try await HTTP2Connection.connect(
+            to: Endpoint(host: "127.0.0.1", port: harness.simulator.port),
+            tls: tls, options: .init(requestTimeout: .seconds(20)))
+        let headers: HPACKHeaders = [
+            ":method": "POST", ":scheme": "https", ":authority": "127.0.0.1",
+            ":path": "/3/device/\(hexToken("b1", 1))",
+        ]
+        let requests = (0..<3).map { _ in
+            HTTP2Request(headers: headers, body: ByteBuffer(repeating: UInt8(ascii: "x"), count: 300_000))
+        }
         let results = await connection.send(requests)
         for result in results {
             let response = try result.get()
@@ -387,28 +449,40 @@ final class ManualClock: @unchecked Sendable {
     }
 
     func fcm(_ status: Int, code: String?, message: String = "", headers: HPACKHeaders = [:]) -> ProviderVerdict {
-        let details = code.map { #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"# } ?? ""
-        return FCM.classify(status: status, headers: headers,
-                            body: ByteBuffer(string: #"{"error":{"code":\#(status),"message":"\#(message)","status":"X"\#(details)}}"#))
+        let details =
+            code.map {
+                #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"#
+            } ?? ""
+        return FCM.classify(
+            status: status, headers: headers,
+            body: ByteBuffer(string: #"{"error":{"code":\#(status),"message":"\#(message)","status":"X"\#(details)}}"#))
     }
 
     @Test func apnsAnswers() {
         #expect(apns(200, "", headers: ["apns-id": "abc"]) == ProviderVerdict(.delivered, providerMessageID: "abc"))
-        #expect(apns(410, #"{"reason":"Unregistered","timestamp":1700000000000}"#) == ProviderVerdict(.tokenDead, reason: "Unregistered", tokenInvalidSince: 1_700_000_000))
+        #expect(
+            apns(410, #"{"reason":"Unregistered","timestamp":1700000000000}"#)
+                == ProviderVerdict(.tokenDead, reason: "Unregistered", tokenInvalidSince: 1_700_000_000))
         #expect(apns(410, #"{"reason":"ExpiredToken"}"#).outcome == .tokenDead)
         #expect(apns(400, #"{"reason":"BadDeviceToken"}"#).outcome == .tokenDead)
         #expect(apns(400, #"{"reason":"DeviceTokenNotForTopic"}"#).outcome == .tokenDead)
-        #expect(apns(429, #"{"reason":"TooManyRequests"}"#, headers: ["retry-after": "7"]) == ProviderVerdict(.retryLater, reason: "TooManyRequests", retryAfter: 7))
+        #expect(
+            apns(429, #"{"reason":"TooManyRequests"}"#, headers: ["retry-after": "7"])
+                == ProviderVerdict(.retryLater, reason: "TooManyRequests", retryAfter: 7))
         #expect(apns(500, #"{"reason":"InternalServerError"}"#).outcome == .retryLater)
         #expect(apns(503, #"{"reason":"ServiceUnavailable"}"#).outcome == .retryLater)
         #expect(apns(503, #"{"reason":"Shutdown"}"#).outcome == .retryLater)
-        for reason in ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken", "BadEnvironmentKeyIdInToken"] {
+        for reason in [
+            "ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken", "BadEnvironmentKeyIdInToken",
+        ] {
             #expect(apns(403, #"{"reason":"\#(reason)"}"#).outcome == .credentials, "\(reason)")
         }
         #expect(apns(429, #"{"reason":"TooManyProviderTokenUpdates"}"#).outcome == .credentials)
-        for (status, reason) in [(403, "Forbidden"), (413, "PayloadTooLarge"), (400, "BadCollapseId"), (400, "BadExpirationDate"),
-                                 (400, "BadPriority"), (400, "BadTopic"), (400, "MissingTopic"), (400, "TopicDisallowed"),
-                                 (400, "PayloadEmpty")] {
+        for (status, reason) in [
+            (403, "Forbidden"), (413, "PayloadTooLarge"), (400, "BadCollapseId"), (400, "BadExpirationDate"),
+            (400, "BadPriority"), (400, "BadTopic"), (400, "MissingTopic"), (400, "TopicDisallowed"),
+            (400, "PayloadEmpty"),
+        ] {
             #expect(apns(status, #"{"reason":"\#(reason)"}"#).outcome == .rejected, "\(reason)")
         }
         #expect(apns(502, "<html>").outcome == .retryLater)
@@ -416,12 +490,18 @@ final class ManualClock: @unchecked Sendable {
     }
 
     @Test func fcmAnswers() {
-        #expect(FCM.classify(status: 200, headers: [:], body: ByteBuffer(string: #"{"name":"projects/p/messages/1"}"#)) == ProviderVerdict(.delivered, providerMessageID: "projects/p/messages/1"))
+        #expect(
+            FCM.classify(status: 200, headers: [:], body: ByteBuffer(string: #"{"name":"projects/p/messages/1"}"#))
+                == ProviderVerdict(.delivered, providerMessageID: "projects/p/messages/1"))
         #expect(fcm(404, code: "UNREGISTERED").outcome == .tokenDead)
         #expect(fcm(403, code: "SENDER_ID_MISMATCH").outcome == .tokenDead)
-        #expect(fcm(400, code: "INVALID_ARGUMENT", message: "The registration token is not a valid FCM registration token").outcome == .tokenDead)
-        #expect(fcm(400, code: "INVALID_ARGUMENT", message: "Invalid value at 'message.android.ttl'").outcome == .rejected)
-        #expect(fcm(429, code: "QUOTA_EXCEEDED") == ProviderVerdict(.retryLater, reason: "QUOTA_EXCEEDED", retryAfter: 60))
+        #expect(
+            fcm(400, code: "INVALID_ARGUMENT", message: "The registration token is not a valid FCM registration token")
+                .outcome == .tokenDead)
+        #expect(
+            fcm(400, code: "INVALID_ARGUMENT", message: "Invalid value at 'message.android.ttl'").outcome == .rejected)
+        #expect(
+            fcm(429, code: "QUOTA_EXCEEDED") == ProviderVerdict(.retryLater, reason: "QUOTA_EXCEEDED", retryAfter: 60))
         #expect(fcm(429, code: "QUOTA_EXCEEDED", headers: ["retry-after": "5"]).retryAfter == 5)
         #expect(fcm(503, code: "UNAVAILABLE").outcome == .retryLater)
         #expect(fcm(500, code: "INTERNAL").outcome == .retryLater)
@@ -433,8 +513,11 @@ final class ManualClock: @unchecked Sendable {
     @Test func oversizedPayloadsAreShortenedAtAGraphemeBoundary() throws {
         let body = String(repeating: "👩‍👩‍👧‍👦 family ", count: 400)
         let notification = OutgoingNotification(
-            logID: nil, device: Device(id: 1, userID: "u", token: "ab", provider: .apns, platform: "ios", apnsEnvironment: "production"),
-            type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "Title", body: body, expiresAt: 0)
+            logID: nil,
+            device: Device(
+                id: 1, userID: "u", token: "ab", provider: .apns, platform: "ios", apnsEnvironment: "production"),
+            type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "Title", body: body,
+            expiresAt: 0)
         let data = APNs.payload(for: notification, links: DeepLinks())
         #expect(data.count <= 4096)
         #expect(data.count > 3800)
@@ -444,11 +527,14 @@ final class ManualClock: @unchecked Sendable {
         #expect(shortened.hasSuffix("…"))
         #expect(body.hasPrefix(String(shortened.dropLast()).trimmingCharacters(in: .whitespaces)))
         #expect(shortened.unicodeScalars.last != "\u{200D}")
-        let fcmData = FCM.message(for: notification, configuration: FCMConfiguration(serviceAccountFile: ""), links: DeepLinks(), now: 0)
+        let fcmData = FCM.message(
+            for: notification, configuration: FCMConfiguration(serviceAccountFile: ""), links: DeepLinks(), now: 0)
         #expect(fcmData.count <= 4096 + 200)
-        let small = APNs.payload(for: OutgoingNotification(logID: nil, device: notification.device, type: .diaryReminder,
-                                                            period: "p", locale: "en", messageIndex: 0, title: "t", body: "short",
-                                                            expiresAt: 0), links: DeepLinks())
+        let small = APNs.payload(
+            for: OutgoingNotification(
+                logID: nil, device: notification.device, type: .diaryReminder,
+                period: "p", locale: "en", messageIndex: 0, title: "t", body: "short",
+                expiresAt: 0), links: DeepLinks())
         #expect(String(decoding: small, as: UTF8.self).contains(#""body":"short""#))
     }
 
@@ -456,18 +542,25 @@ final class ManualClock: @unchecked Sendable {
     /// provider token and the other repeating headers stay indexed however many devices a run reaches.
     @Test func theAPNsPathStaysOutOfTheHPACKTable() {
         let notification = OutgoingNotification(
-            logID: nil, device: Device(id: 1, userID: "u", token: "ab12", provider: .apns, platform: "ios", apnsEnvironment: "production"),
-            type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "Title", body: "Body", expiresAt: 7)
-        let request = APNs.request(for: notification, topic: "app.example", authority: "api.push.apple.com",
-                                   authorization: APNs.authorization(jwt: "j.w.t"), links: DeepLinks())
+            logID: nil,
+            device: Device(
+                id: 1, userID: "u", token: "ab12", provider: .apns, platform: "ios", apnsEnvironment: "production"),
+            type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "Title", body: "Body",
+            expiresAt: 7)
+        let request = APNs.request(
+            for: notification, topic: "app.example", authority: "api.push.apple.com",
+            authorization: APNs.authorization(jwt: "j.w.t"), links: DeepLinks())
         let indexing = Dictionary(uniqueKeysWithValues: request.headers.map { ($0.name, $0.indexable) })
         #expect(indexing[":path"] == .nonIndexable)
         #expect(indexing["content-length"] == .nonIndexable)
         #expect(indexing["authorization"] == .indexable)
         #expect(request.headers.first(name: "authorization") == "bearer j.w.t")
         #expect(request.headers.first(name: ":path") == "/3/device/ab12")
-        #expect(request.headers.map(\.name) == [":method", ":scheme", ":path", ":authority", "authorization", "apns-push-type",
-                                                "apns-priority", "apns-topic", "apns-expiration", "apns-collapse-id",
-                                                "content-type", "content-length"])
+        #expect(
+            request.headers.map(\.name) == [
+                ":method", ":scheme", ":path", ":authority", "authorization", "apns-push-type",
+                "apns-priority", "apns-topic", "apns-expiration", "apns-collapse-id",
+                "content-type", "content-length",
+            ])
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import PostgresNIO
 import Testing
+
 @testable import JobKit
 @testable import JobKitPostgres
 
@@ -18,7 +19,8 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM user_devices") == 1)
         #expect(try await db.count("SELECT \(db.epoch("last_seen")) FROM user_devices") == 200)
         // APNs tokens are stored lower-case, with the production environment by default.
-        #expect(try await db.strings("SELECT token || ' ' || apns_environment FROM user_devices") == ["ab12cd production"])
+        #expect(
+            try await db.strings("SELECT token || ' ' || apns_environment FROM user_devices") == ["ab12cd production"])
     }
 
     @Test(arguments: Backend.allCases) func aTokenBelongsToOneUserAtATime(_ backend: Backend) async throws {
@@ -36,27 +38,38 @@ import Testing
         #expect(devices["bob"]?.map(\.token) == ["shared-phone"])
     }
 
-    @Test(arguments: Backend.allCases) func logoutDeactivatesAndReRegistrationReactivates(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func logoutDeactivatesAndReRegistrationReactivates(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice", tokens: ["phone"])
         #expect(try await db.store.unregister(token: "phone", reason: "logout", now: 10))
         #expect(try await db.store.unregister(token: "phone", reason: "logout", now: 11) == false)
-        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE NOT is_active AND deactivation_reason = 'logout' AND \(db.epoch("deactivated_at")) = 10") == 1)
+        #expect(
+            try await db.count(
+                "SELECT count(*) FROM user_devices WHERE NOT is_active AND deactivation_reason = 'logout' AND \(db.epoch("deactivated_at")) = 10"
+            ) == 1)
         #expect(try await db.store.activeDevices(userIDs: ["alice"]).isEmpty)
         let back = try await db.store.register(
             DeviceRegistration(userID: "alice", token: "phone", provider: .fcm, platform: "android"), now: 20)
         #expect(back.change == .reactivated)
-        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE is_active AND deactivated_at IS NULL AND deactivation_reason IS NULL") == 1)
+        #expect(
+            try await db.count(
+                "SELECT count(*) FROM user_devices WHERE is_active AND deactivated_at IS NULL AND deactivation_reason IS NULL"
+            ) == 1)
     }
 
-    @Test(arguments: Backend.allCases) func concurrentRegistrationsOfOneTokenLeaveOneRow(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func concurrentRegistrationsOfOneTokenLeaveOneRow(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         for user in ["u1", "u2", "u3", "u4"] { try await db.store.addUser(user, tokens: []) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for i in 0..<40 {
                 group.addTask {
                     _ = try await db.store.register(
-                        DeviceRegistration(userID: "u\(i % 4 + 1)", token: "race-token", provider: .fcm, platform: "ios"),
+                        DeviceRegistration(
+                            userID: "u\(i % 4 + 1)", token: "race-token", provider: .fcm, platform: "ios"),
                         now: Int64(i))
                 }
             }
@@ -65,12 +78,22 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM user_devices WHERE token = 'race-token' AND is_active") == 1)
     }
 
-    @Test(arguments: Backend.allCases) func badRegistrationsAreRejectedAndWriteNothing(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func badRegistrationsAreRejectedAndWriteNothing(_ backend: Backend) async throws
+    {
         let db = try await TemporaryDatabase(backend)
-        #expect(throws: JobError.self) { try DeviceRegistration(userID: "a", token: "xyz", provider: .apns, platform: "ios") }
-        #expect(throws: JobError.self) { try DeviceRegistration(userID: "a", token: "abc", provider: .apns, platform: "android") }
-        #expect(throws: JobError.self) { try DeviceRegistration(userID: "a", token: " ", provider: .fcm, platform: "ios") }
-        #expect(throws: JobError.self) { try DeviceRegistration(userID: "a", token: "ab", provider: .apns, platform: "ios", apnsEnvironment: "staging") }
+        #expect(throws: JobError.self) {
+            try DeviceRegistration(userID: "a", token: "xyz", provider: .apns, platform: "ios")
+        }
+        #expect(throws: JobError.self) {
+            try DeviceRegistration(userID: "a", token: "abc", provider: .apns, platform: "android")
+        }
+        #expect(throws: JobError.self) {
+            try DeviceRegistration(userID: "a", token: " ", provider: .fcm, platform: "ios")
+        }
+        #expect(throws: JobError.self) {
+            try DeviceRegistration(
+                userID: "a", token: "ab", provider: .apns, platform: "ios", apnsEnvironment: "staging")
+        }
         let unknown = try DeviceRegistration(userID: "ghost", token: "t", provider: .fcm, platform: "android")
         await #expect(throws: JobError.dataError("unknown user ghost")) { try await db.store.register(unknown, now: 1) }
         #expect(try await db.count("SELECT count(*) FROM user_devices") == 0)
@@ -87,7 +110,10 @@ import Testing
             "INSERT INTO notification_settings (user_id, reminder_time) VALUES ('nobody', '20:00')",
             // SQLite stores whatever type it is given: a CHECK keeps text out of the instants. PostgreSQL's
             // timestamptz would parse this text, so the case is SQLite's only.
-        ] + (backend == .sqlite ? ["INSERT INTO diary_entries (user_id, created_at) VALUES ('alice', '2026-11-21 10:00:00')"] : []) {
+        ]
+            + (backend == .sqlite
+                ? ["INSERT INTO diary_entries (user_id, created_at) VALUES ('alice', '2026-11-21 10:00:00')"] : [])
+        {
             await #expect(throws: (any Error).self, "\(statement)") { try await db.execute(statement) }
         }
         #expect(try await db.count("SELECT count(*) FROM user_devices WHERE token = 't2'") == 0)
@@ -110,32 +136,47 @@ import Testing
             try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueKeysSQL, arguments: ["UTC", 10, 20])
                 .map { $0["detail"] as String }
         }
-        #expect(keysPlan.count == 1 && keysPlan[0].hasPrefix("SEARCH notification_settings USING")
-                    && keysPlan[0].hasSuffix("COVERING INDEX notification_settings_due (timezone=? AND due_minute>? AND due_minute<?)"),
-                "\(keysPlan)")
+        #expect(
+            keysPlan.count == 1 && keysPlan[0].hasPrefix("SEARCH notification_settings USING")
+                && keysPlan[0].hasSuffix(
+                    "COVERING INDEX notification_settings_due (timezone=? AND due_minute>? AND due_minute<?)"),
+            "\(keysPlan)")
         // A page's candidates: the keys drive, and every table is probed by user id.
         let plan = try await db.sqlite.pool.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueCandidatesSQL(rows: 2), arguments: StatementArguments(
-                [0, "a", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder",
-                 0, "b", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder"] as [any DatabaseValueConvertible]))
-                .map { $0["detail"] as String }
+            try Row.fetchAll(
+                db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueCandidatesSQL(rows: 2),
+                arguments: StatementArguments(
+                    [
+                        0, "a", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder",
+                        0, "b", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder",
+                    ] as [any DatabaseValueConvertible])
+            )
+            .map { $0["detail"] as String }
         }
         #expect(plan.contains { $0.hasPrefix("SEARCH s USING PRIMARY KEY (user_id=?)") }, "\(plan)")
         #expect(plan.contains { $0.hasPrefix("SEARCH u USING PRIMARY KEY (id=?)") }, "\(plan)")
-        #expect(!plan.contains { $0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN p") && !$0.contains("CONSTANT ROW") }, "\(plan)")
+        #expect(
+            !plan.contains { $0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN p") && !$0.contains("CONSTANT ROW") },
+            "\(plan)")
         #expect(!plan.contains { $0.contains("TEMP B-TREE") }, "\(plan)")
         // The count of malformed reminder times seeks per zone too: no scan of every enabled user.
         let countPlan = try await db.sqlite.pool.read { db in
-            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.malformedCountSQL).map { $0["detail"] as String }
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.malformedCountSQL).map {
+                $0["detail"] as String
+            }
         }
-        #expect(!countPlan.contains { $0.hasPrefix("SCAN notification_settings") || $0.hasPrefix("SCAN s") }, "\(countPlan)")
+        #expect(
+            !countPlan.contains { $0.hasPrefix("SCAN notification_settings") || $0.hasPrefix("SCAN s") }, "\(countPlan)"
+        )
         #expect(countPlan.contains { $0.contains("due_minute=?") }, "\(countPlan)")
     }
 
     @Test func theDueMinuteCopyFollowsTheReminderTime() async throws {
         let db = try await TemporaryDatabase(.sqlite)
         func dueMinute() async throws -> Int? {
-            try await db.sqlite.pool.read { try Int.fetchOne($0, sql: "SELECT due_minute FROM notification_settings WHERE user_id = 'alice'") }
+            try await db.sqlite.pool.read {
+                try Int.fetchOne($0, sql: "SELECT due_minute FROM notification_settings WHERE user_id = 'alice'")
+            }
         }
         try await db.store.addUser("alice", zone: "Asia/Tokyo", time: "07:30")
         #expect(try await dueMinute() == 450)
@@ -150,7 +191,8 @@ import Testing
         try await db.execute("UPDATE notification_settings SET due_minute = 1 WHERE user_id = 'alice'")
         #expect(try await dueMinute() == 480)
         try await db.execute("INSERT INTO users (id, timezone) VALUES ('bob', 'UTC')")
-        try await db.execute("INSERT INTO notification_settings (user_id, reminder_time, due_minute) VALUES ('bob', '09:45', 3)")
+        try await db.execute(
+            "INSERT INTO notification_settings (user_id, reminder_time, due_minute) VALUES ('bob', '09:45', 3)")
         #expect(try await db.count("SELECT due_minute FROM notification_settings WHERE user_id = 'bob'") == 585)
         #expect(try await db.count("SELECT count(*) FROM notification_settings WHERE timezone = 'UTC'") == 1)
     }
@@ -163,10 +205,11 @@ import Testing
         let queue = try DatabaseQueue(path: path)
         try SQLiteSchema.migrator.migrate(queue, upTo: "005_drop_unused_status_index")
         try await queue.write { db in
-            try db.execute(sql: """
-                INSERT INTO users (id, timezone) VALUES ('a', 'UTC'), ('b', 'Asia/Tokyo'), ('c', 'UTC');
-                INSERT INTO notification_settings (user_id, reminder_time) VALUES ('a', '20:00'), ('b', '06:15'), ('c', 'soon');
-                """)
+            try db.execute(
+                sql: """
+                    INSERT INTO users (id, timezone) VALUES ('a', 'UTC'), ('b', 'Asia/Tokyo'), ('c', 'UTC');
+                    INSERT INTO notification_settings (user_id, reminder_time) VALUES ('a', '20:00'), ('b', '06:15'), ('c', 'soon');
+                    """)
         }
         try queue.close()
         let store = try SQLiteStore.open(path: path, mode: .readWrite)
@@ -175,8 +218,11 @@ import Testing
                 .map { "\($0[0] as String)=\(($0[1] as Int?).map(String.init) ?? "null")" }
         }
         #expect(minutes == ["a=1200", "b=375", "c=null"])
-        let keys = try await store.dueKeys([DueQuery(zone: "Asia/Tokyo", period: "2026-11-21", minutes: 375...375,
-                                                     day: 0..<86_400, type: .diaryReminder)])
+        let keys = try await store.dueKeys([
+            DueQuery(
+                zone: "Asia/Tokyo", period: "2026-11-21", minutes: 375...375,
+                day: 0..<86_400, type: .diaryReminder)
+        ])
         #expect(keys.map(\.userID) == ["b"])
         #expect(try await store.malformedReminderTimeCount() == 1)
         await store.close()
@@ -190,8 +236,11 @@ import Testing
         options.randomSeed = 7
         _ = try await Seeder().seed(options, into: db.store)
         try await db.execute("ANALYZE")
-        let queries = [DueQuery(zone: "Asia/Tokyo", period: "1970-01-01", minutes: 1_200...1_215, day: 0..<86_400,
-                                type: .diaryReminder)]
+        let queries = [
+            DueQuery(
+                zone: "Asia/Tokyo", period: "1970-01-01", minutes: 1_200...1_215, day: 0..<86_400,
+                type: .diaryReminder)
+        ]
         let store = db.store as! PostgresStore
         func explain(_ query: PostgresQuery) async throws -> String {
             try await store.rows("explain", PostgresQuery(unsafeSQL: "EXPLAIN " + query.sql, binds: query.binds))
@@ -202,13 +251,14 @@ import Testing
         #expect(!keysPlan.contains("Seq Scan"), "\(keysPlan)")
         let keys = (0..<20).map { DueKey(userID: "user-\($0)", query: 0) }
         let plan = try await explain(PostgresStore.dueCandidatesQuery(keys, of: queries))
-        #expect(plan.contains("Function Scan on p"), "\(plan)")   // the keys drive
+        #expect(plan.contains("Function Scan on p"), "\(plan)")  // the keys drive
         #expect(plan.contains("on notification_settings n") && plan.contains("users_pkey on users"), "\(plan)")
         #expect(!plan.contains("Seq Scan on notification_settings") && !plan.contains("Seq Scan on users"), "\(plan)")
     }
 
     @Test func urlsAreParsedStrictlyAndPasswordsNeverShown() throws {
-        let location = try PostgresLocation.parse("postgresql://app:s%40cret@db.example:6543/diary?sslmode=require&max_connections=8&application_name=cron")
+        let location = try PostgresLocation.parse(
+            "postgresql://app:s%40cret@db.example:6543/diary?sslmode=require&max_connections=8&application_name=cron")
         #expect(location.host == "db.example")
         #expect(location.port == 6543)
         #expect(location.user == "app")
@@ -218,13 +268,18 @@ import Testing
         #expect(location.password == "s@cret")
         #expect(location.display == "postgres://app@db.example:6543/diary")
         #expect(!location.display.contains("cret"))
-        for bad in ["postgres://h/db?sslmode=sometimes", "postgres://h/db?pool=3", "postgres:///db", "postgres://h/db?max_connections=0"] {
+        for bad in [
+            "postgres://h/db?sslmode=sometimes", "postgres://h/db?pool=3", "postgres:///db",
+            "postgres://h/db?max_connections=0",
+        ] {
             #expect(throws: JobError.self, "\(bad)") { try PostgresLocation.parse(bad) }
         }
         let secret = FileManager.default.temporaryDirectory.appendingPathComponent("pw-\(UUID().uuidString)")
         try Data("from-file\n".utf8).write(to: secret)
         #expect(try PostgresLocation.parse("postgres://app@h/db", passwordFile: secret.path).password == "from-file")
-        #expect(throws: JobError.self) { try PostgresLocation.parse("postgres://app:x@h/db", passwordFile: secret.path) }
+        #expect(throws: JobError.self) {
+            try PostgresLocation.parse("postgres://app:x@h/db", passwordFile: secret.path)
+        }
         #expect(throws: JobError.noInput("cannot read the database password file /nonexistent/pw")) {
             try PostgresLocation.parse("postgres://app@h/db?password_file=/nonexistent/pw")
         }
@@ -234,7 +289,11 @@ import Testing
         let admin = try PostgresLocation.parse(try Backend.postgresAdminURL)
         var wrong = admin
         wrong.password = "not-the-password"
-        await #expect(throws: JobError.config("connecting: PostgreSQL refused the login of postgres at \(admin.display): password authentication failed for user \"postgres\"")) {
+        await #expect(
+            throws: JobError.config(
+                "connecting: PostgreSQL refused the login of postgres at \(admin.display): password authentication failed for user \"postgres\""
+            )
+        ) {
             _ = try await PostgresStore.open(wrong, mode: .readOnly, logger: quietLogger)
         }
         var missing = admin

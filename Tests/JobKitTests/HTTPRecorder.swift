@@ -58,13 +58,16 @@ final class HTTPRecorder: Sendable {
                 body += String(buffer: buffer)
             case .end:
                 guard let head else { return }
-                let request = Request(method: head.method.rawValue, path: head.uri,
-                                      headers: Dictionary(head.headers.map { ($0.name.lowercased(), $0.value) }) { $1 }, body: body)
+                let request = Request(
+                    method: head.method.rawValue, path: head.uri,
+                    headers: Dictionary(head.headers.map { ($0.name.lowercased(), $0.value) }) { $1 }, body: body)
                 stored.withLockedValue { $0.append(request) }
                 let (status, answer) = respond(request)
                 var headers = HTTPHeaders()
                 headers.add(name: "Content-Length", value: "\(answer.utf8.count)")
-                context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+                context.write(
+                    wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))),
+                    promise: nil)
                 context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: answer)))), promise: nil)
                 context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import JobKit
 
 /// Issue 21: the two hook binaries under generated input. Seeded (set `PUSH_FUZZ_SEED` to explore other
@@ -24,8 +25,10 @@ import Testing
         let db = try await TemporaryDatabase(.sqlite)
         for id in ["w", "a/b c", "wé", "x\"y"] {
             try await db.store.upsertUser(UserProfile(id: id, timezone: "Europe/Paris"), now: 0)
-            _ = try await db.store.register(DeviceRegistration(userID: id, token: "phone-\(id.unicodeScalars.first!.value)",
-                                                               provider: .fcm, platform: "android"), now: 0)
+            _ = try await db.store.register(
+                DeviceRegistration(
+                    userID: id, token: "phone-\(id.unicodeScalars.first!.value)",
+                    provider: .fcm, platform: "android"), now: 0)
         }
         await db.store.close()
         return URL(fileURLWithPath: db.path)
@@ -45,17 +48,21 @@ import Testing
 
         /// `@DB` and `@OUT` in a generated value stand for this workspace's files.
         func expand(_ text: String) -> String {
-            text.replacingOccurrences(of: "@DB", with: database.path).replacingOccurrences(of: "@OUT", with: outbox.path)
+            text.replacingOccurrences(of: "@DB", with: database.path).replacingOccurrences(
+                of: "@OUT", with: outbox.path)
         }
 
         /// Output with this workspace's paths put back as `@DB`/`@OUT`, run ids and durations blanked.
         func normalize(_ text: String) -> String {
-            text.replacingOccurrences(of: database.path, with: "@DB").replacingOccurrences(of: outbox.path, with: "@OUT")
-                .replacingOccurrences(of: directory.path, with: "@DIR")
-                .replacingOccurrences(of: #""run_id":"[0-9a-f-]{36}""#, with: #""run_id":"-""#, options: .regularExpression)
-                .replacingOccurrences(of: #"\d+ms(\n|$)|"duration_ms":\d+"#, with: "-", options: .regularExpression)
-                .replacingOccurrences(of: #""timestamp":"[^"]*""#, with: "-", options: .regularExpression)
-                .replacingOccurrences(of: #"(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} "#, with: "", options: .regularExpression)
+            text.replacingOccurrences(of: database.path, with: "@DB").replacingOccurrences(
+                of: outbox.path, with: "@OUT"
+            )
+            .replacingOccurrences(of: directory.path, with: "@DIR")
+            .replacingOccurrences(of: #""run_id":"[0-9a-f-]{36}""#, with: #""run_id":"-""#, options: .regularExpression)
+            .replacingOccurrences(of: #"\d+ms(\n|$)|"duration_ms":\d+"#, with: "-", options: .regularExpression)
+            .replacingOccurrences(of: #""timestamp":"[^"]*""#, with: "-", options: .regularExpression)
+            .replacingOccurrences(
+                of: #"(?m)^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} "#, with: "", options: .regularExpression)
         }
 
         /// The database's content: its schema and every row of every table. Not its bytes: GRDB creates and
@@ -68,7 +75,9 @@ import Testing
             defer { try? queue.close() }
             return try queue.read { db in
                 var lines = try String.fetchAll(db, sql: "SELECT coalesce(sql, name) FROM sqlite_master ORDER BY name")
-                for table in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name") {
+                for table in try String.fetchAll(
+                    db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+                {
                     lines += try Row.fetchAll(db, sql: "SELECT * FROM \"\(table)\"").map(\.description).sorted()
                 }
                 return lines.joined(separator: "\n")
@@ -86,13 +95,16 @@ import Testing
     }
 
     /// Runs one binary in a fresh workspace.
-    static func run(_ binary: String, _ arguments: [String], environment: [String: String], stdin: Data?,
-                    template: URL) async throws -> Outcome {
+    static func run(
+        _ binary: String, _ arguments: [String], environment: [String: String], stdin: Data?,
+        template: URL
+    ) async throws -> Outcome {
         let workspace = try Workspace(copying: template)
         let before = try workspace.databaseDigest()
         let input = stdin.map { _ in Pipe() }
-        let started = try Executables.start(binary, arguments.map(workspace.expand),
-                                            environment: environment.mapValues(workspace.expand), stdin: input)
+        let started = try Executables.start(
+            binary, arguments.map(workspace.expand),
+            environment: environment.mapValues(workspace.expand), stdin: input)
         if let input, let stdin {
             try? input.fileHandleForWriting.write(contentsOf: stdin)
             try? input.fileHandleForWriting.close()
@@ -107,7 +119,9 @@ import Testing
     static func checkInvariants(_ outcome: Outcome, _ label: String) {
         let result = outcome.result
         #expect(result.signal == nil, "\(label): ended by signal \(result.signal ?? 0): \(result.stderr.prefix(300))")
-        #expect(documentedExitCodes.contains(result.status), "\(label): exit \(result.status): \(result.stderr.prefix(300))")
+        #expect(
+            documentedExitCodes.contains(result.status), "\(label): exit \(result.status): \(result.stderr.prefix(300))"
+        )
         if result.status != 0 {
             #expect(!outcome.databaseChanged, "\(label): exit \(result.status) but the database changed")
             #expect(outcome.outbox.isEmpty, "\(label): exit \(result.status) but the outbox was written")
@@ -130,15 +144,24 @@ import Testing
             flags.append(chance(10) ? ["\(flag)=\(text)"] : [flag, text])
         }
         value("--user", either(["w", "w", "w", "a/b c", "wé", "x\"y"], ["ghost", "", "-w"]))
-        value("--used", either(["0", "3", "26", "26", "27", "29", "30", "31", "9223372036854775807"],
-                               ["-3", "-9223372036854775808", "abc", "1e3", "+5", "", "٣", " 4"]))
+        value(
+            "--used",
+            either(
+                ["0", "3", "26", "26", "27", "29", "30", "31", "9223372036854775807"],
+                ["-3", "-9223372036854775808", "abc", "1e3", "+5", "", "٣", " 4"]))
         value("--limit", either([nil, "30", "30", "30", "0", "-1", "9223372036854775807", "10"], ["x", ""]))
         value("--period", either([nil, nil, "monthly", "annual"], ["weekly", "MONTHLY"]))
-        value("--now", either([now, now, now, "2026-11-21T12:00:00+09:00"],
-                              ["2026-11-21T12:00:00", "9999-12-31T23:59:59Z", "1999-12-31T23:59:59Z", "yesterday", ""]))
+        value(
+            "--now",
+            either(
+                [now, now, now, "2026-11-21T12:00:00+09:00"],
+                ["2026-11-21T12:00:00", "9999-12-31T23:59:59Z", "1999-12-31T23:59:59Z", "yesterday", ""]))
         if chance(90) {
-            value("--database", either(["@DB", "@DB", "@DB", "sqlite://@DB", "file:@DB", " @DB", "@DB\t"],
-                                       ["@DB-missing", "/nonexistent/dir/x.sqlite", "mysql://x/y", "", "@DB/.."]))
+            value(
+                "--database",
+                either(
+                    ["@DB", "@DB", "@DB", "sqlite://@DB", "file:@DB", " @DB", "@DB\t"],
+                    ["@DB-missing", "/nonexistent/dir/x.sqlite", "mysql://x/y", "", "@DB/.."]))
         }
         value("--format", either([nil, nil, "text", "json", "json"], ["xml"]))
         value("--log-level", either([nil, nil, nil, "debug", "DEBUG", "trace"], ["loud", ""]))
@@ -152,7 +175,10 @@ import Testing
         flags.shuffle(using: &random)
         var environment: [String: String] = [:]
         let variables: [(String, [String])] = [
-            ("PUSH_DATABASE_URL", ["@DB", "sqlite://@DB", "postgres://127.0.0.1:1/x?connect_timeout=2", "garbage://x", ""]),
+            (
+                "PUSH_DATABASE_URL",
+                ["@DB", "sqlite://@DB", "postgres://127.0.0.1:1/x?connect_timeout=2", "garbage://x", ""]
+            ),
             ("PUSH_DATABASE_PASSWORD_FILE", ["/nonexistent/pw", "/nonexistent/pw", ""]),
             ("PUSH_LOG_LEVEL", ["warning", "LOUD", "", "trace"]),
             ("PUSH_LOG_FORMAT", ["json", "yaml", ""]),
@@ -173,7 +199,8 @@ import Testing
         let template = try await Self.template()
         var random = SplitMix64(seed: Self.seed)
         let cases = (0..<300).map { _ in Self.flagSet(&random) }
-        var answeredByFront = 0, exitCodes: [Int32: Int] = [:]
+        var answeredByFront = 0
+        var exitCodes: [Int32: Int] = [:]
         try await withThrowingTaskGroup(of: (Int, Outcome, Outcome).self) { group in
             var next = 0
             func submit() {
@@ -181,8 +208,10 @@ import Testing
                 let (index, (arguments, environment)) = (next, cases[next])
                 next += 1
                 group.addTask {
-                    async let front = Self.run("content-limit-hook", arguments, environment: environment, stdin: nil, template: template)
-                    let full = try await Self.run("content-limit-hook-full", arguments, environment: environment, stdin: nil, template: template)
+                    async let front = Self.run(
+                        "content-limit-hook", arguments, environment: environment, stdin: nil, template: template)
+                    let full = try await Self.run(
+                        "content-limit-hook-full", arguments, environment: environment, stdin: nil, template: template)
                     return (index, try await front, full)
                 }
             }
@@ -192,10 +221,16 @@ import Testing
                 let label = "seed \(Self.seed) case \(index): \(arguments) \(environment)"
                 Self.checkInvariants(front, "front, " + label)
                 Self.checkInvariants(full, "full, " + label)
-                #expect(front.result.status == full.result.status,
-                        "\(label): front \(front.result.status), full \(full.result.status): \(front.result.stderr.prefix(200)) | \(full.result.stderr.prefix(200))")
-                #expect(front.workspace.normalize(front.result.stdout) == full.workspace.normalize(full.result.stdout), "\(label)")
-                #expect(front.workspace.normalize(front.result.stderr) == full.workspace.normalize(full.result.stderr), "\(label)")
+                #expect(
+                    front.result.status == full.result.status,
+                    "\(label): front \(front.result.status), full \(full.result.status): \(front.result.stderr.prefix(200)) | \(full.result.stderr.prefix(200))"
+                )
+                #expect(
+                    front.workspace.normalize(front.result.stdout) == full.workspace.normalize(full.result.stdout),
+                    "\(label)")
+                #expect(
+                    front.workspace.normalize(front.result.stderr) == full.workspace.normalize(full.result.stderr),
+                    "\(label)")
                 #expect(front.workspace.normalize(front.outbox) == full.workspace.normalize(full.outbox), "\(label)")
                 #expect(front.databaseChanged == full.databaseChanged, "\(label)")
                 if front.result.status == 0 && front.result.stdout.contains("below 90 %") { answeredByFront += 1 }
@@ -227,26 +262,34 @@ import Testing
     static func event(_ random: inout SplitMix64) -> Data {
         func pick<T>(_ options: [T]) -> T { options[Int(random.next() % UInt64(options.count))] }
         if random.next() % 4 == 0 {
-            var members = [#""user_id":"# + pick([#""w""#, #""a/b c""#, #""w\u00e9""#, #""x\"y""#, #""ghost""#]),
-                           #""used":"# + pick(["0", "3", "26", "27", "29", "30", "31", "9223372036854775807", "2.0"])]
-            if random.next() % 4 != 0 { members.append(#""limit":"# + pick(["30", "10", "0", "-1", "null", "9223372036854775807"])) }
+            var members = [
+                #""user_id":"# + pick([#""w""#, #""a/b c""#, #""w\u00e9""#, #""x\"y""#, #""ghost""#]),
+                #""used":"# + pick(["0", "3", "26", "27", "29", "30", "31", "9223372036854775807", "2.0"]),
+            ]
+            if random.next() % 4 != 0 {
+                members.append(#""limit":"# + pick(["30", "10", "0", "-1", "null", "9223372036854775807"]))
+            }
             if random.next() % 3 == 0 { members.append(#""period":"# + pick([#""monthly""#, #""annual""#])) }
             if random.next() % 3 == 0 {
-                members.append(#""extra":"# + pick([#"{"a":[1,2.5e-3,true,null],"b":"\ud83d\ude00"}"#, #""日記""#, "-0", "[]"]))
+                members.append(
+                    #""extra":"# + pick([#"{"a":[1,2.5e-3,true,null],"b":"\ud83d\ude00"}"#, #""日記""#, "-0", "[]"]))
             }
             members.shuffle(using: &random)
             return Data(("{" + members.joined(separator: ",") + "}").utf8)
         }
         var bytes = Array(pick(baseEvents).utf8)
-        let interesting: [[UInt8]] = [[0xFF], [0xC3], [0xED, 0xA0, 0x80], [0x00], [0x22], [0x7B], [0x7D], [0x2C], [0x5C], [0x0A],
-                                      Array("01".utf8), Array("27.0.5".utf8), Array("-".utf8), Array("1e400".utf8),
-                                      Array("9223372036854775808".utf8), Array("-1".utf8), Array("null".utf8), Array("[]".utf8),
-                                      Array(#""used":1,"#.utf8)]
+        let interesting: [[UInt8]] = [
+            [0xFF], [0xC3], [0xED, 0xA0, 0x80], [0x00], [0x22], [0x7B], [0x7D], [0x2C], [0x5C], [0x0A],
+            Array("01".utf8), Array("27.0.5".utf8), Array("-".utf8), Array("1e400".utf8),
+            Array("9223372036854775808".utf8), Array("-1".utf8), Array("null".utf8), Array("[]".utf8),
+            Array(#""used":1,"#.utf8),
+        ]
         for _ in 0...(random.next() % 3) {
             let position = bytes.isEmpty ? 0 : Int(random.next() % UInt64(bytes.count))
             switch random.next() % 8 {
             case 0 where !bytes.isEmpty: bytes[position] = UInt8(truncatingIfNeeded: random.next())
-            case 1 where !bytes.isEmpty: bytes.removeSubrange(position..<min(bytes.count, position + 1 + Int(random.next() % 6)))
+            case 1 where !bytes.isEmpty:
+                bytes.removeSubrange(position..<min(bytes.count, position + 1 + Int(random.next() % 6)))
             case 2: bytes.insert(contentsOf: pick(interesting), at: position)
             case 3: bytes = Array(bytes.prefix(position))
             case 4:
@@ -254,7 +297,10 @@ import Testing
                 if let at = digits.isEmpty ? nil : digits[Int(random.next() % UInt64(digits.count))] {
                     bytes.replaceSubrange(at...at, with: pick(interesting))
                 }
-            case 5: bytes = Array(repeating: UInt8(ascii: "["), count: 70) + bytes + Array(repeating: UInt8(ascii: "]"), count: 70)
+            case 5:
+                bytes =
+                    Array(repeating: UInt8(ascii: "["), count: 70) + bytes
+                    + Array(repeating: UInt8(ascii: "]"), count: 70)
             case 6: bytes = [0xEF, 0xBB, 0xBF] + bytes
             default: bytes += bytes.prefix(position)
             }
@@ -276,8 +322,12 @@ import Testing
                 group.addTask {
                     // Both binaries: the front hands every event to the full hook; every other event goes to the full hook itself.
                     let binary = index % 2 == 0 ? "content-limit-hook" : "content-limit-hook-full"
-                    let arguments = ["--event", "-", "--database", "@DB", "--now", Self.now, "--outbox", "@OUT"] + (dryRun ? ["--dry-run"] : [])
-                    return (index, try await Self.run(binary, arguments, environment: [:], stdin: event, template: template))
+                    let arguments =
+                        ["--event", "-", "--database", "@DB", "--now", Self.now, "--outbox", "@OUT"]
+                        + (dryRun ? ["--dry-run"] : [])
+                    return (
+                        index, try await Self.run(binary, arguments, environment: [:], stdin: event, template: template)
+                    )
                 }
             }
             for _ in 0..<3 { submit() }

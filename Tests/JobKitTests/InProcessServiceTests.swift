@@ -1,6 +1,7 @@
 import Foundation
 import PushSimulator
 import Testing
+
 @testable import JobKit
 @testable import JobKitPostgres
 
@@ -20,10 +21,13 @@ import Testing
         ]
     }
 
-    @Test(arguments: Backend.allCases) func theHookAndTheReminderRunInProcessFromTheEnvironment(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func theHookAndTheReminderRunInProcessFromTheEnvironment(_ backend: Backend)
+        async throws
+    {
         let harness = try await DeliveryHarness.start(backend)
-        try await harness.addUser("u1", devices: [(hexToken("aa", 1), .apns, "ios"), ("android-u1", .fcm, "android")],
-                                  time: "20:00")
+        try await harness.addUser(
+            "u1", devices: [(hexToken("aa", 1), .apns, "ios"), ("android-u1", .fcm, "android")],
+            time: "20:00")
         let environment = Self.environment(harness)
         let now = instant("2026-11-21T12:00:00Z")
 
@@ -40,18 +44,21 @@ import Testing
         #expect(harness.simulator.accepted().count == 4)
 
         let reminder = try await JobService.diaryReminder(environment: environment, logger: quietLogger)
-        let run = try await reminder.handle(ScheduledEvent(time: instant("2026-11-21T20:00:00Z")),
-                                            now: instant("2026-11-21T20:00:05Z"))
+        let run = try await reminder.handle(
+            ScheduledEvent(time: instant("2026-11-21T20:00:00Z")),
+            now: instant("2026-11-21T20:00:05Z"))
         #expect(run.claimed == 1 && run.notifications == 2)
         // The same slot again (a retried event): the notification log makes it a no-op.
-        let again = try await reminder.handle(ScheduledEvent(time: instant("2026-11-21T20:00:00Z")),
-                                              now: instant("2026-11-21T20:00:30Z"))
+        let again = try await reminder.handle(
+            ScheduledEvent(time: instant("2026-11-21T20:00:00Z")),
+            now: instant("2026-11-21T20:00:30Z"))
         #expect(again.claimed == 0 && again.notifications == 0)
         await reminder.close()
         #expect(harness.simulator.accepted().count == 6)
 
         let janitor = try await JobService.tokenJanitor(environment: environment, logger: quietLogger)
-        let cleaned = try await janitor.handle(ScheduledEvent(time: instant("2026-11-22T03:30:00Z"), detail: ["dry_run": .bool(true)]))
+        let cleaned = try await janitor.handle(
+            ScheduledEvent(time: instant("2026-11-22T03:30:00Z"), detail: ["dry_run": .bool(true)]))
         #expect(cleaned.dryRun)
         await janitor.close()
         await harness.stop()
@@ -63,11 +70,20 @@ import Testing
         let environment = Self.environment(harness)
         let cases: [(String, [String: String], Int32, String)] = [
             ("no database", environment.filter { $0.key != "PUSH_DATABASE_URL" }, 78, "PUSH_DATABASE_URL"),
-            ("no provider", environment.filter { !$0.key.hasPrefix("PUSH_APNS") && !$0.key.hasPrefix("PUSH_FCM") }, 78,
-             "no provider configured"),
+            (
+                "no provider", environment.filter { !$0.key.hasPrefix("PUSH_APNS") && !$0.key.hasPrefix("PUSH_FCM") },
+                78,
+                "no provider configured"
+            ),
             ("APNs half set", environment.filter { $0.key != "PUSH_APNS_TOPIC" }, 78, "PUSH_APNS_TOPIC"),
-            ("unreadable key", environment.merging(["PUSH_APNS_KEY_FILE": "/nonexistent/AuthKey.p8"]) { $1 }, 66, "AuthKey.p8"),
-            ("bad catalog", environment.merging(["PUSH_COPY_CATALOG": "/nonexistent/copy.json"]) { $1 }, 66, "copy.json"),
+            (
+                "unreadable key", environment.merging(["PUSH_APNS_KEY_FILE": "/nonexistent/AuthKey.p8"]) { $1 }, 66,
+                "AuthKey.p8"
+            ),
+            (
+                "bad catalog", environment.merging(["PUSH_COPY_CATALOG": "/nonexistent/copy.json"]) { $1 }, 66,
+                "copy.json"
+            ),
         ]
         for (name, settings, code, mention) in cases {
             do {

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import Testing
+
 @testable import JobKit
 
 @Suite struct JSONValueTests {
@@ -56,9 +57,13 @@ import Testing
     @Test func refusesInvalidUTF8AndDeepNesting() {
         let invalid = ByteBuffer(bytes: Array("\"a".utf8) + [0xC3, 0x28] + Array("\"".utf8))
         #expect(throws: JSONValue.SyntaxError.self) { try JSONValue(parsing: invalid) }
-        let deep = String(repeating: "[", count: JSONValue.maximumDepth + 1) + String(repeating: "]", count: JSONValue.maximumDepth + 1)
+        let deep =
+            String(repeating: "[", count: JSONValue.maximumDepth + 1)
+            + String(repeating: "]", count: JSONValue.maximumDepth + 1)
         #expect(throws: JSONValue.SyntaxError.self) { try JSONValue(parsing: deep) }
-        let fine = String(repeating: "[", count: JSONValue.maximumDepth) + String(repeating: "]", count: JSONValue.maximumDepth)
+        let fine =
+            String(repeating: "[", count: JSONValue.maximumDepth)
+            + String(repeating: "]", count: JSONValue.maximumDepth)
         #expect((try? JSONValue(parsing: fine)) != nil)
     }
 
@@ -73,20 +78,26 @@ import Testing
     }
 
     @Test func providerAnswersAreClassifiedFromTheirJSON() {
-        let fcmOK = FCM.classify(status: 200, headers: [:], body: ByteBuffer(string: #"{"name": "projects/p/messages/0:1%2"}"#))
+        let fcmOK = FCM.classify(
+            status: 200, headers: [:], body: ByteBuffer(string: #"{"name": "projects/p/messages/0:1%2"}"#))
         #expect(fcmOK.outcome == .delivered)
         #expect(fcmOK.providerMessageID == "projects/p/messages/0:1%2")
-        let fcmDead = FCM.classify(status: 404, headers: [:], body: ByteBuffer(string: #"""
-            {"error": {"code": 404, "message": "Requested entity was not found.", "status": "NOT_FOUND",
-             "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest"},
-                         {"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}]}}
-            """#))
+        let fcmDead = FCM.classify(
+            status: 404, headers: [:],
+            body: ByteBuffer(
+                string: #"""
+                    {"error": {"code": 404, "message": "Requested entity was not found.", "status": "NOT_FOUND",
+                     "details": [{"@type": "type.googleapis.com/google.rpc.BadRequest"},
+                                 {"@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": "UNREGISTERED"}]}}
+                    """#))
         #expect(fcmDead.outcome == .tokenDead)
         #expect(fcmDead.reason == "UNREGISTERED")
         let fcmGarbage = FCM.classify(status: 503, headers: [:], body: ByteBuffer(string: "<html>"))
         #expect(fcmGarbage.outcome == .retryLater)
         #expect(fcmGarbage.reason == "HTTP 503")
-        let apnsDead = APNs.classify(status: 410, headers: [:], body: ByteBuffer(string: #"{"reason":"Unregistered","timestamp":1700000000123}"#))
+        let apnsDead = APNs.classify(
+            status: 410, headers: [:], body: ByteBuffer(string: #"{"reason":"Unregistered","timestamp":1700000000123}"#)
+        )
         #expect(apnsDead.outcome == .tokenDead)
         #expect(apnsDead.tokenInvalidSince == 1_700_000_000)
     }

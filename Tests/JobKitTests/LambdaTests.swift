@@ -3,6 +3,7 @@ import LambdaRuntimeSimulator
 import NIOConcurrencyHelpers
 import PushSimulator
 import Testing
+
 @testable import JobKit
 
 /// The jobs as Lambda custom runtimes, against a local Runtime API: several invocations per execution
@@ -35,35 +36,43 @@ import Testing
         #"{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","detail-type":"Scheduled Event","source":"aws.events","account":"123456789012","time":"\#(time)","region":"eu-west-1","resources":["arn:aws:events:eu-west-1:123456789012:rule/diary-reminder"],"detail":\#(detail)}"#
     }
 
-    @Test(arguments: Backend.allCases) func diaryReminderServesManyInvocationsOnWarmConnectionsAndCredentials(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func diaryReminderServesManyInvocationsOnWarmConnectionsAndCredentials(
+        _ backend: Backend
+    ) async throws {
         let harness = try await DeliveryHarness.start(backend)
         for i in 0..<4 {
-            try await harness.addUser("eight-\(i)", devices: [(hexToken("a1", i), .apns, "ios"), ("droid-\(i)", .fcm, "android")],
-                                      time: "20:00")
+            try await harness.addUser(
+                "eight-\(i)", devices: [(hexToken("a1", i), .apns, "ios"), ("droid-\(i)", .fcm, "android")],
+                time: "20:00")
             try await harness.addUser("nine-\(i)", devices: [(hexToken("b2", i), .apns, "ios")], time: "21:00")
         }
         let sender = try await harness.sender()
-        let handler = DiaryReminderHandler(runner: DiaryReminderRunner(store: harness.db.store, sender: sender, logger: quietLogger),
-                                           settings: .init())
+        let handler = DiaryReminderHandler(
+            runner: DiaryReminderRunner(store: harness.db.store, sender: sender, logger: quietLogger),
+            settings: .init())
         let api = try await LambdaRuntimeSimulator.start()
         let wall = WallClock()
         let client = try await RuntimeAPIClient.connect(api.address)
         let loop = Task {
-            try await LambdaRuntime.serve(handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 6)
+            try await LambdaRuntime.serve(
+                handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 6)
         }
 
         // 1. On time, a five-minute invocation: everyone due at 20:00 is reminded on every device.
         wall.set("2026-11-21T20:00:03Z")
-        let first = try Self.fields(await api.invoke(Self.scheduled("2026-11-21T20:00:00Z"), deadlineMs: wall.ms + 300_000))
+        let first = try Self.fields(
+            await api.invoke(Self.scheduled("2026-11-21T20:00:00Z"), deadlineMs: wall.ms + 300_000))
         #expect(first.claimed == 4 && first.sent == 4 && first.notifications == 8 && !first.stoppedEarly)
         let warm = harness.simulator.stats
 
         // 2. EventBridge retries the same event: the log's claims make it a no-op.
-        let retried = try Self.fields(await api.invoke(Self.scheduled("2026-11-21T20:00:00Z"), deadlineMs: wall.ms + 300_000))
+        let retried = try Self.fields(
+            await api.invoke(Self.scheduled("2026-11-21T20:00:00Z"), deadlineMs: wall.ms + 300_000))
         #expect(retried.claimed == 0 && retried.notifications == 0)
 
         // 3. A malformed event is the invocation's error, typed and without the payload.
-        let bad = await api.invoke(#"{"detail-type":"Scheduled Event","secret":"s3cr3t"}"#, deadlineMs: wall.ms + 300_000)
+        let bad = await api.invoke(
+            #"{"detail-type":"Scheduled Event","secret":"s3cr3t"}"#, deadlineMs: wall.ms + 300_000)
         guard case .error(let type, let message, let header)? = bad else {
             Issue.record("expected an error, got \(String(describing: bad))")
             return
@@ -73,18 +82,24 @@ import Testing
 
         // 4. 21:00 with 5 s left before the deadline (less than the 15 s reserve): nothing is claimed.
         wall.set("2026-11-21T21:00:02Z")
-        let late = try Self.fields(await api.invoke(Self.scheduled("2026-11-21T21:00:00Z"), deadlineMs: wall.ms + 5_000))
+        let late = try Self.fields(
+            await api.invoke(Self.scheduled("2026-11-21T21:00:00Z"), deadlineMs: wall.ms + 5_000))
         #expect(late.stoppedEarly && late.claimed == 0 && late.notifications == 0)
-        #expect(try await harness.db.count("SELECT count(*) FROM notification_logs WHERE period_key = '2026-11-21' AND user_id LIKE 'nine-%'") == 0)
+        #expect(
+            try await harness.db.count(
+                "SELECT count(*) FROM notification_logs WHERE period_key = '2026-11-21' AND user_id LIKE 'nine-%'") == 0
+        )
 
         // 5. The next invocation, with time to spare, takes them all.
         wall.set("2026-11-21T21:15:01Z")
-        let next = try Self.fields(await api.invoke(Self.scheduled("2026-11-21T21:15:00Z"), deadlineMs: wall.ms + 300_000))
+        let next = try Self.fields(
+            await api.invoke(Self.scheduled("2026-11-21T21:15:00Z"), deadlineMs: wall.ms + 300_000))
         #expect(next.claimed == 4 && next.sent == 4 && !next.stoppedEarly)
 
         // 6. An event retried two hours after its time would remind people at an hour they did not choose.
         wall.set("2026-11-21T23:15:00Z")
-        let stale = try Self.fields(await api.invoke(Self.scheduled("2026-11-21T21:15:00Z"), deadlineMs: wall.ms + 300_000))
+        let stale = try Self.fields(
+            await api.invoke(Self.scheduled("2026-11-21T21:15:00Z"), deadlineMs: wall.ms + 300_000))
         #expect(stale.notRun?.hasPrefix("stale event") == true && stale.claimed == 0)
 
         try await loop.value
@@ -101,7 +116,9 @@ import Testing
         await harness.stop()
     }
 
-    @Test(arguments: Backend.allCases) func hookServesWritesAndReportsAnUnknownUserAsAnError(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func hookServesWritesAndReportsAnUnknownUserAsAnError(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("writer", zone: "Europe/Paris")
         let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
@@ -115,17 +132,22 @@ import Testing
         wall.set("2026-11-21T12:00:00Z")
         let client = try await RuntimeAPIClient.connect(api.address)
         let loop = Task {
-            try await LambdaRuntime.serve(handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 4)
+            try await LambdaRuntime.serve(
+                handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 4)
         }
         let deadline = wall.ms + 3_000
-        let quiet = try #require(await api.invoke(#"{"user_id":"writer","used":10,"limit":100}"#, deadlineMs: deadline)?.response)
+        let quiet = try #require(
+            await api.invoke(#"{"user_id":"writer","used":10,"limit":100}"#, deadlineMs: deadline)?.response)
         #expect(quiet.contains(#""action":"none""#) && quiet.contains(#""reason":"below 90 %""#))
-        let warned = try #require(await api.invoke(#"{"user_id":"writer","used":90,"limit":100}"#, deadlineMs: deadline)?.response)
+        let warned = try #require(
+            await api.invoke(#"{"user_id":"writer","used":90,"limit":100}"#, deadlineMs: deadline)?.response)
         #expect(warned.contains(#""action":"sent""#) && warned.contains(#""period":"2026-11""#))
-        let again = try #require(await api.invoke(#"{"user_id":"writer","used":91,"limit":100}"#, deadlineMs: deadline)?.response)
+        let again = try #require(
+            await api.invoke(#"{"user_id":"writer","used":91,"limit":100}"#, deadlineMs: deadline)?.response)
         #expect(again.contains("already warned this period"))
         let unknown = await api.invoke(#"{"user_id":"nobody","used":95,"limit":100}"#, deadlineMs: deadline)
-        #expect(unknown == .error(type: "JobError.dataError", message: "unknown user nobody", header: "JobError.dataError"))
+        #expect(
+            unknown == .error(type: "JobError.dataError", message: "unknown user nobody", header: "JobError.dataError"))
         try await loop.value
         let lines = try String(contentsOfFile: outbox, encoding: .utf8).split(separator: "\n")
         #expect(lines.count == 1)
@@ -139,7 +161,8 @@ import Testing
     @Test func anInvocationThatLeavesDueWorkToAProviderFails() async throws {
         struct RefusingSender: Sender {
             func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
-                batch.map { _ in DeliveryReport(channel: "apns", outcome: .credentials, reason: "InvalidProviderToken") }
+                batch.map { _ in DeliveryReport(channel: "apns", outcome: .credentials, reason: "InvalidProviderToken")
+                }
             }
         }
         let db = try await TemporaryDatabase(.sqlite)
@@ -153,8 +176,9 @@ import Testing
         wall.set("2026-11-21T12:00:00Z")
         let client = try await RuntimeAPIClient.connect(api.address)
         let loop = Task {
-            try await LambdaRuntime.serve(ContentLimitHookHandler(hook: hook, senders: senders), client: client, logger: quietLogger,
-                                          wallClockMs: { wall.ms }, limit: 1)
+            try await LambdaRuntime.serve(
+                ContentLimitHookHandler(hook: hook, senders: senders), client: client, logger: quietLogger,
+                wallClockMs: { wall.ms }, limit: 1)
         }
         let answer = await api.invoke(#"{"user_id":"writer","used":90,"limit":100}"#, deadlineMs: wall.ms + 3_000)
         guard case .error(let type, let message, let header) = answer else {
@@ -162,7 +186,8 @@ import Testing
             return
         }
         #expect(type == "JobError.noPermission" && header == "JobError.noPermission")
-        #expect(message.contains("APNs refused our credentials: 1 device") && message.contains("summary: {"), "\(message)")
+        #expect(
+            message.contains("APNs refused our credentials: 1 device") && message.contains("summary: {"), "\(message)")
         try await loop.value
         await client.close()
         await api.stop()
@@ -199,19 +224,30 @@ import Testing
         wall.set("2026-11-21T03:00:00Z")
         let client = try await RuntimeAPIClient.connect(api.address)
         let loop = Task {
-            try await LambdaRuntime.serve(handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 3)
+            try await LambdaRuntime.serve(
+                handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 3)
         }
-        let typo = await api.invoke(Self.scheduled("2026-11-21T03:00:00Z", detail: #"{"stale_dayz":30}"#), deadlineMs: wall.ms + 60_000)
-        #expect(typo == .error(type: "JobError.dataError",
-                               message: "event: token-janitor does not know detail.stale_dayz (accepted: batch_size, delivery_retention_days, dry_run, log_retention_days, probe, probe_after_days, probe_max, probe_rate, purge, purge_after_days, stale_days)",
-                               header: "JobError.dataError"))
-        let dry = try #require(await api.invoke(Self.scheduled("2026-11-21T03:00:00Z", detail: #"{"stale_days":30,"dry_run":true}"#),
-                                                deadlineMs: wall.ms + 60_000)?.response)
+        let typo = await api.invoke(
+            Self.scheduled("2026-11-21T03:00:00Z", detail: #"{"stale_dayz":30}"#), deadlineMs: wall.ms + 60_000)
+        #expect(
+            typo
+                == .error(
+                    type: "JobError.dataError",
+                    message:
+                        "event: token-janitor does not know detail.stale_dayz (accepted: batch_size, delivery_retention_days, dry_run, log_retention_days, probe, probe_after_days, probe_max, probe_rate, purge, purge_after_days, stale_days)",
+                    header: "JobError.dataError"))
+        let dry = try #require(
+            await api.invoke(
+                Self.scheduled("2026-11-21T03:00:00Z", detail: #"{"stale_days":30,"dry_run":true}"#),
+                deadlineMs: wall.ms + 60_000)?.response)
         #expect(dry.contains(#""stale_deactivated":1"#) && dry.contains(#""dry_run":true"#))
-        let real = try #require(await api.invoke(Self.scheduled("2026-11-21T03:00:00Z"), deadlineMs: wall.ms + 60_000)?.response)
+        let real = try #require(
+            await api.invoke(Self.scheduled("2026-11-21T03:00:00Z"), deadlineMs: wall.ms + 60_000)?.response)
         #expect(real.contains(#""stale_deactivated":1"#) && real.contains(#""dry_run":false"#))
         try await loop.value
-        #expect(try await db.strings("SELECT user_id FROM user_devices WHERE is_active = 0 OR is_active = false") == ["old"])
+        #expect(
+            try await db.strings("SELECT user_id FROM user_devices WHERE is_active = 0 OR is_active = false") == ["old"]
+        )
         await client.close()
         await api.stop()
     }
@@ -220,7 +256,8 @@ import Testing
         let rule = try ScheduledEvent.decode(lambdaPayload: Array(Self.scheduled("2026-11-21T20:00:00Z").utf8))
         #expect(rule == ScheduledEvent(time: instant("2026-11-21T20:00:00Z")))
         // EventBridge Scheduler: the input the docs give, with the scheduled time substituted.
-        let scheduler = try ScheduledEvent.decode(lambdaPayload: Array(#"{"time":"2026-11-21T20:15:00Z","detail":{"probe":true,"probe_max":10}}"#.utf8))
+        let scheduler = try ScheduledEvent.decode(
+            lambdaPayload: Array(#"{"time":"2026-11-21T20:15:00Z","detail":{"probe":true,"probe_max":10}}"#.utf8))
         #expect(scheduler.time == instant("2026-11-21T20:15:00Z"))
         #expect(try scheduler.bool("probe") == true && scheduler.int("probe_max", in: 1...100) == 10)
         #expect(throws: JobError.dataError("event: detail.probe_max must be a whole number within 1…5")) {
@@ -243,14 +280,17 @@ import Testing
         let db = try await TemporaryDatabase(.sqlite)
         let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
         let api = try await LambdaRuntimeSimulator.start()
-        let process = try Executables.start("diary-reminder", [], environment: [
-            "AWS_LAMBDA_RUNTIME_API": api.address, "PUSH_DATABASE_URL": db.path, "PUSH_OUTBOX": outbox,
-        ])
+        let process = try Executables.start(
+            "diary-reminder", [],
+            environment: [
+                "AWS_LAMBDA_RUNTIME_API": api.address, "PUSH_DATABASE_URL": db.path, "PUSH_OUTBOX": outbox,
+            ])
         // Inside Lambda the real clock decides staleness and turns the deadline into a duration: the event is
         // "now" and the deadline far, so nothing here depends on what the clock says.
         let now = Int64(Date().timeIntervalSince1970)
         try await db.store.upsertUser(UserProfile(id: "u-now", timezone: "UTC", reminderTime: Self.slot(now)), now: 0)
-        _ = try await db.store.register(DeviceRegistration(userID: "u-now", token: "token-now", provider: .fcm, platform: "android"), now: 0)
+        _ = try await db.store.register(
+            DeviceRegistration(userID: "u-now", token: "token-now", provider: .fcm, platform: "android"), now: 0)
         let event = LambdaTests.scheduled(Timestamps.format(now))
         let first = try LambdaTests.fields(await api.invoke(event, deadlineMs: (now + 300) * 1000))
         #expect(first.claimed == 1 && first.sent == 1)
@@ -269,14 +309,20 @@ import Testing
         #expect(try String(contentsOfFile: outbox, encoding: .utf8).split(separator: "\n").count == 1)
     }
 
-    @Test(arguments: [("token-janitor", [String: String](), "JobError.config", 78),
-                      ("content-limit-hook", ["PUSH_DATABASE_URL": "<db>"], "JobError.config", 78),
-                      ("diary-reminder", ["PUSH_DATABASE_URL": "<missing>"], "JobError.noInput", 66)])
-    func initialisationErrorsArePostedAndEndTheProcess(_ job: String, _ environment: [String: String], _ type: String,
-                                                      _ status: Int32) async throws {
+    @Test(arguments: [
+        ("token-janitor", [String: String](), "JobError.config", 78),
+        ("content-limit-hook", ["PUSH_DATABASE_URL": "<db>"], "JobError.config", 78),
+        ("diary-reminder", ["PUSH_DATABASE_URL": "<missing>"], "JobError.noInput", 66),
+    ])
+    func initialisationErrorsArePostedAndEndTheProcess(
+        _ job: String, _ environment: [String: String], _ type: String,
+        _ status: Int32
+    ) async throws {
         let db = try await TemporaryDatabase(.sqlite)
         let api = try await LambdaRuntimeSimulator.start()
-        var env = environment.mapValues { $0 == "<db>" ? db.path : $0 == "<missing>" ? db.directory.appendingPathComponent("none.db").path : $0 }
+        var env = environment.mapValues {
+            $0 == "<db>" ? db.path : $0 == "<missing>" ? db.directory.appendingPathComponent("none.db").path : $0
+        }
         env["AWS_LAMBDA_RUNTIME_API"] = api.address
         let process = try Executables.start(job, [], environment: env)
         let error = try #require(await api.initError())

@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import PushSimulator
 import Testing
+
 @testable import JobKit
 
 /// "Nothing lost": a device that failed only transiently or for credentials is sent to again by a later run
@@ -12,7 +13,11 @@ import Testing
         let outcomes = DeliveryOutcome.allCases
         // Every combination of up to three device outcomes, after 0 to 2 devices reached by earlier runs.
         var combinations: [[DeliveryOutcome]] = [[]]
-        for _ in 0..<3 { combinations += combinations.filter { $0.count == combinations.last!.count }.flatMap { c in outcomes.map { c + [$0] } } }
+        for _ in 0..<3 {
+            combinations += combinations.filter { $0.count == combinations.last!.count }.flatMap { c in
+                outcomes.map { c + [$0] }
+            }
+        }
         for previous in 0...2 {
             for combination in Set(combinations) {
                 let status = DeliveryLifecycle.resolution(previouslyDelivered: previous, outcomes: combination)
@@ -20,7 +25,9 @@ import Testing
                 let reached = previous + combination.filter { $0 == .delivered }.count
                 let context = "previous \(previous), outcomes \(combination)"
                 #expect((status == .retry) == pending, "\(context) → \(status)")
-                #expect((status == .sent) == (!pending && reached > 0 && reached == previous + combination.count), "\(context) → \(status)")
+                #expect(
+                    (status == .sent) == (!pending && reached > 0 && reached == previous + combination.count),
+                    "\(context) → \(status)")
                 #expect((status == .failed) == (!pending && reached == 0), "\(context) → \(status)")
                 // A status that a later run takes over is exactly one with a device pending.
                 let log = LogState(id: 1, status: status, claimedAt: 0, messageIndex: 0, locale: "en", runID: "r")
@@ -33,25 +40,32 @@ import Testing
         func log(_ status: ClaimStatus, at claimedAt: Int64) -> LogState {
             LogState(id: 1, status: status, claimedAt: claimedAt, messageIndex: 0, locale: "en", runID: "r")
         }
-        #expect(DeliveryLifecycle.canTakeOver(log(.claimed, at: 100), staleBefore: 100))    // lease run out
-        #expect(!DeliveryLifecycle.canTakeOver(log(.claimed, at: 101), staleBefore: 100))   // lease running
+        #expect(DeliveryLifecycle.canTakeOver(log(.claimed, at: 100), staleBefore: 100))  // lease run out
+        #expect(!DeliveryLifecycle.canTakeOver(log(.claimed, at: 101), staleBefore: 100))  // lease running
         #expect(DeliveryLifecycle.canTakeOver(log(.retry, at: 500), staleBefore: 100))
         for status in [ClaimStatus.sent, .partial, .failed, .superseded, .deferred] {
             #expect(!DeliveryLifecycle.canTakeOver(log(status, at: 0), staleBefore: 100), "\(status)")
         }
-        let devices = (1...3).map { Device(id: $0, userID: "u", token: "t\($0)", provider: .fcm, platform: "android", apnsEnvironment: nil) }
+        let devices = (1...3).map {
+            Device(id: $0, userID: "u", token: "t\($0)", provider: .fcm, platform: "android", apnsEnvironment: nil)
+        }
         #expect(DeliveryLifecycle.devicesToSend(devices, alreadyDelivered: [2]).map(\.id) == [1, 3])
         #expect(DeliveryLifecycle.devicesToSend(devices, alreadyDelivered: []).map(\.id) == [1, 2, 3])
     }
 
     @Test func aNinetyPercentWarningNeverFollowsTheHundred() {
         func logs(_ entries: [(NotificationType, ClaimStatus, Int64)]) -> [LimitLogKey: LogState] {
-            Dictionary(uniqueKeysWithValues: entries.map { type, status, at in
-                (LimitLogKey(type: type, period: "2026-11"),
-                 LogState(id: 1, status: status, claimedAt: at, messageIndex: 0, locale: "en", runID: "r"))
-            })
+            Dictionary(
+                uniqueKeysWithValues: entries.map { type, status, at in
+                    (
+                        LimitLogKey(type: type, period: "2026-11"),
+                        LogState(id: 1, status: status, claimedAt: at, messageIndex: 0, locale: "en", runID: "r")
+                    )
+                })
         }
-        func order(_ type: NotificationType, _ entries: [(NotificationType, ClaimStatus, Int64)]) -> DeliveryLifecycle.WarningOrder {
+        func order(_ type: NotificationType, _ entries: [(NotificationType, ClaimStatus, Int64)])
+            -> DeliveryLifecycle.WarningOrder
+        {
             DeliveryLifecycle.warningOrder(type, period: "2026-11", logs: logs(entries), staleBefore: 100)
         }
         #expect(order(.contentLimit90, []) == .send)
@@ -59,17 +73,20 @@ import Testing
         #expect(order(.contentLimit90, [(.contentLimit100, .claimed, 200)]) == .overtaken)
         #expect(order(.contentLimit100, []) == .send)
         #expect(order(.contentLimit100, [(.contentLimit90, .claimed, 200)]) == .waitForLowerWarning)
-        #expect(order(.contentLimit100, [(.contentLimit90, .claimed, 100)]) == .send)   // its sender died
+        #expect(order(.contentLimit100, [(.contentLimit90, .claimed, 100)]) == .send)  // its sender died
         for status in [ClaimStatus.sent, .retry, .partial, .failed, .superseded, .deferred] {
             #expect(order(.contentLimit100, [(.contentLimit90, status, 200)]) == .send, "\(status)")
         }
-        #expect(DeliveryLifecycle.warningOrder(.contentLimit100, period: "2026-12",
-                                               logs: logs([(.contentLimit90, .claimed, 200)]), staleBefore: 100) == .send)
+        #expect(
+            DeliveryLifecycle.warningOrder(
+                .contentLimit100, period: "2026-12",
+                logs: logs([(.contentLimit90, .claimed, 200)]), staleBefore: 100) == .send)
     }
 
     /// Measured case 2: a wrong APNs key id for one run, fixed before the next. The Android device is reached
     /// in the first run and the iPhone in the second; neither gets the reminder twice.
-    @Test(arguments: Backend.allCases) func aWrongAPNsKeyForOneRunIsMadeUpByTheNextRun(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aWrongAPNsKeyForOneRunIsMadeUpByTheNextRun(_ backend: Backend) async throws
+    {
         let harness = try await DeliveryHarness.start(backend)
         let iPhone = hexToken("ab", 1)
         try await harness.addUser("both", devices: [(iPhone, .apns, "ios"), ("pixel-1", .fcm, "android")])
@@ -83,23 +100,33 @@ import Testing
         let explainer = DiaryReminderRunner(store: harness.db.store, sender: RecordingSender(), logger: quietLogger)
         let options = ReminderRunOptions(now: instant("2026-11-21T20:10:00Z"), dryRun: true)
         let pending = try await explainer.explain(userID: "both", options: options)
-        #expect(Dictionary(uniqueKeysWithValues: pending.devices.map { ($0.device.prefix(4), $0.state) }) == ["apns": "pending", "fcm/": "delivered"])
+        #expect(
+            Dictionary(uniqueKeysWithValues: pending.devices.map { ($0.device.prefix(4), $0.state) }) == [
+                "apns": "pending", "fcm/": "delivered",
+            ])
         #expect(pending.devices.first { $0.state == "pending" }?.lastOutcome == "credentials")
-        #expect(pending.verdict == "due: would send again to 1 pending device(s) with the same collapse id (1 already reached)")
-        #expect(pending.text.contains("pending, sent again by the runs until 2026-11-21T21:00:00Z (credentials, 1 attempt"), "\(pending.text)")
+        #expect(
+            pending.verdict
+                == "due: would send again to 1 pending device(s) with the same collapse id (1 already reached)")
+        #expect(
+            pending.text.contains("pending, sent again by the runs until 2026-11-21T21:00:00Z (credentials, 1 attempt"),
+            "\(pending.text)")
         let second = try await harness.run(at: "2026-11-21T20:15:00Z", sender: try await harness.sender())
         #expect(second.takenOver == 1 && second.sent == 1 && second.devicesPendingRetry == 0)
         #expect(harness.simulator.accepted().map(\.token) == ["pixel-1", iPhone])
         #expect(Set(harness.simulator.accepted().map(\.collapseID)) == ["diary_reminder:2026-11-21"])
         #expect(try await harness.db.strings("SELECT status FROM notification_logs") == ["sent"])
-        let done = try await explainer.explain(userID: "both", options: ReminderRunOptions(now: instant("2026-11-21T20:20:00Z"), dryRun: true))
+        let done = try await explainer.explain(
+            userID: "both", options: ReminderRunOptions(now: instant("2026-11-21T20:20:00Z"), dryRun: true))
         #expect(done.devices.map(\.state) == ["delivered", "delivered"] && done.skipReason == .alreadyReminded)
         await harness.stop()
     }
 
     /// Measured case 2 under provider errors: a device whose retries ran out in one run (503 four times) is
     /// sent to by the next run in the window; its user's other device is not sent to again.
-    @Test(arguments: Backend.allCases) func aDeviceWhoseRetriesRanOutIsRetriedByTheNextRunOnly(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aDeviceWhoseRetriesRanOutIsRetriedByTheNextRunOnly(_ backend: Backend)
+        async throws
+    {
         let harness = try await DeliveryHarness.start(backend) {
             $0.rules = [SimulatorRule(prefix: "fa11", kind: .flaky, times: RetryPolicy().maxAttempts)]
         }
@@ -122,17 +149,22 @@ import Testing
 extension ContentLimitHookTests {
     /// A quota warning that reached one device and not another (transient error) is retried by the reminder
     /// run to the other device only.
-    @Test(arguments: Backend.allCases) func aWarningIsRetriedOnlyToTheDevicesItDidNotReach(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aWarningIsRetriedOnlyToTheDevicesItDidNotReach(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db)
-        _ = try await db.store.register(DeviceRegistration(userID: "writer", token: "flaky-tablet", provider: .fcm,
-                                                           platform: "android"), now: 0)
+        _ = try await db.store.register(
+            DeviceRegistration(
+                userID: "writer", token: "flaky-tablet", provider: .fcm,
+                platform: "android"), now: 0)
         let factory = SenderFactory()
         #expect(try await fire(db, factory, used: 27).action == .sent)
         #expect(try await db.strings("SELECT status FROM notification_logs") == ["retry"])
         let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
         _ = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T12:15:00Z")))
-        #expect(await factory.sender.sent.map(\.device.token).sorted() == ["flaky-tablet", "flaky-tablet", "phone-writer"])
+        #expect(
+            await factory.sender.sent.map(\.device.token).sorted() == ["flaky-tablet", "flaky-tablet", "phone-writer"])
     }
 
     /// A writer whose 90 % warning of 2026-11 another invocation claimed at 12:00 and is still sending.
@@ -145,7 +177,8 @@ extension ContentLimitHookTests {
     }
 
     func insertNinetyPercentClaim(_ db: TemporaryDatabase, at now: Int64) async throws {
-        try await db.execute("""
+        try await db.execute(
+            """
             INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale, run_id,
                                            attempts, claimed_at, updated_at, params)
             VALUES ('writer', 'content_limit_90', '2026-11', 'claimed', 0, 'en', 'another-invocation', 1, \(db.ts(now)),
@@ -155,41 +188,54 @@ extension ContentLimitHookTests {
 
     /// Measured case 7: another invocation is sending the 90 % warning when usage reaches 100 %. The 100 %
     /// warning waits until the 90 % one is recorded; the 90 % one, left `retry`, never goes out afterwards.
-    @Test(arguments: Backend.allCases) func theHundredPercentWarningWaitsForTheNinetyOnItsWay(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func theHundredPercentWarningWaitsForTheNinetyOnItsWay(_ backend: Backend)
+        async throws
+    {
         let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(backend)
         let full = Task { try await fire(db, factory, used: 30) }
         var claimed = false
         for _ in 0..<200 where !claimed {
-            claimed = try await db.count("SELECT count(*) FROM notification_logs WHERE notification_type = 'content_limit_100'") == 1
+            claimed =
+                try await db.count(
+                    "SELECT count(*) FROM notification_logs WHERE notification_type = 'content_limit_100'") == 1
             if !claimed { try await Task.sleep(for: .milliseconds(25)) }
         }
         #expect(claimed)
         try await Task.sleep(for: .milliseconds(300))
         #expect(await factory.sender.sent.isEmpty, "the 100 % warning went out while the 90 % one was on its way")
         // The other invocation records its 90 % warning: it reached no device, for a transient reason.
-        try await db.execute("UPDATE notification_logs SET status = 'retry' WHERE notification_type = 'content_limit_90'")
+        try await db.execute(
+            "UPDATE notification_logs SET status = 'retry' WHERE notification_type = 'content_limit_90'")
         #expect(try await full.value.action == .sent)
         let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
         let run = try await runner.run(ReminderRunOptions(now: now + 900))
         #expect(run.warningsDelivered == 0)
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit100])
-        #expect(try await db.strings("SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
+        #expect(
+            try await db.strings(
+                "SELECT notification_type || ' ' || status FROM notification_logs ORDER BY notification_type")
                 == ["content_limit_100 sent", "content_limit_90 superseded"])
     }
 
     /// When the 90 % warning is still on its way after the wait, the 100 % one is left for the reminder run,
     /// which sends it once the 90 % one is recorded.
-    @Test(arguments: Backend.allCases) func aHundredPercentWarningHeldBackIsSentByTheRunAfterTheNinety(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aHundredPercentWarningHeldBackIsSentByTheRunAfterTheNinety(
+        _ backend: Backend
+    ) async throws {
         let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(backend)
         var options = ContentLimitHook.Options(now: now)
         options.lowerWarningWait = .milliseconds(100)
-        let summary = try await hook(db, factory).handle(try ContentLimitEvent(userID: "writer", used: 30, limit: 30), options: options)
+        let summary = try await hook(db, factory).handle(
+            try ContentLimitEvent(userID: "writer", used: 30, limit: 30), options: options)
         #expect(summary.action == .deferred)
-        #expect(try await db.strings("SELECT status FROM notification_logs WHERE notification_type = 'content_limit_100'") == ["retry"])
+        #expect(
+            try await db.strings("SELECT status FROM notification_logs WHERE notification_type = 'content_limit_100'")
+                == ["retry"])
         let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
         #expect(try await runner.run(ReminderRunOptions(now: now + 60)).warningsDelivered == 0)
         #expect(await factory.sender.sent.isEmpty)
-        try await db.execute("UPDATE notification_logs SET status = 'sent' WHERE notification_type = 'content_limit_90'")
+        try await db.execute(
+            "UPDATE notification_logs SET status = 'sent' WHERE notification_type = 'content_limit_90'")
         #expect(try await runner.run(ReminderRunOptions(now: now + 120)).warningsDelivered == 1)
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit100])
     }
@@ -241,7 +287,8 @@ extension NothingLostTests {
         }
         let sentFirst = await sender.sent.count
         #expect(sentFirst >= 10)
-        #expect(try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'") == sentFirst)
+        #expect(
+            try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'") == sentFirst)
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == sentFirst)
         #expect(logs.lines.contains { $0.contains("cannot record provider answers yet") })
         // The next run in the window sends to the others only.
@@ -259,7 +306,9 @@ extension NothingLostTests {
     /// run killed while a page waits for its retries leaves its delivered answers recorded (the run that takes
     /// the claims over then sends only to the other devices). Here one device's 429 with Retry-After: 2 keeps
     /// the page waiting; the other answers must be recorded meanwhile.
-    @Test(arguments: Backend.allCases) func answersAreRecordedWhileTheirPageStillWaitsForRetries(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func answersAreRecordedWhileTheirPageStillWaitsForRetries(_ backend: Backend)
+        async throws
+    {
         let harness = try await DeliveryHarness.start(backend) {
             $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 2)]
         }
@@ -296,7 +345,9 @@ extension NothingLostTests {
     /// sent with them is answered. Here one device's answer takes 4 s (a slow request, not a retry: the
     /// connection answers everything else at once); the other nine answers must be in the database within
     /// that time, while the run still waits for the tenth. A kill at that moment then costs one device.
-    @Test(arguments: Backend.allCases) func answersAreRecordedAsTheyAreReadNotWhenTheirBatchIsDone(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func answersAreRecordedAsTheyAreReadNotWhenTheirBatchIsDone(_ backend: Backend)
+        async throws
+    {
         let harness = try await DeliveryHarness.start(backend) {
             $0.rules = [SimulatorRule(prefix: "5104", kind: .slow, delayMs: 4_000)]
         }
@@ -341,7 +392,9 @@ extension NothingLostTests {
         let status: ClaimStatus
         let claimedAt: Int64
         let deliverAfter: Int64?
-        var log: LogState { LogState(id: 0, status: status, claimedAt: claimedAt, messageIndex: 0, locale: "en", runID: "old") }
+        var log: LogState {
+            LogState(id: 0, status: status, claimedAt: claimedAt, messageIndex: 0, locale: "en", runID: "old")
+        }
     }
 
     /// One log row per combination, each for a user of its own.
@@ -350,7 +403,8 @@ extension NothingLostTests {
         for status in statuses {
             for claimedAt in [staleBefore - 1, staleBefore, staleBefore + 1] {
                 for deliverAfter in [nil, now - 1, now, now + 1] as [Int64?] {
-                    rows.append(Row(user: "u\(rows.count)", status: status, claimedAt: claimedAt, deliverAfter: deliverAfter))
+                    rows.append(
+                        Row(user: "u\(rows.count)", status: status, claimedAt: claimedAt, deliverAfter: deliverAfter))
                 }
             }
         }
@@ -360,7 +414,8 @@ extension NothingLostTests {
     static func insert(_ rows: [Row], type: NotificationType, period: String, into db: TemporaryDatabase) async throws {
         for row in rows {
             try await db.store.addUser(row.user, tokens: [])
-            try await db.execute("""
+            try await db.execute(
+                """
                 INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale, run_id,
                                                claimed_at, updated_at, deliver_after)
                 VALUES ('\(row.user)', '\(type.rawValue)', '\(period)', '\(row.status)', 0, 'en', 'old', \(db.ts(row.claimedAt)),
@@ -373,16 +428,23 @@ extension NothingLostTests {
         let db = try await TemporaryDatabase(backend)
         let rows = Self.rows().filter { $0.deliverAfter == nil }
         try await Self.insert(rows, type: .diaryReminder, period: "2026-11-21", into: db)
-        let requests = rows.map { ClaimRequest(userID: $0.user, type: .diaryReminder, period: "2026-11-21", messageIndex: 0, locale: "en") }
-        let won = Set(try await db.store.claim(requests, runID: "new", now: Self.now, staleBefore: Self.staleBefore).map(\.userID))
+        let requests = rows.map {
+            ClaimRequest(userID: $0.user, type: .diaryReminder, period: "2026-11-21", messageIndex: 0, locale: "en")
+        }
+        let won = Set(
+            try await db.store.claim(requests, runID: "new", now: Self.now, staleBefore: Self.staleBefore).map(\.userID)
+        )
         for row in rows {
-            #expect(won.contains(row.user) == DeliveryLifecycle.canTakeOver(row.log, staleBefore: Self.staleBefore),
-                    "\(row.status) claimed at lease\(row.claimedAt - Self.staleBefore >= 0 ? "+" : "")\(row.claimedAt - Self.staleBefore)")
+            #expect(
+                won.contains(row.user) == DeliveryLifecycle.canTakeOver(row.log, staleBefore: Self.staleBefore),
+                "\(row.status) claimed at lease\(row.claimedAt - Self.staleBefore >= 0 ? "+" : "")\(row.claimedAt - Self.staleBefore)"
+            )
         }
         #expect(!won.isEmpty && won.count < rows.count)
     }
 
-    @Test(arguments: Backend.allCases) func warningClaimsAndSupersedesAreTheLifecycles(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func warningClaimsAndSupersedesAreTheLifecycles(_ backend: Backend) async throws
+    {
         let db = try await TemporaryDatabase(backend)
         let store = try #require(db.store as? any ContentLimitStore)
         let rows = Self.rows()
@@ -392,15 +454,19 @@ extension NothingLostTests {
         }
 
         // A diary-reminder run claims the deferred and pending warnings.
-        let ids = try await db.strings("SELECT user_id || ':' || id FROM notification_logs WHERE notification_type = 'content_limit_90'")
-        let idByUser = Dictionary(uniqueKeysWithValues: ids.map { entry in
-            let parts = entry.split(separator: ":")
-            return (String(parts[0]), Int64(parts[1])!)
-        })
-        let won = try await store.claimPendingWarnings(Array(idByUser.values), runID: "new", now: Self.now, staleBefore: Self.staleBefore)
+        let ids = try await db.strings(
+            "SELECT user_id || ':' || id FROM notification_logs WHERE notification_type = 'content_limit_90'")
+        let idByUser = Dictionary(
+            uniqueKeysWithValues: ids.map { entry in
+                let parts = entry.split(separator: ":")
+                return (String(parts[0]), Int64(parts[1])!)
+            })
+        let won = try await store.claimPendingWarnings(
+            Array(idByUser.values), runID: "new", now: Self.now, staleBefore: Self.staleBefore)
         for row in rows {
-            let expected = DeliveryLifecycle.canClaimWarning(row.log, deliverAfter: row.deliverAfter, now: Self.now,
-                                                             staleBefore: Self.staleBefore)
+            let expected = DeliveryLifecycle.canClaimWarning(
+                row.log, deliverAfter: row.deliverAfter, now: Self.now,
+                staleBefore: Self.staleBefore)
             #expect(won.contains(idByUser[row.user]!) == expected, "claim pending: \(describe(row))")
         }
 
@@ -410,14 +476,17 @@ extension NothingLostTests {
         try await Self.insert(rows, type: .contentLimit90, period: "2026-11", into: fresh)
         for row in rows {
             _ = try await freshStore.claimLimitWarning(
-                LimitClaimRequest(userID: row.user, type: .contentLimit100, period: "2026-11", messageIndex: 0, locale: "en",
-                                  params: [:], deliverAfter: nil), runID: "new", now: Self.now, staleBefore: Self.staleBefore)
+                LimitClaimRequest(
+                    userID: row.user, type: .contentLimit100, period: "2026-11", messageIndex: 0, locale: "en",
+                    params: [:], deliverAfter: nil), runID: "new", now: Self.now, staleBefore: Self.staleBefore)
         }
-        let statuses = try await fresh.strings("SELECT user_id || ':' || status FROM notification_logs WHERE notification_type = 'content_limit_90'")
-        let statusByUser = Dictionary(uniqueKeysWithValues: statuses.map { entry in
-            let parts = entry.split(separator: ":")
-            return (String(parts[0]), String(parts[1]))
-        })
+        let statuses = try await fresh.strings(
+            "SELECT user_id || ':' || status FROM notification_logs WHERE notification_type = 'content_limit_90'")
+        let statusByUser = Dictionary(
+            uniqueKeysWithValues: statuses.map { entry in
+                let parts = entry.split(separator: ":")
+                return (String(parts[0]), String(parts[1]))
+            })
         for row in rows {
             let expected = DeliveryLifecycle.canSupersede(row.status) ? ClaimStatus.superseded : row.status
             #expect(statusByUser[row.user] == expected.rawValue, "supersede: \(describe(row))")
@@ -431,25 +500,30 @@ extension NothingLostTests {
     @Test(arguments: Backend.allCases) func aDryRunAndExplainSkipWhatTheRealRunSkips(_ backend: Backend) async throws {
         let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser("ios-only", devices: [(hexToken("ab", 1), .apns, "ios")])
-        try await harness.addUser("both", devices: [(hexToken("ab", 2), .apns, "ios"), ("pixel-both", .fcm, "android")])
+        try await harness.addUser(
+            "both", devices: [(hexToken("ab", 2), .apns, "ios"), ("pixel-both", .fcm, "android")])
         let lines = LineBuffer()
-        let dry = DiaryReminderRunner(store: harness.db.store, sender: DryRunSender(sink: lines, json: true, providers: [.fcm]),
-                                      logger: quietLogger)
+        let dry = DiaryReminderRunner(
+            store: harness.db.store, sender: DryRunSender(sink: lines, json: true, providers: [.fcm]),
+            logger: quietLogger)
         let options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true)
         let preview = try await dry.run(options)
         let explained = try await dry.explain(userID: "ios-only", options: options)
         let both = try await dry.explain(userID: "both", options: options)
         // FCM only: the real run with the same providers.
-        let real = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
+        let real = try await harness.run(
+            at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
 
-        #expect(preview.skipped == real.skipped && preview.skipped["no_configured_provider"] == 1, "\(preview.skipped) \(real.skipped)")
+        #expect(
+            preview.skipped == real.skipped && preview.skipped["no_configured_provider"] == 1,
+            "\(preview.skipped) \(real.skipped)")
         #expect(preview.notifications == real.notifications && real.notifications == 1)
-        #expect(lines.lines.count == 1 && lines.lines[0].contains(#""provider":"fcm""#),
-                "\(lines.lines)")
+        #expect(
+            lines.lines.count == 1 && lines.lines[0].contains(#""provider":"fcm""#),
+            "\(lines.lines)")
         #expect(explained.skipReason == .noConfiguredProvider && !explained.due, "\(explained.text)")
         #expect(explained.text.contains("not configured for this run"))
         #expect(both.due && both.verdict == "due: would be reminded now on 1 device(s)", "\(both.text)")
         await harness.stop()
     }
 }
-

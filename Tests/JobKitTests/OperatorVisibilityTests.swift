@@ -1,6 +1,7 @@
 import Foundation
 import PushSimulator
 import Testing
+
 @testable import JobKit
 
 /// Issue 24: a run that leaves due work undelivered because of a provider says so — in its exit code, one
@@ -34,7 +35,8 @@ import Testing
         var environment = [
             "PUSH_APNS_KEY_FILE": credentials.apnsKeyFile, "PUSH_APNS_KEY_ID": SimulatorCredentials.keyID,
             "PUSH_APNS_TEAM_ID": SimulatorCredentials.teamID, "PUSH_APNS_TOPIC": SimulatorCredentials.topic,
-            "PUSH_APNS_ENDPOINT": live, "PUSH_FCM_SERVICE_ACCOUNT_FILE": credentials.serviceAccountFile, "PUSH_FCM_ENDPOINT": live,
+            "PUSH_APNS_ENDPOINT": live, "PUSH_FCM_SERVICE_ACCOUNT_FILE": credentials.serviceAccountFile,
+            "PUSH_FCM_ENDPOINT": live,
             "PUSH_CA_FILE": credentials.caFile, "PUSH_RETRY_BUDGET_SECONDS": "3",
         ]
         switch outage {
@@ -60,15 +62,18 @@ import Testing
         case .every503, .none:
             break
         }
-        return Setup(harness: harness, environment: environment,
-                     arguments: ["--database", harness.db.path, "--now", "2026-11-23T20:00:00Z"] + extraArguments)
+        return Setup(
+            harness: harness, environment: environment,
+            arguments: ["--database", harness.db.path, "--now", "2026-11-23T20:00:00Z"] + extraArguments)
     }
 
     /// Devices left per provider and cause, as the metrics file must show them.
     static let left: [Outage: [String: Int]] = [
         .apnsKeyRefused: ["apns/credentials": 1], .bothUnreachable: ["apns/unavailable": 1, "fcm/unavailable": 1],
-        .every503: ["apns/unavailable": 1, "fcm/unavailable": 1], .bothCredentialsRefused: ["apns/credentials": 1, "fcm/credentials": 1],
-        .untrustedCertificate: ["apns/unavailable": 1, "fcm/unavailable": 1], .hostMismatch: ["apns/unavailable": 1, "fcm/unavailable": 1],
+        .every503: ["apns/unavailable": 1, "fcm/unavailable": 1],
+        .bothCredentialsRefused: ["apns/credentials": 1, "fcm/credentials": 1],
+        .untrustedCertificate: ["apns/unavailable": 1, "fcm/unavailable": 1],
+        .hostMismatch: ["apns/unavailable": 1, "fcm/unavailable": 1],
         .none: [:],
     ]
 
@@ -76,10 +81,19 @@ import Testing
         .apnsKeyRefused: (77, ["APNs refused our credentials: 1 device left for the next runs"]),
         .bothUnreachable: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device"]),
         .every503: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device"]),
-        .bothCredentialsRefused: (77, ["APNs refused our credentials: 1 device", "FCM refused our credentials: 1 device"]),
-        .untrustedCertificate: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device", "TLS certificate was not accepted"]),
-        .hostMismatch: (69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device", "certificate does not name the host",
-                             "TLS certificate was not accepted"]),
+        .bothCredentialsRefused: (
+            77, ["APNs refused our credentials: 1 device", "FCM refused our credentials: 1 device"]
+        ),
+        .untrustedCertificate: (
+            69, ["APNs was unavailable: 1 device", "FCM was unavailable: 1 device", "TLS certificate was not accepted"]
+        ),
+        .hostMismatch: (
+            69,
+            [
+                "APNs was unavailable: 1 device", "FCM was unavailable: 1 device", "certificate does not name the host",
+                "TLS certificate was not accepted",
+            ]
+        ),
         .none: (0, []),
     ]
 
@@ -88,10 +102,13 @@ import Testing
         let setup = try await Self.setUp(outage)
         defer { Task { await setup.harness.stop() } }
         let metrics = setup.harness.db.directory.appendingPathComponent("m.prom")
-        let run = try await Executables.run("diary-reminder", setup.arguments + ["--metrics-file", metrics.path], environment: setup.environment)
+        let run = try await Executables.run(
+            "diary-reminder", setup.arguments + ["--metrics-file", metrics.path], environment: setup.environment)
         let (status, lines) = try #require(Self.expected[outage])
         // The metrics file: the exit code, and the devices left per provider and cause.
-        let samples = try String(contentsOf: metrics, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix("#") }
+        let samples = try String(contentsOf: metrics, encoding: .utf8).split(separator: "\n").filter {
+            !$0.hasPrefix("#")
+        }
         func sample(_ prefix: String) -> Double? {
             samples.first { $0.hasPrefix(prefix) }.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
         }
@@ -99,8 +116,11 @@ import Testing
         for provider in ["apns", "fcm"] {
             for cause in ["credentials", "unavailable"] {
                 let expected = Double(Self.left[outage]?["\(provider)/\(cause)"] ?? 0)
-                #expect(sample(#"diary_push_run_devices_left{job="diary-reminder",provider="\#(provider)",cause="\#(cause)"}"#) == expected,
-                        "\(outage) \(provider) \(cause)")
+                #expect(
+                    sample(
+                        #"diary_push_run_devices_left{job="diary-reminder",provider="\#(provider)",cause="\#(cause)"}"#)
+                        == expected,
+                    "\(outage) \(provider) \(cause)")
             }
         }
         #expect(run.status == status, "\(outage): \(run.status) \(run.stderr)")
@@ -110,7 +130,9 @@ import Testing
             #expect(count >= 1, "\(outage): no \"\(line)\" in \(run.stderr)")
         }
         for provider in ["APNs", "FCM"] {
-            let errorLines = run.stderr.split(separator: "\n").filter { $0.contains("error") && $0.contains("\(provider) ") && $0.contains("left for the next runs") }
+            let errorLines = run.stderr.split(separator: "\n").filter {
+                $0.contains("error") && $0.contains("\(provider) ") && $0.contains("left for the next runs")
+            }
             // The log line and the exit message (which repeats every provider's sentence): two at most per provider.
             #expect(errorLines.count <= 2, "\(outage): \(errorLines)")
         }
@@ -120,7 +142,8 @@ import Testing
             #expect(run.stderr.contains("diary-reminder: error: due work left undelivered"), "\(run.stderr)")
             // The summary is still printed, and the devices stay retryable.
             #expect(run.stdout.contains("retry=1"), "\(run.stdout)")
-            #expect(try await setup.harness.db.count("SELECT count(*) FROM notification_logs WHERE status = 'retry'") == 1)
+            #expect(
+                try await setup.harness.db.count("SELECT count(*) FROM notification_logs WHERE status = 'retry'") == 1)
         }
         #expect(!run.stderr.contains("BEGIN PRIVATE KEY") && !run.stderr.contains(hexToken("aa", 1)))
     }
@@ -148,31 +171,49 @@ import Testing
                 return try #require(object, "\(label): not a JSON object: \(line)")
             }
         }
-        let run = try await Executables.run("diary-reminder", setup.arguments + ["--log-format", "json"], environment: setup.environment)
+        let run = try await Executables.run(
+            "diary-reminder", setup.arguments + ["--log-format", "json"], environment: setup.environment)
         #expect(run.status == 77)
         let lines = try objects(run.stderr, "diary-reminder")
         let trouble = try #require(lines.first { $0["cause"] as? String == "credentials" })
-        #expect(trouble["provider"] as? String == "apns" && trouble["devices"] as? String == "1" && trouble["level"] as? String == "error")
-        #expect(trouble["job"] as? String == "diary-reminder" && trouble["run"] is String && trouble["timestamp"] is String)
-        #expect((trouble["reasons"] as? [String])?.isEmpty == false && (trouble["advice"] as? String)?.contains("PUSH_APNS_KEY_ID") == true)
+        #expect(
+            trouble["provider"] as? String == "apns" && trouble["devices"] as? String == "1"
+                && trouble["level"] as? String == "error")
+        #expect(
+            trouble["job"] as? String == "diary-reminder" && trouble["run"] is String && trouble["timestamp"] is String)
+        #expect(
+            (trouble["reasons"] as? [String])?.isEmpty == false
+                && (trouble["advice"] as? String)?.contains("PUSH_APNS_KEY_ID") == true)
         #expect(lines.last?["exit_code"] as? String == "77")
 
         // The hook and the janitor, each in a case that logs: a warning APNs refuses, probes FCM cannot answer.
-        let hook = try await Executables.run("content-limit-hook", ["--database", setup.harness.db.path, "--now", "2026-11-23T12:00:00Z",
-                                                                    "--user", "u1", "--used", "27", "--limit", "30"],
-                                             environment: setup.environment.merging(["PUSH_LOG_FORMAT": "json"]) { $1 })
+        let hook = try await Executables.run(
+            "content-limit-hook",
+            [
+                "--database", setup.harness.db.path, "--now", "2026-11-23T12:00:00Z",
+                "--user", "u1", "--used", "27", "--limit", "30",
+            ],
+            environment: setup.environment.merging(["PUSH_LOG_FORMAT": "json"]) { $1 })
         #expect(hook.status == 77, "\(hook.stderr)")
         let hookLines = try objects(hook.stderr, "content-limit-hook")
         #expect(hookLines.contains { $0["cause"] as? String == "credentials" && $0["run"] is String }, "\(hook.stderr)")
         // Not seen for 40 days: past the probe age (30), short of stale (90).
-        try await setup.harness.db.execute("UPDATE user_devices SET last_seen = \(setup.harness.db.ts(instant("2026-10-14T12:00:00Z")))")
-        let janitor = try await Executables.run("token-janitor", ["--database", setup.harness.db.path, "--now", "2026-11-23T12:00:00Z",
-                                                                  "--probe", "--log-format", "json"],
-                                                environment: setup.environment.merging(["PUSH_FCM_ENDPOINT": "https://127.0.0.1:1"]) { $1 })
+        try await setup.harness.db.execute(
+            "UPDATE user_devices SET last_seen = \(setup.harness.db.ts(instant("2026-10-14T12:00:00Z")))")
+        let janitor = try await Executables.run(
+            "token-janitor",
+            [
+                "--database", setup.harness.db.path, "--now", "2026-11-23T12:00:00Z",
+                "--probe", "--log-format", "json",
+            ],
+            environment: setup.environment.merging(["PUSH_FCM_ENDPOINT": "https://127.0.0.1:1"]) { $1 })
         #expect(janitor.status == 69, "\(janitor.status) \(janitor.stdout) \(janitor.stderr)")
         let janitorLines = try objects(janitor.stderr, "token-janitor")
-        #expect(janitorLines.contains { $0["cause"] as? String == "unavailable" && $0["run"] is String }, "\(janitor.stderr)")
-        let bad = try await Executables.run("token-janitor", ["--database", setup.harness.db.path, "--log-format", "yaml"])
+        #expect(
+            janitorLines.contains { $0["cause"] as? String == "unavailable" && $0["run"] is String },
+            "\(janitor.stderr)")
+        let bad = try await Executables.run(
+            "token-janitor", ["--database", setup.harness.db.path, "--log-format", "yaml"])
         #expect(bad.status == 64 && bad.stderr.contains("unknown log format yaml"), "\(bad.stderr)")
     }
 
@@ -197,7 +238,8 @@ import Testing
                 let check = Process()
                 check.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
                 check.arguments = ["check", "metrics"]
-                let input = Pipe(), output = Pipe()
+                let input = Pipe()
+                let output = Pipe()
                 check.standardInput = input
                 check.standardOutput = output
                 check.standardError = output
@@ -216,46 +258,61 @@ import Testing
         }
 
         // 1. APNs refuses the key: 77, and the file says so; no success yet.
-        let failed = try await Executables.run("diary-reminder", database + ["--now", "2026-11-23T20:00:00Z"] + observed,
-                                               environment: setup.environment)
+        let failed = try await Executables.run(
+            "diary-reminder", database + ["--now", "2026-11-23T20:00:00Z"] + observed,
+            environment: setup.environment)
         #expect(failed.status == 77)
         try checkFormat()
         #expect(try value("diary_push_last_run_exit_code", #"job="diary-reminder""#) == 77)
-        #expect(try value("diary_push_run_devices_left", #"job="diary-reminder",provider="apns",cause="credentials""#) == 1)
-        #expect(try value("diary_push_run_devices_left", #"job="diary-reminder",provider="fcm",cause="unavailable""#) == 0)
+        #expect(
+            try value("diary_push_run_devices_left", #"job="diary-reminder",provider="apns",cause="credentials""#) == 1)
+        #expect(
+            try value("diary_push_run_devices_left", #"job="diary-reminder",provider="fcm",cause="unavailable""#) == 0)
         #expect(try value("diary_push_run_users", #"job="diary-reminder",state="retry""#) == 1)
-        #expect(try value("diary_push_run_deliveries", #"job="diary-reminder",provider="fcm",outcome="delivered""#) == 1)
-        #expect(try value("diary_push_run_deliveries", #"job="diary-reminder",provider="apns",outcome="credentials""#) == 1)
+        #expect(
+            try value("diary_push_run_deliveries", #"job="diary-reminder",provider="fcm",outcome="delivered""#) == 1)
+        #expect(
+            try value("diary_push_run_deliveries", #"job="diary-reminder",provider="apns",outcome="credentials""#) == 1)
         #expect(try value(MetricsFile.lastSuccessName, #"job="diary-reminder""#) == nil)
 
         // 2. The key fixed: the next run delivers the pending iPhone; the file now holds this run's figures.
         var fixed = setup.environment
         fixed["PUSH_APNS_KEY_ID"] = SimulatorCredentials.keyID
-        let succeeded = try await Executables.run("diary-reminder", database + ["--now", "2026-11-23T20:15:00Z"] + observed, environment: fixed)
+        let succeeded = try await Executables.run(
+            "diary-reminder", database + ["--now", "2026-11-23T20:15:00Z"] + observed, environment: fixed)
         #expect(succeeded.status == 0, "\(succeeded.stderr)")
         try checkFormat()
         #expect(try value("diary_push_last_run_exit_code", #"job="diary-reminder""#) == 0)
-        #expect(try value("diary_push_run_devices_left", #"job="diary-reminder",provider="apns",cause="credentials""#) == 0)
+        #expect(
+            try value("diary_push_run_devices_left", #"job="diary-reminder",provider="apns",cause="credentials""#) == 0)
         #expect(try value("diary_push_run_users", #"job="diary-reminder",state="taken_over""#) == 1)
-        #expect(try value("diary_push_run_deliveries", #"job="diary-reminder",provider="apns",outcome="delivered""#) == 1)
+        #expect(
+            try value("diary_push_run_deliveries", #"job="diary-reminder",provider="apns",outcome="delivered""#) == 1)
         #expect(try value("diary_push_run_credential_mints", #"job="diary-reminder",provider="apns""#) == 1)
-        #expect(try value(MetricsFile.lastSuccessName, #"job="diary-reminder""#) == Double(instant("2026-11-23T20:15:00Z")))
+        #expect(
+            try value(MetricsFile.lastSuccessName, #"job="diary-reminder""#) == Double(instant("2026-11-23T20:15:00Z")))
 
         // 3. A failure after it keeps the last success (the dead-man alert's input).
-        let again = try await Executables.run("diary-reminder", database + ["--now", "2026-11-23T20:30:00Z", "--apns-endpoint", "https://127.0.0.1:1"] + observed,
-                                              environment: fixed)
+        let again = try await Executables.run(
+            "diary-reminder",
+            database + ["--now", "2026-11-23T20:30:00Z", "--apns-endpoint", "https://127.0.0.1:1"] + observed,
+            environment: fixed)
         #expect(again.status == 0 || again.status == 69, "\(again.stderr)")
         #expect(try value(MetricsFile.lastSuccessName, #"job="diary-reminder""#) != nil)
 
         // 4. A metrics file that cannot be written is logged and changes nothing else.
-        let unwritable = try await Executables.run("diary-reminder", database + ["--now", "2026-11-23T20:45:00Z", "--metrics-file", "/nonexistent/dir/m.prom"],
-                                                   environment: fixed)
+        let unwritable = try await Executables.run(
+            "diary-reminder",
+            database + ["--now", "2026-11-23T20:45:00Z", "--metrics-file", "/nonexistent/dir/m.prom"],
+            environment: fixed)
         #expect(unwritable.status == 0, "\(unwritable.stderr)")
         #expect(unwritable.stderr.contains("metrics not written"), "\(unwritable.stderr)")
 
         // The heartbeat: start and fail, then start and success, each end with the summary as its body.
         let pings = recorder.requests
-        #expect(pings.prefix(4).map(\.path) == ["/ping/abc/start", "/ping/abc/fail", "/ping/abc/start", "/ping/abc"], "\(pings)")
+        #expect(
+            pings.prefix(4).map(\.path) == ["/ping/abc/start", "/ping/abc/fail", "/ping/abc/start", "/ping/abc"],
+            "\(pings)")
         #expect(pings.allSatisfy { $0.method == "POST" })
         let failBody = try #require(pings.dropFirst().first).body
         let object = try JSONSerialization.jsonObject(with: Data(failBody.utf8)) as? [String: Any]
@@ -266,10 +323,13 @@ import Testing
     @Test func anUnreachablePingNeverFailsTheRun() async throws {
         let setup = try await Self.setUp(.none)
         defer { Task { await setup.harness.stop() } }
-        let run = try await Executables.run("diary-reminder", setup.arguments + ["--ping-url", "http://127.0.0.1:1/ping"], environment: setup.environment)
+        let run = try await Executables.run(
+            "diary-reminder", setup.arguments + ["--ping-url", "http://127.0.0.1:1/ping"],
+            environment: setup.environment)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stderr.contains("heartbeat ping failed"), "\(run.stderr)")
-        let bad = try await Executables.run("diary-reminder", setup.arguments + ["--ping-url", "ftp://x"], environment: setup.environment)
+        let bad = try await Executables.run(
+            "diary-reminder", setup.arguments + ["--ping-url", "ftp://x"], environment: setup.environment)
         #expect(bad.status == 64 && bad.stderr.contains("not an http(s) URL"), "\(bad.stderr)")
     }
 
@@ -278,11 +338,14 @@ import Testing
         let rules = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/alerts.yml")
         let text = try String(contentsOf: rules, encoding: .utf8)
-        for metric in ["diary_push_last_success_timestamp_seconds", "diary_push_run_devices_left", "diary_push_run_deliveries"] {
+        for metric in [
+            "diary_push_last_success_timestamp_seconds", "diary_push_run_devices_left", "diary_push_run_deliveries",
+        ] {
             #expect(text.contains(metric))
         }
-        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"),
-                     "promtool is missing: scripts/test installs Debian's prometheus package")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: "/usr/bin/promtool"),
+            "promtool is missing: scripts/test installs Debian's prometheus package")
         let check = Process()
         check.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
         check.arguments = ["check", "rules", rules.path]
@@ -313,9 +376,9 @@ import Testing
         let remindedUTC = instant("2026-11-20T20:00:00Z")
         // (user, zone, locale, message, reminded at, status, entry at)
         let history: [(String, String, String, Int, Int64, String, Int64?)] = [
-            ("a", "UTC", "en", 0, remindedUTC, "sent", remindedUTC + 1800),          // within 3 h, that day
-            ("b", "UTC", "en", 0, remindedUTC, "sent", remindedUTC + 3 * 3600 + 1800), // 3.5 h: that day only
-            ("c", "UTC", "en", 0, remindedUTC, "partial", remindedUTC + 4 * 3600 + 1800), // next day: neither
+            ("a", "UTC", "en", 0, remindedUTC, "sent", remindedUTC + 1800),  // within 3 h, that day
+            ("b", "UTC", "en", 0, remindedUTC, "sent", remindedUTC + 3 * 3600 + 1800),  // 3.5 h: that day only
+            ("c", "UTC", "en", 0, remindedUTC, "partial", remindedUTC + 4 * 3600 + 1800),  // next day: neither
             ("d", "UTC", "en", 0, remindedUTC, "sent", nil),
             ("e", "UTC", "en", 1, remindedUTC, "sent", remindedUTC + 300),
             ("f", "UTC", "en", 1, remindedUTC, "sent", remindedUTC + 2 * 3600 + 3540),
@@ -329,20 +392,28 @@ import Testing
         for (user, zone, locale, message, at, status, entry) in history {
             try await db.store.upsertUser(UserProfile(id: user, timezone: zone, locale: locale), now: 0)
             let period = zone == "UTC" ? String(Timestamps.format(at).prefix(10)) : "2026-11-20"
-            try await db.execute("""
+            try await db.execute(
+                """
                 INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale, run_id,
                                                claimed_at, finished_at, updated_at)
                 VALUES ('\(user)', 'diary_reminder', '\(period)', '\(status)', \(message), '\(locale)', 'r',
                         \(db.ts(at)), \(db.ts(at + 2)), \(db.ts(at + 2)))
                 """)
-            if let entry { try await db.execute("INSERT INTO diary_entries (user_id, created_at) VALUES ('\(user)', \(db.ts(entry)))") }
+            if let entry {
+                try await db.execute(
+                    "INSERT INTO diary_entries (user_id, created_at) VALUES ('\(user)', \(db.ts(entry)))")
+            }
         }
         // An entry before the reminder does not count for it.
-        try await db.execute("INSERT INTO diary_entries (user_id, created_at) VALUES ('d', \(db.ts(remindedUTC - 600)))")
-        let report = try await db.store.fullHealthReport(from: instant("2026-11-14T00:00:00Z"), to: instant("2026-11-21T00:00:00Z"))
+        try await db.execute(
+            "INSERT INTO diary_entries (user_id, created_at) VALUES ('d', \(db.ts(remindedUTC - 600)))")
+        let report = try await db.store.fullHealthReport(
+            from: instant("2026-11-14T00:00:00Z"), to: instant("2026-11-21T00:00:00Z"))
         let effect = report.reminderEffect
         #expect(effect.map { "\($0.locale)#\($0.messageIndex)" } == ["en#0", "en#1", "ja#2"])
-        let en0 = try #require(effect.first), en1 = effect[1], ja2 = effect[2]
+        let en0 = try #require(effect.first)
+        let en1 = effect[1]
+        let ja2 = effect[2]
         #expect(en0.reminded == 4 && en0.within3h.count == 1 && en0.sameLocalDay.count == 2)
         #expect(abs(en0.within3h.low - 0.0456) < 0.001 && abs(en0.within3h.high - 0.6994) < 0.001)
         #expect(en1.reminded == 2 && en1.within3h.count == 2 && en1.sameLocalDay.count == 2)

@@ -1,19 +1,22 @@
 import Foundation
 import LambdaRuntimeSimulator
 import Testing
+
 @testable import JobKit
 
 /// What ships: the Debian package, the three Lambda zips and the in-process example, each built from the
 /// release build that scripts/test makes (`--static-swift-stdlib`, as `scripts/install` builds it) and then
 /// run from its own files.
 @Suite(.serialized) struct PackagingTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
 
     /// A directory scripts/test names in an environment variable (a build these tests must not start
     /// themselves: a nested `swift build` would wait on the running one's lock).
     static func built(_ variable: String, _ what: String) throws -> URL {
         guard let path = ProcessInfo.processInfo.environment[variable], !path.isEmpty else {
-            throw TestSetupError(message: "\(variable) is not set: run the suite with scripts/test, which builds \(what)")
+            throw TestSetupError(
+                message: "\(variable) is not set: run the suite with scripts/test, which builds \(what)")
         }
         return URL(fileURLWithPath: path)
     }
@@ -24,18 +27,25 @@ import Testing
         return url
     }
 
-    static func tool(_ path: String, _ arguments: [String], environment: [String: String] = [:],
-                     limit: Duration = .seconds(120)) async throws -> Executables.Result {
-        await Executables.finish(try Executables.start(executable: URL(fileURLWithPath: path), arguments, environment: environment),
-                                 limit: limit)
+    static func tool(
+        _ path: String, _ arguments: [String], environment: [String: String] = [:],
+        limit: Duration = .seconds(120)
+    ) async throws -> Executables.Result {
+        await Executables.finish(
+            try Executables.start(executable: URL(fileURLWithPath: path), arguments, environment: environment),
+            limit: limit)
     }
 
     @Test func theDebianPackagePassesLintianAndItsBinariesRunTheDemo() async throws {
         let release = try Self.built("PUSH_TEST_RELEASE_BUILD", "the release products")
         let out = try Self.temporaryDirectory("deb")
         defer { try? FileManager.default.removeItem(at: out) }
-        let package = try await Self.tool("/bin/bash", [Self.root.appendingPathComponent("scripts/package-deb").path,
-                                                        "--build-path", release.path, "--out", out.path], limit: .seconds(600))
+        let package = try await Self.tool(
+            "/bin/bash",
+            [
+                Self.root.appendingPathComponent("scripts/package-deb").path,
+                "--build-path", release.path, "--out", out.path,
+            ], limit: .seconds(600))
         #expect(package.status == 0, "\(package.stderr)")
         let deb = try #require(package.stdout.split(separator: "\n").last.map(String.init))
         #expect(deb.hasSuffix("/diary-push_\(JobKitVersion.current)_amd64.deb"))
@@ -46,33 +56,52 @@ import Testing
         #expect(lintian.status == 0 && errors.isEmpty, "lintian: \(lintian.stdout) \(lintian.stderr)")
 
         let info = try await Self.tool("/usr/bin/dpkg-deb", ["--info", deb])
-        #expect(info.stdout.contains("Package: diary-push") && info.stdout.contains("Version: \(JobKitVersion.current)"))
-        #expect(info.stdout.contains("libsqlite3-0") && info.stdout.contains("adduser") && info.stdout.contains("tzdata"), "\(info.stdout)")
+        #expect(
+            info.stdout.contains("Package: diary-push") && info.stdout.contains("Version: \(JobKitVersion.current)"))
+        #expect(
+            info.stdout.contains("libsqlite3-0") && info.stdout.contains("adduser") && info.stdout.contains("tzdata"),
+            "\(info.stdout)")
         let conffiles = try await Self.tool("/usr/bin/dpkg-deb", ["--info", deb, "conffiles"])
         #expect(conffiles.stdout == "/etc/diary-push/env\n")
         let postinst = try await Self.tool("/usr/bin/dpkg-deb", ["--info", deb, "postinst"])
-        #expect(postinst.stdout.contains("adduser --system") && postinst.stdout.contains("chown diary-push:diary-push /var/lib/diary-push"))
+        #expect(
+            postinst.stdout.contains("adduser --system")
+                && postinst.stdout.contains("chown diary-push:diary-push /var/lib/diary-push"))
 
         let listing = try await Self.tool("/usr/bin/dpkg-deb", ["--contents", deb])
         let lines = listing.stdout.split(separator: "\n").map(String.init)
-        func entry(_ path: String) -> String? { lines.first { $0.hasSuffix(" ./" + path) || $0.contains(" ./" + path + " ") } }
-        #expect(entry("etc/diary-push/env")?.hasPrefix("-rw------- root/root") == true, "\(entry("etc/diary-push/env") ?? "no env")")
-        for path in ["usr/bin/diary-reminder", "usr/bin/content-limit-hook", "usr/bin/content-limit-hook-full", "usr/bin/token-janitor",
-                     "usr/bin/pushctl", "usr/bin/push-simulator", "lib/systemd/system/diary-reminder.timer",
-                     "lib/systemd/system/token-janitor-report.timer", "usr/share/man/man1/diary-reminder.1.gz",
-                     "usr/share/doc/diary-push/copyright", "usr/share/doc/diary-push/changelog.gz"] {
+        func entry(_ path: String) -> String? {
+            lines.first { $0.hasSuffix(" ./" + path) || $0.contains(" ./" + path + " ") }
+        }
+        #expect(
+            entry("etc/diary-push/env")?.hasPrefix("-rw------- root/root") == true,
+            "\(entry("etc/diary-push/env") ?? "no env")")
+        for path in [
+            "usr/bin/diary-reminder", "usr/bin/content-limit-hook", "usr/bin/content-limit-hook-full",
+            "usr/bin/token-janitor",
+            "usr/bin/pushctl", "usr/bin/push-simulator", "lib/systemd/system/diary-reminder.timer",
+            "lib/systemd/system/token-janitor-report.timer", "usr/share/man/man1/diary-reminder.1.gz",
+            "usr/share/doc/diary-push/copyright", "usr/share/doc/diary-push/changelog.gz",
+        ] {
             #expect(entry(path) != nil, "missing \(path)")
         }
 
         // The packaged files, unpacked, run the demo against the bundled simulator.
         let tree = out.appendingPathComponent("tree")
         #expect(try await Self.tool("/usr/bin/dpkg-deb", ["-x", deb, tree.path]).status == 0)
-        let service = try String(contentsOf: tree.appendingPathComponent("lib/systemd/system/diary-reminder.service"), encoding: .utf8)
+        let service = try String(
+            contentsOf: tree.appendingPathComponent("lib/systemd/system/diary-reminder.service"), encoding: .utf8)
         #expect(service.contains("ExecStart=/usr/bin/diary-reminder\n"))
-        let version = try await Executables.finish(Executables.start(executable: tree.appendingPathComponent("usr/bin/diary-reminder"), ["--version"]))
+        let version = try await Executables.finish(
+            Executables.start(executable: tree.appendingPathComponent("usr/bin/diary-reminder"), ["--version"]))
         #expect(version.stdout == JobKitVersion.current + "\n")
-        let demo = try await Self.tool("/bin/bash", [Self.root.appendingPathComponent("scripts/demo").path, "--bin", tree.appendingPathComponent("usr/bin").path],
-                                       environment: ["PUSH_DEMO_DIR": out.appendingPathComponent("demo").path], limit: .seconds(300))
+        let demo = try await Self.tool(
+            "/bin/bash",
+            [
+                Self.root.appendingPathComponent("scripts/demo").path, "--bin",
+                tree.appendingPathComponent("usr/bin").path,
+            ],
+            environment: ["PUSH_DEMO_DIR": out.appendingPathComponent("demo").path], limit: .seconds(300))
         #expect(demo.status == 0, "\(demo.stdout.suffix(800)) \(demo.stderr.suffix(800))")
         #expect(demo.stdout.contains("using the executables in \(tree.path)/usr/bin"))
     }
@@ -81,34 +110,46 @@ import Testing
         let release = try Self.built("PUSH_TEST_RELEASE_BUILD", "the release products")
         let out = try Self.temporaryDirectory("lambda")
         defer { try? FileManager.default.removeItem(at: out) }
-        let package = try await Self.tool("/bin/bash", [Self.root.appendingPathComponent("scripts/package-lambda").path,
-                                                        "--build-path", release.path, "--out", out.path], limit: .seconds(600))
+        let package = try await Self.tool(
+            "/bin/bash",
+            [
+                Self.root.appendingPathComponent("scripts/package-lambda").path,
+                "--build-path", release.path, "--out", out.path,
+            ], limit: .seconds(600))
         #expect(package.status == 0, "\(package.stderr)")
 
         let db = try await TemporaryDatabase(.sqlite)
         let now = Int64(Date().timeIntervalSince1970)
-        try await db.store.upsertUser(UserProfile(id: "u-now", timezone: "UTC", reminderTime: LambdaProcessTests.slot(now)), now: 0)
-        _ = try await db.store.register(DeviceRegistration(userID: "u-now", token: "token-now", provider: .fcm, platform: "android"), now: 0)
+        try await db.store.upsertUser(
+            UserProfile(id: "u-now", timezone: "UTC", reminderTime: LambdaProcessTests.slot(now)), now: 0)
+        _ = try await db.store.register(
+            DeviceRegistration(userID: "u-now", token: "token-now", provider: .fcm, platform: "android"), now: 0)
         let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
         let invocations: [(job: String, event: String, expect: String)] = [
             ("diary-reminder", LambdaTests.scheduled(Timestamps.format(now)), #""claimed":1"#),
             ("content-limit-hook", #"{"user_id":"u-now","used":27,"limit":30}"#, #""action":"sent""#),
-            ("token-janitor", LambdaTests.scheduled(Timestamps.format(now), detail: #"{"dry_run":true}"#), #""job":"token-janitor""#),
+            (
+                "token-janitor", LambdaTests.scheduled(Timestamps.format(now), detail: #"{"dry_run":true}"#),
+                #""job":"token-janitor""#
+            ),
         ]
         for (job, event, expected) in invocations {
             let task = out.appendingPathComponent(job)
-            let unzip = try await Self.tool("/usr/bin/unzip", ["-q", out.appendingPathComponent("\(job).zip").path, "-d", task.path])
+            let unzip = try await Self.tool(
+                "/usr/bin/unzip", ["-q", out.appendingPathComponent("\(job).zip").path, "-d", task.path])
             #expect(unzip.status == 0, "\(job): \(unzip.stderr)")
             let entries = try FileManager.default.contentsOfDirectory(atPath: task.path).sorted()
             #expect(entries == ["bootstrap", "lib"], "\(job): \(entries)")
             #expect(FileManager.default.isExecutableFile(atPath: task.appendingPathComponent("bootstrap").path))
             // As Lambda starts it: the task root as the working directory's place, its lib/ on the library path.
             let api = try await LambdaRuntimeSimulator.start()
-            let process = try Executables.start(executable: task.appendingPathComponent("bootstrap"), [], environment: [
-                "AWS_LAMBDA_RUNTIME_API": api.address, "LAMBDA_TASK_ROOT": task.path,
-                "LD_LIBRARY_PATH": task.appendingPathComponent("lib").path,
-                "PUSH_DATABASE_URL": db.path, "PUSH_OUTBOX": outbox,
-            ])
+            let process = try Executables.start(
+                executable: task.appendingPathComponent("bootstrap"), [],
+                environment: [
+                    "AWS_LAMBDA_RUNTIME_API": api.address, "LAMBDA_TASK_ROOT": task.path,
+                    "LD_LIBRARY_PATH": task.appendingPathComponent("lib").path,
+                    "PUSH_DATABASE_URL": db.path, "PUSH_OUTBOX": outbox,
+                ])
             let outcome = await api.invoke(event, deadlineMs: (now + 300) * 1000)
             await api.stop()
             let result = await Executables.finish(process)
@@ -124,13 +165,17 @@ import Testing
         let example = try Self.built("PUSH_TEST_EXAMPLE_BIN", "Examples/InProcessHook")
         let db = try await TemporaryDatabase(.sqlite)
         try await db.store.upsertUser(UserProfile(id: "u1", timezone: "UTC"), now: 0)
-        _ = try await db.store.register(DeviceRegistration(userID: "u1", token: "token-u1", provider: .fcm, platform: "android"), now: 0)
+        _ = try await db.store.register(
+            DeviceRegistration(userID: "u1", token: "token-u1", provider: .fcm, platform: "android"), now: 0)
         let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
         let input = Pipe()
-        let started = try Executables.start(executable: example, [], environment: ["PUSH_DATABASE_URL": db.path, "PUSH_OUTBOX": outbox],
-                                            stdin: input)
-        let events = [#"{"user_id":"u1","used":10,"limit":30}"#, #"{"user_id":"u1","used":27,"limit":30}"#,
-                      #"{"user_id":"u1","used":28,"limit":30}"#, #"{"user_id":"ghost","used":27,"limit":30}"#]
+        let started = try Executables.start(
+            executable: example, [], environment: ["PUSH_DATABASE_URL": db.path, "PUSH_OUTBOX": outbox],
+            stdin: input)
+        let events = [
+            #"{"user_id":"u1","used":10,"limit":30}"#, #"{"user_id":"u1","used":27,"limit":30}"#,
+            #"{"user_id":"u1","used":28,"limit":30}"#, #"{"user_id":"ghost","used":27,"limit":30}"#,
+        ]
         input.fileHandleForWriting.write(Data((events.joined(separator: "\n") + "\n").utf8))
         try input.fileHandleForWriting.close()
         let result = await Executables.finish(started)
@@ -152,7 +197,9 @@ import Testing
         let deployment = try String(contentsOf: Self.root.appendingPathComponent("docs/DEPLOYMENT.md"), encoding: .utf8)
         var actions: [String: Set<String>] = [:]
         for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) where name.hasSuffix(".json") {
-            let object = try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent(name))) as? [String: Any]
+            let object =
+                try JSONSerialization.jsonObject(with: Data(contentsOf: folder.appendingPathComponent(name)))
+                as? [String: Any]
             #expect(object?["Version"] as? String == "2012-10-17", "\(name)")
             let statements = try #require(object?["Statement"] as? [[String: Any]], "\(name)")
             for statement in statements {
@@ -160,12 +207,19 @@ import Testing
                 let granted = (statement["Action"] as? [String]) ?? [(statement["Action"] as? String) ?? ""]
                 actions[name, default: []].formUnion(granted)
             }
-            #expect(deployment.contains("deploy/lambda/\(name)") || deployment.contains("`\(name)`"), "\(name) is not in DEPLOYMENT.md")
+            #expect(
+                deployment.contains("deploy/lambda/\(name)") || deployment.contains("`\(name)`"),
+                "\(name) is not in DEPLOYMENT.md")
         }
-        #expect(actions["function-policy.json"]?.isSuperset(of: ["secretsmanager:GetSecretValue", "ssm:GetParameter", "kms:Decrypt",
-                                                                  "ec2:CreateNetworkInterface", "logs:PutLogEvents"]) == true)
+        #expect(
+            actions["function-policy.json"]?.isSuperset(of: [
+                "secretsmanager:GetSecretValue", "ssm:GetParameter", "kms:Decrypt",
+                "ec2:CreateNetworkInterface", "logs:PutLogEvents",
+            ]) == true)
         #expect(actions["scheduler-policy.json"] == ["lambda:InvokeFunction"])
         #expect(actions["backend-invoke-policy.json"] == ["lambda:InvokeFunction"])
-        #expect(actions["function-trust-policy.json"] == ["sts:AssumeRole"] && actions["scheduler-trust-policy.json"] == ["sts:AssumeRole"])
+        #expect(
+            actions["function-trust-policy.json"] == ["sts:AssumeRole"]
+                && actions["scheduler-trust-policy.json"] == ["sts:AssumeRole"])
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import JobKit
 
 @Suite struct PayloadJSONTests {
@@ -17,13 +18,20 @@ import Testing
     }
 
     @Test func providerPayloadsAreValidJSONWithSortedKeys() throws {
-        let device = Device(id: 1, userID: "u", token: "tok\"en", provider: .fcm, platform: "android", apnsEnvironment: nil)
-        let notification = OutgoingNotification(logID: 1, device: device, type: .diaryReminder, period: "2026-11-21", locale: "en",
-                                                messageIndex: 0, title: "Ti\"tle", body: "Body\nline", expiresAt: 100)
-        for data in [APNs.payload(for: notification, links: DeepLinks()),
-                     FCM.message(for: notification, configuration: FCMConfiguration(serviceAccountFile: "x"), links: DeepLinks(), now: 40)] {
+        let device = Device(
+            id: 1, userID: "u", token: "tok\"en", provider: .fcm, platform: "android", apnsEnvironment: nil)
+        let notification = OutgoingNotification(
+            logID: 1, device: device, type: .diaryReminder, period: "2026-11-21", locale: "en",
+            messageIndex: 0, title: "Ti\"tle", body: "Body\nline", expiresAt: 100)
+        for data in [
+            APNs.payload(for: notification, links: DeepLinks()),
+            FCM.message(
+                for: notification, configuration: FCMConfiguration(serviceAccountFile: "x"), links: DeepLinks(), now: 40
+            ),
+        ] {
             let object = try JSONSerialization.jsonObject(with: data)
-            let resorted = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            let resorted = try JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
             #expect(String(decoding: data, as: UTF8.self) == String(decoding: resorted, as: UTF8.self))
         }
     }
@@ -37,22 +45,34 @@ import Testing
     ])
     func aPayloadNeverExceedsTheProvidersLimit(title: String, body: String) throws {
         for platform in ["ios", "android"] {
-            let device = Device(id: 1, userID: "u", token: String(repeating: "ab", count: 32), provider: platform == "ios" ? .apns : .fcm,
-                                platform: platform, apnsEnvironment: nil)
-            let notification = OutgoingNotification(logID: 1, device: device, type: .contentLimit90, period: "2026-11",
-                                                    locale: "en", messageIndex: 0, title: title, body: body, expiresAt: 100)
-            let payloads = [("APNs", APNs.payload(for: notification, links: DeepLinks()), APNs.maxPayloadBytes),
-                            ("FCM", FCM.message(for: notification, configuration: FCMConfiguration(serviceAccountFile: "x"),
-                                                links: DeepLinks(), now: 40), FCM.maxPayloadBytes)]
+            let device = Device(
+                id: 1, userID: "u", token: String(repeating: "ab", count: 32),
+                provider: platform == "ios" ? .apns : .fcm,
+                platform: platform, apnsEnvironment: nil)
+            let notification = OutgoingNotification(
+                logID: 1, device: device, type: .contentLimit90, period: "2026-11",
+                locale: "en", messageIndex: 0, title: title, body: body, expiresAt: 100)
+            let payloads = [
+                ("APNs", APNs.payload(for: notification, links: DeepLinks()), APNs.maxPayloadBytes),
+                (
+                    "FCM",
+                    FCM.message(
+                        for: notification, configuration: FCMConfiguration(serviceAccountFile: "x"),
+                        links: DeepLinks(), now: 40), FCM.maxPayloadBytes
+                ),
+            ]
             for (provider, data, limit) in payloads {
                 #expect(data.count <= limit, "\(provider) payload of \(data.count) bytes")
                 let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-                let alert = provider == "APNs"
+                let alert =
+                    provider == "APNs"
                     ? (object["aps"] as? [String: Any])?["alert"] as? [String: String]
                     : ((object["message"] as? [String: Any])?["notification"] as? [String: String])
-                let sentTitle = try #require(alert?["title"]), sentBody = try #require(alert?["body"])
+                let sentTitle = try #require(alert?["title"])
+                let sentBody = try #require(alert?["body"])
                 // What was kept is a prefix of whole characters (then an ellipsis), never a torn grapheme.
-                #expect(sentTitle == title || (sentTitle.hasSuffix("…") && title.hasPrefix(String(sentTitle.dropLast()))))
+                #expect(
+                    sentTitle == title || (sentTitle.hasSuffix("…") && title.hasPrefix(String(sentTitle.dropLast()))))
                 #expect(sentBody == body || (sentBody.hasSuffix("…") && body.hasPrefix(String(sentBody.dropLast()))))
                 #expect(data.count > limit - 400, "cut far more than needed: \(data.count) bytes")
             }

@@ -1,6 +1,7 @@
 import ContentLimitQuietPath
 import Foundation
 import Testing
+
 @testable import JobKit
 
 /// The `content-limit-hook` front: the quiet path it answers itself, and everything it hands over.
@@ -28,7 +29,7 @@ import Testing
     @Test func aClosedStoreLeavesNoWALBehind() async throws {
         let db = try await TemporaryDatabase(.sqlite)
         try await db.store.upsertUser(UserProfile(id: "w", timezone: "UTC"), now: 0)
-        #expect(try await db.count("SELECT count(*) FROM users") == 1)   // through a reader connection
+        #expect(try await db.count("SELECT count(*) FROM users") == 1)  // through a reader connection
         #expect(FileManager.default.fileExists(atPath: db.path + "-wal"))
         await db.store.close()
         #expect(!FileManager.default.fileExists(atPath: db.path + "-wal"))
@@ -41,21 +42,28 @@ import Testing
     @Test func aWriteBelowNinetyPercentIsAnsweredWithTheFullHooksSummary() async throws {
         let db = try await database()
         let before = try await db.contentDigest()
-        guard case .answered(let text) = answer(["--database", db.path, "--user", "w", "--used", "26", "--limit", "30", "--now", Self.now]) else {
+        guard
+            case .answered(let text) = answer([
+                "--database", db.path, "--user", "w", "--used", "26", "--limit", "30", "--now", Self.now,
+            ])
+        else {
             Issue.record("26 of 30 was handed over")
             return
         }
         #expect(text.hasPrefix(#"content-limit-hook: user=w used=26 limit=30 action=none reason="below 90 %" "#))
         #expect(text.hasSuffix("ms"))
 
-        guard case .answered(let json) = answer(["--user", "a/b c", "--used", "0", "--limit", "10", "--dry-run", "--format", "json"],
-                                                ["PUSH_DATABASE_URL": "sqlite://" + db.path]) else {
+        guard
+            case .answered(let json) = answer(
+                ["--user", "a/b c", "--used", "0", "--limit", "10", "--dry-run", "--format", "json"],
+                ["PUSH_DATABASE_URL": "sqlite://" + db.path])
+        else {
             Issue.record("a dry run in JSON was handed over")
             return
         }
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         #expect(object["user_id"] as? String == "a/b c")
-        #expect(object["now"] as? String == "2026-11-22T03:04:05Z")   // the injected clock: no --now
+        #expect(object["now"] as? String == "2026-11-22T03:04:05Z")  // the injected clock: no --now
         #expect(object["dry_run"] as? Bool == true)
         #expect(object["reason"] as? String == "below 90 %")
         #expect((object["run_id"] as? String).flatMap(UUID.init(uuidString:)) != nil)
@@ -63,13 +71,20 @@ import Testing
     }
 
     @Test func anUnlimitedPlanNeedsNoDatabase() {
-        #expect(answer(["--user", "w", "--used", "5000", "--now", Self.now])
-                == .answered(#"content-limit-hook: user=w used=5000 limit=none action=none reason="unlimited plan" 0ms"#))
-        guard case .answered(let json) = answer(["--user", "w", "--used", "9", "--limit", "0", "--format", "json", "--now", Self.now]) else {
+        #expect(
+            answer(["--user", "w", "--used", "5000", "--now", Self.now])
+                == .answered(
+                    #"content-limit-hook: user=w used=5000 limit=none action=none reason="unlimited plan" 0ms"#))
+        guard
+            case .answered(let json) = answer([
+                "--user", "w", "--used", "9", "--limit", "0", "--format", "json", "--now", Self.now,
+            ])
+        else {
             Issue.record("limit 0 was handed over")
             return
         }
-        #expect(json.hasPrefix(#"{"action":"none","dry_run":false,"duration_ms":0,"job":"content-limit-hook","limit":0,"#))
+        #expect(
+            json.hasPrefix(#"{"action":"none","dry_run":false,"duration_ms":0,"job":"content-limit-hook","limit":0,"#))
     }
 
     @Test func everythingElseIsHandedOver() async throws {
@@ -90,15 +105,24 @@ import Testing
             ("no use", base + ["--user", "w", "--limit", "30"], [:]),
             ("bad period", base + ["--user", "w", "--used", "1", "--limit", "30", "--period", "weekly"], [:]),
             ("bad format", base + ["--user", "w", "--used", "1", "--limit", "30", "--format", "yaml"], [:]),
-            ("bad --now", ["--database", db.path, "--now", "tomorrow", "--user", "w", "--used", "1", "--limit", "30"], [:]),
+            (
+                "bad --now",
+                ["--database", db.path, "--now", "tomorrow", "--user", "w", "--used", "1", "--limit", "30"], [:]
+            ),
             ("bad log level", base + ["--user", "w", "--used", "1", "--limit", "30"], ["PUSH_LOG_LEVEL": "loud"]),
-            ("PostgreSQL", ["--now", Self.now, "--user", "w", "--used", "1", "--limit", "30"], ["PUSH_DATABASE_URL": "postgres://h/db"]),
+            (
+                "PostgreSQL", ["--now", Self.now, "--user", "w", "--used", "1", "--limit", "30"],
+                ["PUSH_DATABASE_URL": "postgres://h/db"]
+            ),
             ("no database", ["--now", Self.now, "--user", "w", "--used", "1", "--limit", "30"], [:]),
             ("missing file", ["--database", db.path + ".nope", "--user", "w", "--used", "1", "--limit", "30"], [:]),
             ("not migrated", ["--database", unmigrated, "--user", "w", "--used", "1", "--limit", "30"], [:]),
             ("id to escape", base + ["--user", "w\"x", "--used", "1", "--limit", "30"], [:]),
             ("non-ASCII id", base + ["--user", "wé", "--used", "1", "--limit", "30"], [:]),
-            ("Lambda", base + ["--user", "w", "--used", "1", "--limit", "30"], ["AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"]),
+            (
+                "Lambda", base + ["--user", "w", "--used", "1", "--limit", "30"],
+                ["AWS_LAMBDA_RUNTIME_API": "127.0.0.1:9001"]
+            ),
         ]
         for (name, arguments, environment) in cases {
             #expect(isHandOver(answer(arguments, environment)), "\(name)")
@@ -132,7 +156,10 @@ import Testing
             (base + ["--user", "w", "--used", "800"], [:]),
             (base + ["--user", "w", "--used", "8", "--limit", "0", "--format", "json"], [:]),
             (base + ["--user", "w", "--used", "3", "--limit", "30"], halfAPNs),
-            (["--now", "2026-11-21T12:00:00+09:00", "--user", "w", "--used", "3", "--limit", "30"], ["PUSH_DATABASE_URL": db.path]),
+            (
+                ["--now", "2026-11-21T12:00:00+09:00", "--user", "w", "--used", "3", "--limit", "30"],
+                ["PUSH_DATABASE_URL": db.path]
+            ),
         ]
         for (arguments, environment) in cases {
             let front = try await Executables.run("content-limit-hook", arguments, environment: environment)
@@ -157,9 +184,13 @@ import Testing
         #expect(quiet.status == 0, "\(quiet.stderr)")
         #expect(quiet.stdout.contains(#"action=none reason="below 90 %""#))
 
-        let warning = await Executables.finish(try Executables.start(executable: alone, base + ["--used", "27", "--dry-run"]))
+        let warning = await Executables.finish(
+            try Executables.start(executable: alone, base + ["--used", "27", "--dry-run"]))
         #expect(warning.status == 69)
-        #expect(warning.stderr.contains("cannot run \(db.directory.appendingPathComponent("content-limit-hook-full").path)"), "\(warning.stderr)")
+        #expect(
+            warning.stderr.contains(
+                "cannot run \(db.directory.appendingPathComponent("content-limit-hook-full").path)"),
+            "\(warning.stderr)")
 
         // Beside it, the same warning is decided by the full hook.
         let handedOver = try await Executables.run("content-limit-hook", base + ["--used", "27", "--dry-run"])

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import NIOConcurrencyHelpers
 import Testing
+
 @testable import JobKit
 
 @Suite struct ReminderRunTests {
@@ -10,7 +11,9 @@ import Testing
     }
 
     @discardableResult
-    func run(_ db: TemporaryDatabase, _ sender: any Sender, at now: String, dryRun: Bool = false) async throws -> RunSummary {
+    func run(_ db: TemporaryDatabase, _ sender: any Sender, at now: String, dryRun: Bool = false) async throws
+        -> RunSummary
+    {
         try await runner(db, sender).run(ReminderRunOptions(now: instant(now), dryRun: dryRun))
     }
 
@@ -18,7 +21,12 @@ import Testing
     static func firstRecordFails(_ inner: any ReminderStore) -> InterceptingStore {
         let calls = NIOLockedValueBox(0)
         return InterceptingStore(inner: inner) { () throws(JobError) in
-            if calls.withLockedValue({ $0 += 1; return $0 }) == 1 { throw .unavailable("the database went away") }
+            if calls.withLockedValue({
+                $0 += 1
+                return $0
+            }) == 1 {
+                throw .unavailable("the database went away")
+            }
         }
     }
 
@@ -37,13 +45,16 @@ import Testing
     /// Pages overlap (two are on their way while the next is claimed). When recording a page fails, the run
     /// fails, but only after the pages already on their way have been sent and recorded: no send is left
     /// unrecorded.
-    @Test(arguments: Backend.allCases) func aFailedRecordEndsTheRunOnlyAfterThePagesInFlightAreRecorded(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aFailedRecordEndsTheRunOnlyAfterThePagesInFlightAreRecorded(
+        _ backend: Backend
+    ) async throws {
         let db = try await TemporaryDatabase(backend)
         for i in 0..<12 { try await db.store.addUser("u\(i)", time: "20:00") }
         let sender = SlowSender()
         var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
         options.pageSize = 3
-        let runner = DiaryReminderRunner(remindersOnly: Self.firstRecordFails(db.store), sender: sender, logger: quietLogger)
+        let runner = DiaryReminderRunner(
+            remindersOnly: Self.firstRecordFails(db.store), sender: sender, logger: quietLogger)
         await #expect(throws: JobError.self) { try await runner.run(options) }
         // Page 1 was sent but its record failed: its claims stay `claimed` for the next run to take over. Pages
         // 2 and 3 were on the wire when that came out (page 3 was submitted as page 1 was collected); they were
@@ -99,7 +110,9 @@ import Testing
         #expect(late.sent == 0)
         #expect(late.skipped == ["already_reminded": 1])
         #expect(await sender.users() == ["u20"])
-        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent' AND period_key = '2026-11-21'") == 1)
+        #expect(
+            try await db.count(
+                "SELECT count(*) FROM notification_logs WHERE status = 'sent' AND period_key = '2026-11-21'") == 1)
     }
 
     @Test(arguments: Backend.allCases) func skippedRunsAreMadeUpByTheNextOne(_ backend: Backend) async throws {
@@ -112,7 +125,9 @@ import Testing
         #expect(await sender.sent.map(\.period) == ["2026-11-21"])
     }
 
-    @Test(arguments: Backend.allCases) func aLateReminderAfterMidnightBelongsToThePreviousDay(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aLateReminderAfterMidnightBelongsToThePreviousDay(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
         try await db.store.addUser("night", time: "23:50")
@@ -120,24 +135,31 @@ import Testing
         #expect(try await db.strings("SELECT period_key FROM notification_logs") == ["2026-11-21"])
         // The same user tonight is reminded again: that is the next day's period.
         try await run(db, sender, at: "2026-11-22T23:50:00Z")
-        #expect(try await db.strings("SELECT period_key FROM notification_logs ORDER BY period_key") == ["2026-11-21", "2026-11-22"])
+        #expect(
+            try await db.strings("SELECT period_key FROM notification_logs ORDER BY period_key") == [
+                "2026-11-21", "2026-11-22",
+            ])
     }
 
-    @Test(arguments: Backend.allCases) func pagesMixZonesAndEachUserKeepsTheirOwnLocalDate(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func pagesMixZonesAndEachUserKeepsTheirOwnLocalDate(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         // At 10:00 UTC it is midnight of the 22nd in Kiritimati (UTC+14) and 10:00 on the 21st in London.
         for i in 0..<6 {
-            try await db.store.addUser("u\(i)", zone: i % 2 == 0 ? "Pacific/Kiritimati" : "Europe/London",
-                                       time: i % 2 == 0 ? "00:00" : "10:00")
+            try await db.store.addUser(
+                "u\(i)", zone: i % 2 == 0 ? "Pacific/Kiritimati" : "Europe/London",
+                time: i % 2 == 0 ? "00:00" : "10:00")
         }
         let sender = RecordingSender()
         var options = ReminderRunOptions(now: instant("2026-11-21T10:00:00Z"))
-        options.pageSize = 4   // pages hold users of both zones
+        options.pageSize = 4  // pages hold users of both zones
         let summary = try await runner(db, sender).run(options)
         #expect(summary.sent == 6)
-        #expect(try await db.strings("SELECT user_id || ' ' || period_key FROM notification_logs ORDER BY user_id") == [
-            "u0 2026-11-22", "u1 2026-11-21", "u2 2026-11-22", "u3 2026-11-21", "u4 2026-11-22", "u5 2026-11-21",
-        ])
+        #expect(
+            try await db.strings("SELECT user_id || ' ' || period_key FROM notification_logs ORDER BY user_id") == [
+                "u0 2026-11-22", "u1 2026-11-21", "u2 2026-11-22", "u3 2026-11-21", "u4 2026-11-22", "u5 2026-11-21",
+            ])
         // Each notification expires at the end of its user's local day.
         for notification in await sender.sent {
             let kiritimati = ["u0", "u2", "u4"].contains(notification.device.userID)
@@ -149,8 +171,11 @@ import Testing
     @Test(arguments: Backend.allCases) func aPageReadsTheSettingsAgain(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         for user in ["a", "b", "c", "d"] { try await db.store.addUser(user) }
-        let queries = [DueQuery(zone: "UTC", period: "2026-11-21", minutes: 1_200...1_200,
-                                day: instant("2026-11-21T00:00:00Z")..<instant("2026-11-22T00:00:00Z"), type: .diaryReminder)]
+        let queries = [
+            DueQuery(
+                zone: "UTC", period: "2026-11-21", minutes: 1_200...1_200,
+                day: instant("2026-11-21T00:00:00Z")..<instant("2026-11-22T00:00:00Z"), type: .diaryReminder)
+        ]
         let keys = try await db.store.dueKeys(queries)
         #expect(keys == ["a", "b", "c", "d"].map { DueKey(userID: $0, query: 0) })
         // Between reading the due set and reading a page, b turns reminders off, c moves the time, d moves away.
@@ -179,16 +204,19 @@ import Testing
         try await db.store.addUser("bad-time", time: "9pm")
         try await db.store.addUser("not-yet", time: "21:00")
         let summary = try await run(db, sender, at: "2026-11-21T20:00:00Z")
-        #expect(summary.skipped == [
-            "already_reminded": 3, "wrote_today": 1, "no_active_device": 2,
-            "invalid_timezone": 1, "invalid_reminder_time": 1,
-        ])
+        #expect(
+            summary.skipped == [
+                "already_reminded": 3, "wrote_today": 1, "no_active_device": 2,
+                "invalid_timezone": 1, "invalid_reminder_time": 1,
+            ])
         #expect(summary.candidates == 8)
         #expect(summary.due == 0)
         #expect(await sender.sent.isEmpty)
     }
 
-    @Test(arguments: Backend.allCases) func daylightSavingDaysRemindExactlyOnceAtTheRightRun(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func daylightSavingDaysRemindExactlyOnceAtTheRightRun(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
         try await db.store.addUser("spring", zone: "America/New_York", time: "02:30")
@@ -204,19 +232,25 @@ import Testing
                 }
             }
         }
-        #expect(sendsAt["spring"]?.contains(instant("2026-03-08T07:00:00Z")) == true)   // 03:00 EDT
-        #expect(sendsAt["fall"]?.contains(instant("2026-11-01T05:30:00Z")) == true)     // the first 01:30
+        #expect(sendsAt["spring"]?.contains(instant("2026-03-08T07:00:00Z")) == true)  // 03:00 EDT
+        #expect(sendsAt["fall"]?.contains(instant("2026-11-01T05:30:00Z")) == true)  // the first 01:30
         // Exactly once per day (the other day has its own reminder at the usual time).
-        #expect(sendsAt["spring"]?.filter { $0 >= instant("2026-03-08T04:00:00Z") && $0 < instant("2026-03-09T04:00:00Z") }.count == 1)
-        #expect(sendsAt["fall"]?.filter { $0 >= instant("2026-11-01T04:00:00Z") && $0 < instant("2026-11-02T05:00:00Z") }.count == 1)
+        #expect(
+            sendsAt["spring"]?.filter { $0 >= instant("2026-03-08T04:00:00Z") && $0 < instant("2026-03-09T04:00:00Z") }
+                .count == 1)
+        #expect(
+            sendsAt["fall"]?.filter { $0 >= instant("2026-11-01T04:00:00Z") && $0 < instant("2026-11-02T05:00:00Z") }
+                .count == 1)
     }
 
     @Test(arguments: Backend.allCases) func everyKindOfOffsetEndToEnd(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         let sender = RecordingSender()
-        let zones = ["Asia/Kathmandu": "2026-11-21T14:15:00Z", "Pacific/Chatham": "2026-11-21T06:15:00Z",
-                     "Pacific/Marquesas": "2026-11-22T05:30:00Z", "Pacific/Kiritimati": "2026-11-21T06:00:00Z",
-                     "America/St_Johns": "2026-11-21T23:30:00Z"]
+        let zones = [
+            "Asia/Kathmandu": "2026-11-21T14:15:00Z", "Pacific/Chatham": "2026-11-21T06:15:00Z",
+            "Pacific/Marquesas": "2026-11-22T05:30:00Z", "Pacific/Kiritimati": "2026-11-21T06:00:00Z",
+            "America/St_Johns": "2026-11-21T23:30:00Z",
+        ]
         for name in zones.keys { try await db.store.addUser(name, zone: name, time: "20:00") }
         var firstSend: [String: Int64] = [:]
         let start = instant("2026-11-20T12:00:00Z")
@@ -233,19 +267,24 @@ import Testing
         }
     }
 
-    @Test(arguments: Backend.allCases) func aDryRunWritesNothingAndPrintsWhatItWouldSend(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aDryRunWritesNothingAndPrintsWhatItWouldSend(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice", locale: "ja", tokens: ["a-phone", "a-tablet"])
         let bytes = try await db.contentDigest()
         let lines = LineBuffer()
         let readOnly = try await db.reopen(.readOnly)
-        let summary = try await DiaryReminderRunner(store: readOnly, sender: DryRunSender(sink: lines, json: false),
-                                                    logger: quietLogger)
-            .run(ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true))
+        let summary = try await DiaryReminderRunner(
+            store: readOnly, sender: DryRunSender(sink: lines, json: false),
+            logger: quietLogger
+        )
+        .run(ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true))
         #expect(summary.claimed == 1)
         #expect(summary.notifications == 2)
         #expect(lines.lines.count == 2)
-        #expect(lines.lines.allSatisfy { $0.contains("user=alice") && $0.contains("locale=ja") && !$0.contains("a-phone") })
+        #expect(
+            lines.lines.allSatisfy { $0.contains("user=alice") && $0.contains("locale=ja") && !$0.contains("a-phone") })
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
         #expect(try await db.count("SELECT count(*) FROM job_runs") == 0)
         #expect(try await db.contentDigest() == bytes)
@@ -271,10 +310,15 @@ import Testing
         #expect(Set(sent.filter { $0.device.userID == "user2" }.map(\.locale)) == ["pt-BR"])
         #expect(Set(sent.filter { $0.device.userID == "user3" }.map(\.locale)) == ["pt"])
         #expect(Set(sent.filter { $0.device.userID == "user4" }.map(\.locale)) == ["en"])
-        #expect(sent.filter { $0.device.userID == "user1" }.allSatisfy { $0.title.unicodeScalars.contains { $0.value > 0x3000 } })
+        #expect(
+            sent.filter { $0.device.userID == "user1" }.allSatisfy {
+                $0.title.unicodeScalars.contains { $0.value > 0x3000 }
+            })
     }
 
-    @Test(arguments: Backend.allCases) func aDeadRunsClaimIsTakenOverAndOnlyUndeliveredDevicesAreSent(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aDeadRunsClaimIsTakenOverAndOnlyUndeliveredDevicesAreSent(
+        _ backend: Backend
+    ) async throws {
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("crashed", tokens: ["phone", "tablet"])
         try await db.store.addUser("busy")
@@ -283,12 +327,14 @@ import Testing
         // working on busy (claimed a minute ago).
         let devices = try await db.store.activeDevices(userIDs: ["crashed"])
         let phone = try #require(devices["crashed"]?.first { $0.token == "phone" })
-        try await db.execute("""
+        try await db.execute(
+            """
             INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale, run_id, claimed_at, updated_at)
             VALUES ('crashed', 'diary_reminder', '2026-11-21', 'claimed', 1, 'en', 'dead-run', \(db.ts(now - 900)), \(db.ts(now - 900))),
                    ('busy', 'diary_reminder', '2026-11-21', 'claimed', 0, 'en', 'live-run', \(db.ts(now - 60)), \(db.ts(now - 60)))
             """)
-        try await db.execute("""
+        try await db.execute(
+            """
             INSERT INTO notification_deliveries (log_id, device_id, provider, outcome, run_id, created_at)
             SELECT id, \(phone.id), 'fcm', 'delivered', 'dead-run', \(db.ts(now - 899)) FROM notification_logs WHERE user_id = 'crashed'
             """)
@@ -299,10 +345,15 @@ import Testing
         let sent = await sender.sent
         #expect(sent.map(\.device.token) == ["tablet"])
         #expect(sent.first?.messageIndex == 1)  // the words the first run chose
-        #expect(try await db.strings("SELECT status || ' ' || attempts FROM notification_logs ORDER BY id") == ["sent 2", "claimed 1"])
+        #expect(
+            try await db.strings("SELECT status || ' ' || attempts FROM notification_logs ORDER BY id") == [
+                "sent 2", "claimed 1",
+            ])
     }
 
-    @Test(arguments: Backend.allCases) func transientFailuresAreRetriedByTheNextRunAndDeliveredOnesAreDone(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func transientFailuresAreRetriedByTheNextRunAndDeliveredOnesAreDone(
+        _ backend: Backend
+    ) async throws {
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("unlucky", tokens: ["flaky-1"])
         try await db.store.addUser("half", tokens: ["ok-1", "flaky-2"])
@@ -314,14 +365,20 @@ import Testing
         #expect(first.partial == 0)
         #expect(first.failed == 1)
         #expect(first.devicesPendingRetry == 2)
-        #expect(try await db.count("SELECT count(*) FROM user_devices WHERE token = 'dead-1' AND NOT is_active AND deactivation_reason = 'Unregistered'") == 1)
+        #expect(
+            try await db.count(
+                "SELECT count(*) FROM user_devices WHERE token = 'dead-1' AND NOT is_active AND deactivation_reason = 'Unregistered'"
+            ) == 1)
         let second = try await run(db, sender, at: "2026-11-21T20:15:00Z")
         #expect(second.takenOver == 2)
         // gone's only device was deactivated.
         #expect(second.skipped == ["no_active_device": 1])
         #expect(await sender.sent.filter { $0.device.userID == "unlucky" }.count == 2)
         // half's reached device is never sent to again; only the pending one is.
-        #expect(await sender.sent.filter { $0.device.userID == "half" }.map(\.device.token) == ["ok-1", "flaky-2", "flaky-2"])
+        #expect(
+            await sender.sent.filter { $0.device.userID == "half" }.map(\.device.token) == [
+                "ok-1", "flaky-2", "flaky-2",
+            ])
         // Past the catch-up window nothing more is tried.
         let late = try await run(db, sender, at: "2026-11-21T21:00:00Z")
         #expect(late.candidates == 0)
@@ -330,12 +387,13 @@ import Testing
 
     @Test(arguments: Backend.allCases) func twoRunnersOnOneFileClaimEachUserOnce(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
-        let report = try await Seeder().seed({
-            var options = SeedOptions(users: 3_000, now: instant("2026-11-21T20:00:00Z"))
-            options.dueAt = instant("2026-11-21T20:00:00Z")
-            options.dueCount = 1_500
-            return options
-        }(), into: db.store)
+        let report = try await Seeder().seed(
+            {
+                var options = SeedOptions(users: 3_000, now: instant("2026-11-21T20:00:00Z"))
+                options.dueAt = instant("2026-11-21T20:00:00Z")
+                options.dueCount = 1_500
+                return options
+            }(), into: db.store)
         #expect(report.due == 1_500)
         let senders = [RecordingSender(), RecordingSender()]
         let summaries = try await withThrowingTaskGroup(of: RunSummary.self) { group in
@@ -361,13 +419,16 @@ import Testing
         try await db.store.addUser("tokyo", zone: "Asia/Tokyo", time: "21:00", locale: "ja")
         try await db.store.addUser("off", enabled: false)
         let runner = runner(db, RecordingSender())
-        let due = try await runner.explain(userID: "tokyo", options: ReminderRunOptions(now: instant("2026-11-21T12:05:00Z")))
+        let due = try await runner.explain(
+            userID: "tokyo", options: ReminderRunOptions(now: instant("2026-11-21T12:05:00Z")))
         #expect(due.due)
         #expect(due.steps.contains { $0.rule.contains("period key") && $0.value == "2026-11-21" })
-        let notYet = try await runner.explain(userID: "tokyo", options: ReminderRunOptions(now: instant("2026-11-21T11:00:00Z")))
+        let notYet = try await runner.explain(
+            userID: "tokyo", options: ReminderRunOptions(now: instant("2026-11-21T11:00:00Z")))
         #expect(notYet.skipReason == .notDue)
         #expect(notYet.text.contains("not yet"))
-        let off = try await runner.explain(userID: "off", options: ReminderRunOptions(now: instant("2026-11-21T20:00:00Z")))
+        let off = try await runner.explain(
+            userID: "off", options: ReminderRunOptions(now: instant("2026-11-21T20:00:00Z")))
         #expect(off.skipReason == .disabled)
         await #expect(throws: JobError.dataError("unknown user ghost")) {
             try await runner.explain(userID: "ghost", options: ReminderRunOptions(now: 0))
@@ -378,10 +439,15 @@ import Testing
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice")
         let summary = try await run(db, RecordingSender(), at: "2026-11-21T20:00:00Z")
-        #expect(try await db.strings("SELECT job || ' ' || outcome || ' ' || \(db.epoch("run_at")) FROM job_runs") == ["diary-reminder ok \(instant("2026-11-21T20:00:00Z"))"])
+        #expect(
+            try await db.strings("SELECT job || ' ' || outcome || ' ' || \(db.epoch("run_at")) FROM job_runs") == [
+                "diary-reminder ok \(instant("2026-11-21T20:00:00Z"))"
+            ])
         // The stored summary is the run's JSON (PostgreSQL's jsonb keeps the content, not the spelling).
         let stored = try await db.strings("SELECT summary\(backend == .postgres ? "::text" : "") FROM job_runs")
-        func object(_ json: String) throws -> NSDictionary? { try JSONSerialization.jsonObject(with: Data(json.utf8)) as? NSDictionary }
+        func object(_ json: String) throws -> NSDictionary? {
+            try JSONSerialization.jsonObject(with: Data(json.utf8)) as? NSDictionary
+        }
         #expect(stored.count == 1)
         #expect(try object(stored[0]) == object(summary.json))
     }
@@ -412,7 +478,8 @@ import Testing
         for index in 1...3 {
             var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
             options.shard = Shard(index: index, count: 3)
-            let summary = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger).run(options)
+            let summary = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger).run(
+                options)
             #expect(summary.shard == "\(index)/3")
             #expect(summary.candidates + summary.otherShards == 60)
             claimed += summary.claimed

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import JobKit
 
 /// One migration list for both stores: each reaches the same version with the same tables and columns.
@@ -10,14 +11,18 @@ import Testing
         let ids = SchemaMigrations.all.map(\.id)
         #expect(try await sqlite.store.appliedMigrations() == ids)
         #expect(try await postgres.store.appliedMigrations() == ids)
-        let sqliteColumns = Set(try await sqlite.strings("""
-            SELECT m.name || '.' || c.name FROM sqlite_master m, pragma_table_xinfo(m.name) c
-            WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE 'grdb_%'
-            """))
-        let postgresColumns = Set(try await postgres.strings("""
-            SELECT table_name || '.' || column_name FROM information_schema.columns
-            WHERE table_schema = 'public' AND table_name <> 'schema_migrations'
-            """))
+        let sqliteColumns = Set(
+            try await sqlite.strings(
+                """
+                SELECT m.name || '.' || c.name FROM sqlite_master m, pragma_table_xinfo(m.name) c
+                WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name NOT LIKE 'grdb_%'
+                """))
+        let postgresColumns = Set(
+            try await postgres.strings(
+                """
+                SELECT table_name || '.' || column_name FROM information_schema.columns
+                WHERE table_schema = 'public' AND table_name <> 'schema_migrations'
+                """))
         let sqliteOnly = SchemaMigrations.storeSpecificColumns["sqlite"] ?? []
         let postgresOnly = SchemaMigrations.storeSpecificColumns["postgres"] ?? []
         #expect(sqliteColumns.count > 50)
@@ -46,9 +51,10 @@ import Testing
     @Test(arguments: Backend.allCases) func aDatabaseFromANewerReleaseIsRefused(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("w")
-        try await db.execute(backend == .sqlite
-            ? "INSERT INTO grdb_migrations (identifier) VALUES ('999_from_a_newer_release')"
-            : "INSERT INTO schema_migrations (id) VALUES ('999_from_a_newer_release')")
+        try await db.execute(
+            backend == .sqlite
+                ? "INSERT INTO grdb_migrations (identifier) VALUES ('999_from_a_newer_release')"
+                : "INSERT INTO schema_migrations (id) VALUES ('999_from_a_newer_release')")
         for mode in [StoreOpenMode.readWrite, .readOnly] {
             do {
                 let store = try await db.reopen(mode)
@@ -66,7 +72,8 @@ import Testing
             ("token-janitor", ["--dry-run"]),
         ]
         for (binary, arguments) in binaries {
-            let result = try await Executables.run(binary, ["--database", db.path, "--now", "2026-11-21T20:00:00Z"] + arguments)
+            let result = try await Executables.run(
+                binary, ["--database", db.path, "--now", "2026-11-21T20:00:00Z"] + arguments)
             #expect(result.status == 78, "\(binary): \(result.status) \(result.stderr)")
             #expect(result.stderr.contains("newer than this program"), "\(binary): \(result.stderr)")
         }

@@ -2,11 +2,13 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import PushSimulator
+
 @testable import JobKit
 
 /// Generating RSA keys is slow: generate one set per process and copy it into each test's directory.
 let credentialTemplate: URL = {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("sim-template-\(ProcessInfo.processInfo.processIdentifier)")
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "sim-template-\(ProcessInfo.processInfo.processIdentifier)")
     _ = try! SimulatorCredentials.prepare(in: directory)
     return directory
 }()
@@ -16,14 +18,17 @@ struct DeliveryHarness {
     let db: TemporaryDatabase
     let simulator: PushSimulator
 
-    static func start(_ backend: Backend = .sqlite,
-                      _ configure: (inout SimulatorConfiguration) -> Void = { _ in }) async throws -> DeliveryHarness {
+    static func start(
+        _ backend: Backend = .sqlite,
+        _ configure: (inout SimulatorConfiguration) -> Void = { _ in }
+    ) async throws -> DeliveryHarness {
         let db = try await TemporaryDatabase(backend)
         let directory = db.directory.appendingPathComponent("sim")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         for name in ["ca.pem", "server.pem", "server-key.pem", "apns-key.p8", "service-account-key.pem"] {
-            try FileManager.default.copyItem(at: credentialTemplate.appendingPathComponent(name),
-                                             to: directory.appendingPathComponent(name))
+            try FileManager.default.copyItem(
+                at: credentialTemplate.appendingPathComponent(name),
+                to: directory.appendingPathComponent(name))
         }
         var configuration = SimulatorConfiguration(credentials: try SimulatorCredentials.prepare(in: directory))
         configure(&configuration)
@@ -35,8 +40,9 @@ struct DeliveryHarness {
         let endpoint = Endpoint(host: "127.0.0.1", port: simulator.port)
         let credentials = simulator.credentials
         if apns {
-            var configuration = APNsConfiguration(keyFile: credentials.apnsKeyFile, keyID: SimulatorCredentials.keyID,
-                                                  teamID: SimulatorCredentials.teamID, topic: SimulatorCredentials.topic)
+            var configuration = APNsConfiguration(
+                keyFile: credentials.apnsKeyFile, keyID: SimulatorCredentials.keyID,
+                teamID: SimulatorCredentials.teamID, topic: SimulatorCredentials.topic)
             configuration.productionEndpoint = endpoint
             configuration.sandboxEndpoint = endpoint
             delivery.apns = configuration
@@ -58,19 +64,25 @@ struct DeliveryHarness {
     }
 
     @discardableResult
-    func run(at now: String, sender: PushSender, dryRun: Bool = false, logger: Logger = quietLogger) async throws -> RunSummary {
+    func run(at now: String, sender: PushSender, dryRun: Bool = false, logger: Logger = quietLogger) async throws
+        -> RunSummary
+    {
         let summary = try await DiaryReminderRunner(store: db.store, sender: sender, logger: logger)
             .run(ReminderRunOptions(now: instant(now), dryRun: dryRun))
         await sender.shutdown()
         return summary
     }
 
-    func addUser(_ id: String, devices: [(token: String, provider: Provider, platform: String)], zone: String = "UTC",
-                 time: String = "20:00", registeredAt: Int64 = 0) async throws {
+    func addUser(
+        _ id: String, devices: [(token: String, provider: Provider, platform: String)], zone: String = "UTC",
+        time: String = "20:00", registeredAt: Int64 = 0
+    ) async throws {
         try await db.store.upsertUser(UserProfile(id: id, timezone: zone, reminderTime: time), now: registeredAt)
         for device in devices {
-            _ = try await db.store.register(DeviceRegistration(userID: id, token: device.token, provider: device.provider,
-                                                               platform: device.platform), now: registeredAt)
+            _ = try await db.store.register(
+                DeviceRegistration(
+                    userID: id, token: device.token, provider: device.provider,
+                    platform: device.platform), now: registeredAt)
         }
     }
 

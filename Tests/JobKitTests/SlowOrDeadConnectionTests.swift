@@ -5,6 +5,7 @@ import NIOHPACK
 import NIOHTTP2
 import PushSimulator
 import Testing
+
 @testable import JobKit
 
 /// Measured case 6 of "Nothing lost": a request is resent only once its connection is known dead. A slow or
@@ -15,17 +16,20 @@ import Testing
         (first..<(first + count)).map { i in
             OutgoingNotification(
                 logID: nil,
-                device: Device(id: Int64(i), userID: "u\(i)", token: hexToken(prefix, i), provider: .apns, platform: "ios",
-                               apnsEnvironment: "production"),
+                device: Device(
+                    id: Int64(i), userID: "u\(i)", token: hexToken(prefix, i), provider: .apns, platform: "ios",
+                    apnsEnvironment: "production"),
                 type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
                 expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
         }
     }
 
     @Test func aSlowAnswerIsWaitedForAndNotSentTwice() async throws {
-        let harness = try await DeliveryHarness.start { $0.rules = [SimulatorRule(prefix: "5104", kind: .slow, delayMs: 2500)] }
+        let harness = try await DeliveryHarness.start {
+            $0.rules = [SimulatorRule(prefix: "5104", kind: .slow, delayMs: 2500)]
+        }
         var delivery = harness.delivery(fcm: false)
-        delivery.retry.requestTimeout = .seconds(2)   // answers come after 1.25 request timeouts; given up at 3
+        delivery.retry.requestTimeout = .seconds(2)  // answers come after 1.25 request timeouts; given up at 3
         let sender = try await harness.sender(delivery)
         let reports = await sender.send(apnsNotifications("5104", count: 5))
         await sender.shutdown()
@@ -82,7 +86,9 @@ import Testing
 
         func submit(_ count: Int) -> EventLoopFuture<[HTTP2Batch.Outcome]> {
             let promise = loop.makePromise(of: [HTTP2Batch.Outcome].self)
-            let requests = (0..<count).map { _ in HTTP2Request(headers: [":method": "POST", ":path": "/"], body: ByteBuffer()) }
+            let requests = (0..<count).map { _ in
+                HTTP2Request(headers: [":method": "POST", ":path": "/"], body: ByteBuffer())
+            }
             handler.submit(requests, for: HTTP2Batch(count: count, promise: promise))
             return promise.futureResult
         }
@@ -119,12 +125,12 @@ import Testing
         _ = try connection.written()
         connection.loop.advanceTime(by: .milliseconds(900))
         #expect(connection.pings(try connection.written()).isEmpty)
-        connection.loop.advanceTime(by: .milliseconds(200))   // 1.1 s: overdue
+        connection.loop.advanceTime(by: .milliseconds(200))  // 1.1 s: overdue
         #expect(connection.pings(try connection.written()).count == 1)
         #expect(outcomes(answers) == nil)
-        connection.loop.advanceTime(by: .milliseconds(1500))   // the PING 1.5 s unanswered: not yet dead
+        connection.loop.advanceTime(by: .milliseconds(1500))  // the PING 1.5 s unanswered: not yet dead
         #expect(connection.channel.isActive)
-        connection.loop.advanceTime(by: .milliseconds(600))    // 2.1 s: dead
+        connection.loop.advanceTime(by: .milliseconds(600))  // 2.1 s: dead
         #expect(!connection.channel.isActive)
         #expect(failures(answers) == [.connectionLost, .connectionLost])
     }
@@ -136,11 +142,15 @@ import Testing
         connection.loop.advanceTime(by: .milliseconds(1100))
         let ping = try #require(connection.pings(try connection.written()).first)
         try connection.answerPing(ping)
-        connection.loop.advanceTime(by: .milliseconds(1500))   // 2.6 s: past the request timeout twice over
+        connection.loop.advanceTime(by: .milliseconds(1500))  // 2.6 s: past the request timeout twice over
         #expect(connection.channel.isActive)
         #expect(outcomes(answers) == nil)
-        try connection.channel.writeInbound(HTTP2Frame(streamID: HTTP2StreamID(1), payload: .headers(.init(
-            headers: [":status": "200"], endStream: true))))
+        try connection.channel.writeInbound(
+            HTTP2Frame(
+                streamID: HTTP2StreamID(1),
+                payload: .headers(
+                    .init(
+                        headers: [":status": "200"], endStream: true))))
         let answered = try #require(outcomes(answers))
         guard case .success(let response) = answered.first else {
             Issue.record("expected an answer, got \(answered)")
@@ -153,12 +163,12 @@ import Testing
         let connection = try Connection()
         let answers = connection.submit(1)
         _ = try connection.written()
-        for _ in 0..<2 {   // PINGs answered at 1.1 s and 2.2 s
+        for _ in 0..<2 {  // PINGs answered at 1.1 s and 2.2 s
             connection.loop.advanceTime(by: .milliseconds(1100))
             for ping in connection.pings(try connection.written()) { try connection.answerPing(ping) }
         }
         #expect(outcomes(answers) == nil)
-        connection.loop.advanceTime(by: .milliseconds(900))    // 3.1 s: the answer deadline (3 request timeouts)
+        connection.loop.advanceTime(by: .milliseconds(900))  // 3.1 s: the answer deadline (3 request timeouts)
         #expect(failures(answers) == [.timeout])
         #expect(connection.channel.isActive)
         let resets = try connection.written().filter { if case .rstStream(.cancel) = $0 { true } else { false } }
@@ -172,19 +182,29 @@ import Testing
         let answers = connection.submit(3)
         _ = try connection.written()
         // The server processed streams 1 and 3; stream 5 was not processed.
-        try connection.channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .goAway(
-            lastStreamID: HTTP2StreamID(3), errorCode: .noError, opaqueData: nil)))
+        try connection.channel.writeInbound(
+            HTTP2Frame(
+                streamID: .rootStream,
+                payload: .goAway(
+                    lastStreamID: HTTP2StreamID(3), errorCode: .noError, opaqueData: nil)))
         #expect(!connection.handler.isUsable)
         #expect(connection.channel.isActive)
-        try connection.channel.writeInbound(HTTP2Frame(streamID: HTTP2StreamID(1), payload: .headers(.init(
-            headers: [":status": "200"], endStream: true))))
-        #expect(connection.channel.isActive)   // stream 3 is still owed
-        try connection.channel.writeInbound(HTTP2Frame(streamID: HTTP2StreamID(3), payload: .headers(.init(
-            headers: [":status": "200"], endStream: true))))
+        try connection.channel.writeInbound(
+            HTTP2Frame(
+                streamID: HTTP2StreamID(1),
+                payload: .headers(
+                    .init(
+                        headers: [":status": "200"], endStream: true))))
+        #expect(connection.channel.isActive)  // stream 3 is still owed
+        try connection.channel.writeInbound(
+            HTTP2Frame(
+                streamID: HTTP2StreamID(3),
+                payload: .headers(
+                    .init(
+                        headers: [":status": "200"], endStream: true))))
         #expect(!connection.channel.isActive)
         let answered = try #require(outcomes(answers))
         #expect(answered.map { if case .success = $0 { true } else { false } } == [true, true, false])
         #expect(failures(answers)?.last == .notProcessed)
     }
 }
-

@@ -3,6 +3,7 @@ import NIOEmbedded
 import NIOHPACK
 import NIOHTTP2
 import Testing
+
 @testable import JobKit
 
 /// The streams a connection keeps in flight (``StreamWindow``): the cap against a distant provider, a few
@@ -39,16 +40,18 @@ import Testing
         #expect(window.baseline == .microseconds(800))
     }
 
-    @Test(arguments: [
-        // (the first round's latency, the next round's, the limit after the next round: 40 after the first)
-        (TimeAmount.microseconds(500), TimeAmount.microseconds(900), 50),   // waited 0.4 ms, under half of 1 ms: grows
-        (.microseconds(500), .microseconds(1_300), 40),                      // 0.8 ms, within 1 ms: holds
-        (.microseconds(500), .microseconds(1_700), 35),                      // 1.2 ms: shrinks by an eighth
-        (.milliseconds(100), .milliseconds(110), 50),                        // 10 ms of 100, under an eighth: grows
-        (.milliseconds(100), .milliseconds(120), 40),                        // 20 ms of 100, within a quarter: holds
-        (.milliseconds(100), .milliseconds(130), 35),                        // 30 ms of 100: shrinks
-        (.milliseconds(2), .microseconds(500), 50),                          // quicker than the baseline: grows
-    ] as [(TimeAmount, TimeAmount, Int)])
+    @Test(
+        arguments: [
+            // (the first round's latency, the next round's, the limit after the next round: 40 after the first)
+            // waited 0.4 ms, under half of 1 ms: grows
+            (TimeAmount.microseconds(500), TimeAmount.microseconds(900), 50),
+            (.microseconds(500), .microseconds(1_300), 40),  // 0.8 ms, within 1 ms: holds
+            (.microseconds(500), .microseconds(1_700), 35),  // 1.2 ms: shrinks by an eighth
+            (.milliseconds(100), .milliseconds(110), 50),  // 10 ms of 100, under an eighth: grows
+            (.milliseconds(100), .milliseconds(120), 40),  // 20 ms of 100, within a quarter: holds
+            (.milliseconds(100), .milliseconds(130), 35),  // 30 ms of 100: shrinks
+            (.milliseconds(2), .microseconds(500), 50),  // quicker than the baseline: grows
+        ] as [(TimeAmount, TimeAmount, Int)])
     func whatARoundDoes(first: TimeAmount, next: TimeAmount, expected: Int) {
         var window = StreamWindow(initial: 32, ceiling: 256, queueing: .milliseconds(1))
         Self.round(&window, first)
@@ -88,13 +91,18 @@ import Testing
     /// The handler writes no more requests than the window allows, and opens more streams as the window grows.
     @Test func theHandlerKeepsTheWindowInFlight() throws {
         let loop = EmbeddedEventLoop()
-        let handler = HTTP2StreamsHandler(streamCap: 256, requestTimeout: .seconds(10), queueing: .milliseconds(1),
-                                          now: { loop.now })
+        let handler = HTTP2StreamsHandler(
+            streamCap: 256, requestTimeout: .seconds(10), queueing: .milliseconds(1),
+            now: { loop.now })
         let channel = EmbeddedChannel(handler: handler, loop: loop)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()
-        try channel.writeInbound(HTTP2Frame(streamID: .rootStream, payload: .settings(.settings([
-            HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000),
-        ]))))
+        try channel.writeInbound(
+            HTTP2Frame(
+                streamID: .rootStream,
+                payload: .settings(
+                    .settings([
+                        HTTP2Setting(parameter: .maxConcurrentStreams, value: 1000)
+                    ]))))
         func opened() throws -> [HTTP2StreamID] {
             var streams: [HTTP2StreamID] = []
             while let frame = try channel.readOutbound(as: HTTP2Frame.self) {
@@ -103,7 +111,9 @@ import Testing
             return streams
         }
         let promise = loop.makePromise(of: [HTTP2Batch.Outcome].self)
-        let requests = (0..<200).map { _ in HTTP2Request(headers: [":method": "POST", ":path": "/"], body: ByteBuffer()) }
+        let requests = (0..<200).map { _ in
+            HTTP2Request(headers: [":method": "POST", ":path": "/"], body: ByteBuffer())
+        }
         handler.submit(requests, for: HTTP2Batch(count: requests.count, promise: promise))
         var inFlight = try opened()
         #expect(inFlight.count == 16)
@@ -112,8 +122,13 @@ import Testing
         for _ in 0..<3 {
             loop.advanceTime(by: .milliseconds(1))
             for stream in inFlight {
-                try channel.writeInbound(HTTP2Frame(streamID: stream, payload: .headers(.init(headers: [":status": "200"],
-                                                                                              endStream: true))))
+                try channel.writeInbound(
+                    HTTP2Frame(
+                        streamID: stream,
+                        payload: .headers(
+                            .init(
+                                headers: [":status": "200"],
+                                endStream: true))))
             }
             inFlight = try opened()
             perRound.append(inFlight.count)

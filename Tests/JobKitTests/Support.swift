@@ -3,6 +3,7 @@ import GRDB
 import Logging
 import PostgresNIO
 import Testing
+
 @testable import JobKit
 @testable import JobKitPostgres
 
@@ -15,7 +16,10 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     static var postgresAdminURL: String {
         get throws {
             guard let url = ProcessInfo.processInfo.environment["PUSH_TEST_POSTGRES_URL"], !url.isEmpty else {
-                throw TestSetupError(message: "PUSH_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)")
+                throw TestSetupError(
+                    message:
+                        "PUSH_TEST_POSTGRES_URL is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)"
+                )
             }
             return url
         }
@@ -48,8 +52,9 @@ struct TemporaryDatabase: Sendable {
             store = try SQLiteStore.open(path: path, mode: .create)
         case .postgres:
             path = try await Self.createPostgresDatabase()
-            store = try await PostgresStore.open(try PostgresLocation.parse(path), mode: .create, applicationName: "tests",
-                                                 logger: quietLogger)
+            store = try await PostgresStore.open(
+                try PostgresLocation.parse(path), mode: .create, applicationName: "tests",
+                logger: quietLogger)
         }
     }
 
@@ -89,7 +94,9 @@ struct TemporaryDatabase: Sendable {
         case .sqlite:
             return try await sqlite.pool.read { db in try String.fetchAll(db, sql: sql) }
         case .postgres:
-            return try await postgres.rows("test query", PostgresQuery(unsafeSQL: sql)).map { try $0.decode(String.self) }
+            return try await postgres.rows("test query", PostgresQuery(unsafeSQL: sql)).map {
+                try $0.decode(String.self)
+            }
         }
     }
 
@@ -101,9 +108,12 @@ struct TemporaryDatabase: Sendable {
             return try Data(contentsOf: URL(fileURLWithPath: path)).base64EncodedString()
         case .postgres:
             var digest: [String] = []
-            for table in ["users", "notification_settings", "user_devices", "diary_entries", "notification_logs",
-                          "notification_deliveries", "job_runs", "provider_credentials", "schema_migrations"] {
-                digest += try await strings("SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '-') FROM \(table) t")
+            for table in [
+                "users", "notification_settings", "user_devices", "diary_entries", "notification_logs",
+                "notification_deliveries", "job_runs", "provider_credentials", "schema_migrations",
+            ] {
+                digest += try await strings(
+                    "SELECT coalesce(md5(string_agg(t::text, '|' ORDER BY t::text)), '-') FROM \(table) t")
             }
             return digest.joined(separator: " ")
         }
@@ -125,10 +135,12 @@ struct TemporaryDatabase: Sendable {
         let admin = try await Backend.postgresAdminURL
         let location = try PostgresLocation.parse(admin)
         let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
-        let connection = try await PostgresConnection.connect(configuration: try location.connectionConfiguration(applicationName: "tests"),
-                                                              id: 0, logger: quietLogger)
+        let connection = try await PostgresConnection.connect(
+            configuration: try location.connectionConfiguration(applicationName: "tests"),
+            id: 0, logger: quietLogger)
         do {
-            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: quietLogger).collect()
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: quietLogger)
+                .collect()
         } catch {
             try? await connection.close()
             throw error
@@ -149,11 +161,15 @@ actor RecordingSender: Sender {
         sent += batch
         return batch.map { notification in
             let token = notification.device.token
-            let outcome: DeliveryOutcome = token.hasPrefix("dead") ? .tokenDead
-                : token.hasPrefix("flaky") ? .retryLater
-                : token.hasPrefix("auth") ? .credentials : .delivered
-            return DeliveryReport(channel: notification.device.provider.rawValue, outcome: outcome,
-                                  reason: outcome == .tokenDead ? "Unregistered" : nil)
+            let outcome: DeliveryOutcome =
+                token.hasPrefix("dead")
+                ? .tokenDead
+                : token.hasPrefix("flaky")
+                    ? .retryLater
+                    : token.hasPrefix("auth") ? .credentials : .delivered
+            return DeliveryReport(
+                channel: notification.device.provider.rawValue, outcome: outcome,
+                reason: outcome == .tokenDead ? "Unregistered" : nil)
         }
     }
 
@@ -176,14 +192,19 @@ let quietLogger: Logger = {
 
 extension JobStore {
     /// A user with reminders at `time`, and `devices` active tokens (`token-<user>-<n>` unless given).
-    func addUser(_ id: String, zone: String = "UTC", time: String = "20:00", locale: String = "en",
-                 enabled: Bool = true, tokens: [String]? = nil, now: Int64 = 0) async throws {
-        try await upsertUser(UserProfile(id: id, timezone: zone, locale: locale, diaryReminderEnabled: enabled,
-                                         reminderTime: time), now: now)
+    func addUser(
+        _ id: String, zone: String = "UTC", time: String = "20:00", locale: String = "en",
+        enabled: Bool = true, tokens: [String]? = nil, now: Int64 = 0
+    ) async throws {
+        try await upsertUser(
+            UserProfile(
+                id: id, timezone: zone, locale: locale, diaryReminderEnabled: enabled,
+                reminderTime: time), now: now)
         // User ids may hold any character (zone names are used as ids); a token holds only FCM's.
         let safeID = String(id.map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
         for token in tokens ?? ["token-\(safeID)-1"] {
-            _ = try await register(DeviceRegistration(userID: id, token: token, provider: .fcm, platform: "android"), now: now)
+            _ = try await register(
+                DeviceRegistration(userID: id, token: token, provider: .fcm, platform: "android"), now: now)
         }
     }
 }
@@ -247,27 +268,42 @@ struct InterceptingStore: ReminderStore {
     func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
         try await inner.dueCandidates(keys, of: queries)
     }
-    func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim] {
+    func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
+        -> [Claim]
+    {
         transformClaims(try await inner.claim(requests, runID: runID, now: now, staleBefore: staleBefore))
     }
-    func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] { try await inner.activeDevices(userIDs: userIDs) }
-    func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
+    func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
+        try await inner.activeDevices(userIDs: userIDs)
+    }
+    func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
+        async throws(JobError)
+    {
         try beforeRecord()
         try await inner.record(deliveries, resolutions: resolutions, runID: runID, now: now)
     }
-    func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? { try await inner.userSnapshot(userID: userID) }
+    func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
+        try await inner.userSnapshot(userID: userID)
+    }
     func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
         try await inner.entryCount(userID: userID, in: range)
     }
     func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
         try await inner.logState(userID: userID, type: type, period: period)
     }
-    func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] { try await inner.deliveryAttempts(logID: logID) }
-    func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
+    func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
+        try await inner.deliveryAttempts(logID: logID)
+    }
+    func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError)
+        -> Int?
+    {
         try await inner.previousMessageIndex(userID: userID, type: type, before: period)
     }
-    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError) {
+    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
+        async throws(JobError)
+    {
         try beforeRecord()
-        try await inner.recordRun(id: id, job: job, runAt: runAt, durationMs: durationMs, outcome: outcome, summaryJSON: summaryJSON)
+        try await inner.recordRun(
+            id: id, job: job, runAt: runAt, durationMs: durationMs, outcome: outcome, summaryJSON: summaryJSON)
     }
 }

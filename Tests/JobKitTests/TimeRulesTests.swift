@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import JobKit
 
 func instant(_ text: String) -> Int64 {
@@ -8,7 +9,9 @@ func instant(_ text: String) -> Int64 {
 }
 
 func zone(_ identifier: String) -> ZoneClock {
-    guard let clock = ZoneClock(identifier: identifier) else { preconditionFailure("unknown zone in test: \(identifier)") }
+    guard let clock = ZoneClock(identifier: identifier) else {
+        preconditionFailure("unknown zone in test: \(identifier)")
+    }
     return clock
 }
 
@@ -82,11 +85,11 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
     }
 
     @Test(arguments: [
-        ("Asia/Kathmandu", "2026-11-21T14:15:00Z"),      // +05:45
-        ("Pacific/Chatham", "2026-11-21T06:15:00Z"),     // +13:45 (daylight time in November)
-        ("Pacific/Marquesas", "2026-11-22T05:30:00Z"),   // −09:30
+        ("Asia/Kathmandu", "2026-11-21T14:15:00Z"),  // +05:45
+        ("Pacific/Chatham", "2026-11-21T06:15:00Z"),  // +13:45 (daylight time in November)
+        ("Pacific/Marquesas", "2026-11-22T05:30:00Z"),  // −09:30
         ("Pacific/Kiritimati", "2026-11-21T06:00:00Z"),  // +14
-        ("America/St_Johns", "2026-11-21T23:30:00Z"),    // −03:30
+        ("America/St_Johns", "2026-11-21T23:30:00Z"),  // −03:30
         ("Asia/Tokyo", "2026-11-21T11:00:00Z"),
     ])
     func everyKindOfOffsetIsRemindedAtItsLocalTime(zoneName: String, expected: String) {
@@ -101,13 +104,13 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
 
     @Test func springForwardReminderInTheGapIsDueAtThreeLocal() {
         let due = dueRuns("02:30", in: zone("America/New_York"), from: "2026-03-08T00:00:00Z", hours: 24)
-        #expect(due.first?.0 == instant("2026-03-08T07:00:00Z"))   // 03:00 EDT
+        #expect(due.first?.0 == instant("2026-03-08T07:00:00Z"))  // 03:00 EDT
         #expect(Set(due.map(\.1)) == [date("2026-03-08")])
     }
 
     @Test func fallBackReminderIsDueOnlyFromTheFirstOccurrence() {
         let due = dueRuns("01:30", in: zone("America/New_York"), from: "2026-11-01T00:00:00Z", hours: 24)
-        #expect(due.first?.0 == instant("2026-11-01T05:30:00Z"))   // 01:30 EDT
+        #expect(due.first?.0 == instant("2026-11-01T05:30:00Z"))  // 01:30 EDT
         // The second 01:30 (06:30Z, EST) is exactly one catch-up window later: already closed.
         #expect(due.allSatisfy { $0.0 < instant("2026-11-01T06:30:00Z") })
     }
@@ -140,18 +143,24 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
 
     /// The store selects by `dueSlots`; the explain path and the tests use `timing`. They must agree for
     /// every zone, minute and instant, including around transitions.
-    @Test(arguments: ["America/New_York", "Europe/London", "Australia/Lord_Howe", "Pacific/Chatham",
-                      "Asia/Kathmandu", "America/Santiago", "Antarctica/Troll", "Pacific/Kiritimati", "UTC"])
+    @Test(arguments: [
+        "America/New_York", "Europe/London", "Australia/Lord_Howe", "Pacific/Chatham",
+        "Asia/Kathmandu", "America/Santiago", "Antarctica/Troll", "Pacific/Kiritimati", "UTC",
+    ])
     func dueSlotsAgreeWithTimingEverywhere(zoneName: String) throws {
         let clock = zone(zoneName)
         var random = SplitMix64(seed: StableHash.fnv1a(zoneName))
-        let rules = [DueRule.default, try DueRule(earlyMinutes: 0, catchUpMinutes: 1),
-                     try DueRule(earlyMinutes: 14, catchUpMinutes: 720)]
+        let rules = [
+            DueRule.default, try DueRule(earlyMinutes: 0, catchUpMinutes: 1),
+            try DueRule(earlyMinutes: 14, catchUpMinutes: 720),
+        ]
         // Random instants in 2026, plus instants around each transition of the zone.
         var instants = (0..<60).map { _ in instant("2026-01-01T00:00:00Z") + Int64(random.next() % (365 * 86_400)) }
         var cursor = instant("2026-01-01T00:00:00Z")
-        while let next = clock.zone.nextDaylightSavingTimeTransition(after: .init(timeIntervalSince1970: Double(cursor))),
-              next.timeIntervalSince1970 < Double(instant("2027-01-01T00:00:00Z")) {
+        while let next = clock.zone.nextDaylightSavingTimeTransition(
+            after: .init(timeIntervalSince1970: Double(cursor))),
+            next.timeIntervalSince1970 < Double(instant("2027-01-01T00:00:00Z"))
+        {
             let at = Int64(next.timeIntervalSince1970)
             instants += stride(from: at - 3 * 3600, through: at + 3 * 3600, by: 1800).map { $0 }
             cursor = at + 1
@@ -169,7 +178,9 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
                     let timing = rule.timing(now: now, reminder: LocalTime(minuteOfDay: minute)!, in: clock)
                     if timing.state == .due { fromTiming.insert("\(timing.period) \(minute)") }
                 }
-                #expect(fromSlots == fromTiming, "\(zoneName) at \(Timestamps.format(now)) early \(rule.early) catch-up \(rule.catchUp)")
+                #expect(
+                    fromSlots == fromTiming,
+                    "\(zoneName) at \(Timestamps.format(now)) early \(rule.early) catch-up \(rule.catchUp)")
             }
         }
     }
@@ -181,17 +192,31 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
     }
 
     @Test func rulesApplyInOrder() {
-        #expect(ReminderDecision.decide(hasActiveDevice: false, wroteToday: true, log: nil, staleBefore: 0) == .skip(.noActiveDevice))
-        #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: true, log: nil, staleBefore: 0) == .skip(.wroteToday))
+        #expect(
+            ReminderDecision.decide(hasActiveDevice: false, wroteToday: true, log: nil, staleBefore: 0)
+                == .skip(.noActiveDevice))
+        #expect(
+            ReminderDecision.decide(hasActiveDevice: true, wroteToday: true, log: nil, staleBefore: 0)
+                == .skip(.wroteToday))
         #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: nil, staleBefore: 0) == .claim)
-        #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.sent, 10), staleBefore: 100) == .skip(.alreadyReminded))
-        #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.failed, 10), staleBefore: 100) == .skip(.alreadyReminded))
+        #expect(
+            ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.sent, 10), staleBefore: 100)
+                == .skip(.alreadyReminded))
+        #expect(
+            ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.failed, 10), staleBefore: 100)
+                == .skip(.alreadyReminded))
     }
 
     @Test func freshClaimsAreLeftAloneAndStaleOnesTakenOver() {
-        #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.claimed, 200), staleBefore: 100) == .skip(.claimInProgress))
-        #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.claimed, 100), staleBefore: 100) == .takeOver(log(.claimed, 100)))
-        #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.retry, 200), staleBefore: 100) == .takeOver(log(.retry, 200)))
+        #expect(
+            ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.claimed, 200), staleBefore: 100)
+                == .skip(.claimInProgress))
+        #expect(
+            ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.claimed, 100), staleBefore: 100)
+                == .takeOver(log(.claimed, 100)))
+        #expect(
+            ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(.retry, 200), staleBefore: 100)
+                == .takeOver(log(.retry, 200)))
     }
 
     /// A state written by a newer version is neither "already reminded" nor something to take over: it is
@@ -200,7 +225,9 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
         let future = ClaimStatus(rawValue: "queued_v2")
         #expect(!future.isKnown && ClaimStatus.all.allSatisfy(\.isKnown))
         for claimedAt: Int64 in [0, 100, 200] {
-            #expect(ReminderDecision.decide(hasActiveDevice: true, wroteToday: false, log: log(future, claimedAt), staleBefore: 100)
+            #expect(
+                ReminderDecision.decide(
+                    hasActiveDevice: true, wroteToday: false, log: log(future, claimedAt), staleBefore: 100)
                     == .skip(.unknownClaimState))
         }
         #expect(!DeliveryLifecycle.canTakeOver(log(future, 0), staleBefore: 100))
@@ -233,8 +260,10 @@ func time(_ text: String) -> LocalTime { LocalTime(text)! }
         #expect(Timestamps.parse(text).map(Timestamps.format) == expected)
     }
 
-    @Test(arguments: ["2026-11-21T20:00:00", "2026-11-21", "2026-02-30T00:00:00Z", "2026-11-21T24:00:00Z",
-                      "2026-11-21T20:00:00+0100", "2026-11-21T20:00:00.Z", "tomorrow", "", "2026-11-21T20:00:00Zjunk"])
+    @Test(arguments: [
+        "2026-11-21T20:00:00", "2026-11-21", "2026-02-30T00:00:00Z", "2026-11-21T24:00:00Z",
+        "2026-11-21T20:00:00+0100", "2026-11-21T20:00:00.Z", "tomorrow", "", "2026-11-21T20:00:00Zjunk",
+    ])
     func anythingElseIsRejected(text: String) {
         #expect(Timestamps.parse(text) == nil)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import Testing
+
 @testable import JobKit
 
 @Suite struct TokenJanitorTests {
@@ -15,15 +16,21 @@ import Testing
         }
     }
 
-    func janitor(_ store: any JobStore, probe: @escaping @Sendable () async throws(JobError) -> any Sender) -> TokenJanitor {
+    func janitor(_ store: any JobStore, probe: @escaping @Sendable () async throws(JobError) -> any Sender)
+        -> TokenJanitor
+    {
         TokenJanitor(store: store, logger: quietLogger, makeProbeSender: probe)
     }
 
-    func device(_ db: TemporaryDatabase, user: String, token: String, provider: Provider = .fcm, seenDaysAgo: Int64) async throws {
+    func device(_ db: TemporaryDatabase, user: String, token: String, provider: Provider = .fcm, seenDaysAgo: Int64)
+        async throws
+    {
         try await db.store.upsertUser(UserProfile(id: user, timezone: "UTC"), now: 0)
-        _ = try await db.store.register(DeviceRegistration(userID: user, token: provider == .apns ? token.lowercased() : token,
-                                                           provider: provider, platform: provider == .apns ? "ios" : "android"),
-                                        now: now - seenDaysAgo * day)
+        _ = try await db.store.register(
+            DeviceRegistration(
+                userID: user, token: provider == .apns ? token.lowercased() : token,
+                provider: provider, platform: provider == .apns ? "ios" : "android"),
+            now: now - seenDaysAgo * day)
     }
 
     @Test(arguments: Backend.allCases) func staleAndFCMExpiryRules(_ backend: Backend) async throws {
@@ -36,7 +43,10 @@ import Testing
         let first = try await janitor(db.store).run(options)
         #expect(first.staleDeactivated == 2)
         #expect(first.fcmExpiredDeactivated == 1)
-        #expect(try await db.strings("SELECT token || ' ' || CASE WHEN is_active THEN 1 ELSE 0 END || ' ' || coalesce(deactivation_reason, '-') FROM user_devices ORDER BY token")
+        #expect(
+            try await db.strings(
+                "SELECT token || ' ' || CASE WHEN is_active THEN 1 ELSE 0 END || ' ' || coalesce(deactivation_reason, '-') FROM user_devices ORDER BY token"
+            )
                 == ["ab01 0 stale", "fcm-ancient 0 fcm_expired", "fresh 1 -", "old 0 stale"])
         // With a long stale period, FCM's 270 days still applies.
         let db2 = try await TemporaryDatabase(backend)
@@ -55,7 +65,7 @@ import Testing
         for (i, token) in ["dead-1", "dead-2", "live-1", "live-2", "live-3"].enumerated() {
             try await device(db, user: "p\(i)", token: token, seenDaysAgo: 45)
         }
-        try await device(db, user: "recent", token: "dead-recent", seenDaysAgo: 5)   // seen recently: not probed
+        try await device(db, user: "recent", token: "dead-recent", seenDaysAgo: 5)  // seen recently: not probed
         var delivery = harness.delivery(apns: false)
         delivery.fcm?.validateOnly = true
         let store = db.store
@@ -68,55 +78,79 @@ import Testing
         }.run(options)
         #expect(summary.probed == 5)
         #expect(summary.probeUnregistered == 2)
-        #expect(try await db.strings("SELECT token FROM user_devices WHERE NOT is_active ORDER BY token") == ["dead-1", "dead-2"])
-        #expect(try await db.strings("SELECT DISTINCT deactivation_reason FROM user_devices WHERE NOT is_active") == ["UNREGISTERED"])
+        #expect(
+            try await db.strings("SELECT token FROM user_devices WHERE NOT is_active ORDER BY token") == [
+                "dead-1", "dead-2",
+            ])
+        #expect(
+            try await db.strings("SELECT DISTINCT deactivation_reason FROM user_devices WHERE NOT is_active") == [
+                "UNREGISTERED"
+            ])
         #expect(harness.simulator.stats.accepted == 0)
         #expect(harness.simulator.stats.validated == 3)
         await harness.stop()
     }
 
-    func log(_ db: TemporaryDatabase, _ user: String, _ type: String, _ period: String, claimedDaysAgo: Int64,
-             status: String = "sent") async throws {
+    func log(
+        _ db: TemporaryDatabase, _ user: String, _ type: String, _ period: String, claimedDaysAgo: Int64,
+        status: String = "sent"
+    ) async throws {
         let at = db.ts(now - claimedDaysAgo * day)
-        try await db.execute("""
+        try await db.execute(
+            """
             INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at)
             VALUES ('\(user)', '\(type)', '\(period)', '\(status)', 'r', \(at), \(at))
             """)
     }
 
-    @Test(arguments: Backend.allCases) func retentionNeverRemovesALogRowThatStillDeduplicates(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func retentionNeverRemovesALogRowThatStillDeduplicates(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await db.store.upsertUser(UserProfile(id: "u", timezone: "Pacific/Kiritimati"), now: 0)
-        try await log(db, "u", "diary_reminder", "2026-10-01", claimedDaysAgo: 90)            // over: goes
-        try await log(db, "u", "diary_reminder", "2026-12-29", claimedDaysAgo: 1)             // recent: stays
-        try await log(db, "u", "content_limit_90", "2026-10", claimedDaysAgo: 80)             // month over: goes
-        try await log(db, "u", "content_limit_100", "2026", claimedDaysAgo: 300)              // this year's: stays
-        try await log(db, "u", "content_limit_90", "2025", claimedDaysAgo: 380)               // last year's: goes
-        try await log(db, "u", "content_limit_100", "2026-12", claimedDaysAgo: 40, status: "deferred")   // pending: stays
-        try await db.execute("""
+        try await log(db, "u", "diary_reminder", "2026-10-01", claimedDaysAgo: 90)  // over: goes
+        try await log(db, "u", "diary_reminder", "2026-12-29", claimedDaysAgo: 1)  // recent: stays
+        try await log(db, "u", "content_limit_90", "2026-10", claimedDaysAgo: 80)  // month over: goes
+        try await log(db, "u", "content_limit_100", "2026", claimedDaysAgo: 300)  // this year's: stays
+        try await log(db, "u", "content_limit_90", "2025", claimedDaysAgo: 380)  // last year's: goes
+        // pending: stays
+        try await log(db, "u", "content_limit_100", "2026-12", claimedDaysAgo: 40, status: "deferred")
+        try await db.execute(
+            """
             INSERT INTO notification_deliveries (log_id, provider, outcome, run_id, created_at)
             SELECT id, 'fcm', 'delivered', 'r', claimed_at FROM notification_logs
             """)
         var options = JanitorOptions(now: now)
         options.logRetentionDays = 35
-        let dry = try await janitor(db.store).run({ var o = options; o.dryRun = true; return o }())
+        let dry = try await janitor(db.store).run(
+            {
+                var o = options
+                o.dryRun = true
+                return o
+            }())
         let summary = try await janitor(db.store).run(options)
         #expect(summary.logsDeleted == 3)
         #expect(dry.logsDeleted == summary.logsDeleted)
-        #expect(summary.deliveriesDeleted == 5)   // all but the 1-day-old one (deliveries keep 30 days)
-        #expect(try await db.strings("SELECT notification_type || ' ' || period_key FROM notification_logs ORDER BY period_key")
+        #expect(summary.deliveriesDeleted == 5)  // all but the 1-day-old one (deliveries keep 30 days)
+        #expect(
+            try await db.strings(
+                "SELECT notification_type || ' ' || period_key FROM notification_logs ORDER BY period_key")
                 == ["content_limit_100 2026", "content_limit_100 2026-12", "diary_reminder 2026-12-29"])
         // Default retention (400 days) keeps everything younger.
         let defaults = try await janitor(db.store).run(JanitorOptions(now: now))
         #expect(defaults.logsDeleted == 0)
     }
 
-    @Test(arguments: Backend.allCases) func purgeIsOffByDefaultAndADryRunWritesNothing(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func purgeIsOffByDefaultAndADryRunWritesNothing(_ backend: Backend) async throws
+    {
         let db = try await TemporaryDatabase(backend)
         try await device(db, user: "gone", token: "long-gone", seenDaysAgo: 800)
-        try await db.execute("UPDATE user_devices SET is_active = \(backend == .sqlite ? "0" : "false"), deactivated_at = \(db.ts(now - 400 * day)), deactivation_reason = 'logout'")
+        try await db.execute(
+            "UPDATE user_devices SET is_active = \(backend == .sqlite ? "0" : "false"), deactivated_at = \(db.ts(now - 400 * day)), deactivation_reason = 'logout'"
+        )
         try await device(db, user: "stale", token: "stale-token", seenDaysAgo: 120)
-        let snapshot = "SELECT token || ' ' || CASE WHEN is_active THEN 1 ELSE 0 END || ' ' || \(db.epoch("updated_at")) FROM user_devices ORDER BY token"
+        let snapshot =
+            "SELECT token || ' ' || CASE WHEN is_active THEN 1 ELSE 0 END || ' ' || \(db.epoch("updated_at")) FROM user_devices ORDER BY token"
         let before = try await db.strings(snapshot)
         let bytes = try await db.contentDigest()
         var options = JanitorOptions(now: now)
@@ -154,9 +188,12 @@ import Testing
         let day: Int64 = 86_400
         let end = instant("2026-11-22T00:00:00Z")
         for user in ["a", "b", "c"] { try await db.store.upsertUser(UserProfile(id: user, timezone: "UTC"), now: 0) }
-        for (user, token, provider, platform) in [("a", "ab01", Provider.apns, "ios"), ("b", "fcm-b", .fcm, "android"),
-                                                  ("c", "fcm-c", .fcm, "ios")] {
-            _ = try await db.store.register(DeviceRegistration(userID: user, token: token, provider: provider, platform: platform), now: 0)
+        for (user, token, provider, platform) in [
+            ("a", "ab01", Provider.apns, "ios"), ("b", "fcm-b", .fcm, "android"),
+            ("c", "fcm-c", .fcm, "ios"),
+        ] {
+            _ = try await db.store.register(
+                DeviceRegistration(userID: user, token: token, provider: provider, platform: platform), now: 0)
         }
         try await db.store.unregister(token: "fcm-c", reason: "logout", now: end - day)
         // Day 1 (2026-11-20): a sent (2 deliveries), b failed (token dead). Day 2: a partial, c deferred warning.
@@ -165,40 +202,62 @@ import Testing
             ("b", "diary_reminder", "2026-11-20", "failed", end - 2 * day + 3600),
             ("a", "diary_reminder", "2026-11-21", "partial", end - day + 3600),
             ("c", "content_limit_90", "2026-11", "deferred", end - day + 7200),
-            ("a", "diary_reminder", "2026-10-01", "sent", end - 50 * day),   // outside the window
+            ("a", "diary_reminder", "2026-10-01", "sent", end - 50 * day),  // outside the window
         ]
         for (user, type, period, status, at) in rows {
-            try await db.execute("""
+            try await db.execute(
+                """
                 INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at)
                 VALUES ('\(user)', '\(type)', '\(period)', '\(status)', 'r', \(db.ts(at)), \(db.ts(at)))
                 """)
         }
         let deliveries: [((String, String), String, String, Int64)] = [
-            (("a", "2026-11-20"), "apns", "delivered", end - 2 * day + 3601), (("a", "2026-11-20"), "apns", "delivered", end - 2 * day + 3602),
+            (("a", "2026-11-20"), "apns", "delivered", end - 2 * day + 3601),
+            (("a", "2026-11-20"), "apns", "delivered", end - 2 * day + 3602),
             (("b", "2026-11-20"), "fcm", "token_dead", end - 2 * day + 3601),
-            (("a", "2026-11-21"), "apns", "delivered", end - day + 3601), (("a", "2026-11-21"), "fcm", "retry_later", end - day + 3601),
+            (("a", "2026-11-21"), "apns", "delivered", end - day + 3601),
+            (("a", "2026-11-21"), "fcm", "retry_later", end - day + 3601),
         ]
         for ((user, period), provider, outcome, at) in deliveries {
-            try await db.execute("""
+            try await db.execute(
+                """
                 INSERT INTO notification_deliveries (log_id, provider, outcome, run_id, created_at)
                 SELECT id, '\(provider)', '\(outcome)', 'r', \(db.ts(at)) FROM notification_logs
                 WHERE user_id = '\(user)' AND period_key = '\(period)'
                 """)
         }
-        try await db.execute("INSERT INTO job_runs (id, job, run_at, duration_ms, outcome) VALUES ('r1', 'diary-reminder', \(db.ts(end - 3600)), 12, 'ok'), ('r0', 'diary-reminder', \(db.ts(end - 7200)), 9, 'ok')")
+        try await db.execute(
+            "INSERT INTO job_runs (id, job, run_at, duration_ms, outcome) VALUES ('r1', 'diary-reminder', \(db.ts(end - 3600)), 12, 'ok'), ('r0', 'diary-reminder', \(db.ts(end - 7200)), 9, 'ok')"
+        )
         let report = try await db.store.healthReport(from: end - 7 * day, to: end)
-        #expect(report.volume == [
-            .init(day: "2026-11-20", type: "diary_reminder", claimed: 2, sent: 1, partial: 0, failed: 1, deferred: 0, retry: 0, superseded: 0, inProgress: 0),
-            .init(day: "2026-11-21", type: "content_limit_90", claimed: 1, sent: 0, partial: 0, failed: 0, deferred: 1, retry: 0, superseded: 0, inProgress: 0),
-            .init(day: "2026-11-21", type: "diary_reminder", claimed: 1, sent: 0, partial: 1, failed: 0, deferred: 0, retry: 0, superseded: 0, inProgress: 0),
-        ])
-        #expect(report.deliveries == [.init(key: "apns/delivered", count: 3), .init(key: "fcm/retry_later", count: 1),
-                                      .init(key: "fcm/token_dead", count: 1)])
-        #expect(report.invalidTokenRate == [.init(day: "2026-11-20", deliveries: 3, tokenDead: 1),
-                                            .init(day: "2026-11-21", deliveries: 2, tokenDead: 0)])
+        #expect(
+            report.volume == [
+                .init(
+                    day: "2026-11-20", type: "diary_reminder", claimed: 2, sent: 1, partial: 0, failed: 1, deferred: 0,
+                    retry: 0, superseded: 0, inProgress: 0),
+                .init(
+                    day: "2026-11-21", type: "content_limit_90", claimed: 1, sent: 0, partial: 0, failed: 0,
+                    deferred: 1, retry: 0, superseded: 0, inProgress: 0),
+                .init(
+                    day: "2026-11-21", type: "diary_reminder", claimed: 1, sent: 0, partial: 1, failed: 0, deferred: 0,
+                    retry: 0, superseded: 0, inProgress: 0),
+            ])
+        #expect(
+            report.deliveries == [
+                .init(key: "apns/delivered", count: 3), .init(key: "fcm/retry_later", count: 1),
+                .init(key: "fcm/token_dead", count: 1),
+            ])
+        #expect(
+            report.invalidTokenRate == [
+                .init(day: "2026-11-20", deliveries: 3, tokenDead: 1),
+                .init(day: "2026-11-21", deliveries: 2, tokenDead: 0),
+            ])
         #expect(report.activeDevices == [.init(key: "android/fcm", count: 1), .init(key: "ios/apns", count: 1)])
         #expect(report.deactivations == [.init(key: "logout", count: 1)])
-        #expect(report.lastRuns == [.init(job: "diary-reminder", runAt: "2026-11-21T23:00:00Z", outcome: "ok", durationMs: 12)])
+        #expect(
+            report.lastRuns == [
+                .init(job: "diary-reminder", runAt: "2026-11-21T23:00:00Z", outcome: "ok", durationMs: 12)
+            ])
         let html = report.html
         #expect(html.hasPrefix("<!DOCTYPE html>"))
         #expect(html.contains("<svg") && html.contains("<polyline"))

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import Testing
+
 @testable import JobKit
 
 /// The handler between TLS and HTTP/2 that turns the writes of one flush into one buffer (one TLS record).
@@ -40,7 +41,7 @@ import Testing
     @Test func aBufferAtTheSizeLimitIsWrittenOnWithoutWaitingForTheFlush() throws {
         let channel = try channel(maximumSize: 8)
         channel.write(bytes("12345"), promise: nil)
-        channel.write(bytes("678"), promise: nil)      // reaches 8 bytes: written on (not yet flushed)
+        channel.write(bytes("678"), promise: nil)  // reaches 8 bytes: written on (not yet flushed)
         channel.write(bytes("9"), promise: nil)
         // EmbeddedChannel hands out only flushed writes: the first buffer is there after the flush, apart.
         channel.flush()

@@ -21,7 +21,9 @@ public struct ConfigResolver: Sendable {
 
     /// An integer setting; a malformed flag is a usage error (64), a malformed variable a configuration
     /// error (78).
-    public func integer(_ key: ConfigKey, flag: Int?, default value: Int, range: ClosedRange<Int>) throws(JobError) -> Int {
+    public func integer(_ key: ConfigKey, flag: Int?, default value: Int, range: ClosedRange<Int>) throws(JobError)
+        -> Int
+    {
         let resolved: Int
         let source: String
         if let flag {
@@ -46,7 +48,10 @@ public struct ConfigResolver: Sendable {
 
 /// Where the data lives.
 public struct DatabaseLocation: Sendable, Hashable {
-    public enum Kind: Sendable, Hashable { case sqlite(path: String), postgres(url: String) }
+    public enum Kind: Sendable, Hashable {
+        case sqlite(path: String)
+        case postgres(url: String)
+    }
     public let kind: Kind
 
     /// Accepts a file path, `sqlite:///absolute/path`, `sqlite://relative/path`, `file:path`, or a
@@ -72,7 +77,8 @@ public struct DeliveryFlags: Sendable {
 extension DeliveryConfiguration {
     /// Resolves the providers from flags and the environment. A provider with none of its settings is
     /// simply not configured; one with some but not all is a configuration error.
-    public static func resolve(_ config: ConfigResolver, flags: DeliveryFlags) throws(JobError) -> DeliveryConfiguration {
+    public static func resolve(_ config: ConfigResolver, flags: DeliveryFlags) throws(JobError) -> DeliveryConfiguration
+    {
         var delivery = DeliveryConfiguration()
         func endpoint(_ key: ConfigKey, _ flag: String?) throws(JobError) -> Endpoint? {
             guard let raw = config.raw(key, flag: flag) else { return nil }
@@ -82,30 +88,39 @@ extension DeliveryConfiguration {
             }
             return endpoint
         }
-        let apnsKeys: [(ConfigKey, String?)] = [(.apnsKeyFile, flags.apnsKeyFile), (.apnsKeyID, flags.apnsKeyID),
-                                                 (.apnsTeamID, flags.apnsTeamID), (.apnsTopic, flags.apnsTopic)]
+        let apnsKeys: [(ConfigKey, String?)] = [
+            (.apnsKeyFile, flags.apnsKeyFile), (.apnsKeyID, flags.apnsKeyID),
+            (.apnsTeamID, flags.apnsTeamID), (.apnsTopic, flags.apnsTopic),
+        ]
         let apnsValues = apnsKeys.map { config.string($0.0, flag: $0.1) }
         if apnsValues.contains(where: { $0 != nil }) {
             let missing = zip(apnsKeys, apnsValues).filter { $0.1 == nil }.map { $0.0.0.rawValue }
             guard missing.isEmpty else {
                 throw .config("APNs is partly configured: also set \(missing.joined(separator: ", "))")
             }
-            var apns = APNsConfiguration(keyFile: apnsValues[0]!, keyID: apnsValues[1]!, teamID: apnsValues[2]!,
-                                         topic: apnsValues[3]!)
+            var apns = APNsConfiguration(
+                keyFile: apnsValues[0]!, keyID: apnsValues[1]!, teamID: apnsValues[2]!,
+                topic: apnsValues[3]!)
             if let production = try endpoint(.apnsEndpoint, flags.apnsEndpoint) { apns.productionEndpoint = production }
-            if let sandbox = try endpoint(.apnsSandboxEndpoint, flags.apnsSandboxEndpoint) { apns.sandboxEndpoint = sandbox }
+            if let sandbox = try endpoint(.apnsSandboxEndpoint, flags.apnsSandboxEndpoint) {
+                apns.sandboxEndpoint = sandbox
+            }
             delivery.apns = apns
         }
         if let file = config.string(.fcmServiceAccountFile, flag: flags.fcmServiceAccountFile) {
             var fcm = FCMConfiguration(serviceAccountFile: file)
             if let fcmEndpoint = try endpoint(.fcmEndpoint, flags.fcmEndpoint) { fcm.endpoint = fcmEndpoint }
-            if let channel = config.string(.fcmAndroidChannelID, flag: flags.fcmAndroidChannelID) { fcm.androidChannelID = channel }
+            if let channel = config.string(.fcmAndroidChannelID, flag: flags.fcmAndroidChannelID) {
+                fcm.androidChannelID = channel
+            }
             fcm.validateOnly = flags.validateOnly
             delivery.fcm = fcm
         }
         delivery.tls.additionalCAFile = config.string(.caFile, flag: flags.caFile)
-        delivery.retry.budget = .seconds(try config.integer(.retryBudgetSeconds, flag: flags.retryBudgetSeconds,
-                                                            default: 60, range: 0...3600))
+        delivery.retry.budget = .seconds(
+            try config.integer(
+                .retryBudgetSeconds, flag: flags.retryBudgetSeconds,
+                default: 60, range: 0...3600))
         if let base = config.string(.deepLinkBase, flag: flags.deepLinkBase) { delivery.links = DeepLinks(base: base) }
         return delivery
     }

@@ -73,14 +73,18 @@ public struct CopyCatalog: Sendable {
         do {
             raw = try JSONDecoder().decode([String: [String: [CopyMessage]]].self, from: json)
         } catch {
-            throw .dataError("\(source): not a copy catalog (expected {type: {locale: [{title, body}]}}): \(error.localizedDescription)")
+            throw .dataError(
+                "\(source): not a copy catalog (expected {type: {locale: [{title, body}]}}): \(error.localizedDescription)"
+            )
         }
         var problems: [String] = []
         var table: [NotificationType: [String: (tag: String, list: [CopyMessage])]] = [:]
         for (typeName, locales) in raw.sorted(by: { $0.key < $1.key }) {
             let type = NotificationType(rawValue: typeName)
             guard NotificationType.all.contains(type) else {
-                problems.append("\(typeName): unknown notification type (known: \(NotificationType.all.map(\.rawValue).joined(separator: ", ")))")
+                problems.append(
+                    "\(typeName): unknown notification type (known: \(NotificationType.all.map(\.rawValue).joined(separator: ", ")))"
+                )
                 continue
             }
             for (tag, list) in locales.sorted(by: { $0.key < $1.key }) {
@@ -128,8 +132,10 @@ public struct CopyCatalog: Sendable {
 
     /// Chooses the message for one user and period: stable for the same user and period (a retried or
     /// taken-over claim shows the same words), spread evenly, and never the index sent last time.
-    public func choose(_ type: NotificationType, locale: String, userID: String, period: String,
-                       previousIndex: Int?) -> CopyChoice {
+    public func choose(
+        _ type: NotificationType, locale: String, userID: String, period: String,
+        previousIndex: Int?
+    ) -> CopyChoice {
         let tag = resolveLocale(locale, for: type)
         let list = messages(for: type, locale: tag)
         let hash = StableHash.fnv1a("\(userID)|\(period)")
@@ -153,8 +159,10 @@ public struct CopyCatalog: Sendable {
         var problems: [String] = []
         let allowed = type.allowedPlaceholders
         var used: Set<String> = []
-        for (field, text, limit, byteLimit) in [("title", message.title, maxTitleLength, maxTitleBytes),
-                                                ("body", message.body, maxBodyLength, maxBodyBytes)] {
+        for (field, text, limit, byteLimit) in [
+            ("title", message.title, maxTitleLength, maxTitleBytes),
+            ("body", message.body, maxBodyLength, maxBodyBytes),
+        ] {
             let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
             if trimmed.isEmpty { problems.append("\(path).\(field): empty") }
             if text.count > limit { problems.append("\(path).\(field): \(text.count) characters, at most \(limit)") }
@@ -164,14 +172,18 @@ public struct CopyCatalog: Sendable {
             let scan = scanPlaceholders(in: text)
             for problem in scan.problems { problems.append("\(path).\(field): \(problem)") }
             for name in scan.names where !allowed.contains(name) {
-                problems.append("\(path).\(field): unknown placeholder {\(name)}" +
-                                (allowed.isEmpty ? " (this type takes none)" : " (allowed: \(allowed.sorted().map { "{\($0)}" }.joined(separator: ", ")))"))
+                problems.append(
+                    "\(path).\(field): unknown placeholder {\(name)}"
+                        + (allowed.isEmpty
+                            ? " (this type takes none)"
+                            : " (allowed: \(allowed.sorted().map { "{\($0)}" }.joined(separator: ", ")))"))
             }
             used.formUnion(scan.names)
         }
         for requirement in type.requiredPlaceholders where used.isDisjoint(with: requirement) {
-            problems.append("\(path): needs " + requirement.map { "{\($0)}" }.joined(separator: " or ") +
-                            " (a \(type.rawValue) message without it reads wrong)")
+            problems.append(
+                "\(path): needs " + requirement.map { "{\($0)}" }.joined(separator: " or ")
+                    + " (a \(type.rawValue) message without it reads wrong)")
         }
         return problems
     }
@@ -207,10 +219,13 @@ public struct CopyCatalog: Sendable {
 
     static func isLocaleTag(_ tag: String) -> Bool {
         let parts = tag.split(separator: "-", omittingEmptySubsequences: false)
-        guard let first = parts.first, (2...3).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter }) else {
+        guard let first = parts.first, (2...3).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter })
+        else {
             return false
         }
-        return parts.dropFirst().allSatisfy { (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }
+        return parts.dropFirst().allSatisfy {
+            (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
+        }
     }
 }
 

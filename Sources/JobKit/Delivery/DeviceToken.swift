@@ -25,7 +25,9 @@ public enum DeviceToken {
                 return "an APNs token is lower-case hexadecimal (0-9, a-f)"
             }
             guard bytes.count % 2 == 0 else { return "an APNs token has an even number of hex digits (whole bytes)" }
-            guard bytes.count <= maxAPNsHexDigits else { return "an APNs token has at most \(maxAPNsHexDigits) hex digits" }
+            guard bytes.count <= maxAPNsHexDigits else {
+                return "an APNs token has at most \(maxAPNsHexDigits) hex digits"
+            }
             return nil
         }
         if provider == .fcm {
@@ -41,8 +43,9 @@ public enum DeviceToken {
 
     private static func isFCMCharacter(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"):
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: ":"):
             true
         default:
             false
@@ -69,12 +72,15 @@ public struct TokenCheckingSender: Sender {
     }
 
     public func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
-        let invalid = batch.indices.filter { DeviceToken.problem(batch[$0].device.token, provider: batch[$0].device.provider) != nil }
+        let invalid = batch.indices.filter {
+            DeviceToken.problem(batch[$0].device.token, provider: batch[$0].device.provider) != nil
+        }
         guard !invalid.isEmpty else { return await inner.send(batch, finished: finished) }
         var reports = [DeliveryReport?](repeating: nil, count: batch.count)
         let refused = invalid.map {
-            DeliveryReport(channel: batch[$0].device.provider.rawValue, outcome: .tokenDead, reason: DeviceToken.invalidReason,
-                           attempts: 1)
+            DeliveryReport(
+                channel: batch[$0].device.provider.rawValue, outcome: .tokenDead, reason: DeviceToken.invalidReason,
+                attempts: 1)
         }
         for (index, report) in zip(invalid, refused) { reports[index] = report }
         finished(invalid, refused)

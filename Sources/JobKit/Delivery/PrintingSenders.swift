@@ -34,7 +34,9 @@ public struct DryRunSender: Sender {
             if json {
                 sink.write(NotificationLine(notification, event: "would_send").json)
             } else {
-                sink.write("would send: user=\(notification.device.userID) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) locale=\(notification.locale) title=\(quoted(notification.title)) body=\(quoted(notification.body))")
+                sink.write(
+                    "would send: user=\(notification.device.userID) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) locale=\(notification.locale) title=\(quoted(notification.title)) body=\(quoted(notification.body))"
+                )
             }
         }
         return batch.map { _ in DeliveryReport(channel: "dry-run", outcome: .delivered) }
@@ -66,7 +68,8 @@ public final class OutboxSender: Sender {
             return
         }
         if !FileManager.default.fileExists(atPath: path) {
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+            else {
                 throw .cantCreate("cannot create the outbox file \(path)")
             }
         }
@@ -103,15 +106,20 @@ public final class OutboxSender: Sender {
                         try handle.truncate(atOffset: start)
                         try handle.synchronize()
                     } catch {
-                        restored = "cutting the file back to \(start) bytes failed too (\(error.localizedDescription)): its last line may be torn"
+                        restored =
+                            "cutting the file back to \(start) bytes failed too (\(error.localizedDescription)): its last line may be torn"
                     }
                 }
-                failure = .ioError("the outbox \(path) could not be written (\(error.localizedDescription)); the notifications not written are left for the next run, and \(restored)")
+                failure = .ioError(
+                    "the outbox \(path) could not be written (\(error.localizedDescription)); the notifications not written are left for the next run, and \(restored)"
+                )
                 return false
             }
         }
         return batch.map { _ in
-            DeliveryReport(channel: "outbox", outcome: written ? .delivered : .retryLater, reason: written ? nil : "outbox write failed")
+            DeliveryReport(
+                channel: "outbox", outcome: written ? .delivered : .retryLater,
+                reason: written ? nil : "outbox write failed")
         }
     }
 
@@ -181,10 +189,15 @@ public struct ReportingSender: Sender {
         let reports = await inner.send(batch)
         for (notification, report) in zip(batch, reports) {
             if json {
-                sink.write(JSONLine.encode(ValidationLine(notification: NotificationLine(notification, event: "validated"),
-                                                          outcome: report.outcome.rawValue, reason: report.reason)))
+                sink.write(
+                    JSONLine.encode(
+                        ValidationLine(
+                            notification: NotificationLine(notification, event: "validated"),
+                            outcome: report.outcome.rawValue, reason: report.reason)))
             } else {
-                sink.write("validated: user=\(notification.device.userID) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) outcome=\(report.outcome.rawValue)\(report.reason.map { " reason=\($0)" } ?? "")")
+                sink.write(
+                    "validated: user=\(notification.device.userID) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) outcome=\(report.outcome.rawValue)\(report.reason.map { " reason=\($0)" } ?? "")"
+                )
             }
         }
         return reports

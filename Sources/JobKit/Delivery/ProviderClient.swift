@@ -71,7 +71,10 @@ actor ProviderClient {
     /// not a stalled server while other sends on this client are being answered.
     private var lastAnswer = ContinuousClock.now
 
-    init(provider: ProviderProtocol, credential: SharedCredential, tls: NIOSSLContext, policy: RetryPolicy, logger: Logger) {
+    init(
+        provider: ProviderProtocol, credential: SharedCredential, tls: NIOSSLContext, policy: RetryPolicy,
+        logger: Logger
+    ) {
         self.provider = provider
         self.credential = credential
         self.tls = tls
@@ -96,8 +99,9 @@ actor ProviderClient {
 
         func finish(_ i: Int, _ verdict: ProviderVerdict) {
             newlyFinished.append(i)
-            reports[i] = Self.report(provider.name, verdict, attempts: attempts[i], latencyMs: latency[i],
-                                     ambiguous: ambiguous[i])
+            reports[i] = Self.report(
+                provider.name, verdict, attempts: attempts[i], latencyMs: latency[i],
+                ambiguous: ambiguous[i])
         }
 
         while !pending.isEmpty {
@@ -140,8 +144,12 @@ actor ProviderClient {
                     // The cause (refused, DNS, a certificate whose host does not match) is the reason recorded and
                     // reported: it is what an operator needs to act on.
                     let reason = "connect failed: " + ConnectionErrorText.describe(error)
-                    logger.warning("cannot connect", metadata: ["provider": "\(provider.name)", "endpoint": "\(endpoint)",
-                                                                "error": "\(reason)"])
+                    logger.warning(
+                        "cannot connect",
+                        metadata: [
+                            "provider": "\(provider.name)", "endpoint": "\(endpoint)",
+                            "error": "\(reason)",
+                        ])
                     for i in indices {
                         attempts[i] += 1
                         transient(i, ProviderVerdict(.retryLater, reason: reason))
@@ -154,7 +162,9 @@ actor ProviderClient {
                     // The event loop only hands the answers over (it is the send path's bottleneck); a child task
                     // classifies them and passes the final ones on while the rest are still in flight.
                     let (answers, handOver) = AsyncStream.makeStream(of: [(index: Int, response: HTTP2Response)].self)
-                    let (attemptsBefore, ambiguousBefore) = (indices.map { attempts[$0] }, indices.map { ambiguous[$0] })
+                    let (attemptsBefore, ambiguousBefore) = (
+                        indices.map { attempts[$0] }, indices.map { ambiguous[$0] }
+                    )
                     async let reported: Void = Self.reportFinalAnswers(
                         answers, of: indices, provider: provider, attempts: attemptsBefore, ambiguous: ambiguousBefore,
                         finished: finished)
@@ -165,24 +175,32 @@ actor ProviderClient {
                     results = await connection.send(requests)
                 }
                 // Why the connection closed (a certificate that was not accepted): the reason of what it failed.
-                let closeCause = results.contains { if case .failure(let failure) = $0 { failure != .timeout } else { false } }
+                let closeCause =
+                    results.contains { if case .failure(let failure) = $0 { failure != .timeout } else { false } }
                     ? await connection.closeCause : nil
                 for (i, result) in zip(indices, results) {
                     switch result {
                     case .failure(.notProcessed):
-                        if let closeCause { lastVerdict[i] = ProviderVerdict(.retryLater, reason: "not processed: \(closeCause)") }
+                        if let closeCause {
+                            lastVerdict[i] = ProviderVerdict(.retryLater, reason: "not processed: \(closeCause)")
+                        }
                         retryNow.append(i)
                     case .failure(.timeout):
                         // The connection answers PINGs but not this request: the provider may still process it.
                         // Left for a later run rather than sent again now.
                         attempts[i] += 1
                         ambiguous[i] += 1
-                        finish(i, ProviderVerdict(.retryLater, reason: "no answer by the deadline (may have been delivered)"))
+                        finish(
+                            i,
+                            ProviderVerdict(.retryLater, reason: "no answer by the deadline (may have been delivered)"))
                     case .failure(.connectionLost):
                         // Known dead (closed, or no PING answer): resent on a new connection.
                         attempts[i] += 1
                         ambiguous[i] += 1
-                        transient(i, ProviderVerdict(.retryLater, reason: "connection lost" + (closeCause.map { ": \($0)" } ?? "")))
+                        transient(
+                            i,
+                            ProviderVerdict(
+                                .retryLater, reason: "connection lost" + (closeCause.map { ": \($0)" } ?? "")))
                     case .failure(let failure):
                         attempts[i] += 1
                         transient(i, ProviderVerdict(.retryLater, reason: "\(failure)"))
@@ -214,7 +232,9 @@ actor ProviderClient {
                 do {
                     let replacement = try await credential.get(rejected: token)
                     if replacements.insert(replacement.token).inserted {
-                        logger.warning("provider refused the credential: using a new one", metadata: ["provider": "\(provider.name)"])
+                        logger.warning(
+                            "provider refused the credential: using a new one",
+                            metadata: ["provider": "\(provider.name)"])
                     }
                 } catch {
                     stop(Self.verdict(forCredentialFailure: error, refreshing: true))
@@ -240,15 +260,20 @@ actor ProviderClient {
             }
             pending = retryNow + retryLater
         }
-        return reports.map { $0 ?? DeliveryReport(channel: provider.name, outcome: .retryLater, reason: "not attempted") }
+        return reports.map {
+            $0 ?? DeliveryReport(channel: provider.name, outcome: .retryLater, reason: "not attempted")
+        }
     }
 
     /// The report of a notification whose last attempt (of `attempts`) got `verdict`.
-    private static func report(_ channel: String, _ verdict: ProviderVerdict, attempts: Int, latencyMs: Int?,
-                               ambiguous: Int) -> DeliveryReport {
-        DeliveryReport(channel: channel, outcome: verdict.outcome, reason: verdict.reason,
-                       providerMessageID: verdict.providerMessageID, attempts: max(1, attempts), latencyMs: latencyMs,
-                       tokenInvalidSince: verdict.tokenInvalidSince, ambiguousAttempts: ambiguous)
+    private static func report(
+        _ channel: String, _ verdict: ProviderVerdict, attempts: Int, latencyMs: Int?,
+        ambiguous: Int
+    ) -> DeliveryReport {
+        DeliveryReport(
+            channel: channel, outcome: verdict.outcome, reason: verdict.reason,
+            providerMessageID: verdict.providerMessageID, attempts: max(1, attempts), latencyMs: latencyMs,
+            tokenInvalidSince: verdict.tokenInvalidSince, ambiguousAttempts: ambiguous)
     }
 
     /// Hands each answer of a pass that is final whatever else happens (delivered, a dead token, a rejected
@@ -268,9 +293,11 @@ actor ProviderClient {
                 switch verdict.outcome {
                 case .delivered, .tokenDead, .rejected:
                     finals.append(indices[k])
-                    reports.append(report(provider.name, verdict, attempts: attempts[k] + 1,
-                                          latencyMs: Int(response.latency.nanoseconds / 1_000_000),
-                                          ambiguous: ambiguous[k]))
+                    reports.append(
+                        report(
+                            provider.name, verdict, attempts: attempts[k] + 1,
+                            latencyMs: Int(response.latency.nanoseconds / 1_000_000),
+                            ambiguous: ambiguous[k]))
                 case .retryLater, .credentials:
                     continue
                 }
@@ -293,9 +320,11 @@ actor ProviderClient {
 
     private func stop(_ verdict: ProviderVerdict) {
         if stopped == nil {
-            logger.error("stopped sending to this provider for the rest of the run", metadata: [
-                "provider": "\(provider.name)", "reason": "\(verdict.reason ?? "")",
-            ])
+            logger.error(
+                "stopped sending to this provider for the rest of the run",
+                metadata: [
+                    "provider": "\(provider.name)", "reason": "\(verdict.reason ?? "")",
+                ])
         }
         stopped = verdict
     }
@@ -350,6 +379,7 @@ actor ProviderClient {
 extension TimeAmount {
     /// `duration` in nanoseconds.
     init(_ duration: Duration) {
-        self = .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+        self = .nanoseconds(
+            duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
     }
 }

@@ -21,7 +21,9 @@ extension DeliveryConfiguration {
     /// or written.
     public func checkFiles() async throws(JobError) {
         if let apns { _ = try await ProviderTokens.apnsKey(apns) }
-        if let fcm { _ = try await ProviderTokens.serviceAccountKey(try ServiceAccount.load(path: fcm.serviceAccountFile)) }
+        if let fcm {
+            _ = try await ProviderTokens.serviceAccountKey(try ServiceAccount.load(path: fcm.serviceAccountFile))
+        }
         _ = try tls.makeContext()
     }
 }
@@ -33,7 +35,9 @@ public final class PushSender: Sender {
     private let fcm: ProviderClient?
 
     /// Loads keys and the service account once; connects lazily.
-    public init(configuration: DeliveryConfiguration, credentials: any CredentialStore, logger: Logger) async throws(JobError) {
+    public init(configuration: DeliveryConfiguration, credentials: any CredentialStore, logger: Logger)
+        async throws(JobError)
+    {
         let tls = try configuration.tls.makeContext()
         let clock = configuration.credentialClock
         let links = configuration.links
@@ -41,19 +45,28 @@ public final class PushSender: Sender {
             let keys = try await ProviderTokens.apnsKey(apnsConfiguration)
             let credential = SharedCredential(
                 key: "apns:\(apnsConfiguration.teamID):\(apnsConfiguration.keyID)", store: credentials, clock: clock,
-                isFresh: { credential, now in now - credential.issuedAt < ProviderTokens.apnsReuseSeconds && credential.issuedAt <= now + 60 },
-                logger: logger,
-                mint: { now async throws(JobError) in try await ProviderTokens.mintAPNs(keys: keys, configuration: apnsConfiguration, now: now) })
-            let topic = apnsConfiguration.topic
-            apns = ProviderClient(provider: ProviderProtocol(
-                name: "apns",
-                endpoint: { $0.apnsEnvironment == "sandbox" ? apnsConfiguration.sandboxEndpoint : apnsConfiguration.productionEndpoint },
-                authorization: APNs.authorization(jwt:),
-                request: { notification, authorization, authority in
-                    APNs.request(for: notification, topic: topic, authority: authority, authorization: authorization,
-                                 links: links)
+                isFresh: { credential, now in
+                    now - credential.issuedAt < ProviderTokens.apnsReuseSeconds && credential.issuedAt <= now + 60
                 },
-                classify: { APNs.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
+                logger: logger,
+                mint: { now async throws(JobError) in
+                    try await ProviderTokens.mintAPNs(keys: keys, configuration: apnsConfiguration, now: now)
+                })
+            let topic = apnsConfiguration.topic
+            apns = ProviderClient(
+                provider: ProviderProtocol(
+                    name: "apns",
+                    endpoint: {
+                        $0.apnsEnvironment == "sandbox"
+                            ? apnsConfiguration.sandboxEndpoint : apnsConfiguration.productionEndpoint
+                    },
+                    authorization: APNs.authorization(jwt:),
+                    request: { notification, authorization, authority in
+                        APNs.request(
+                            for: notification, topic: topic, authority: authority, authorization: authorization,
+                            links: links)
+                    },
+                    classify: { APNs.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, logger: logger)
         } else {
             apns = nil
@@ -65,16 +78,20 @@ public final class PushSender: Sender {
                 key: "fcm:\(account.clientEmail)", store: credentials, clock: clock,
                 isFresh: { credential, now in credential.expiresAt - now > ProviderTokens.fcmExpiryMarginSeconds },
                 logger: logger,
-                mint: { now async throws(JobError) in try await ProviderTokens.mintFCM(keys: keys, account: account, tls: tls, now: now) })
-            fcm = ProviderClient(provider: ProviderProtocol(
-                name: "fcm",
-                endpoint: { _ in fcmConfiguration.endpoint },
-                authorization: FCM.authorization(accessToken:),
-                request: { [path = FCM.path(projectID: account.projectID)] notification, authorization, _ in
-                    FCM.request(for: notification, configuration: fcmConfiguration, path: path,
-                                authorization: authorization, links: links, now: clock())
-                },
-                classify: { FCM.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
+                mint: { now async throws(JobError) in
+                    try await ProviderTokens.mintFCM(keys: keys, account: account, tls: tls, now: now)
+                })
+            fcm = ProviderClient(
+                provider: ProviderProtocol(
+                    name: "fcm",
+                    endpoint: { _ in fcmConfiguration.endpoint },
+                    authorization: FCM.authorization(accessToken:),
+                    request: { [path = FCM.path(projectID: account.projectID)] notification, authorization, _ in
+                        FCM.request(
+                            for: notification, configuration: fcmConfiguration, path: path,
+                            authorization: authorization, links: links, now: clock())
+                    },
+                    classify: { FCM.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, logger: logger)
         } else {
             fcm = nil
@@ -93,15 +110,20 @@ public final class PushSender: Sender {
         await send(batch, finishedEarly: finished)
     }
 
-    private func send(_ batch: [OutgoingNotification], finishedEarly finished: FinishedReports?) async -> [DeliveryReport] {
+    private func send(_ batch: [OutgoingNotification], finishedEarly finished: FinishedReports?) async
+        -> [DeliveryReport]
+    {
         let apnsIndices = batch.indices.filter { batch[$0].device.provider == .apns }
         let fcmIndices = batch.indices.filter { batch[$0].device.provider == .fcm }
-        async let apnsReports = route(apns, apnsIndices.map { batch[$0] }, finished: Self.reindexed(finished, apnsIndices))
+        async let apnsReports = route(
+            apns, apnsIndices.map { batch[$0] }, finished: Self.reindexed(finished, apnsIndices))
         async let fcmReports = route(fcm, fcmIndices.map { batch[$0] }, finished: Self.reindexed(finished, fcmIndices))
         var reports = [DeliveryReport?](repeating: nil, count: batch.count)
         for (i, report) in zip(apnsIndices, await apnsReports) { reports[i] = report }
         for (i, report) in zip(fcmIndices, await fcmReports) { reports[i] = report }
-        return reports.map { $0 ?? DeliveryReport(channel: "none", outcome: .credentials, reason: "provider not configured") }
+        return reports.map {
+            $0 ?? DeliveryReport(channel: "none", outcome: .credentials, reason: "provider not configured")
+        }
     }
 
     /// `finished` for a part of the batch: the part's indices mapped back to the batch's.
@@ -110,11 +132,16 @@ public final class PushSender: Sender {
         return { local, reports in finished(local.map { indices[$0] }, reports) }
     }
 
-    private func route(_ client: ProviderClient?, _ items: [OutgoingNotification],
-                       finished: FinishedReports?) async -> [DeliveryReport] {
+    private func route(
+        _ client: ProviderClient?, _ items: [OutgoingNotification],
+        finished: FinishedReports?
+    ) async -> [DeliveryReport] {
         guard !items.isEmpty else { return [] }
         guard let client else {
-            return items.map { DeliveryReport(channel: $0.device.provider.rawValue, outcome: .credentials, reason: "provider not configured") }
+            return items.map {
+                DeliveryReport(
+                    channel: $0.device.provider.rawValue, outcome: .credentials, reason: "provider not configured")
+            }
         }
         return await client.send(items, finished: finished)
     }

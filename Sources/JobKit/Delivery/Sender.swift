@@ -30,8 +30,10 @@ public struct OutgoingNotification: Sendable, Hashable {
     /// When the notification stops being true (the end of the user's local day for a reminder).
     public let expiresAt: Int64
 
-    public init(logID: Int64?, device: Device, type: NotificationType, period: String, locale: String,
-                messageIndex: Int, title: String, body: String, expiresAt: Int64) {
+    public init(
+        logID: Int64?, device: Device, type: NotificationType, period: String, locale: String,
+        messageIndex: Int, title: String, body: String, expiresAt: Int64
+    ) {
         self.logID = logID
         self.device = device
         self.type = type
@@ -66,8 +68,10 @@ public struct DeliveryReport: Sendable, Hashable {
     /// answer by the deadline). The provider may have delivered them.
     public let ambiguousAttempts: Int
 
-    public init(channel: String, outcome: DeliveryOutcome, reason: String? = nil, providerMessageID: String? = nil,
-                attempts: Int = 1, latencyMs: Int? = nil, tokenInvalidSince: Int64? = nil, ambiguousAttempts: Int = 0) {
+    public init(
+        channel: String, outcome: DeliveryOutcome, reason: String? = nil, providerMessageID: String? = nil,
+        attempts: Int = 1, latencyMs: Int? = nil, tokenInvalidSince: Int64? = nil, ambiguousAttempts: Int = 0
+    ) {
         self.tokenInvalidSince = tokenInvalidSince
         self.ambiguousAttempts = ambiguousAttempts
         self.channel = channel

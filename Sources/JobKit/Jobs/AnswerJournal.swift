@@ -63,15 +63,17 @@ final class AnswerJournal: Sendable {
             }
             guard !batch.isEmpty else { continue }
             do {
-                try await store.recordPersistently(batch.map(\.record), resolutions: [], runID: runID, now: now,
-                                                   deadline: deadline, logger: logger)
+                try await store.recordPersistently(
+                    batch.map(\.record), resolutions: [], runID: runID, now: now,
+                    deadline: deadline, logger: logger)
                 state.withLock { state in
                     for item in batch { state.written.insert(item.index) }
                 }
             } catch {
                 // Written with the page's resolutions instead (or the run fails there).
-                logger.warning("cannot record answers early: recording them with the page",
-                               metadata: ["reason": "\(error.message)"])
+                logger.warning(
+                    "cannot record answers early: recording them with the page",
+                    metadata: ["reason": "\(error.message)"])
                 state.withLock { state in state.stopped = true }
             }
         }
@@ -88,8 +90,8 @@ final class AnswerJournal: Sendable {
     func finish(_ records: [DeliveryRecord], resolutions: [ClaimResolution]) async throws(JobError) {
         let written = state.withLock { $0.written }
         let rest = written.isEmpty ? records : records.indices.filter { !written.contains($0) }.map { records[$0] }
-        try await store.recordPersistently(rest, resolutions: resolutions, runID: runID, now: now, deadline: deadline,
-                                           logger: logger)
+        try await store.recordPersistently(
+            rest, resolutions: resolutions, runID: runID, now: now, deadline: deadline,
+            logger: logger)
     }
 }
-

@@ -14,9 +14,11 @@ public struct ContentLimitHook: Sendable {
     public let loadCatalog: @Sendable () throws(JobError) -> CopyCatalog
     public let logger: Logger
 
-    public init(store: any ContentLimitStore & ReminderStore, logger: Logger,
-                loadCatalog: @escaping @Sendable () throws(JobError) -> CopyCatalog = { .builtIn },
-                makeSender: @escaping @Sendable () async throws(JobError) -> any Sender) {
+    public init(
+        store: any ContentLimitStore & ReminderStore, logger: Logger,
+        loadCatalog: @escaping @Sendable () throws(JobError) -> CopyCatalog = { .builtIn },
+        makeSender: @escaping @Sendable () async throws(JobError) -> any Sender
+    ) {
         self.store = store
         self.loadCatalog = loadCatalog
         self.logger = logger
@@ -43,8 +45,9 @@ public struct ContentLimitHook: Sendable {
         let started = ContinuousClock.now
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
-        var summary = HookSummary(runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun,
-                                  userID: event.userID, used: event.used, limit: event.limit)
+        var summary = HookSummary(
+            runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun,
+            userID: event.userID, used: event.used, limit: event.limit)
         func step(_ text: @autoclosure () -> String) { if options.explain { summary.steps.append(text()) } }
         func finish(_ reason: String) -> HookSummary {
             summary.reason = reason
@@ -58,7 +61,9 @@ public struct ContentLimitHook: Sendable {
         }
         let threshold = ContentLimitRule.threshold(used: event.used, limit: limit)
         summary.threshold = threshold?.rawValue
-        step("usage: \(event.used) of \(limit) = \(QuotaLevel.percent(used: event.used, limit: limit)) % → \(threshold?.rawValue ?? "below 90 %")")
+        step(
+            "usage: \(event.used) of \(limit) = \(QuotaLevel.percent(used: event.used, limit: limit)) % → \(threshold?.rawValue ?? "below 90 %")"
+        )
         // The lowest period key this user can be in now, whatever their zone (zones are within ±14 h).
         let utcYesterday = ZoneClock.split(wallSeconds: options.now - 86_400).date
         let floor = event.period == .monthly ? utcYesterday.monthKey : LocalDate.pad(utcYesterday.year, 4)
@@ -82,8 +87,11 @@ public struct ContentLimitHook: Sendable {
 
         let staleBefore = options.now - options.claimLeaseSeconds
         let existing = user.logs[LimitLogKey(type: type, period: period)]
-        if DeliveryLifecycle.warningOrder(type, period: period, logs: user.logs, staleBefore: staleBefore) == .overtaken {
-            step("100 % warning this period: \(user.logs[LimitLogKey(type: .contentLimit100, period: period)]?.status.rawValue ?? "?")")
+        if DeliveryLifecycle.warningOrder(type, period: period, logs: user.logs, staleBefore: staleBefore) == .overtaken
+        {
+            step(
+                "100 % warning this period: \(user.logs[LimitLogKey(type: .contentLimit100, period: period)]?.status.rawValue ?? "?")"
+            )
             return finish("the 100 % warning already exists this period")
         }
         if let existing {
@@ -100,8 +108,11 @@ public struct ContentLimitHook: Sendable {
         var deliverAfter: Int64?
         if let start = user.quietHoursStart, let end = user.quietHoursEnd {
             if let startTime = LocalTime(start), let endTime = LocalTime(end) {
-                deliverAfter = ContentLimitRule.quietHoursEnd(now: options.now, zone: zone, start: startTime, end: endTime)
-                step("quiet hours \(start)–\(end): " + (deliverAfter.map { "inside, deferred until \(Timestamps.format($0))" } ?? "outside"))
+                deliverAfter = ContentLimitRule.quietHoursEnd(
+                    now: options.now, zone: zone, start: startTime, end: endTime)
+                step(
+                    "quiet hours \(start)–\(end): "
+                        + (deliverAfter.map { "inside, deferred until \(Timestamps.format($0))" } ?? "outside"))
             } else {
                 logger.warning("malformed quiet hours ignored", metadata: ["user": "\(user.userID)"])
             }
@@ -114,17 +125,22 @@ public struct ContentLimitHook: Sendable {
         if options.dryRun {
             summary.action = deliverAfter == nil ? .sent : .deferred
             let message = choice.message.rendered(params)
-            step("would \(deliverAfter == nil ? "send" : "defer"): \(choice.locale) \"\(message.title)\" / \"\(message.body)\"")
+            step(
+                "would \(deliverAfter == nil ? "send" : "defer"): \(choice.locale) \"\(message.title)\" / \"\(message.body)\""
+            )
             return finish(deliverAfter == nil ? "would send" : "would defer past quiet hours")
         }
 
         // Only now: the sender (credentials, connections) — and before anything is written, so a
         // configuration error leaves no claim behind.
         let sender = deliverAfter == nil ? TokenCheckingSender.wrapping(try await makeSender()) : nil
-        guard let claim = try await store.claimLimitWarning(
-            LimitClaimRequest(userID: user.userID, type: type, period: period, messageIndex: choice.index,
-                              locale: choice.locale, params: params, deliverAfter: deliverAfter),
-            runID: options.runID, now: options.now, staleBefore: staleBefore) else {
+        guard
+            let claim = try await store.claimLimitWarning(
+                LimitClaimRequest(
+                    userID: user.userID, type: type, period: period, messageIndex: choice.index,
+                    locale: choice.locale, params: params, deliverAfter: deliverAfter),
+                runID: options.runID, now: options.now, staleBefore: staleBefore)
+        else {
             return finish("another invocation has this warning")
         }
         if claim.deferred {
@@ -133,18 +149,27 @@ public struct ContentLimitHook: Sendable {
         }
         guard let sender else { return finish("no sender") }
         if type == .contentLimit100,
-           try await !lowerWarningRecorded(userID: user.userID, period: period, floor: floor, options: options) {
+            try await !lowerWarningRecorded(userID: user.userID, period: period, floor: floor, options: options)
+        {
             step("90 % warning of this period still on its way after \(options.lowerWarningWait): held back")
-            try await store.record([], resolutions: [ClaimResolution(
-                logID: claim.logID, status: .retry, detail: "held back: the 90 % warning of this period was on its way")],
+            try await store.record(
+                [],
+                resolutions: [
+                    ClaimResolution(
+                        logID: claim.logID, status: .retry,
+                        detail: "held back: the 90 % warning of this period was on its way")
+                ],
                 runID: options.runID, now: options.now)
             summary.action = .deferred
             return finish("held back until the 90 % warning is recorded (the next reminder run sends it)")
         }
         let delivered = try await ContentLimitHook.deliver(
-            [PendingWarning(logID: claim.logID, userID: user.userID, type: type, period: period,
-                            messageIndex: claim.messageIndex, locale: claim.locale, params: claim.params,
-                            timezone: user.timezone)],
+            [
+                PendingWarning(
+                    logID: claim.logID, userID: user.userID, type: type, period: period,
+                    messageIndex: claim.messageIndex, locale: claim.locale, params: claim.params,
+                    timezone: user.timezone)
+            ],
             store: store, sender: sender, catalog: catalog, runID: options.runID, now: options.now,
             recordDeadline: started + .seconds(options.claimLeaseSeconds) * 0.9, logger: logger)
         summary.action = .sent
@@ -157,12 +182,16 @@ public struct ContentLimitHook: Sendable {
 
     /// Waits, up to `options.lowerWarningWait`, while the period's 90 % warning is on its way (another
     /// invocation claimed it and has not recorded it yet), so that it cannot arrive after the 100 % one.
-    private func lowerWarningRecorded(userID: String, period: String, floor: String, options: Options) async throws(JobError) -> Bool {
+    private func lowerWarningRecorded(userID: String, period: String, floor: String, options: Options)
+        async throws(JobError) -> Bool
+    {
         let staleBefore = options.now - options.claimLeaseSeconds
         let deadline = ContinuousClock.now + options.lowerWarningWait
         while true {
             let logs = try await store.limitSnapshot(userID: userID, periodsFrom: floor)?.logs ?? [:]
-            if DeliveryLifecycle.warningOrder(.contentLimit100, period: period, logs: logs, staleBefore: staleBefore) == .send {
+            if DeliveryLifecycle.warningOrder(.contentLimit100, period: period, logs: logs, staleBefore: staleBefore)
+                == .send
+            {
                 return true
             }
             guard ContinuousClock.now < deadline else { return false }
@@ -172,24 +201,34 @@ public struct ContentLimitHook: Sendable {
 
     /// Sends claimed quota warnings to every active device and records the outcome: the same path as
     /// the reminder's claim → send → record.
-    static func deliver(_ warnings: [PendingWarning], store: any ContentLimitStore & ReminderStore, sender: any Sender,
-                        catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: ContinuousClock.Instant,
-                        logger: Logger) async throws(JobError) -> (notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus],
-                                                                  troubles: [ProviderTrouble]) {
+    static func deliver(
+        _ warnings: [PendingWarning], store: any ContentLimitStore & ReminderStore, sender: any Sender,
+        catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: ContinuousClock.Instant,
+        logger: Logger
+    ) async throws(JobError) -> (
+        notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus],
+        troubles: [ProviderTrouble]
+    ) {
         guard !warnings.isEmpty else { return (0, [:], [], []) }
         let devices = try await store.activeDevices(userIDs: warnings.map(\.userID))
         let reached = try await store.deliveredDevices(logIDs: warnings.map(\.logID))
         var notifications: [OutgoingNotification] = []
         var owners: [Int] = []
         for (index, warning) in warnings.enumerated() {
-            let message = (catalog.message(warning.type, locale: warning.locale, index: warning.messageIndex)
-                ?? catalog.choose(warning.type, locale: warning.locale, userID: warning.userID, period: warning.period,
-                                  previousIndex: nil).message).rendered(warning.params)
+            let message =
+                (catalog.message(warning.type, locale: warning.locale, index: warning.messageIndex)
+                ?? catalog.choose(
+                    warning.type, locale: warning.locale, userID: warning.userID, period: warning.period,
+                    previousIndex: nil
+                ).message).rendered(warning.params)
             let deliverable = (devices[warning.userID] ?? []).filter { sender.canDeliver(to: $0.provider) }
             for device in DeliveryLifecycle.devicesToSend(deliverable, alreadyDelivered: reached[warning.logID] ?? []) {
-                notifications.append(OutgoingNotification(
-                    logID: warning.logID, device: device, type: warning.type, period: warning.period, locale: warning.locale,
-                    messageIndex: warning.messageIndex, title: message.title, body: message.body, expiresAt: now + 86_400))
+                notifications.append(
+                    OutgoingNotification(
+                        logID: warning.logID, device: device, type: warning.type, period: warning.period,
+                        locale: warning.locale,
+                        messageIndex: warning.messageIndex, title: message.title, body: message.body,
+                        expiresAt: now + 86_400))
                 owners.append(index)
             }
         }
@@ -205,17 +244,22 @@ public struct ContentLimitHook: Sendable {
             outcomes[report.outcome.rawValue, default: 0] += 1
             ProviderTrouble.add(report, to: &troubles)
             byWarning[owners[i]].append(report.outcome)
-            records.append(DeliveryRecord(logID: notifications[i].logID!, deviceID: notifications[i].device.id, report: report))
+            records.append(
+                DeliveryRecord(logID: notifications[i].logID!, deviceID: notifications[i].device.id, report: report))
         }
         let statuses = warnings.indices.map { i in
-            DeliveryLifecycle.resolution(previouslyDelivered: reached[warnings[i].logID]?.count ?? 0, outcomes: byWarning[i])
+            DeliveryLifecycle.resolution(
+                previouslyDelivered: reached[warnings[i].logID]?.count ?? 0, outcomes: byWarning[i])
         }
         let resolutions = warnings.indices.map { i in
-            ClaimResolution(logID: warnings[i].logID, status: statuses[i],
-                            detail: byWarning[i].isEmpty && reached[warnings[i].logID] == nil ? "no deliverable device at send time" : nil)
+            ClaimResolution(
+                logID: warnings[i].logID, status: statuses[i],
+                detail: byWarning[i].isEmpty && reached[warnings[i].logID] == nil
+                    ? "no deliverable device at send time" : nil)
         }
-        try await store.recordPersistently(records, resolutions: resolutions, runID: runID, now: now,
-                                           deadline: recordDeadline, logger: logger)
+        try await store.recordPersistently(
+            records, resolutions: resolutions, runID: runID, now: now,
+            deadline: recordDeadline, logger: logger)
         if let failure = await sender.channelFailure() { throw failure }
         return (notifications.count, outcomes, statuses, troubles)
     }
@@ -224,24 +268,30 @@ public struct ContentLimitHook: Sendable {
 extension DiaryReminderRunner {
     /// Delivers quota warnings that are due now: deferred past quiet hours, left for retry, or claimed by a
     /// hook invocation that died. Part of every (non-dry) diary-reminder run.
-    func deliverPendingWarnings(_ options: ReminderRunOptions, summary: inout RunSummary,
-                                recordDeadline: ContinuousClock.Instant) async throws(JobError) {
+    func deliverPendingWarnings(
+        _ options: ReminderRunOptions, summary: inout RunSummary,
+        recordDeadline: ContinuousClock.Instant
+    ) async throws(JobError) {
         guard !options.dryRun, let warningsStore = warnings else { return }
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []
         var overtaken: [Int64] = []
         for warning in try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
         where options.shard.contains(userID: warning.userID) {
-            let logs = try await warningsStore.limitSnapshot(userID: warning.userID, periodsFrom: warning.period)?.logs ?? [:]
-            switch DeliveryLifecycle.warningOrder(warning.type, period: warning.period, logs: logs, staleBefore: staleBefore) {
+            let logs =
+                try await warningsStore.limitSnapshot(userID: warning.userID, periodsFrom: warning.period)?.logs ?? [:]
+            switch DeliveryLifecycle.warningOrder(
+                warning.type, period: warning.period, logs: logs, staleBefore: staleBefore)
+            {
             case .send: pending.append(warning)
             case .overtaken: overtaken.append(warning.logID)
-            case .waitForLowerWarning: continue   // the next run, once the 90 % warning is recorded
+            case .waitForLowerWarning: continue  // the next run, once the 90 % warning is recorded
             }
         }
         guard !pending.isEmpty || !overtaken.isEmpty else { return }
-        let won = try await warningsStore.claimPendingWarnings(pending.map(\.logID) + overtaken, runID: options.runID,
-                                                                now: options.now, staleBefore: staleBefore)
+        let won = try await warningsStore.claimPendingWarnings(
+            pending.map(\.logID) + overtaken, runID: options.runID,
+            now: options.now, staleBefore: staleBefore)
         // A 90 % warning left pending when its period's 100 % warning was claimed never goes out.
         let superseded = overtaken.filter { won.contains($0) }.map {
             ClaimResolution(logID: $0, status: .superseded, detail: "overtaken by the 100 % warning")
@@ -250,9 +300,10 @@ extension DiaryReminderRunner {
             try await store.record([], resolutions: superseded, runID: options.runID, now: options.now)
         }
         let mine = pending.filter { won.contains($0.logID) }
-        let result = try await ContentLimitHook.deliver(mine, store: warningsStore, sender: sender, catalog: catalog,
-                                                        runID: options.runID, now: options.now,
-                                                        recordDeadline: recordDeadline, logger: logger)
+        let result = try await ContentLimitHook.deliver(
+            mine, store: warningsStore, sender: sender, catalog: catalog,
+            runID: options.runID, now: options.now,
+            recordDeadline: recordDeadline, logger: logger)
         summary.warningsDelivered += result.statuses.filter { $0 == .sent || $0 == .partial }.count
         summary.troubles = ProviderTrouble.merge(summary.troubles, result.troubles)
         summary.notifications += result.notifications

@@ -20,7 +20,9 @@ public struct ReminderRunOptions: Sendable {
     public var stopClaimingAt: ContinuousClock.Instant?
     public var runID: String
 
-    public init(now: Int64, rule: DueRule = .default, dryRun: Bool = false, runID: String = UUID().uuidString.lowercased()) {
+    public init(
+        now: Int64, rule: DueRule = .default, dryRun: Bool = false, runID: String = UUID().uuidString.lowercased()
+    ) {
         self.now = now
         self.rule = rule
         self.dryRun = dryRun
@@ -41,17 +43,24 @@ public struct DiaryReminderRunner: Sendable {
     public let logger: Logger
 
     /// The job: reminders, and the quota warnings a diary-reminder run delivers.
-    public init(store: any ReminderStore & ContentLimitStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger) {
+    public init(
+        store: any ReminderStore & ContentLimitStore, sender: any Sender, catalog: CopyCatalog = .builtIn,
+        logger: Logger
+    ) {
         self.init(store: store, warnings: store, sender: sender, catalog: catalog, logger: logger)
     }
 
     /// Reminders only, on a store without quota warnings: pending warnings are not delivered by this runner.
-    public init(remindersOnly store: any ReminderStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger) {
+    public init(
+        remindersOnly store: any ReminderStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger
+    ) {
         self.init(store: store, warnings: nil, sender: sender, catalog: catalog, logger: logger)
     }
 
-    private init(store: any ReminderStore, warnings: (any ContentLimitStore & ReminderStore)?, sender: any Sender,
-                 catalog: CopyCatalog, logger: Logger) {
+    private init(
+        store: any ReminderStore, warnings: (any ContentLimitStore & ReminderStore)?, sender: any Sender,
+        catalog: CopyCatalog, logger: Logger
+    ) {
         self.store = store
         self.warnings = warnings
         // A stored token of the wrong shape is answered as dead (`invalid_token`), never put on the wire.
@@ -71,7 +80,9 @@ public struct DiaryReminderRunner: Sendable {
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
 
-        let malformed = try await phases.measure(.select) { () async throws(JobError) in try await store.malformedReminderTimeCount() }
+        let malformed = try await phases.measure(.select) { () async throws(JobError) in
+            try await store.malformedReminderTimeCount()
+        }
         if malformed > 0 {
             logger.warning("users skipped: reminder time is not HH:MM", metadata: ["count": "\(malformed)"])
         }
@@ -87,7 +98,8 @@ public struct DiaryReminderRunner: Sendable {
         for zoneName in try await store.reminderZones() {
             guard let clock = ZoneClock(identifier: zoneName) else {
                 let count = try await store.enabledUserCount(zone: zoneName)
-                logger.warning("users skipped: unknown time zone", metadata: ["zone": "\(zoneName)", "count": "\(count)"])
+                logger.warning(
+                    "users skipped: unknown time zone", metadata: ["zone": "\(zoneName)", "count": "\(count)"])
                 summary.candidates += count
                 summary.skip(.invalidTimezone, count)
                 continue
@@ -95,15 +107,18 @@ public struct DiaryReminderRunner: Sendable {
             for slot in options.rule.dueSlots(now: options.now, in: clock) {
                 let day = clock.dayBounds(slot.period)
                 for minutes in slot.minuteRanges {
-                    queries.append(DueQuery(zone: zoneName, period: slot.period.description, minutes: minutes, day: day,
-                                            type: .diaryReminder))
+                    queries.append(
+                        DueQuery(
+                            zone: zoneName, period: slot.period.description, minutes: minutes, day: day,
+                            type: .diaryReminder))
                 }
             }
         }
-        let allKeys = try await phases.measure(.select) { () async throws(JobError) in try await store.dueKeys(queries) }
+        let allKeys = try await phases.measure(.select) { () async throws(JobError) in try await store.dueKeys(queries)
+        }
         var keys: [DueKey] = []
         keys.reserveCapacity(allKeys.count)
-        var periodsOfUser: [String] = []   // of the user of the last key kept (a user's keys are adjacent)
+        var periodsOfUser: [String] = []  // of the user of the last key kept (a user's keys are adjacent)
         for key in allKeys {
             guard options.shard.contains(userID: key.userID) else {
                 summary.otherShards += 1
@@ -138,7 +153,8 @@ public struct DiaryReminderRunner: Sendable {
                         let page = try await phases.measure(.select) { () async throws(JobError) in
                             try await store.dueCandidates(pageKeys, of: queries)
                         }
-                        claimed = try await claim(page, queries: queries, options: options, summary: &summary, phases: &phases)
+                        claimed = try await claim(
+                            page, queries: queries, options: options, summary: &summary, phases: &phases)
                     } catch {
                         // What is already on its way is still sent and recorded before the run fails.
                         try await pipeline.drain(&group, into: &summary, phases: &phases)
@@ -147,7 +163,8 @@ public struct DiaryReminderRunner: Sendable {
                     // This page was selected and claimed while the pages before it were being sent; now it goes out
                     // while the next one is selected.
                     if let claimed {
-                        try await pipeline.submit(claimed, in: &group, summary: &summary, phases: &phases) { page async throws(JobError) in
+                        try await pipeline.submit(claimed, in: &group, summary: &summary, phases: &phases) {
+                            page async throws(JobError) in
                             try await deliver(page, options: options, recordDeadline: recordDeadline)
                         }
                     }
@@ -162,17 +179,19 @@ public struct DiaryReminderRunner: Sendable {
         if !options.dryRun { ProviderTrouble.log(summary.troubles, logger: logger) }
         summary.credentialMints = await sender.credentialMints()
         if summary.invalidTokens > 0 {
-            logger.warning("devices deactivated: stored token has the wrong shape for its provider (written around the registration API?)",
-                           metadata: ["count": "\(summary.invalidTokens)", "reason": "\(DeviceToken.invalidReason)"])
+            logger.warning(
+                "devices deactivated: stored token has the wrong shape for its provider (written around the registration API?)",
+                metadata: ["count": "\(summary.invalidTokens)", "reason": "\(DeviceToken.invalidReason)"])
         }
 
         summary.phasesMs = phases.milliseconds
         summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
         let failure = await sender.channelFailure()
         if !options.dryRun {
-            try await store.recordRun(id: options.runID, job: Self.jobName, runAt: options.now,
-                                      durationMs: summary.durationMs, outcome: failure == nil ? "ok" : "failed",
-                                      summaryJSON: summary.json)
+            try await store.recordRun(
+                id: options.runID, job: Self.jobName, runAt: options.now,
+                durationMs: summary.durationMs, outcome: failure == nil ? "ok" : "failed",
+                summaryJSON: summary.json)
         }
         if let failure {
             logger.error("run failed: \(failure.message)", metadata: ["summary": "\(summary.text)"])
@@ -182,8 +201,10 @@ public struct DiaryReminderRunner: Sendable {
     }
 
     /// Decides, checks devices and claims one page; `nil` when nobody on it is to be sent to.
-    private func claim(_ page: [ReminderCandidate], queries: [DueQuery], options: ReminderRunOptions,
-                       summary: inout RunSummary, phases: inout Phases) async throws(JobError) -> ClaimedPage? {
+    private func claim(
+        _ page: [ReminderCandidate], queries: [DueQuery], options: ReminderRunOptions,
+        summary: inout RunSummary, phases: inout Phases
+    ) async throws(JobError) -> ClaimedPage? {
         let staleBefore = options.now - options.claimLeaseSeconds
         var requests: [ClaimRequest] = []
         // The query of each request, by (user, period): a user can be due under two queries of one run (slots
@@ -192,16 +213,21 @@ public struct DiaryReminderRunner: Sendable {
         for candidate in page {
             let query = queries[candidate.query]
             summary.candidates += 1
-            switch ReminderDecision.decide(hasActiveDevice: candidate.hasActiveDevice, wroteToday: candidate.wroteToday,
-                                           log: candidate.log, staleBefore: staleBefore) {
+            switch ReminderDecision.decide(
+                hasActiveDevice: candidate.hasActiveDevice, wroteToday: candidate.wroteToday,
+                log: candidate.log, staleBefore: staleBefore)
+            {
             case .skip(let reason):
                 summary.skip(reason)
             case .claim, .takeOver:
                 summary.due += 1
-                let choice = catalog.choose(query.type, locale: candidate.locale, userID: candidate.userID,
-                                            period: query.period, previousIndex: candidate.previousMessageIndex)
-                requests.append(ClaimRequest(userID: candidate.userID, type: query.type, period: query.period,
-                                             messageIndex: choice.index, locale: choice.locale))
+                let choice = catalog.choose(
+                    query.type, locale: candidate.locale, userID: candidate.userID,
+                    period: query.period, previousIndex: candidate.previousMessageIndex)
+                requests.append(
+                    ClaimRequest(
+                        userID: candidate.userID, type: query.type, period: query.period,
+                        messageIndex: choice.index, locale: choice.locale))
                 queryOf[ClaimKey(userID: candidate.userID, period: query.period)] = query
             }
         }
@@ -227,8 +253,9 @@ public struct DiaryReminderRunner: Sendable {
         let claims: [Claim]
         if options.dryRun {
             claims = requests.map {
-                Claim(logID: -1, userID: $0.userID, period: $0.period, messageIndex: $0.messageIndex, locale: $0.locale,
-                      takenOver: false, deliveredDeviceIDs: [])
+                Claim(
+                    logID: -1, userID: $0.userID, period: $0.period, messageIndex: $0.messageIndex, locale: $0.locale,
+                    takenOver: false, deliveredDeviceIDs: [])
             }
         } else {
             claims = try await phases.measure(.claim) { () async throws(JobError) in
@@ -241,19 +268,27 @@ public struct DiaryReminderRunner: Sendable {
         guard !claims.isEmpty else { return nil }
 
         var notifications: [OutgoingNotification] = []
-        var owners: [Int] = []   // index into claims, per notification
+        var owners: [Int] = []  // index into claims, per notification
         for (index, claim) in claims.enumerated() {
             guard let query = queryOf[ClaimKey(userID: claim.userID, period: claim.period)] else {
                 throw .software("the store returned a claim that was not requested (\(claim.userID), \(claim.period))")
             }
-            let message = catalog.message(query.type, locale: claim.locale, index: claim.messageIndex)
-                ?? catalog.choose(query.type, locale: claim.locale, userID: claim.userID, period: query.period,
-                                  previousIndex: nil).message
-            for device in DeliveryLifecycle.devicesToSend(devices[claim.userID] ?? [], alreadyDelivered: claim.deliveredDeviceIDs) {
-                notifications.append(OutgoingNotification(
-                    logID: options.dryRun ? nil : claim.logID, device: device, type: query.type, period: query.period,
-                    locale: claim.locale, messageIndex: claim.messageIndex, title: message.title, body: message.body,
-                    expiresAt: query.day.upperBound))
+            let message =
+                catalog.message(query.type, locale: claim.locale, index: claim.messageIndex)
+                ?? catalog.choose(
+                    query.type, locale: claim.locale, userID: claim.userID, period: query.period,
+                    previousIndex: nil
+                ).message
+            for device in DeliveryLifecycle.devicesToSend(
+                devices[claim.userID] ?? [], alreadyDelivered: claim.deliveredDeviceIDs)
+            {
+                notifications.append(
+                    OutgoingNotification(
+                        logID: options.dryRun ? nil : claim.logID, device: device, type: query.type,
+                        period: query.period,
+                        locale: claim.locale, messageIndex: claim.messageIndex, title: message.title,
+                        body: message.body,
+                        expiresAt: query.day.upperBound))
                 owners.append(index)
             }
         }
@@ -262,22 +297,33 @@ public struct DiaryReminderRunner: Sendable {
 
     /// Sends one claimed page and records every answer and each claim's resolution; a locked database is
     /// waited for until `recordDeadline` (the claims' lease less a margin).
-    private func deliver(_ page: ClaimedPage, options: ReminderRunOptions,
-                         recordDeadline: ContinuousClock.Instant) async throws(JobError) -> DeliveredPage {
+    private func deliver(
+        _ page: ClaimedPage, options: ReminderRunOptions,
+        recordDeadline: ContinuousClock.Instant
+    ) async throws(JobError) -> DeliveredPage {
         var delivered = DeliveredPage()
         let (claims, notifications, owners) = (page.claims, page.notifications, page.owners)
         let sendStart = ContinuousClock.now
         // Answers are recorded as they come: the page goes out as chunks on the same connections, and each chunk's
         // answers (and, within a chunk, those final while others wait for a retry) go to the journal at once.
-        let journal = options.dryRun ? nil : AnswerJournal(store: store, runID: options.runID, now: options.now,
-                                                           deadline: recordDeadline, logger: logger)
+        let journal =
+            options.dryRun
+            ? nil
+            : AnswerJournal(
+                store: store, runID: options.runID, now: options.now,
+                deadline: recordDeadline, logger: logger)
         // A dry run records nothing: one send keeps its printed lines in order.
         let reports: [DeliveryReport]
         if let journal {
             let journalize: FinishedReports = { indices, reports in
-                journal.add(zip(indices, reports).map { i, report in
-                    (i, DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id, report: report))
-                })
+                journal.add(
+                    zip(indices, reports).map { i, report in
+                        (
+                            i,
+                            DeliveryRecord(
+                                logID: claims[owners[i]].logID, deviceID: notifications[i].device.id, report: report)
+                        )
+                    })
             }
             async let writing: Void = journal.run()
             reports = await Self.sendInChunks(notifications, sender: sender, finished: journalize)
@@ -300,23 +346,29 @@ public struct DiaryReminderRunner: Sendable {
             delivered.outcomes[report.outcome.rawValue, default: 0] += 1
             if !DeliveryLifecycle.isFinal(report.outcome) { delivered.devicesPendingRetry += 1 }
             delivered.ambiguous += report.ambiguousAttempts
-            if report.outcome == .tokenDead && report.reason == DeviceToken.invalidReason { delivered.invalidTokens += 1 }
+            if report.outcome == .tokenDead && report.reason == DeviceToken.invalidReason {
+                delivered.invalidTokens += 1
+            }
             ProviderTrouble.add(report, to: &delivered.troubles)
             delivered.outcomesByProvider[report.channel, default: [:]][report.outcome.rawValue, default: 0] += 1
-            deliveries.append(DeliveryRecord(logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
-                                             report: report))
+            deliveries.append(
+                DeliveryRecord(
+                    logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
+                    report: report))
         }
         var resolutions: [ClaimResolution] = []
         for (index, claim) in claims.enumerated() {
-            let status = DeliveryLifecycle.resolution(previouslyDelivered: claim.deliveredDeviceIDs.count,
-                                                      outcomes: outcomes[index])
+            let status = DeliveryLifecycle.resolution(
+                previouslyDelivered: claim.deliveredDeviceIDs.count,
+                outcomes: outcomes[index])
             switch status {
             case .sent: delivered.sent += 1
             case .partial: delivered.partial += 1
             case .retry: delivered.retry += 1
             default: delivered.failed += 1
             }
-            let detail = outcomes[index].isEmpty && claim.deliveredDeviceIDs.isEmpty ? "no active device at send time" : nil
+            let detail =
+                outcomes[index].isEmpty && claim.deliveredDeviceIDs.isEmpty ? "no active device at send time" : nil
             resolutions.append(ClaimResolution(logID: claim.logID, status: status, detail: detail))
         }
         if !options.dryRun {
@@ -337,8 +389,10 @@ extension DiaryReminderRunner {
     /// Sends `notifications` as concurrent chunks of ``chunkSize``; each chunk's reports go to `finished` as
     /// soon as it is answered (and reports final within a chunk that waits for retries, sooner: `finished`
     /// must then take a report it was already given as a no-op). Returns every report, in order.
-    static func sendInChunks(_ notifications: [OutgoingNotification], sender: any Sender,
-                             finished: @escaping FinishedReports) async -> [DeliveryReport] {
+    static func sendInChunks(
+        _ notifications: [OutgoingNotification], sender: any Sender,
+        finished: @escaping FinishedReports
+    ) async -> [DeliveryReport] {
         guard notifications.count > chunkSize else {
             return await sender.send(notifications, finished: finished)
         }
@@ -427,13 +481,17 @@ struct DeliveryPipeline {
 
     /// Starts `page` in `group`, then collects and merges the oldest pages while more than `depth` are in
     /// delivery.
-    mutating func submit(_ page: ClaimedPage, in group: inout TaskGroup<Finished>, summary: inout RunSummary,
-                         phases: inout Phases,
-                         deliver: @escaping @Sendable (ClaimedPage) async throws(JobError) -> DeliveredPage) async throws(JobError) {
+    mutating func submit(
+        _ page: ClaimedPage, in group: inout TaskGroup<Finished>, summary: inout RunSummary,
+        phases: inout Phases,
+        deliver: @escaping @Sendable (ClaimedPage) async throws(JobError) -> DeliveredPage
+    ) async throws(JobError) {
         let number = submitted
         submitted += 1
         group.addTask {
-            do throws(JobError) { return (number, .success(try await deliver(page))) } catch { return (number, .failure(error)) }
+            do throws(JobError) { return (number, .success(try await deliver(page))) } catch {
+                return (number, .failure(error))
+            }
         }
         while submitted - collected > depth {
             // Started before waiting: the newest page is on the wire while the oldest one's answers are merged.
@@ -449,8 +507,10 @@ struct DeliveryPipeline {
     }
 
     /// Waits for every page in delivery, oldest first; the first failure is thrown once all are collected.
-    mutating func drain(_ group: inout TaskGroup<Finished>, into summary: inout RunSummary,
-                        phases: inout Phases) async throws(JobError) {
+    mutating func drain(
+        _ group: inout TaskGroup<Finished>, into summary: inout RunSummary,
+        phases: inout Phases
+    ) async throws(JobError) {
         var failure: JobError?
         while collected < submitted {
             do throws(JobError) {

@@ -20,9 +20,11 @@ public struct Heartbeat: Sendable {
     private let logger: Logger
 
     /// Checks the URL (http or https, a host); `caFile` adds trusted CAs as for the providers.
-    public init(url: String, caFile: String? = nil, timeout: TimeAmount = .seconds(5), logger: Logger) throws(JobError) {
+    public init(url: String, caFile: String? = nil, timeout: TimeAmount = .seconds(5), logger: Logger) throws(JobError)
+    {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty else {
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else {
             throw .usage("--ping-url: not an http(s) URL: \(url)")
         }
         self.url = url
@@ -56,15 +58,19 @@ public struct Heartbeat: Sendable {
         do {
             let status = try await post(path(for: event), body: body)
             if !(200..<300).contains(status) {
-                logger.warning("heartbeat ping answered \(status)", metadata: ["event": "\(event.rawValue)", "url": "\(url)"])
+                logger.warning(
+                    "heartbeat ping answered \(status)", metadata: ["event": "\(event.rawValue)", "url": "\(url)"])
             }
         } catch {
-            logger.warning("heartbeat ping failed", metadata: ["event": "\(event.rawValue)", "url": "\(url)", "error": "\(error)"])
+            logger.warning(
+                "heartbeat ping failed", metadata: ["event": "\(event.rawValue)", "url": "\(url)", "error": "\(error)"])
         }
     }
 
     private func post(_ path: String, body: String) async throws -> UInt {
-        try await HTTP1OneShot.exchange(host: host, port: port, tls: tls, method: .POST, path: path,
-                                        headers: [("Content-Type", "application/json")], body: body, timeout: timeout).status.code
+        try await HTTP1OneShot.exchange(
+            host: host, port: port, tls: tls, method: .POST, path: path,
+            headers: [("Content-Type", "application/json")], body: body, timeout: timeout
+        ).status.code
     }
 }

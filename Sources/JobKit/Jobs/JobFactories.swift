@@ -8,13 +8,17 @@ extension DeliveryConfiguration {
     /// Fails unless something can deliver: a configured provider or an outbox file.
     public func requireDelivery(outbox: String?) throws(JobError) {
         if outbox == nil && !hasProvider {
-            throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (README \"Configuration\"), pass --outbox PATH, or use --dry-run")
+            throw .config(
+                "no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (README \"Configuration\"), pass --outbox PATH, or use --dry-run"
+            )
         }
     }
 
     /// The sender of a run that delivers: the outbox file when one is named, else the providers (a provider
     /// left unconfigured is logged once: its devices are skipped).
-    public func sender(outbox: String?, credentials: any CredentialStore, logger: Logger) async throws(JobError) -> any Sender {
+    public func sender(outbox: String?, credentials: any CredentialStore, logger: Logger) async throws(JobError)
+        -> any Sender
+    {
         if let outbox { return try OutboxSender(path: outbox) }
         let push = try await PushSender(configuration: self, credentials: credentials, logger: logger)
         for (name, configured) in [("APNs", apns != nil), ("FCM", fcm != nil)] where !configured {
@@ -41,25 +45,34 @@ extension DeliveryConfiguration {
 extension CopyCatalog {
     /// The catalog `--copy-catalog`/`PUSH_COPY_CATALOG` names, checked; the built-in one otherwise.
     public static func resolve(_ config: ConfigResolver, flag: String? = nil) throws(JobError) -> CopyCatalog {
-        try config.string(.copyCatalog, flag: flag).map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
+        try config.string(.copyCatalog, flag: flag).map { path throws(JobError) in try CopyCatalog.load(path: path) }
+            ?? .builtIn
     }
 }
 
 extension DiaryReminderHandler.Settings {
     /// The run settings from flags (`nil`: not given) and the environment.
-    public static func resolve(_ config: ConfigResolver, earlyMinutes: Int? = nil, catchUpMinutes: Int? = nil,
-                               claimLeaseMinutes: Int? = nil, shard: String? = nil) throws(JobError) -> Self {
+    public static func resolve(
+        _ config: ConfigResolver, earlyMinutes: Int? = nil, catchUpMinutes: Int? = nil,
+        claimLeaseMinutes: Int? = nil, shard: String? = nil
+    ) throws(JobError) -> Self {
         var settings = Self()
         settings.rule = try DueRule(
-            earlyMinutes: config.integer(.earlyMinutes, flag: earlyMinutes, default: DueRule.defaultEarlyMinutes,
-                                         range: DueRule.earlyMinutesRange),
-            catchUpMinutes: config.integer(.catchUpMinutes, flag: catchUpMinutes,
-                                           default: DueRule.defaultCatchUpMinutes, range: DueRule.catchUpMinutesRange))
-        settings.shard = try config.raw(.shard, flag: shard).map { raw throws(JobError) in
-            try Shard.parse(raw.value, source: raw.source)
-        } ?? .all
-        settings.claimLeaseSeconds = Int64(try config.integer(.claimLeaseMinutes, flag: claimLeaseMinutes, default: 10,
-                                                              range: 2...60)) * 60
+            earlyMinutes: config.integer(
+                .earlyMinutes, flag: earlyMinutes, default: DueRule.defaultEarlyMinutes,
+                range: DueRule.earlyMinutesRange),
+            catchUpMinutes: config.integer(
+                .catchUpMinutes, flag: catchUpMinutes,
+                default: DueRule.defaultCatchUpMinutes, range: DueRule.catchUpMinutesRange))
+        settings.shard =
+            try config.raw(.shard, flag: shard).map { raw throws(JobError) in
+                try Shard.parse(raw.value, source: raw.source)
+            } ?? .all
+        settings.claimLeaseSeconds =
+            Int64(
+                try config.integer(
+                    .claimLeaseMinutes, flag: claimLeaseMinutes, default: 10,
+                    range: 2...60)) * 60
         return settings
     }
 }
@@ -68,7 +81,9 @@ extension DiaryReminderHandler {
     /// The reminder job from its settings alone (no flags): the handler a Lambda execution environment or a
     /// Swift backend serves. Everything is checked now — settings, catalog, key files — so a mistake fails
     /// at start-up, not at the first scheduled run. The caller owns `store` and calls ``shutdown()``.
-    public static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError) -> DiaryReminderHandler {
+    public static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError)
+        -> DiaryReminderHandler
+    {
         let settings = try Settings.resolve(config)
         let catalog = try CopyCatalog.resolve(config)
         let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
@@ -76,8 +91,9 @@ extension DiaryReminderHandler {
         try delivery.requireDelivery(outbox: outbox)
         try await delivery.checkFiles()
         let sender = try await delivery.sender(outbox: outbox, credentials: store, logger: logger)
-        return DiaryReminderHandler(runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger),
-                                    settings: settings)
+        return DiaryReminderHandler(
+            runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger),
+            settings: settings)
     }
 
     /// Closes the provider connections.
@@ -87,24 +103,30 @@ extension DiaryReminderHandler {
 extension ContentLimitHookHandler {
     /// The hook with its delivery already resolved. The store is read first; the catalog and the sender are
     /// made only when a warning is sent (most writes send nothing and pay for neither).
-    public static func make(_ config: ConfigResolver, delivery: DeliveryConfiguration, outbox: String?, store: any JobStore,
-                            logger: Logger, dryRun: Bool = false, explain: Bool = false) -> ContentLimitHookHandler {
+    public static func make(
+        _ config: ConfigResolver, delivery: DeliveryConfiguration, outbox: String?, store: any JobStore,
+        logger: Logger, dryRun: Bool = false, explain: Bool = false
+    ) -> ContentLimitHookHandler {
         let catalogPath = config.string(.copyCatalog, flag: nil)
         let senders = LazySender { () async throws(JobError) -> any Sender in
             if let outbox { return try OutboxSender(path: outbox) }
             // PushSender loads and checks the same keys and CA files (checkFiles() first would do it all twice).
             return try await PushSender(configuration: delivery, credentials: store, logger: logger)
         }
-        let hook = ContentLimitHook(store: store, logger: logger, loadCatalog: { () throws(JobError) -> CopyCatalog in
-            try catalogPath.map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
-        }, makeSender: { () async throws(JobError) -> any Sender in try await senders.get() })
+        let hook = ContentLimitHook(
+            store: store, logger: logger,
+            loadCatalog: { () throws(JobError) -> CopyCatalog in
+                try catalogPath.map { path throws(JobError) in try CopyCatalog.load(path: path) } ?? .builtIn
+            }, makeSender: { () async throws(JobError) -> any Sender in try await senders.get() })
         return ContentLimitHookHandler(hook: hook, senders: senders, dryRun: dryRun, explain: explain)
     }
 
     /// The hook from its settings alone (no flags): the handler a Lambda execution environment or a Swift
     /// backend serves, checked now (provider settings and key files, the catalog) so that a mistake fails at
     /// start-up rather than on the first write that warns. The caller owns `store` and calls ``shutdown()``.
-    public static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError) -> ContentLimitHookHandler {
+    public static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError)
+        -> ContentLimitHookHandler
+    {
         let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
         let outbox = config.string(.outbox, flag: nil)
         if outbox == nil {
@@ -124,8 +146,10 @@ extension ContentLimitHookHandler {
 extension TokenJanitorHandler {
     /// The janitor with its providers resolved (FCM only: probes are FCM validate-only sends). The sender is
     /// made on the first probe.
-    public static func make(_ providers: DeliveryConfiguration, store: any JobStore, logger: Logger,
-                            base: JanitorOptions) -> TokenJanitorHandler {
+    public static func make(
+        _ providers: DeliveryConfiguration, store: any JobStore, logger: Logger,
+        base: JanitorOptions
+    ) -> TokenJanitorHandler {
         let senders = LazySender { () async throws(JobError) -> any Sender in
             guard providers.fcm != nil else { throw .config("probing needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
             return try await PushSender(configuration: providers, credentials: store, logger: logger)
@@ -138,16 +162,19 @@ extension TokenJanitorHandler {
 
     /// The janitor from its settings alone: the documented defaults, `PUSH_SHARD`, and per run the
     /// scheduled event's `detail` (`{"probe": true}`, `{"stale_days": 60}`, …).
-    public static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError) -> TokenJanitorHandler {
+    public static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError)
+        -> TokenJanitorHandler
+    {
         var flags = DeliveryFlags()
         flags.validateOnly = true
         var providers = try DeliveryConfiguration.resolve(config, flags: flags)
         providers.apns = nil
         if providers.fcm != nil { try await providers.checkFiles() }
         var base = JanitorOptions(now: 0)
-        base.shard = try config.raw(.shard, flag: nil).map { raw throws(JobError) in
-            try Shard.parse(raw.value, source: raw.source)
-        } ?? .all
+        base.shard =
+            try config.raw(.shard, flag: nil).map { raw throws(JobError) in
+                try Shard.parse(raw.value, source: raw.source)
+            } ?? .all
         return make(providers, store: store, logger: logger, base: base)
     }
 

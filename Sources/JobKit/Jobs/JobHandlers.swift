@@ -77,13 +77,19 @@ extension ContentLimitEvent: LambdaEvent {
 /// job's settings (the janitor's); a job rejects keys it does not know, so a typo is not ignored.
 public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
     public enum Value: Sendable, Hashable, Decodable {
-        case bool(Bool), int(Int), string(String)
+        case bool(Bool)
+        case int(Int)
+        case string(String)
 
         public init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()
-            if let value = try? container.decode(Bool.self) { self = .bool(value) }
-            else if let value = try? container.decode(Int.self) { self = .int(value) }
-            else { self = .string(try container.decode(String.self)) }
+            if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Int.self) {
+                self = .int(value)
+            } else {
+                self = .string(try container.decode(String.self))
+            }
         }
     }
 
@@ -105,12 +111,18 @@ public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
         do {
             raw = try JSONDecoder().decode(Raw.self, from: Data(lambdaPayload))
         } catch {
-            throw .dataError("event: not a scheduled event (a JSON object with \"time\" and an optional \"detail\" object of booleans, numbers and strings)")
+            throw .dataError(
+                "event: not a scheduled event (a JSON object with \"time\" and an optional \"detail\" object of booleans, numbers and strings)"
+            )
         }
         guard let text = raw.time else {
-            throw .dataError("event: missing \"time\" (an EventBridge Scheduler input needs \"time\": \"<aws.scheduler.scheduled-time>\")")
+            throw .dataError(
+                "event: missing \"time\" (an EventBridge Scheduler input needs \"time\": \"<aws.scheduler.scheduled-time>\")"
+            )
         }
-        guard let time = Timestamps.parse(text) else { throw .dataError("event: \"time\" is not an ISO 8601 instant: \(text)") }
+        guard let time = Timestamps.parse(text) else {
+            throw .dataError("event: \"time\" is not an ISO 8601 instant: \(text)")
+        }
         guard Timestamps.supportedRange.contains(time) else {
             throw .dataError("event: \"time\" \(text) is outside the supported range, \(Timestamps.supportedRangeText)")
         }
@@ -137,7 +149,9 @@ public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
         switch detail[key] {
         case nil: return nil
         case .int(let value) where range.contains(value): return value
-        default: throw .dataError("event: detail.\(key) must be a whole number within \(range.lowerBound)…\(range.upperBound)")
+        default:
+            throw .dataError(
+                "event: detail.\(key) must be a whole number within \(range.lowerBound)…\(range.upperBound)")
         }
     }
 }
@@ -160,7 +174,7 @@ public actor LazySender {
         let task = startMaking()
         let result = await task.value
         if making == task { making = nil }
-        if let sender { return sender }   // a concurrent get() kept it first
+        if let sender { return sender }  // a concurrent get() kept it first
         let made = try result.get()
         sender = made
         await made.beginRun(finishBy: finishBy)
@@ -193,7 +207,7 @@ public actor LazySender {
         if let making {
             let result = await making.value
             if self.making == making { self.making = nil }
-            if sender == nil, case .success(let made) = result { sender = made }   // prepared, never used
+            if sender == nil, case .success(let made) = result { sender = made }  // prepared, never used
         }
         await sender?.shutdown()
         sender = nil
@@ -245,11 +259,16 @@ public struct DiaryReminderHandler: JobHandler {
         // would remind people at an hour they did not choose: past the catch-up window it does nothing, and
         // the runs on schedule catch up.
         if context.now - event.time >= settings.rule.catchUp {
-            runner.logger.warning("stale scheduled event: nothing done", metadata: [
-                "event_time": "\(Timestamps.format(event.time))", "received": "\(Timestamps.format(context.now))"])
-            var summary = RunSummary(job: DiaryReminderRunner.jobName, runID: options.runID, now: event.time,
-                                     dryRun: settings.dryRun)
-            summary.notRun = "stale event: scheduled \(Timestamps.format(event.time)), received \(Timestamps.format(context.now))"
+            runner.logger.warning(
+                "stale scheduled event: nothing done",
+                metadata: [
+                    "event_time": "\(Timestamps.format(event.time))", "received": "\(Timestamps.format(context.now))",
+                ])
+            var summary = RunSummary(
+                job: DiaryReminderRunner.jobName, runID: options.runID, now: event.time,
+                dryRun: settings.dryRun)
+            summary.notRun =
+                "stale event: scheduled \(Timestamps.format(event.time)), received \(Timestamps.format(context.now))"
             return summary
         }
         if let deadline = context.deadline {
@@ -310,15 +329,19 @@ public struct TokenJanitorHandler: JobHandler {
         options.dryRun = try event.bool("dry_run") ?? options.dryRun
         options.staleDays = try event.int("stale_days", in: JanitorOptions.daysRange) ?? options.staleDays
         options.probe = try event.bool("probe") ?? options.probe
-        options.probeAfterDays = try event.int("probe_after_days", in: JanitorOptions.daysRange) ?? options.probeAfterDays
+        options.probeAfterDays =
+            try event.int("probe_after_days", in: JanitorOptions.daysRange) ?? options.probeAfterDays
         options.probeMax = try event.int("probe_max", in: JanitorOptions.probeMaxRange) ?? options.probeMax
         options.probeRate = try event.int("probe_rate", in: JanitorOptions.probeRateRange) ?? options.probeRate
-        options.deliveryRetentionDays = try event.int("delivery_retention_days", in: JanitorOptions.daysRange)
+        options.deliveryRetentionDays =
+            try event.int("delivery_retention_days", in: JanitorOptions.daysRange)
             ?? options.deliveryRetentionDays
-        options.logRetentionDays = try event.int("log_retention_days", in: JanitorOptions.logRetentionRange)
+        options.logRetentionDays =
+            try event.int("log_retention_days", in: JanitorOptions.logRetentionRange)
             ?? options.logRetentionDays
         options.purge = try event.bool("purge") ?? options.purge
-        options.purgeAfterDays = try event.int("purge_after_days", in: JanitorOptions.daysRange) ?? options.purgeAfterDays
+        options.purgeAfterDays =
+            try event.int("purge_after_days", in: JanitorOptions.daysRange) ?? options.purgeAfterDays
         options.batchSize = try event.int("batch_size", in: JanitorOptions.batchSizeRange) ?? options.batchSize
         await senders.beginRun(finishBy: context.deadline.map { $0 - deadlines.recordReserve })
         return try await janitor.run(options)

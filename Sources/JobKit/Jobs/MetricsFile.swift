@@ -19,74 +19,115 @@ public struct MetricsFile: Sendable {
     }
 
     /// The reminder run's figures. `summary` is nil when the run failed before it had one.
-    public static func reminderText(_ summary: RunSummary?, job: String, now: Int64, exitCode: Int32,
-                                    durationSeconds: Double, previousLastSuccess: Double?) -> String {
-        emit(job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds, previousLastSuccess: previousLastSuccess) { registry in
+    public static func reminderText(
+        _ summary: RunSummary?, job: String, now: Int64, exitCode: Int32,
+        durationSeconds: Double, previousLastSuccess: Double?
+    ) -> String {
+        emit(
+            job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
+            previousLastSuccess: previousLastSuccess
+        ) { registry in
             if let summary { reminderFigures(summary, job: job, into: registry) }
         }
     }
 
-    private static func reminderFigures(_ summary: RunSummary, job: String, into registry: PrometheusCollectorRegistry) {
-        let users: [(String, Int)] = [("candidates", summary.candidates), ("due", summary.due), ("claimed", summary.claimed),
-                                      ("taken_over", summary.takenOver), ("sent", summary.sent), ("partial", summary.partial),
-                                      ("failed", summary.failed), ("retry", summary.retry)]
+    private static func reminderFigures(_ summary: RunSummary, job: String, into registry: PrometheusCollectorRegistry)
+    {
+        let users: [(String, Int)] = [
+            ("candidates", summary.candidates), ("due", summary.due), ("claimed", summary.claimed),
+            ("taken_over", summary.takenOver), ("sent", summary.sent), ("partial", summary.partial),
+            ("failed", summary.failed), ("retry", summary.retry),
+        ]
         for (state, count) in users {
-            registry.makeGauge(name: "diary_push_run_users", labels: [("job", job), ("state", state)],
-                               help: "Users of the last run by state (due, claimed, sent, partial, failed, retry, …).").set(Int64(count))
+            registry.makeGauge(
+                name: "diary_push_run_users", labels: [("job", job), ("state", state)],
+                help: "Users of the last run by state (due, claimed, sent, partial, failed, retry, …)."
+            ).set(Int64(count))
         }
-        registry.makeGauge(name: "diary_push_run_devices_pending_retry", labels: [("job", job)],
-                           help: "Devices the last run left for later runs.").set(Int64(summary.devicesPendingRetry))
-        registry.makeGauge(name: "diary_push_run_ambiguous_attempts", labels: [("job", job)],
-                           help: "Device attempts of the last run whose fate is unknown (no answer).").set(Int64(summary.ambiguous))
-        registry.makeGauge(name: "diary_push_run_invalid_tokens", labels: [("job", job)],
-                           help: "Stored tokens of the wrong shape the last run deactivated.").set(Int64(summary.invalidTokens))
+        registry.makeGauge(
+            name: "diary_push_run_devices_pending_retry", labels: [("job", job)],
+            help: "Devices the last run left for later runs."
+        ).set(Int64(summary.devicesPendingRetry))
+        registry.makeGauge(
+            name: "diary_push_run_ambiguous_attempts", labels: [("job", job)],
+            help: "Device attempts of the last run whose fate is unknown (no answer)."
+        ).set(Int64(summary.ambiguous))
+        registry.makeGauge(
+            name: "diary_push_run_invalid_tokens", labels: [("job", job)],
+            help: "Stored tokens of the wrong shape the last run deactivated."
+        ).set(Int64(summary.invalidTokens))
         for (provider, outcome, count) in deliveries(summary) {
-            registry.makeGauge(name: "diary_push_run_deliveries", labels: [("job", job), ("provider", provider), ("outcome", outcome)],
-                               help: "Device attempts of the last run by provider and outcome.").set(Int64(count))
+            registry.makeGauge(
+                name: "diary_push_run_deliveries",
+                labels: [("job", job), ("provider", provider), ("outcome", outcome)],
+                help: "Device attempts of the last run by provider and outcome."
+            ).set(Int64(count))
         }
         for (reason, count) in summary.skipped.sorted(by: { $0.key < $1.key }) {
-            registry.makeGauge(name: "diary_push_run_skipped_users", labels: [("job", job), ("reason", reason)],
-                               help: "Users the last run did not remind, by reason.").set(Int64(count))
+            registry.makeGauge(
+                name: "diary_push_run_skipped_users", labels: [("job", job), ("reason", reason)],
+                help: "Users the last run did not remind, by reason."
+            ).set(Int64(count))
         }
         troubles(registry, summary.troubles, job: job)
         for (provider, count) in summary.credentialMints.sorted(by: { $0.key < $1.key }) {
-            registry.makeGauge(name: "diary_push_run_credential_mints", labels: [("job", job), ("provider", provider)],
-                               help: "Provider credentials the last run minted (cached ones cost none).").set(Int64(count))
+            registry.makeGauge(
+                name: "diary_push_run_credential_mints", labels: [("job", job), ("provider", provider)],
+                help: "Provider credentials the last run minted (cached ones cost none)."
+            ).set(Int64(count))
         }
     }
 
     /// The janitor's figures.
-    public static func janitorText(_ summary: JanitorSummary?, job: String, now: Int64, exitCode: Int32,
-                                   durationSeconds: Double, previousLastSuccess: Double?) -> String {
-        emit(job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds, previousLastSuccess: previousLastSuccess) { registry in
+    public static func janitorText(
+        _ summary: JanitorSummary?, job: String, now: Int64, exitCode: Int32,
+        durationSeconds: Double, previousLastSuccess: Double?
+    ) -> String {
+        emit(
+            job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
+            previousLastSuccess: previousLastSuccess
+        ) { registry in
             guard let summary else { return }
             let figures: [(String, Int)] = [
-                ("stale_deactivated", summary.staleDeactivated), ("fcm_expired_deactivated", summary.fcmExpiredDeactivated),
+                ("stale_deactivated", summary.staleDeactivated),
+                ("fcm_expired_deactivated", summary.fcmExpiredDeactivated),
                 ("probed", summary.probed), ("probe_unregistered", summary.probeUnregistered),
                 ("deliveries_deleted", summary.deliveriesDeleted), ("logs_deleted", summary.logsDeleted),
                 ("devices_purged", summary.devicesPurged),
             ]
             for (action, count) in figures {
-                registry.makeGauge(name: "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
-                                   help: "What the last janitor run did, by action.").set(Int64(count))
+                registry.makeGauge(
+                    name: "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
+                    help: "What the last janitor run did, by action."
+                ).set(Int64(count))
             }
             troubles(registry, summary.troubles, job: job)
         }
     }
 
     /// A registry with the figures every job reports, then the job's own; its text.
-    private static func emit(job: String, now: Int64, exitCode: Int32, durationSeconds: Double, previousLastSuccess: Double?,
-                             _ figures: (PrometheusCollectorRegistry) -> Void) -> String {
+    private static func emit(
+        job: String, now: Int64, exitCode: Int32, durationSeconds: Double, previousLastSuccess: Double?,
+        _ figures: (PrometheusCollectorRegistry) -> Void
+    ) -> String {
         let registry = PrometheusCollectorRegistry()
-        registry.makeGauge(name: "diary_push_last_run_timestamp_seconds", labels: [("job", job)],
-                           help: "When the last run ran (its --now), Unix seconds.").set(Int64(now))
-        registry.makeGauge(name: "diary_push_last_run_exit_code", labels: [("job", job)],
-                           help: "The last run's exit code (sysexits; 0 ok).").set(Int64(exitCode))
-        registry.makeGauge(name: "diary_push_run_duration_seconds", labels: [("job", job)],
-                           help: "How long the last run took.").set(durationSeconds)
+        registry.makeGauge(
+            name: "diary_push_last_run_timestamp_seconds", labels: [("job", job)],
+            help: "When the last run ran (its --now), Unix seconds."
+        ).set(Int64(now))
+        registry.makeGauge(
+            name: "diary_push_last_run_exit_code", labels: [("job", job)],
+            help: "The last run's exit code (sysexits; 0 ok)."
+        ).set(Int64(exitCode))
+        registry.makeGauge(
+            name: "diary_push_run_duration_seconds", labels: [("job", job)],
+            help: "How long the last run took."
+        ).set(durationSeconds)
         if let lastSuccess = exitCode == 0 ? Double(now) : previousLastSuccess {
-            registry.makeGauge(name: lastSuccessName, labels: [("job", job)],
-                               help: "When the job last succeeded (exit 0), Unix seconds: alert when it is too old.").set(lastSuccess)
+            registry.makeGauge(
+                name: lastSuccessName, labels: [("job", job)],
+                help: "When the job last succeeded (exit 0), Unix seconds: alert when it is too old."
+            ).set(lastSuccess)
         }
         figures(registry)
         return registry.emitToString()
@@ -96,8 +137,11 @@ public struct MetricsFile: Sendable {
         for cause in [ProviderTrouble.Cause.credentials, .unavailable] {
             for provider in ["apns", "fcm"] {
                 let devices = troubles.first { $0.provider == provider && $0.cause == cause }?.devices ?? 0
-                registry.makeGauge(name: "diary_push_run_devices_left", labels: [("job", job), ("provider", provider), ("cause", cause.rawValue)],
-                                   help: "Due devices the last run left to later runs because of a provider, by cause.").set(Int64(devices))
+                registry.makeGauge(
+                    name: "diary_push_run_devices_left",
+                    labels: [("job", job), ("provider", provider), ("cause", cause.rawValue)],
+                    help: "Due devices the last run left to later runs because of a provider, by cause."
+                ).set(Int64(devices))
             }
         }
     }
@@ -112,7 +156,8 @@ public struct MetricsFile: Sendable {
     /// The last success recorded in the file this run replaces, if any.
     public func previousLastSuccess(job: String) -> Double? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix(Self.lastSuccessName + "{") && line.contains("job=\"\(job)\"") {
+        for line in text.split(separator: "\n")
+        where line.hasPrefix(Self.lastSuccessName + "{") && line.contains("job=\"\(job)\"") {
             if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return value }
         }
         return nil
@@ -124,7 +169,10 @@ public struct MetricsFile: Sendable {
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(ProcessInfo.processInfo.processIdentifier).tmp")
         do {
-            guard FileManager.default.createFile(atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o644]) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o644])
+            else {
                 throw CocoaError(.fileWriteNoPermission)
             }
             let handle = try FileHandle(forWritingTo: temporary)

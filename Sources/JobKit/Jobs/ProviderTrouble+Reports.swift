@@ -31,10 +31,13 @@ extension ProviderTrouble {
     /// One error line per provider and cause: the count, the first reasons and what to do.
     static func log(_ troubles: [ProviderTrouble], logger: Logger) {
         for trouble in troubles where trouble.devices > 0 {
-            logger.error("\(trouble.summary)", metadata: [
-                "provider": "\(trouble.provider)", "cause": "\(trouble.cause.rawValue)", "devices": "\(trouble.devices)",
-                "reasons": .array(trouble.reasons.map { "\($0)" }), "advice": "\(trouble.advice)",
-            ])
+            logger.error(
+                "\(trouble.summary)",
+                metadata: [
+                    "provider": "\(trouble.provider)", "cause": "\(trouble.cause.rawValue)",
+                    "devices": "\(trouble.devices)",
+                    "reasons": .array(trouble.reasons.map { "\($0)" }), "advice": "\(trouble.advice)",
+                ])
         }
     }
 }

@@ -13,7 +13,9 @@ public struct ReminderOutcomeRow: Sendable, Hashable {
     /// The user's first entry at or after `remindedAt` (within two days), if any.
     public let firstEntryAfter: Int64?
 
-    public init(locale: String, messageIndex: Int, remindedAt: Int64, period: String, timezone: String, firstEntryAfter: Int64?) {
+    public init(
+        locale: String, messageIndex: Int, remindedAt: Int64, period: String, timezone: String, firstEntryAfter: Int64?
+    ) {
         self.locale = locale
         self.messageIndex = messageIndex
         self.remindedAt = remindedAt
@@ -69,9 +71,10 @@ public enum ReminderEffect {
         return groups.keys.sorted().flatMap { locale in
             groups[locale]!.keys.sorted().map { index in
                 let counts = groups[locale]![index]!
-                return Message(locale: locale, messageIndex: index, title: title(locale, index), reminded: counts.reminded,
-                               within3h: share(counts.within, of: counts.reminded),
-                               sameLocalDay: share(counts.sameDay, of: counts.reminded))
+                return Message(
+                    locale: locale, messageIndex: index, title: title(locale, index), reminded: counts.reminded,
+                    within3h: share(counts.within, of: counts.reminded),
+                    sameLocalDay: share(counts.sameDay, of: counts.reminded))
             }
         }
     }
@@ -79,7 +82,9 @@ public enum ReminderEffect {
     /// `successes` of `trials` with its 95 % Wilson score interval (z = 1.96).
     public static func share(_ successes: Int, of trials: Int) -> Share {
         guard trials > 0 else { return Share(count: 0, share: 0, low: 0, high: 0) }
-        let n = Double(trials), p = Double(successes) / n, z = 1.959964
+        let n = Double(trials)
+        let p = Double(successes) / n
+        let z = 1.959964
         let denominator = 1 + z * z / n
         let center = (p + z * z / (2 * n)) / denominator
         let half = z * (p * (1 - p) / n + z * z / (4 * n * n)).squareRoot() / denominator

@@ -61,27 +61,33 @@ extension DiaryReminderRunner {
         guard let user = try await store.userSnapshot(userID: userID) else {
             throw .dataError("unknown user \(userID)")
         }
-        explanation.step("rule window", "early \(options.rule.early / 60) min, catch-up \(options.rule.catchUp / 60) min", nil)
+        explanation.step(
+            "rule window", "early \(options.rule.early / 60) min, catch-up \(options.rule.catchUp / 60) min", nil)
         guard let settings = user.settings else {
             explanation.step("notification settings", "no notification_settings row", false)
             return finish(.noSettings, "not reminded: the user has no notification settings")
         }
-        explanation.step("1. reminders enabled", settings.diaryReminderEnabled ? "yes" : "no", settings.diaryReminderEnabled)
+        explanation.step(
+            "1. reminders enabled", settings.diaryReminderEnabled ? "yes" : "no", settings.diaryReminderEnabled)
         let devices = user.activeDevices.map { "\($0.provider)/\($0.platform) \(Redaction.maskToken($0.token))" }
-        explanation.step("1. active devices", devices.isEmpty ? "none" : "\(devices.count): " + devices.joined(separator: ", "),
-                         !devices.isEmpty)
+        explanation.step(
+            "1. active devices", devices.isEmpty ? "none" : "\(devices.count): " + devices.joined(separator: ", "),
+            !devices.isEmpty)
         // As the run does: a device of a provider this run has no credentials for is skipped.
         let unreachable = user.activeDevices.filter { !sender.canDeliver(to: $0.provider) }
         if !unreachable.isEmpty {
             let providers = Set(unreachable.map(\.provider.rawValue)).sorted().joined(separator: ", ")
-            explanation.step("1. configured providers", "\(unreachable.count) device(s) of \(providers), not configured for this run: skipped",
-                             unreachable.count < devices.count)
+            explanation.step(
+                "1. configured providers",
+                "\(unreachable.count) device(s) of \(providers), not configured for this run: skipped",
+                unreachable.count < devices.count)
         }
         guard let zone = ZoneClock(identifier: user.timezone) else {
             explanation.step("2. time zone", "\"\(user.timezone)\" is not an IANA zone this system knows", false)
             return finish(.invalidTimezone, "not reminded: unknown time zone")
         }
-        explanation.step("2. time zone", "\(user.timezone) (\(Timestamps.offset(zone.offset(at: options.now))) now)", true)
+        explanation.step(
+            "2. time zone", "\(user.timezone) (\(Timestamps.offset(zone.offset(at: options.now))) now)", true)
         guard let reminder = LocalTime(settings.reminderTime) else {
             explanation.step("2. reminder time", "\"\(settings.reminderTime)\" is not HH:MM", false)
             return finish(.invalidReminderTime, "not reminded: malformed reminder time")
@@ -92,21 +98,35 @@ extension DiaryReminderRunner {
         let at = "\(Timestamps.local(timing.reminderAt, in: zone)) = \(Timestamps.format(timing.reminderAt))"
         switch timing.state {
         case .due:
-            explanation.step("2. reminder time has come", "due since \(at); window \(Timestamps.format(timing.reminderAt - options.rule.early)) … \(Timestamps.format(timing.reminderAt + options.rule.catchUp)) (exclusive)", true)
+            explanation.step(
+                "2. reminder time has come",
+                "due since \(at); window \(Timestamps.format(timing.reminderAt - options.rule.early)) … \(Timestamps.format(timing.reminderAt + options.rule.catchUp)) (exclusive)",
+                true)
         case .notYet:
-            explanation.step("2. reminder time has come", "not yet: next at \(at) (from \(Timestamps.format(timing.reminderAt - options.rule.early)))", false)
+            explanation.step(
+                "2. reminder time has come",
+                "not yet: next at \(at) (from \(Timestamps.format(timing.reminderAt - options.rule.early)))", false)
         case .passed:
-            explanation.step("2. reminder time has come", "passed: was \(at), window closed at \(Timestamps.format(timing.reminderAt + options.rule.catchUp))", false)
+            explanation.step(
+                "2. reminder time has come",
+                "passed: was \(at), window closed at \(Timestamps.format(timing.reminderAt + options.rule.catchUp))",
+                false)
         }
         explanation.step("4. period key", timing.period.description, nil)
         let day = zone.dayBounds(timing.period)
         let entries = try await store.entryCount(userID: userID, in: day)
-        explanation.step("3. diary entry that local day", entries == 0 ? "none" : "\(entries) between \(Timestamps.format(day.lowerBound)) and \(Timestamps.format(day.upperBound))", entries == 0)
+        explanation.step(
+            "3. diary entry that local day",
+            entries == 0
+                ? "none"
+                : "\(entries) between \(Timestamps.format(day.lowerBound)) and \(Timestamps.format(day.upperBound))",
+            entries == 0)
         let log = try await store.logState(userID: userID, type: .diaryReminder, period: timing.period.description)
         let logValue = log.map { "\($0.status) by run \($0.runID) at \(Timestamps.format($0.claimedAt))" } ?? "none"
         let staleBefore = options.now - options.claimLeaseSeconds
-        let decision = ReminderDecision.decide(hasActiveDevice: !devices.isEmpty, wroteToday: entries > 0, log: log,
-                                               staleBefore: staleBefore)
+        let decision = ReminderDecision.decide(
+            hasActiveDevice: !devices.isEmpty, wroteToday: entries > 0, log: log,
+            staleBefore: staleBefore)
         let logOK: Bool
         switch decision {
         case .skip(.alreadyReminded), .skip(.claimInProgress), .skip(.unknownClaimState): logOK = false
@@ -114,24 +134,40 @@ extension DiaryReminderRunner {
         }
         explanation.step("4. notification log", logValue + (log != nil && logOK ? " (will be taken over)" : ""), logOK)
         if let log {
-            explanation.devices = ReminderExplanation.deviceStates(user.activeDevices, attempts: try await store.deliveryAttempts(logID: log.id))
+            explanation.devices = ReminderExplanation.deviceStates(
+                user.activeDevices, attempts: try await store.deliveryAttempts(logID: log.id))
             let window = "until \(Timestamps.format(timing.reminderAt + options.rule.catchUp))"
             let described = explanation.devices.map { device in
-                let last = device.lastOutcome.map { " (\($0), \(device.attempts) attempt\(device.attempts == 1 ? "" : "s"), run \(device.lastRun ?? "?") at \(device.lastAt ?? "?"))" } ?? ""
-                let state = device.state == "pending" ? "pending, sent again by the runs \(window)" : device.state.replacingOccurrences(of: "_", with: " ")
+                let last =
+                    device.lastOutcome.map {
+                        " (\($0), \(device.attempts) attempt\(device.attempts == 1 ? "" : "s"), run \(device.lastRun ?? "?") at \(device.lastAt ?? "?"))"
+                    } ?? ""
+                let state =
+                    device.state == "pending"
+                    ? "pending, sent again by the runs \(window)"
+                    : device.state.replacingOccurrences(of: "_", with: " ")
                 return "\(device.device): \(state)\(last)"
             }
-            explanation.step("4. devices of the claim", described.isEmpty ? "no active device" : described.joined(separator: "; "), nil)
+            explanation.step(
+                "4. devices of the claim", described.isEmpty ? "no active device" : described.joined(separator: "; "),
+                nil)
         }
         if let log, let index = log.messageIndex, let locale = log.locale,
-           let message = catalog.message(.diaryReminder, locale: locale, index: index) {
-            explanation.step("copy", "recorded in the claim: \(locale) #\(index): \"\(message.title)\" / \"\(message.body)\"", nil)
+            let message = catalog.message(.diaryReminder, locale: locale, index: index)
+        {
+            explanation.step(
+                "copy", "recorded in the claim: \(locale) #\(index): \"\(message.title)\" / \"\(message.body)\"", nil)
         } else {
-            let previous = try await store.previousMessageIndex(userID: userID, type: .diaryReminder,
-                                                                before: timing.period.description)
-            let choice = catalog.choose(.diaryReminder, locale: user.locale, userID: userID,
-                                        period: timing.period.description, previousIndex: previous)
-            explanation.step("copy", "locale \(user.locale) → \(choice.locale) #\(choice.index) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"", nil)
+            let previous = try await store.previousMessageIndex(
+                userID: userID, type: .diaryReminder,
+                before: timing.period.description)
+            let choice = catalog.choose(
+                .diaryReminder, locale: user.locale, userID: userID,
+                period: timing.period.description, previousIndex: previous)
+            explanation.step(
+                "copy",
+                "locale \(user.locale) → \(choice.locale) #\(choice.index) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"",
+                nil)
         }
 
         if !settings.diaryReminderEnabled { return finish(.disabled, "not reminded: diary reminders are off") }
@@ -139,17 +175,26 @@ extension DiaryReminderRunner {
         if !devices.isEmpty && unreachable.count == devices.count {
             return finish(.noConfiguredProvider, "not reminded: no device of a provider configured for this run")
         }
-        if timing.state != .due { return finish(.notDue, "not reminded: the reminder time has not come (\(timing.state.rawValue))") }
+        if timing.state != .due {
+            return finish(.notDue, "not reminded: the reminder time has not come (\(timing.state.rawValue))")
+        }
         switch decision {
-        case .skip(let reason): return finish(reason, "not reminded: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))")
+        case .skip(let reason):
+            return finish(reason, "not reminded: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))")
         case .claim: return finish(nil, "due: would be reminded now on \(devices.count - unreachable.count) device(s)")
         case .takeOver(let earlier):
             let open = explanation.devices.filter { $0.state == "pending" || $0.state == "not_sent" }.count
             let reached = explanation.devices.filter { $0.state == "delivered" }.count
             if earlier.status == .retry {
-                return finish(nil, "due: would send again to \(open) pending device(s) with the same collapse id (\(reached) already reached)")
+                return finish(
+                    nil,
+                    "due: would send again to \(open) pending device(s) with the same collapse id (\(reached) already reached)"
+                )
             }
-            return finish(nil, "due: would take over the earlier run's unfinished claim (\(open) device(s) not reached yet, \(reached) reached)")
+            return finish(
+                nil,
+                "due: would take over the earlier run's unfinished claim (\(open) device(s) not reached yet, \(reached) reached)"
+            )
         }
     }
 }
@@ -167,9 +212,10 @@ extension ReminderExplanation {
             } else {
                 state = "not_sent"
             }
-            return DeviceState(device: "\(device.provider)/\(device.platform) \(Redaction.maskToken(device.token))", state: state,
-                               lastOutcome: mine.last?.outcome.rawValue, attempts: mine.count, lastRun: mine.last?.runID,
-                               lastAt: mine.last.map { Timestamps.format($0.at) })
+            return DeviceState(
+                device: "\(device.provider)/\(device.platform) \(Redaction.maskToken(device.token))", state: state,
+                lastOutcome: mine.last?.outcome.rawValue, attempts: mine.count, lastRun: mine.last?.runID,
+                lastAt: mine.last.map { Timestamps.format($0.at) })
         }
     }
 

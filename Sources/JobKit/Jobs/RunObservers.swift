@@ -30,7 +30,8 @@ public struct RunObservers: Sendable {
     /// as the run does: with its summary, or its error (the summary's own failure included: 77, 69).
     public func observe<Summary: JobSummary>(
         job: String, now: Int64, logger: Logger,
-        metricsText: (_ summary: Summary?, _ exitCode: Int32, _ seconds: Double, _ previousLastSuccess: Double?) -> String,
+        metricsText: (_ summary: Summary?, _ exitCode: Int32, _ seconds: Double, _ previousLastSuccess: Double?) ->
+            String,
         _ body: () async throws(JobError) -> Summary?
     ) async throws(JobError) -> Summary? {
         await heartbeat?.ping(.start)
@@ -48,7 +49,9 @@ public struct RunObservers: Sendable {
         }
         let code = error?.exitCode ?? 0
         metrics?.writeLogging(metricsText(summary, code, seconds, previous), logger: logger)
-        let body = summary?.json ?? "{\"job\":\(JSONLine.quote(job)),\"error\":\(JSONLine.quote(error?.message ?? "")),\"exit_code\":\(code)}"
+        let body =
+            summary?.json
+            ?? "{\"job\":\(JSONLine.quote(job)),\"error\":\(JSONLine.quote(error?.message ?? "")),\"exit_code\":\(code)}"
         await heartbeat?.ping(code == 0 ? .success : .fail, body: body)
         if let error { throw error }
         return summary

@@ -100,9 +100,13 @@ public struct RunSummary: Sendable, Codable, Hashable {
         if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }
         parts.append("notifications=\(notifications)")
         if !outcomes.isEmpty {
-            parts.append("outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]")
+            parts.append(
+                "outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+                    + "]")
         }
-        parts.append("skipped[" + skipped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]")
+        parts.append(
+            "skipped[" + skipped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
+        )
         for trouble in troubles {
             parts.append("LEFT[\(trouble.provider) \(trouble.cause.rawValue)=\(trouble.devices)]")
         }

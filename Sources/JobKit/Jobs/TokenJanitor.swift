@@ -56,7 +56,8 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     public var json: String { JSONLine.encode(self) }
     public var text: String {
         "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) devices_purged=\(devicesPurged)"
-            + troubles.map { " PROBES_LEFT[\($0.provider) \($0.cause.rawValue)=\($0.devices)]" }.joined() + " run=\(runID) \(durationMs)ms"
+            + troubles.map { " PROBES_LEFT[\($0.provider) \($0.cause.rawValue)=\($0.devices)]" }.joined()
+            + " run=\(runID) \(durationMs)ms"
     }
 }
 
@@ -68,8 +69,10 @@ public struct TokenJanitor: Sendable {
     /// Gives the FCM validate-only sender for `--probe` (only called when probing; its owner shuts it down).
     public let makeProbeSender: @Sendable () async throws(JobError) -> any Sender
 
-    public init(store: any JanitorStore & ReminderStore, logger: Logger,
-                makeProbeSender: @escaping @Sendable () async throws(JobError) -> any Sender) {
+    public init(
+        store: any JanitorStore & ReminderStore, logger: Logger,
+        makeProbeSender: @escaping @Sendable () async throws(JobError) -> any Sender
+    ) {
         self.store = store
         self.logger = logger
         self.makeProbeSender = makeProbeSender
@@ -83,47 +86,68 @@ public struct TokenJanitor: Sendable {
 
         // FCM's own expiry first, so those devices carry the more precise reason.
         let fcmCutoff = options.now - Int64(options.fcmExpiryDays) * day
-        summary.fcmExpiredDeactivated = try await drain(options.dryRun,
-            count: { () async throws(JobError) in try await store.staleDeviceCount(seenBefore: fcmCutoff, provider: .fcm) },
+        summary.fcmExpiredDeactivated = try await drain(
+            options.dryRun,
+            count: { () async throws(JobError) in
+                try await store.staleDeviceCount(seenBefore: fcmCutoff, provider: .fcm)
+            },
             step: { () async throws(JobError) in
-                try await store.deactivateStaleDevices(seenBefore: fcmCutoff, provider: .fcm, reason: "fcm_expired",
-                                                       now: options.now, limit: batch)
+                try await store.deactivateStaleDevices(
+                    seenBefore: fcmCutoff, provider: .fcm, reason: "fcm_expired",
+                    now: options.now, limit: batch)
             })
         let staleCutoff = options.now - Int64(options.staleDays) * day
-        summary.staleDeactivated = try await drain(options.dryRun,
-            count: { () async throws(JobError) in try await store.staleDeviceCount(seenBefore: staleCutoff, provider: nil) },
+        summary.staleDeactivated = try await drain(
+            options.dryRun,
+            count: { () async throws(JobError) in
+                try await store.staleDeviceCount(seenBefore: staleCutoff, provider: nil)
+            },
             step: { () async throws(JobError) in
-                try await store.deactivateStaleDevices(seenBefore: staleCutoff, provider: nil, reason: "stale",
-                                                       now: options.now, limit: batch)
+                try await store.deactivateStaleDevices(
+                    seenBefore: staleCutoff, provider: nil, reason: "stale",
+                    now: options.now, limit: batch)
             })
         if options.probe { try await probe(options, summary: &summary) }
 
         let deliveryCutoff = options.now - Int64(options.deliveryRetentionDays) * day
-        summary.deliveriesDeleted = try await drain(options.dryRun,
+        summary.deliveriesDeleted = try await drain(
+            options.dryRun,
             count: { () async throws(JobError) in try await store.deliveryCount(before: deliveryCutoff) },
-            step: { () async throws(JobError) in try await store.deleteDeliveries(before: deliveryCutoff, limit: batch) })
+            step: { () async throws(JobError) in try await store.deleteDeliveries(before: deliveryCutoff, limit: batch)
+            })
         let logCutoff = options.now - Int64(options.logRetentionDays) * day
         let guards = PeriodGuards(now: options.now)
-        summary.logsDeleted = try await drain(options.dryRun,
+        summary.logsDeleted = try await drain(
+            options.dryRun,
             count: { () async throws(JobError) in try await store.expiredLogCount(before: logCutoff, guards: guards) },
-            step: { () async throws(JobError) in try await store.deleteExpiredLogs(before: logCutoff, guards: guards, limit: batch) })
+            step: { () async throws(JobError) in
+                try await store.deleteExpiredLogs(before: logCutoff, guards: guards, limit: batch)
+            })
         if options.purge {
             let purgeCutoff = options.now - Int64(options.purgeAfterDays) * day
-            summary.devicesPurged = try await drain(options.dryRun,
-                count: { () async throws(JobError) in try await store.inactiveDeviceCount(deactivatedBefore: purgeCutoff) },
-                step: { () async throws(JobError) in try await store.purgeInactiveDevices(deactivatedBefore: purgeCutoff, limit: batch) })
+            summary.devicesPurged = try await drain(
+                options.dryRun,
+                count: { () async throws(JobError) in
+                    try await store.inactiveDeviceCount(deactivatedBefore: purgeCutoff)
+                },
+                step: { () async throws(JobError) in
+                    try await store.purgeInactiveDevices(deactivatedBefore: purgeCutoff, limit: batch)
+                })
         }
         summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
         if !options.dryRun {
-            try await store.recordRun(id: options.runID, job: Self.jobName, runAt: options.now, durationMs: summary.durationMs,
-                                      outcome: "ok", summaryJSON: summary.json)
+            try await store.recordRun(
+                id: options.runID, job: Self.jobName, runAt: options.now, durationMs: summary.durationMs,
+                outcome: "ok", summaryJSON: summary.json)
         }
         return summary
     }
 
     /// Runs `step` until it changes nothing (or, dry, just counts).
-    private func drain(_ dryRun: Bool, count: () async throws(JobError) -> Int,
-                       step: () async throws(JobError) -> Int) async throws(JobError) -> Int {
+    private func drain(
+        _ dryRun: Bool, count: () async throws(JobError) -> Int,
+        step: () async throws(JobError) -> Int
+    ) async throws(JobError) -> Int {
         if dryRun { return try await count() }
         var total = 0
         while true {
@@ -139,9 +163,11 @@ public struct TokenJanitor: Sendable {
     private func probe(_ options: JanitorOptions, summary: inout JanitorSummary) async throws(JobError) {
         let day: Int64 = 86_400
         // A shard probes its own users' devices; the bulk steps are idempotent batches any shard may run.
-        let candidates = Array(try await store.probeCandidates(
-            seenBefore: options.now - Int64(options.probeAfterDays) * day,
-            notBefore: options.now - Int64(options.staleDays) * day, limit: options.probeMax * options.shard.count)
+        let candidates = Array(
+            try await store.probeCandidates(
+                seenBefore: options.now - Int64(options.probeAfterDays) * day,
+                notBefore: options.now - Int64(options.staleDays) * day, limit: options.probeMax * options.shard.count
+            )
             .filter { options.shard.contains(userID: $0.userID) }.prefix(options.probeMax))
         summary.probed = candidates.count
         guard !candidates.isEmpty, !options.dryRun else { return }
@@ -153,8 +179,9 @@ public struct TokenJanitor: Sendable {
             let started = ContinuousClock.now
             let slice = candidates[index..<min(index + perSecond, candidates.count)]
             let probes = slice.map { device in
-                OutgoingNotification(logID: nil, device: device, type: .diaryReminder, period: "probe", locale: "en",
-                                     messageIndex: 0, title: "probe", body: "validate only", expiresAt: options.now + day)
+                OutgoingNotification(
+                    logID: nil, device: device, type: .diaryReminder, period: "probe", locale: "en",
+                    messageIndex: 0, title: "probe", body: "validate only", expiresAt: options.now + day)
             }
             for (device, report) in zip(slice, await sender.send(Array(probes))) {
                 if report.outcome == .tokenDead { dead.append(device.id) }
@@ -166,7 +193,8 @@ public struct TokenJanitor: Sendable {
                 if rest > .zero { try? await Task.sleep(for: rest) }
             }
         }
-        summary.probeUnregistered = try await store.deactivate(deviceIDs: dead, reason: "UNREGISTERED", now: options.now)
+        summary.probeUnregistered = try await store.deactivate(
+            deviceIDs: dead, reason: "UNREGISTERED", now: options.now)
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
         ProviderTrouble.log(summary.troubles, logger: logger)

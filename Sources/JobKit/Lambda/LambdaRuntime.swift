@@ -31,7 +31,11 @@ public enum LambdaRuntime {
 
             // The X-Ray trace id: in every log line of this invocation, and in the environment as the platform's
             // own runtimes set it.
-            if let traceID = invocation.traceID { setenv("_X_AMZN_TRACE_ID", traceID, 1) } else { unsetenv("_X_AMZN_TRACE_ID") }
+            if let traceID = invocation.traceID {
+                setenv("_X_AMZN_TRACE_ID", traceID, 1)
+            } else {
+                unsetenv("_X_AMZN_TRACE_ID")
+            }
             let result: Result<Handler.Summary, JobError> = await LambdaTrace.$id.withValue(invocation.traceID) {
                 do throws(JobError) {
                     let event = try Handler.Event.decode(lambdaPayload: invocation.payload)
@@ -45,7 +49,9 @@ public enum LambdaRuntime {
                 // Done all it could, and left due work to a provider's trouble: an error for Lambda's metrics,
                 // alarms and destinations, with the summary in its message.
                 let failure = summary.failure!
-                log.error("invocation left due work undelivered", metadata: ["error_type": "\(failure.kind)", "error": "\(failure.message)"])
+                log.error(
+                    "invocation left due work undelivered",
+                    metadata: ["error_type": "\(failure.kind)", "error": "\(failure.message)"])
                 try await client.fail(invocation.requestID, LambdaErrorReport(failure, summary: summary.json))
             case .success(let summary):
                 log.info("\(summary.text)")

@@ -17,7 +17,8 @@ public enum LambdaSecrets {
     public static let portVariable = "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT"
 
     enum Source: Equatable {
-        case secretsManager(String), parameterStore(String)
+        case secretsManager(String)
+        case parameterStore(String)
 
         init(_ reference: String, variable: String) throws(JobError) {
             let parts = reference.split(separator: ":", maxSplits: 1).map(String.init)
@@ -32,11 +33,13 @@ public enum LambdaSecrets {
         /// The extension's path for this source.
         var path: String {
             func encoded(_ text: String) -> String {
-                text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
+                text.addingPercentEncoding(
+                    withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
             }
             switch self {
             case .secretsManager(let id): return "/secretsmanager/get?secretId=\(encoded(id))"
-            case .parameterStore(let name): return "/systemsmanager/parameters/get?name=\(encoded(name))&withDecryption=true"
+            case .parameterStore(let name):
+                return "/systemsmanager/parameters/get?name=\(encoded(name))&withDecryption=true"
             }
         }
 
@@ -51,26 +54,32 @@ public enum LambdaSecrets {
     /// The environment with every `…_SECRET` fetched into a file and its `…_FILE` set; unchanged when none is
     /// set. A secret that cannot be fetched fails init (69: the extension or the service is unreachable or
     /// refuses; 78: the setting is wrong), and no half-written file is left behind.
-    public static func resolve(_ environment: [String: String], directory: String? = nil,
-                               timeout: TimeAmount = .seconds(10)) async throws(JobError) -> [String: String] {
+    public static func resolve(
+        _ environment: [String: String], directory: String? = nil,
+        timeout: TimeAmount = .seconds(10)
+    ) async throws(JobError) -> [String: String] {
         let wanted = variables.compactMap { entry -> (String, ConfigKey, String)? in
             guard let value = environment[entry.secret], !value.isEmpty else { return nil }
             return (entry.secret, entry.file, value)
         }
         guard !wanted.isEmpty else { return environment }
         // Lambda's /tmp (TMPDIR when set), one directory per process.
-        let directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("diary-push-secrets-\(getpid())").path
+        let directory =
+            directory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("diary-push-secrets-\(getpid())").path
         var resolved = environment
         let portText = environment[portVariable].flatMap { $0.isEmpty ? nil : $0 } ?? "2773"
         guard let port = Int(portText), (1...65_535).contains(port) else {
             throw .config("\(portVariable): not a port: \(portText)")
         }
         guard let token = environment["AWS_SESSION_TOKEN"], !token.isEmpty else {
-            throw .config("AWS_SESSION_TOKEN is not set: the secrets extension needs it (PUSH_*_SECRET works inside Lambda only)")
+            throw .config(
+                "AWS_SESSION_TOKEN is not set: the secrets extension needs it (PUSH_*_SECRET works inside Lambda only)")
         }
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                    attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         } catch {
             throw .cantCreate("cannot create \(directory) for the fetched secrets")
         }
@@ -87,26 +96,41 @@ public enum LambdaSecrets {
         return resolved
     }
 
-    static func fetch(_ source: Source, port: Int, token: String, variable: String, timeout: TimeAmount) async throws(JobError) -> String {
+    static func fetch(_ source: Source, port: Int, token: String, variable: String, timeout: TimeAmount)
+        async throws(JobError) -> String
+    {
         let response: HTTP1Response
         do {
-            response = try await HTTP1OneShot.exchange(host: "127.0.0.1", port: port, method: .GET, path: source.path,
-                                                       headers: [("X-Aws-Parameters-Secrets-Token", token)], timeout: timeout)
+            response = try await HTTP1OneShot.exchange(
+                host: "127.0.0.1", port: port, method: .GET, path: source.path,
+                headers: [("X-Aws-Parameters-Secrets-Token", token)], timeout: timeout)
         } catch {
-            throw .unavailable("\(variable): the AWS Parameters and Secrets Lambda Extension is not reachable on port \(port) (is its layer added to the function?)")
+            throw .unavailable(
+                "\(variable): the AWS Parameters and Secrets Lambda Extension is not reachable on port \(port) (is its layer added to the function?)"
+            )
         }
         guard response.status == .ok else {
             // The extension passes on the service's refusal (403: the role may not read it; 404/400: no such name).
-            throw .unavailable("\(variable): the secrets extension answered \(response.status.code) for the \(source.name) (check its name and the function role's secretsmanager:GetSecretValue / ssm:GetParameter and kms:Decrypt)")
+            throw .unavailable(
+                "\(variable): the secrets extension answered \(response.status.code) for the \(source.name) (check its name and the function role's secretsmanager:GetSecretValue / ssm:GetParameter and kms:Decrypt)"
+            )
         }
-        struct SecretValue: Decodable { let SecretString: String?; let SecretBinary: String? }
-        struct ParameterValue: Decodable { struct Parameter: Decodable { let Value: String }; let Parameter: Parameter }
+        struct SecretValue: Decodable {
+            let SecretString: String?
+            let SecretBinary: String?
+        }
+        struct ParameterValue: Decodable {
+            struct Parameter: Decodable { let Value: String }
+            let Parameter: Parameter
+        }
         let body = Data(response.body)
         switch source {
         case .secretsManager:
             guard let value = try? JSONDecoder().decode(SecretValue.self, from: body) else { break }
             if let text = value.SecretString { return text }
-            if let binary = value.SecretBinary, let data = Data(base64Encoded: binary) { return String(decoding: data, as: UTF8.self) }
+            if let binary = value.SecretBinary, let data = Data(base64Encoded: binary) {
+                return String(decoding: data, as: UTF8.self)
+            }
         case .parameterStore:
             if let value = try? JSONDecoder().decode(ParameterValue.self, from: body) { return value.Parameter.Value }
         }
@@ -116,7 +140,10 @@ public enum LambdaSecrets {
     /// Writes `value` with mode 0600 through a temporary name, so a failure leaves no partial file.
     static func write(_ value: String, to path: String) throws(JobError) {
         let temporary = path + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(value.utf8), attributes: [.posixPermissions: 0o600]) else {
+        guard
+            FileManager.default.createFile(
+                atPath: temporary, contents: Data(value.utf8), attributes: [.posixPermissions: 0o600])
+        else {
             throw .cantCreate("cannot write a fetched secret to \(path)")
         }
         guard rename(temporary, path) == 0 else {

@@ -55,10 +55,13 @@ public final class RuntimeAPIClient: Sendable {
     }
 
     /// Connects to `host:port` (the value of `AWS_LAMBDA_RUNTIME_API`).
-    public static func connect(_ address: String,
-                               group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws(JobError) -> RuntimeAPIClient {
+    public static func connect(
+        _ address: String,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws(JobError) -> RuntimeAPIClient {
         guard let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]),
-              (1...65_535).contains(port), colon > address.startIndex else {
+            (1...65_535).contains(port), colon > address.startIndex
+        else {
             throw .config("AWS_LAMBDA_RUNTIME_API: not host:port: \(address)")
         }
         let host = String(address[..<colon]).trimmingCharacters(in: ["[", "]"])
@@ -86,16 +89,18 @@ public final class RuntimeAPIClient: Sendable {
             throw .unavailable("the Runtime API answered \(response.status.code) to invocation/next")
         }
         guard let requestID = response.headers.first(name: "Lambda-Runtime-Aws-Request-Id"), !requestID.isEmpty,
-              !requestID.contains("/") else {
+            !requestID.contains("/")
+        else {
             throw .unavailable("the Runtime API sent an invocation without a request id")
         }
         guard let deadline = response.headers.first(name: "Lambda-Runtime-Deadline-Ms").flatMap({ Int64($0) }) else {
             throw .unavailable("the Runtime API sent invocation \(requestID) without a deadline")
         }
-        return LambdaInvocation(requestID: requestID, deadlineMs: deadline,
-                                functionARN: response.headers.first(name: "Lambda-Runtime-Invoked-Function-Arn"),
-                                traceID: response.headers.first(name: "Lambda-Runtime-Trace-Id"),
-                                payload: response.body)
+        return LambdaInvocation(
+            requestID: requestID, deadlineMs: deadline,
+            functionARN: response.headers.first(name: "Lambda-Runtime-Invoked-Function-Arn"),
+            traceID: response.headers.first(name: "Lambda-Runtime-Trace-Id"),
+            payload: response.body)
     }
 
     /// Posts the invocation's result.
@@ -105,7 +110,8 @@ public final class RuntimeAPIClient: Sendable {
 
     /// Reports a failed invocation.
     public func fail(_ requestID: String, _ report: LambdaErrorReport) async throws(JobError) {
-        try await expectAccepted(.POST, "\(Self.prefix)/invocation/\(requestID)/error", body: report.body, errorType: report.type)
+        try await expectAccepted(
+            .POST, "\(Self.prefix)/invocation/\(requestID)/error", body: report.body, errorType: report.type)
     }
 
     /// Reports a failed initialisation; the runtime exits afterwards.
@@ -117,7 +123,9 @@ public final class RuntimeAPIClient: Sendable {
         try? await channel.close()
     }
 
-    private func expectAccepted(_ method: HTTPMethod, _ path: String, body: String, errorType: String?) async throws(JobError) {
+    private func expectAccepted(_ method: HTTPMethod, _ path: String, body: String, errorType: String?)
+        async throws(JobError)
+    {
         let response = try await exchange(method, path, body: body, errorType: errorType)
         guard response.status == .accepted else {
             // 400/403/413: our request was wrong; 500: the environment is broken and the runtime must exit.
@@ -125,8 +133,10 @@ public final class RuntimeAPIClient: Sendable {
         }
     }
 
-    private func exchange(_ method: HTTPMethod, _ path: String, body: String?,
-                          errorType: String? = nil) async throws(JobError) -> HTTP1Response {
+    private func exchange(
+        _ method: HTTPMethod, _ path: String, body: String?,
+        errorType: String? = nil
+    ) async throws(JobError) -> HTTP1Response {
         var head = HTTPRequestHead(version: .http1_1, method: method, uri: path)
         head.headers.add(name: "Host", value: host)
         head.headers.add(name: "User-Agent", value: "diary-push")

@@ -9,7 +9,10 @@ public struct ContentLimitEvent: Sendable, Hashable, Codable {
     public let limit: Int?
     public let period: LimitPeriod
 
-    enum CodingKeys: String, CodingKey { case userID = "user_id", used, limit, period }
+    enum CodingKeys: String, CodingKey {
+        case userID = "user_id"
+        case used, limit, period
+    }
 
     public init(userID: String, used: Int, limit: Int?, period: LimitPeriod = .monthly) throws(JobError) {
         guard !userID.isEmpty else { throw .dataError("user_id is empty") }
@@ -24,12 +27,14 @@ public struct ContentLimitEvent: Sendable, Hashable, Codable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let period = try container.decodeIfPresent(String.self, forKey: .period) ?? "monthly"
         guard let kind = LimitPeriod(rawValue: period) else {
-            throw DecodingError.dataCorruptedError(forKey: .period, in: container, debugDescription: "period must be monthly or annual")
+            throw DecodingError.dataCorruptedError(
+                forKey: .period, in: container, debugDescription: "period must be monthly or annual")
         }
         do {
-            try self.init(userID: try container.decode(String.self, forKey: .userID),
-                          used: try container.decode(Int.self, forKey: .used),
-                          limit: try container.decodeIfPresent(Int.self, forKey: .limit), period: kind)
+            try self.init(
+                userID: try container.decode(String.self, forKey: .userID),
+                used: try container.decode(Int.self, forKey: .used),
+                limit: try container.decodeIfPresent(Int.self, forKey: .limit), period: kind)
         } catch let error as JobError {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: error.message))
         }
@@ -44,7 +49,9 @@ public struct ContentLimitEvent: Sendable, Hashable, Codable {
         } catch let DecodingError.keyNotFound(key, _) {
             throw .dataError("event: missing \(key.stringValue)")
         } catch let DecodingError.typeMismatch(_, context) {
-            throw .dataError("event: wrong type for \(context.codingPath.map(\.stringValue).joined(separator: ".")) (user_id is a string; used and limit are whole numbers)")
+            throw .dataError(
+                "event: wrong type for \(context.codingPath.map(\.stringValue).joined(separator: ".")) (user_id is a string; used and limit are whole numbers)"
+            )
         } catch let DecodingError.dataCorrupted(context) {
             throw .dataError("event: \(context.debugDescription)")
         } catch {
@@ -77,7 +84,8 @@ public enum ContentLimitRule {
         guard start != end else { return nil }
         let wall = zone.wall(at: now)
         let minute = wall.secondOfDay / 60
-        let inside = start < end
+        let inside =
+            start < end
             ? minute >= start.minuteOfDay && minute < end.minuteOfDay
             : minute >= start.minuteOfDay || minute < end.minuteOfDay
         guard inside else { return nil }
@@ -90,4 +98,3 @@ public enum ContentLimitRule {
         ["used": String(used), "limit": String(limit), "percent": String(QuotaLevel.percent(used: used, limit: limit))]
     }
 }
-

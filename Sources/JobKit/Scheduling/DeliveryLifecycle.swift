@@ -63,14 +63,17 @@ public enum DeliveryLifecycle {
     }
 
     /// A 90 % warning never reaches a device after the same period's 100 % warning.
-    public static func warningOrder(_ type: NotificationType, period: String, logs: [LimitLogKey: LogState],
-                                    staleBefore: Int64) -> WarningOrder {
+    public static func warningOrder(
+        _ type: NotificationType, period: String, logs: [LimitLogKey: LogState],
+        staleBefore: Int64
+    ) -> WarningOrder {
         switch type {
         case .contentLimit90:
             return logs[LimitLogKey(type: .contentLimit100, period: period)] == nil ? .send : .overtaken
         case .contentLimit100:
             guard let lower = logs[LimitLogKey(type: .contentLimit90, period: period)], lower.status == .claimed,
-                  lower.claimedAt > staleBefore else { return .send }
+                lower.claimedAt > staleBefore
+            else { return .send }
             return .waitForLowerWarning
         default:
             return .send
@@ -111,13 +114,17 @@ extension DeliveryLifecycle {
     /// ``canTakeOver(_:staleBefore:)``.
     public static func takeOverSQL(_ dialect: SQLDialect, staleBefore: Int64, table: String? = nil) -> String {
         let c = table.map { "\($0)." } ?? ""
-        return "(\(c)status = '\(ClaimStatus.retry)' OR (\(c)status = '\(ClaimStatus.claimed)' AND \(c)claimed_at <= \(dialect.instant(staleBefore))))"
+        return
+            "(\(c)status = '\(ClaimStatus.retry)' OR (\(c)status = '\(ClaimStatus.claimed)' AND \(c)claimed_at <= \(dialect.instant(staleBefore))))"
     }
 
     /// ``canClaimWarning(_:deliverAfter:now:staleBefore:)``.
-    public static func claimableWarningSQL(_ dialect: SQLDialect, now: Int64, staleBefore: Int64, table: String? = nil) -> String {
+    public static func claimableWarningSQL(_ dialect: SQLDialect, now: Int64, staleBefore: Int64, table: String? = nil)
+        -> String
+    {
         let c = table.map { "\($0)." } ?? ""
-        return "((\(c)status = '\(ClaimStatus.deferred)' AND \(c)deliver_after <= \(dialect.instant(now))) OR \(takeOverSQL(dialect, staleBefore: staleBefore, table: table)))"
+        return
+            "((\(c)status = '\(ClaimStatus.deferred)' AND \(c)deliver_after <= \(dialect.instant(now))) OR \(takeOverSQL(dialect, staleBefore: staleBefore, table: table)))"
     }
 
     /// ``canSupersede(_:)``.

@@ -16,17 +16,22 @@ public struct DueRule: Sendable, Hashable {
     public static let earlyMinutesRange = 0...14
     public static let catchUpMinutesRange = 1...720
 
-    public static let `default` = DueRule(uncheckedEarlyMinutes: defaultEarlyMinutes,
-                                          catchUpMinutes: defaultCatchUpMinutes)
+    public static let `default` = DueRule(
+        uncheckedEarlyMinutes: defaultEarlyMinutes,
+        catchUpMinutes: defaultCatchUpMinutes)
 
     /// Fails with a ``JobError/usage(_:)`` error when a value is outside its range: early must stay below
     /// one 15-minute cron period, and early + catch-up below a day.
     public init(earlyMinutes: Int, catchUpMinutes: Int) throws(JobError) {
         guard Self.earlyMinutesRange.contains(earlyMinutes) else {
-            throw .usage("early minutes must be within \(Self.earlyMinutesRange.lowerBound)…\(Self.earlyMinutesRange.upperBound), got \(earlyMinutes)")
+            throw .usage(
+                "early minutes must be within \(Self.earlyMinutesRange.lowerBound)…\(Self.earlyMinutesRange.upperBound), got \(earlyMinutes)"
+            )
         }
         guard Self.catchUpMinutesRange.contains(catchUpMinutes) else {
-            throw .usage("catch-up minutes must be within \(Self.catchUpMinutesRange.lowerBound)…\(Self.catchUpMinutesRange.upperBound), got \(catchUpMinutes)")
+            throw .usage(
+                "catch-up minutes must be within \(Self.catchUpMinutesRange.lowerBound)…\(Self.catchUpMinutesRange.upperBound), got \(catchUpMinutes)"
+            )
         }
         self.init(uncheckedEarlyMinutes: earlyMinutes, catchUpMinutes: catchUpMinutes)
     }
@@ -63,14 +68,15 @@ public struct DueRule: Sendable, Hashable {
     /// belongs to, as ranges of minutes of the day. The store selects with these ranges, so a run reads
     /// only users whose time has come; the result agrees exactly with ``timing(now:reminder:in:)``.
     public func dueSlots(now: Int64, in clock: ZoneClock) -> [DueSlot] {
-        let start = now - catchUp          // exclusive
-        let end = now + early              // inclusive
-        let margin: Int64 = 3 * 3600       // larger than any daylight-saving shift
+        let start = now - catchUp  // exclusive
+        let end = now + early  // inclusive
+        let margin: Int64 = 3 * 3600  // larger than any daylight-saving shift
         let offset = clock.offset(at: start)
         var minutes: [(date: LocalDate, minute: Int)] = []
         if clock.offset(at: end) == offset,
-           clock.offset(at: start - margin) == offset,
-           clock.offset(at: end + margin) == offset {
+            clock.offset(at: start - margin) == offset,
+            clock.offset(at: end + margin) == offset
+        {
             // No transition anywhere near: wall time is now + offset, and every wall minute maps to
             // exactly one instant.
             var wallMinute = Self.floorDiv(start + offset, 60) + 1
@@ -82,10 +88,12 @@ public struct DueRule: Sendable, Hashable {
             }
         } else {
             // Near a transition: try every wall minute that could map into the window, exactly.
-            let lowOffset = min(offset, clock.offset(at: start - margin), clock.offset(at: end + margin),
-                                clock.offset(at: end))
-            let highOffset = max(offset, clock.offset(at: start - margin), clock.offset(at: end + margin),
-                                 clock.offset(at: end))
+            let lowOffset = min(
+                offset, clock.offset(at: start - margin), clock.offset(at: end + margin),
+                clock.offset(at: end))
+            let highOffset = max(
+                offset, clock.offset(at: start - margin), clock.offset(at: end + margin),
+                clock.offset(at: end))
             var wallMinute = Self.floorDiv(start + lowOffset, 60)
             let lastWallMinute = Self.floorDiv(end + highOffset, 60) + 1
             while wallMinute <= lastWallMinute {

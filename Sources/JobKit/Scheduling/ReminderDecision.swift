@@ -32,7 +32,9 @@ public enum ReminderDecision: Sendable, Hashable {
     /// Rules 1, 3 and 4 of the due rule, in that order, plus the claim lease.
     /// - Parameters:
     ///   - staleBefore: a `claimed` row claimed at or before this instant belongs to a run that died.
-    public static func decide(hasActiveDevice: Bool, wroteToday: Bool, log: LogState?, staleBefore: Int64) -> ReminderDecision {
+    public static func decide(hasActiveDevice: Bool, wroteToday: Bool, log: LogState?, staleBefore: Int64)
+        -> ReminderDecision
+    {
         guard hasActiveDevice else { return .skip(.noActiveDevice) }
         guard !wroteToday else { return .skip(.wroteToday) }
         guard let log else { return .claim }

@@ -21,7 +21,8 @@ public struct Shard: Sendable, Hashable, CustomStringConvertible {
     public static func parse(_ text: String, source: String = "--shard") throws(JobError) -> Shard {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), (1...1024).contains(count),
-              (1...count).contains(index) else {
+            (1...count).contains(index)
+        else {
             let message = "\(source): expected K/N with 1 ≤ K ≤ N ≤ 1024 (e.g. 2/4), got \(text)"
             throw source.hasPrefix("--") ? .usage(message) : .config(message)
         }

@@ -65,7 +65,9 @@ public struct Seeder: Sendable {
 
     public init() {}
 
-    public func seed(_ options: SeedOptions, into sink: any SeedSink, batchSize: Int = 5_000) async throws(JobError) -> SeedReport {
+    public func seed(_ options: SeedOptions, into sink: any SeedSink, batchSize: Int = 5_000) async throws(JobError)
+        -> SeedReport
+    {
         guard options.users >= 0 else { throw .usage("the number of users must not be negative") }
         guard options.dueCount >= 0, options.dueCount <= options.users else {
             throw .usage("the due count must be between 0 and the number of users (\(options.users))")
@@ -92,10 +94,11 @@ public struct Seeder: Sendable {
             let id = options.idPrefix + LocalDate.pad(number, width)
             let isDue = options.dueCount > 0 && Double(number) >= nextDue && report.due < options.dueCount
             if isDue { nextDue += dueStride }
-            var profile = UserProfile(id: id, timezone: clock.identifier, locale: Self.zones[zoneIndex].2,
-                                      plan: random.next() % 5 == 0 ? "pro" : "free",
-                                      diaryReminderEnabled: isDue || random.next() % 10 != 0,
-                                      reminderTime: Self.reminderTime(&random).description)
+            var profile = UserProfile(
+                id: id, timezone: clock.identifier, locale: Self.zones[zoneIndex].2,
+                plan: random.next() % 5 == 0 ? "pro" : "free",
+                diaryReminderEnabled: isDue || random.next() % 10 != 0,
+                reminderTime: Self.reminderTime(&random).description)
             var entries: [Int64] = []
             if let dueAt = options.dueAt {
                 if isDue {
@@ -104,7 +107,9 @@ public struct Seeder: Sendable {
                     report.due += 1
                 } else if options.dueCount > 0 {
                     // Keep everyone else out of the due set at that instant.
-                    while DueRule.default.timing(now: dueAt, reminder: LocalTime(profile.reminderTime)!, in: clock).state == .due {
+                    while DueRule.default.timing(now: dueAt, reminder: LocalTime(profile.reminderTime)!, in: clock)
+                        .state == .due
+                    {
                         profile.reminderTime = Self.reminderTime(&random).description
                     }
                 }
@@ -153,13 +158,16 @@ public struct Seeder: Sendable {
         do {
             if roll < 50 {
                 let token = String((0..<64).map { _ in hex[Int(random.next() % 16)] })
-                return try DeviceRegistration(userID: userID, token: token, provider: .apns, platform: "ios",
-                                              apnsEnvironment: "production", appVersion: "3.2.0")
+                return try DeviceRegistration(
+                    userID: userID, token: token, provider: .apns, platform: "ios",
+                    apnsEnvironment: "production", appVersion: "3.2.0")
             }
-            let token = String((0..<22).map { _ in base64url[Int(random.next() % 64)] }) + ":APA91b" +
-                String((0..<134).map { _ in base64url[Int(random.next() % 64)] })
-            return try DeviceRegistration(userID: userID, token: token, provider: .fcm,
-                                          platform: roll < 55 ? "ios" : "android", appVersion: "3.2.0")
+            let token =
+                String((0..<22).map { _ in base64url[Int(random.next() % 64)] }) + ":APA91b"
+                + String((0..<134).map { _ in base64url[Int(random.next() % 64)] })
+            return try DeviceRegistration(
+                userID: userID, token: token, provider: .fcm,
+                platform: roll < 55 ? "ios" : "android", appVersion: "3.2.0")
         } catch {
             preconditionFailure("generated an invalid device: \(error)")
         }

@@ -14,8 +14,10 @@ public struct LimitSnapshot: Sendable, Hashable {
     /// Quota-warning log rows of recent periods, by type and period key.
     public let logs: [LimitLogKey: LogState]
 
-    public init(userID: String, timezone: String, locale: String, plan: String, warningsEnabled: Bool,
-                quietHoursStart: String?, quietHoursEnd: String?, hasActiveDevice: Bool, logs: [LimitLogKey: LogState]) {
+    public init(
+        userID: String, timezone: String, locale: String, plan: String, warningsEnabled: Bool,
+        quietHoursStart: String?, quietHoursEnd: String?, hasActiveDevice: Bool, logs: [LimitLogKey: LogState]
+    ) {
         self.userID = userID
         self.timezone = timezone
         self.locale = locale
@@ -59,7 +61,9 @@ public struct LimitClaim: Sendable, Hashable {
     public let deferred: Bool
     public let takenOver: Bool
 
-    public init(logID: Int64, messageIndex: Int, locale: String, params: [String: String], deferred: Bool, takenOver: Bool) {
+    public init(
+        logID: Int64, messageIndex: Int, locale: String, params: [String: String], deferred: Bool, takenOver: Bool
+    ) {
         self.logID = logID
         self.messageIndex = messageIndex
         self.locale = locale
@@ -80,7 +84,10 @@ public struct PendingWarning: Sendable, Hashable {
     public let params: [String: String]
     public let timezone: String
 
-    public init(logID: Int64, userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String, params: [String: String], timezone: String) {
+    public init(
+        logID: Int64, userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String,
+        params: [String: String], timezone: String
+    ) {
         self.logID = logID
         self.userID = userID
         self.type = type
@@ -99,12 +106,14 @@ public protocol ContentLimitStore: Sendable {
     /// Atomically claims (or defers) a warning. For 100 %, the period's 90 % warning is marked superseded
     /// (inserted as such, or changed from deferred or retry) so it never arrives afterwards. A 90 % warning
     /// is not claimed once the 100 % one exists. Returns `nil` when another invocation has it.
-    func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> LimitClaim?
+    func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64)
+        async throws(JobError) -> LimitClaim?
     /// Warnings to deliver now: deferred ones whose quiet hours ended, `retry` ones and claims of hooks that
     /// died (older than `staleBefore`), from the last day.
     func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning]
     /// Claims pending warnings for this run; returns the ids won.
-    func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> Set<Int64>
+    func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
+        -> Set<Int64>
     /// The devices each of these claims already reached (a `delivered` attempt), by log id; claims that
     /// reached none are absent. A claim taken over is sent only to the others.
     func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>]
@@ -113,10 +122,13 @@ public protocol ContentLimitStore: Sendable {
 /// The stored form of a warning's numbers: a JSON object of strings.
 public enum LimitParams {
     public static func encode(_ params: [String: String]) -> String {
-        String(decoding: (try? JSONSerialization.data(withJSONObject: params, options: [.sortedKeys])) ?? Data("{}".utf8), as: UTF8.self)
+        String(
+            decoding: (try? JSONSerialization.data(withJSONObject: params, options: [.sortedKeys])) ?? Data("{}".utf8),
+            as: UTF8.self)
     }
     public static func decode(_ text: String?) -> [String: String] {
-        guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String] else { return [:] }
+        guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String]
+        else { return [:] }
         return object
     }
 }
@@ -126,10 +138,13 @@ extension LimitSnapshot {
     /// (what both stores aggregate in their one read).
     public static func parseLogs(json: String?) -> [LimitLogKey: LogState] {
         var logs: [LimitLogKey: LogState] = [:]
-        for item in (try? JSONSerialization.jsonObject(with: Data((json ?? "[]").utf8)) as? [[Any]]) ?? [] where item.count == 8 {
-            guard let id = (item[0] as? NSNumber)?.int64Value, let type = item[1] as? String, let period = item[2] as? String,
-                  let status = item[3] as? String, let claimedAt = (item[4] as? NSNumber)?.int64Value,
-                  let runID = item[7] as? String else { continue }
+        for item in (try? JSONSerialization.jsonObject(with: Data((json ?? "[]").utf8)) as? [[Any]]) ?? []
+        where item.count == 8 {
+            guard let id = (item[0] as? NSNumber)?.int64Value, let type = item[1] as? String,
+                let period = item[2] as? String,
+                let status = item[3] as? String, let claimedAt = (item[4] as? NSNumber)?.int64Value,
+                let runID = item[7] as? String
+            else { continue }
             logs[LimitLogKey(type: NotificationType(rawValue: type), period: period)] = LogState(
                 id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt,
                 messageIndex: (item[5] as? NSNumber)?.intValue, locale: item[6] as? String, runID: runID)

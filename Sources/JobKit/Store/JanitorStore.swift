@@ -4,7 +4,8 @@ public protocol JanitorStore: Sendable {
     /// Active devices (of `provider`, or all) not seen since `seenBefore`.
     func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int
     /// Deactivates up to `limit` of them with `reason`; returns how many.
-    func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int) async throws(JobError) -> Int
+    func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int)
+        async throws(JobError) -> Int
     /// Active FCM devices not seen since `seenBefore` (but seen since `notBefore`), oldest first, for probing.
     func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device]
     /// Deactivates these devices (a provider said their tokens are dead).

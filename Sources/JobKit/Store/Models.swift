@@ -22,7 +22,9 @@ public struct Device: Sendable, Hashable {
     /// `production` or `sandbox` for APNs devices.
     public let apnsEnvironment: String?
 
-    public init(id: Int64, userID: String, token: String, provider: Provider, platform: String, apnsEnvironment: String?) {
+    public init(
+        id: Int64, userID: String, token: String, provider: Provider, platform: String, apnsEnvironment: String?
+    ) {
         self.id = id
         self.userID = userID
         self.token = token
@@ -110,8 +112,10 @@ public struct ReminderCandidate: Sendable, Hashable {
     /// The message index of the user's latest earlier reminder.
     public let previousMessageIndex: Int?
 
-    public init(query: Int, userID: String, locale: String, hasActiveDevice: Bool, wroteToday: Bool, log: LogState?,
-                previousMessageIndex: Int?) {
+    public init(
+        query: Int, userID: String, locale: String, hasActiveDevice: Bool, wroteToday: Bool, log: LogState?,
+        previousMessageIndex: Int?
+    ) {
         self.query = query
         self.userID = userID
         self.locale = locale
@@ -186,8 +190,10 @@ public struct Claim: Sendable, Hashable {
     /// Devices that already received this notification under an earlier run of the same claim.
     public let deliveredDeviceIDs: Set<Int64>
 
-    public init(logID: Int64, userID: String, period: String, messageIndex: Int, locale: String, takenOver: Bool,
-                deliveredDeviceIDs: Set<Int64>) {
+    public init(
+        logID: Int64, userID: String, period: String, messageIndex: Int, locale: String, takenOver: Bool,
+        deliveredDeviceIDs: Set<Int64>
+    ) {
         self.logID = logID
         self.userID = userID
         self.period = period
@@ -238,15 +244,17 @@ public struct UserSnapshot: Sendable, Hashable {
         public let diaryReminderEnabled: Bool
         public let reminderTime: String
         public let contentLimitWarningsEnabled: Bool
-    
+
         public init(diaryReminderEnabled: Bool, reminderTime: String, contentLimitWarningsEnabled: Bool) {
             self.diaryReminderEnabled = diaryReminderEnabled
             self.reminderTime = reminderTime
             self.contentLimitWarningsEnabled = contentLimitWarningsEnabled
         }
-}
+    }
 
-    public init(userID: String, timezone: String, locale: String, plan: String, settings: Settings?, activeDevices: [Device]) {
+    public init(
+        userID: String, timezone: String, locale: String, plan: String, settings: Settings?, activeDevices: [Device]
+    ) {
         self.userID = userID
         self.timezone = timezone
         self.locale = locale
@@ -266,11 +274,15 @@ public struct DeviceRegistration: Sendable, Hashable {
     public let appVersion: String?
 
     /// Validates the combination; a bad one is a ``JobError/dataError(_:)``.
-    public init(userID: String, token: String, provider: Provider, platform: String,
-                apnsEnvironment: String? = nil, appVersion: String? = nil) throws(JobError) {
+    public init(
+        userID: String, token: String, provider: Provider, platform: String,
+        apnsEnvironment: String? = nil, appVersion: String? = nil
+    ) throws(JobError) {
         guard !userID.isEmpty else { throw .dataError("device registration: the user id is empty") }
         let token = token.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard ["ios", "android"].contains(platform) else { throw .dataError("device registration: platform must be ios or android, got \(platform)") }
+        guard ["ios", "android"].contains(platform) else {
+            throw .dataError("device registration: platform must be ios or android, got \(platform)")
+        }
         if provider == .apns {
             guard platform == "ios" else { throw .dataError("device registration: APNs devices are iOS devices") }
         }
@@ -295,11 +307,15 @@ public struct DeviceRegistration: Sendable, Hashable {
 /// What a registration did.
 public struct RegistrationResult: Sendable, Hashable {
     public enum Change: String, Sendable, Hashable {
-        case created, refreshed, reactivated, movedFromAnotherUser = "moved"
+        case created, refreshed, reactivated
+        case movedFromAnotherUser = "moved"
 
         /// What registering the token for `userID` did, given the token's row before (owner, active), if any.
         public init(previous: (owner: String, active: Bool)?, userID: String) {
-            guard let previous else { self = .created; return }
+            guard let previous else {
+                self = .created
+                return
+            }
             self = previous.owner != userID ? .movedFromAnotherUser : (previous.active ? .refreshed : .reactivated)
         }
     }

@@ -23,8 +23,9 @@ struct RawStatement {
         // A reset reports the previous step's error, already thrown by `step`.
         sqlite3_reset(handle)
         guard Int(sqlite3_bind_parameter_count(handle)) == values.count else {
-            throw DatabaseError(resultCode: .SQLITE_MISUSE,
-                                message: "wrong number of statement arguments: \(values.count)", sql: statement.sql)
+            throw DatabaseError(
+                resultCode: .SQLITE_MISUSE,
+                message: "wrong number of statement arguments: \(values.count)", sql: statement.sql)
         }
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
@@ -38,14 +39,18 @@ struct RawStatement {
                 code = sqlite3_bind_double(handle, index, number)
             case .string(var text):
                 code = text.withUTF8 { bytes in
-                    guard let start = bytes.baseAddress else { return sqlite3_bind_text(handle, index, "", 0, Self.transient) }
+                    guard let start = bytes.baseAddress else {
+                        return sqlite3_bind_text(handle, index, "", 0, Self.transient)
+                    }
                     return start.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
                         sqlite3_bind_text(handle, index, $0, Int32(bytes.count), Self.transient)
                     }
                 }
             case .blob(let data):
                 code = data.withUnsafeBytes { bytes in
-                    sqlite3_bind_blob(handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count), Self.transient)
+                    sqlite3_bind_blob(
+                        handle, index, bytes.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(bytes.count),
+                        Self.transient)
                 }
             }
             guard code == SQLITE_OK else { throw error(code) }
@@ -65,8 +70,9 @@ struct RawStatement {
     }
 
     private func error(_ code: Int32) -> DatabaseError {
-        DatabaseError(resultCode: ResultCode(rawValue: code),
-                      message: String(cString: sqlite3_errmsg(sqlite3_db_handle(handle))), sql: statement.sql)
+        DatabaseError(
+            resultCode: ResultCode(rawValue: code),
+            message: String(cString: sqlite3_errmsg(sqlite3_db_handle(handle))), sql: statement.sql)
     }
 
     /// SQLite copies the bytes before the bind call returns.

@@ -4,96 +4,126 @@ import GRDB
 extension SQLiteStore: ContentLimitStore {
     public func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot? {
         try await read("reading a user's quota state") { db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: """
-                SELECT u.id, u.timezone, u.locale, u.plan,
-                       coalesce(s.content_limit_warnings_enabled, 1), s.quiet_hours_start, s.quiet_hours_end,
-                       EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = u.id AND d.is_active = 1),
-                       (SELECT json_group_array(json_array(l.id, l.notification_type, l.period_key, l.status, l.claimed_at,
-                                                           l.message_index, l.locale, l.run_id))
-                        FROM notification_logs l
-                        WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
-                          AND l.period_key >= ?)
-                FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
-                WHERE u.id = ?
-                """), arguments: [periodsFrom, userID]) else { return nil }
+            guard
+                let row = try Row.fetchOne(
+                    db.cachedStatement(
+                        sql: """
+                            SELECT u.id, u.timezone, u.locale, u.plan,
+                                   coalesce(s.content_limit_warnings_enabled, 1), s.quiet_hours_start, s.quiet_hours_end,
+                                   EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = u.id AND d.is_active = 1),
+                                   (SELECT json_group_array(json_array(l.id, l.notification_type, l.period_key, l.status, l.claimed_at,
+                                                                       l.message_index, l.locale, l.run_id))
+                                    FROM notification_logs l
+                                    WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
+                                      AND l.period_key >= ?)
+                            FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
+                            WHERE u.id = ?
+                            """), arguments: [periodsFrom, userID])
+            else { return nil }
             let logs = LimitSnapshot.parseLogs(json: row[8])
-            return LimitSnapshot(userID: row[0], timezone: row[1], locale: row[2], plan: row[3], warningsEnabled: row[4],
-                                 quietHoursStart: row[5], quietHoursEnd: row[6], hasActiveDevice: row[7], logs: logs)
+            return LimitSnapshot(
+                userID: row[0], timezone: row[1], locale: row[2], plan: row[3], warningsEnabled: row[4],
+                quietHoursStart: row[5], quietHoursEnd: row[6], hasActiveDevice: row[7], logs: logs)
         }
     }
 
-    public func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> LimitClaim? {
+    public func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64)
+        async throws(JobError) -> LimitClaim?
+    {
         try await write("claiming a quota warning") { db in
             if request.type == .contentLimit100 {
-                try db.execute(sql: """
-                    INSERT INTO notification_logs
-                        (user_id, notification_type, period_key, status, run_id, claimed_at, finished_at, updated_at, detail)
-                    VALUES (?, 'content_limit_90', ?, 'superseded', ?, ?, ?, ?, 'usage reached 100 % first')
-                    ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
-                        status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
-                    WHERE \(DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
-                    """, arguments: [request.userID, request.period, runID, now, now, now])
-            } else if try Bool.fetchOne(db, sql: """
-                SELECT 1 FROM notification_logs WHERE user_id = ? AND notification_type = 'content_limit_100' AND period_key = ?
-                """, arguments: [request.userID, request.period]) != nil {
+                try db.execute(
+                    sql: """
+                        INSERT INTO notification_logs
+                            (user_id, notification_type, period_key, status, run_id, claimed_at, finished_at, updated_at, detail)
+                        VALUES (?, 'content_limit_90', ?, 'superseded', ?, ?, ?, ?, 'usage reached 100 % first')
+                        ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
+                            status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
+                        WHERE \(DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
+                        """, arguments: [request.userID, request.period, runID, now, now, now])
+            } else if try Bool.fetchOne(
+                db,
+                sql: """
+                    SELECT 1 FROM notification_logs WHERE user_id = ? AND notification_type = 'content_limit_100' AND period_key = ?
+                    """, arguments: [request.userID, request.period]) != nil
+            {
                 return nil
             }
             let params = LimitParams.encode(request.params)
-            if let id = try Int64.fetchOne(db, sql: """
-                INSERT INTO notification_logs
-                    (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at,
-                     updated_at, deliver_after, params)
-                VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
-                ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
-                RETURNING id
-                """, arguments: [request.userID, request.type.rawValue, request.period,
-                                 request.deliverAfter == nil ? "claimed" : "deferred", request.messageIndex, request.locale,
-                                 runID, now, now, request.deliverAfter, params]) {
-                return LimitClaim(logID: id, messageIndex: request.messageIndex, locale: request.locale,
-                                  params: request.params, deferred: request.deliverAfter != nil, takenOver: false)
+            if let id = try Int64.fetchOne(
+                db,
+                sql: """
+                    INSERT INTO notification_logs
+                        (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at,
+                         updated_at, deliver_after, params)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+                    ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
+                    RETURNING id
+                    """,
+                arguments: [
+                    request.userID, request.type.rawValue, request.period,
+                    request.deliverAfter == nil ? "claimed" : "deferred", request.messageIndex, request.locale,
+                    runID, now, now, request.deliverAfter, params,
+                ])
+            {
+                return LimitClaim(
+                    logID: id, messageIndex: request.messageIndex, locale: request.locale,
+                    params: request.params, deferred: request.deliverAfter != nil, takenOver: false)
             }
-            guard request.deliverAfter == nil, let row = try Row.fetchOne(db, sql: """
-                UPDATE notification_logs
-                SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
-                WHERE user_id = ? AND notification_type = ? AND period_key = ?
-                  AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
-                RETURNING id, message_index, locale, params
-                """, arguments: [runID, now, now, request.userID, request.type.rawValue, request.period]) else {
+            guard request.deliverAfter == nil,
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        UPDATE notification_logs
+                        SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
+                        WHERE user_id = ? AND notification_type = ? AND period_key = ?
+                          AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
+                        RETURNING id, message_index, locale, params
+                        """, arguments: [runID, now, now, request.userID, request.type.rawValue, request.period])
+            else {
                 return nil
             }
-            return LimitClaim(logID: row[0], messageIndex: row[1] ?? request.messageIndex, locale: row[2] ?? request.locale,
-                              params: LimitParams.decode(row[3]), deferred: false, takenOver: true)
+            return LimitClaim(
+                logID: row[0], messageIndex: row[1] ?? request.messageIndex, locale: row[2] ?? request.locale,
+                params: LimitParams.decode(row[3]), deferred: false, takenOver: true)
         }
     }
 
     public func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning] {
         try await read("reading pending quota warnings") { db in
             // `status IN (…)` selects the partial index of unfinished warnings; the lifecycle's rule decides.
-            try Row.fetchAll(db, sql: """
-                SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params, u.timezone
-                FROM notification_logs l JOIN users u ON u.id = l.user_id
-                WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
-                  AND l.claimed_at >= ?
-                  AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore, table: "l"))
-                ORDER BY l.claimed_at LIMIT ?
-                """, arguments: [now - 86_400, limit]).map { row in
-                PendingWarning(logID: row[0], userID: row[1], type: NotificationType(rawValue: row[2]), period: row[3],
-                               messageIndex: row[4] ?? 0, locale: row[5] ?? CopyCatalog.fallbackLocale,
-                               params: LimitParams.decode(row[6]), timezone: row[7])
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params, u.timezone
+                    FROM notification_logs l JOIN users u ON u.id = l.user_id
+                    WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
+                      AND l.claimed_at >= ?
+                      AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore, table: "l"))
+                    ORDER BY l.claimed_at LIMIT ?
+                    """, arguments: [now - 86_400, limit]
+            ).map { row in
+                PendingWarning(
+                    logID: row[0], userID: row[1], type: NotificationType(rawValue: row[2]), period: row[3],
+                    messageIndex: row[4] ?? 0, locale: row[5] ?? CopyCatalog.fallbackLocale,
+                    params: LimitParams.decode(row[6]), timezone: row[7])
             }
         }
     }
 
-    public func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> Set<Int64> {
+    public func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64)
+        async throws(JobError) -> Set<Int64>
+    {
         guard !ids.isEmpty else { return [] }
         return try await write("claiming pending quota warnings") { db in
             var won: Set<Int64> = []
-            let statement = try db.makeStatement(sql: """
-                UPDATE notification_logs
-                SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
-                WHERE id = ? AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore))
-                RETURNING id
-                """)
+            let statement = try db.makeStatement(
+                sql: """
+                    UPDATE notification_logs
+                    SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
+                    WHERE id = ? AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore))
+                    RETURNING id
+                    """)
             for id in ids {
                 if let claimed = try Int64.fetchOne(statement, arguments: [runID, now, now, id]) {
                     won.insert(claimed)
@@ -107,10 +137,11 @@ extension SQLiteStore: ContentLimitStore {
         guard !logIDs.isEmpty else { return [:] }
         return try await read("reading earlier deliveries") { db in
             var result: [Int64: Set<Int64>] = [:]
-            let statement = try db.cachedStatement(sql: """
-                SELECT device_id FROM notification_deliveries
-                WHERE log_id = ? AND outcome = 'delivered' AND device_id IS NOT NULL
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    SELECT device_id FROM notification_deliveries
+                    WHERE log_id = ? AND outcome = 'delivered' AND device_id IS NOT NULL
+                    """)
             for id in Set(logIDs) {
                 let devices = try Int64.fetchSet(statement, arguments: [id])
                 if !devices.isEmpty { result[id] = devices }

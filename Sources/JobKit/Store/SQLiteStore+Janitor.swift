@@ -7,31 +7,44 @@ extension SQLiteStore: JanitorStore {
 
     public func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int {
         try await read("counting stale devices") { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM user_devices WHERE is_active = 1 AND last_seen < :before"
-                                 + Self.providerClause(provider),
-                             arguments: ["before": seenBefore, "provider": provider?.rawValue]) ?? 0
+            try Int.fetchOne(
+                db,
+                sql: "SELECT count(*) FROM user_devices WHERE is_active = 1 AND last_seen < :before"
+                    + Self.providerClause(provider),
+                arguments: ["before": seenBefore, "provider": provider?.rawValue]) ?? 0
         }
     }
 
-    public func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int) async throws(JobError) -> Int {
+    public func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int)
+        async throws(JobError) -> Int
+    {
         try await write("deactivating stale devices") { db in
-            try db.execute(sql: """
-                UPDATE user_devices SET is_active = 0, deactivated_at = :now, deactivation_reason = :reason, updated_at = :now
-                WHERE id IN (SELECT id FROM user_devices WHERE is_active = 1 AND last_seen < :before\(Self.providerClause(provider))
-                             LIMIT :limit)
-                """, arguments: ["now": now, "reason": reason, "before": seenBefore, "provider": provider?.rawValue, "limit": limit])
+            try db.execute(
+                sql: """
+                    UPDATE user_devices SET is_active = 0, deactivated_at = :now, deactivation_reason = :reason, updated_at = :now
+                    WHERE id IN (SELECT id FROM user_devices WHERE is_active = 1 AND last_seen < :before\(Self.providerClause(provider))
+                                 LIMIT :limit)
+                    """,
+                arguments: [
+                    "now": now, "reason": reason, "before": seenBefore, "provider": provider?.rawValue, "limit": limit,
+                ])
             return db.changesCount
         }
     }
 
     public func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device] {
         try await read("selecting devices to probe") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
-                WHERE is_active = 1 AND provider = 'fcm' AND last_seen < ? AND last_seen >= ?
-                ORDER BY last_seen LIMIT ?
-                """, arguments: [seenBefore, notBefore, limit]).map { row in
-                Device(id: row[0], userID: row[1], token: row[2], provider: .fcm, platform: row[4], apnsEnvironment: row[5])
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+                    WHERE is_active = 1 AND provider = 'fcm' AND last_seen < ? AND last_seen >= ?
+                    ORDER BY last_seen LIMIT ?
+                    """, arguments: [seenBefore, notBefore, limit]
+            ).map { row in
+                Device(
+                    id: row[0], userID: row[1], token: row[2], provider: .fcm, platform: row[4], apnsEnvironment: row[5]
+                )
             }
         }
     }
@@ -40,10 +53,11 @@ extension SQLiteStore: JanitorStore {
         guard !deviceIDs.isEmpty else { return 0 }
         return try await write("deactivating devices") { db in
             var changed = 0
-            let statement = try db.cachedStatement(sql: """
-                UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
-                WHERE id = ? AND is_active = 1
-                """)
+            let statement = try db.cachedStatement(
+                sql: """
+                    UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
+                    WHERE id = ? AND is_active = 1
+                    """)
             for id in deviceIDs {
                 try statement.execute(arguments: [now, reason, now, id])
                 changed += db.changesCount
@@ -54,16 +68,18 @@ extension SQLiteStore: JanitorStore {
 
     public func deliveryCount(before: Int64) async throws(JobError) -> Int {
         try await read("counting old deliveries") { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM notification_deliveries WHERE created_at < ?", arguments: [before]) ?? 0
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM notification_deliveries WHERE created_at < ?", arguments: [before]) ?? 0
         }
     }
 
     public func deleteDeliveries(before: Int64, limit: Int) async throws(JobError) -> Int {
         try await write("deleting old deliveries") { db in
-            try db.execute(sql: """
-                DELETE FROM notification_deliveries
-                WHERE id IN (SELECT id FROM notification_deliveries WHERE created_at < ? ORDER BY created_at LIMIT ?)
-                """, arguments: [before, limit])
+            try db.execute(
+                sql: """
+                    DELETE FROM notification_deliveries
+                    WHERE id IN (SELECT id FROM notification_deliveries WHERE created_at < ? ORDER BY created_at LIMIT ?)
+                    """, arguments: [before, limit])
             return db.changesCount
         }
     }
@@ -82,8 +98,9 @@ extension SQLiteStore: JanitorStore {
 
     public func expiredLogCount(before: Int64, guards: PeriodGuards) async throws(JobError) -> Int {
         try await read("counting old log rows") { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM notification_logs WHERE " + Self.expiredLogFilter,
-                             arguments: Self.guardArguments(before, guards)) ?? 0
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM notification_logs WHERE " + Self.expiredLogFilter,
+                arguments: Self.guardArguments(before, guards)) ?? 0
         }
     }
 
@@ -91,27 +108,30 @@ extension SQLiteStore: JanitorStore {
         try await write("deleting old log rows") { db in
             var arguments = Self.guardArguments(before, guards)
             arguments += ["limit": limit]
-            try db.execute(sql: """
-                DELETE FROM notification_logs
-                WHERE id IN (SELECT id FROM notification_logs WHERE \(Self.expiredLogFilter) ORDER BY claimed_at LIMIT :limit)
-                """, arguments: arguments)
+            try db.execute(
+                sql: """
+                    DELETE FROM notification_logs
+                    WHERE id IN (SELECT id FROM notification_logs WHERE \(Self.expiredLogFilter) ORDER BY claimed_at LIMIT :limit)
+                    """, arguments: arguments)
             return db.changesCount
         }
     }
 
     public func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int {
         try await read("counting inactive devices") { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM user_devices WHERE is_active = 0 AND deactivated_at < ?",
-                             arguments: [deactivatedBefore]) ?? 0
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM user_devices WHERE is_active = 0 AND deactivated_at < ?",
+                arguments: [deactivatedBefore]) ?? 0
         }
     }
 
     public func purgeInactiveDevices(deactivatedBefore: Int64, limit: Int) async throws(JobError) -> Int {
         try await write("purging inactive devices") { db in
-            try db.execute(sql: """
-                DELETE FROM user_devices
-                WHERE id IN (SELECT id FROM user_devices WHERE is_active = 0 AND deactivated_at < ? ORDER BY deactivated_at LIMIT ?)
-                """, arguments: [deactivatedBefore, limit])
+            try db.execute(
+                sql: """
+                    DELETE FROM user_devices
+                    WHERE id IN (SELECT id FROM user_devices WHERE is_active = 0 AND deactivated_at < ? ORDER BY deactivated_at LIMIT ?)
+                    """, arguments: [deactivatedBefore, limit])
             return db.changesCount
         }
     }

@@ -3,37 +3,49 @@ import GRDB
 extension SQLiteStore: DeviceRegistry {
     public func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
         try await write("registering a device") { db in
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [registration.userID]) != nil else {
+            guard
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [registration.userID]) != nil
+            else {
                 throw JobError.dataError("unknown user \(registration.userID)")
             }
-            let previous = try Row.fetchOne(db, sql: "SELECT user_id, is_active FROM user_devices WHERE token = ?",
-                                            arguments: [registration.token])
-            let id = try Int64.fetchOne(db, sql: """
-                INSERT INTO user_devices
-                    (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
-                ON CONFLICT (token) DO UPDATE SET
-                    user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
-                    apns_environment = excluded.apns_environment, is_active = 1,
-                    last_seen = max(user_devices.last_seen, excluded.last_seen),
-                    app_version = coalesce(excluded.app_version, user_devices.app_version),
-                    updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL
-                RETURNING id
-                """, arguments: [registration.userID, registration.token, registration.provider.rawValue,
-                                 registration.platform, registration.apnsEnvironment, now, registration.appVersion,
-                                 now, now])!
-            return RegistrationResult(deviceID: id, change: .init(previous: previous.map { (owner: $0[0], active: $0[1]) },
-                                                                  userID: registration.userID))
+            let previous = try Row.fetchOne(
+                db, sql: "SELECT user_id, is_active FROM user_devices WHERE token = ?",
+                arguments: [registration.token])
+            let id = try Int64.fetchOne(
+                db,
+                sql: """
+                    INSERT INTO user_devices
+                        (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+                    ON CONFLICT (token) DO UPDATE SET
+                        user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
+                        apns_environment = excluded.apns_environment, is_active = 1,
+                        last_seen = max(user_devices.last_seen, excluded.last_seen),
+                        app_version = coalesce(excluded.app_version, user_devices.app_version),
+                        updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL
+                    RETURNING id
+                    """,
+                arguments: [
+                    registration.userID, registration.token, registration.provider.rawValue,
+                    registration.platform, registration.apnsEnvironment, now, registration.appVersion,
+                    now, now,
+                ])!
+            return RegistrationResult(
+                deviceID: id,
+                change: .init(
+                    previous: previous.map { (owner: $0[0], active: $0[1]) },
+                    userID: registration.userID))
         }
     }
 
     @discardableResult
     public func unregister(token: String, reason: String = "logout", now: Int64) async throws(JobError) -> Bool {
         try await write("unregistering a device") { db in
-            try db.execute(sql: """
-                UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
-                WHERE token IN (?, lower(?)) AND is_active = 1
-                """, arguments: [now, reason, now, token, token])
+            try db.execute(
+                sql: """
+                    UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
+                    WHERE token IN (?, lower(?)) AND is_active = 1
+                    """, arguments: [now, reason, now, token, token])
             return db.changesCount > 0
         }
     }
@@ -52,9 +64,11 @@ public struct UserProfile: Sendable, Hashable {
     public var quietHoursStart: String?
     public var quietHoursEnd: String?
 
-    public init(id: String, timezone: String, locale: String = "en", plan: String = "free",
-                diaryReminderEnabled: Bool = true, reminderTime: String = "21:00",
-                contentLimitWarningsEnabled: Bool = true, quietHoursStart: String? = nil, quietHoursEnd: String? = nil) {
+    public init(
+        id: String, timezone: String, locale: String = "en", plan: String = "free",
+        diaryReminderEnabled: Bool = true, reminderTime: String = "21:00",
+        contentLimitWarningsEnabled: Bool = true, quietHoursStart: String? = nil, quietHoursEnd: String? = nil
+    ) {
         self.quietHoursStart = quietHoursStart
         self.quietHoursEnd = quietHoursEnd
         self.id = id
@@ -75,31 +89,36 @@ extension SQLiteStore: AppDataStore {
     }
 
     static func upsertUser(_ profile: UserProfile, now: Int64, db: Database) throws {
-        let user = try db.cachedStatement(sql: """
-            INSERT INTO users (id, timezone, locale, plan, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-            ON CONFLICT (id) DO UPDATE SET timezone = excluded.timezone, locale = excluded.locale,
-                plan = excluded.plan, updated_at = excluded.updated_at
-            """)
+        let user = try db.cachedStatement(
+            sql: """
+                INSERT INTO users (id, timezone, locale, plan, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET timezone = excluded.timezone, locale = excluded.locale,
+                    plan = excluded.plan, updated_at = excluded.updated_at
+                """)
         try user.execute(arguments: [profile.id, profile.timezone, profile.locale, profile.plan, now, now])
-        let settings = try db.cachedStatement(sql: """
-            INSERT INTO notification_settings
-                (user_id, diary_reminder_enabled, reminder_time, content_limit_warnings_enabled, quiet_hours_start,
-                 quiet_hours_end, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            ON CONFLICT (user_id) DO UPDATE SET diary_reminder_enabled = excluded.diary_reminder_enabled,
-                reminder_time = excluded.reminder_time,
-                content_limit_warnings_enabled = excluded.content_limit_warnings_enabled,
-                quiet_hours_start = excluded.quiet_hours_start, quiet_hours_end = excluded.quiet_hours_end,
-                updated_at = excluded.updated_at
-            """)
-        try settings.execute(arguments: [profile.id, profile.diaryReminderEnabled, profile.reminderTime,
-                                         profile.contentLimitWarningsEnabled, profile.quietHoursStart,
-                                         profile.quietHoursEnd, now])
+        let settings = try db.cachedStatement(
+            sql: """
+                INSERT INTO notification_settings
+                    (user_id, diary_reminder_enabled, reminder_time, content_limit_warnings_enabled, quiet_hours_start,
+                     quiet_hours_end, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (user_id) DO UPDATE SET diary_reminder_enabled = excluded.diary_reminder_enabled,
+                    reminder_time = excluded.reminder_time,
+                    content_limit_warnings_enabled = excluded.content_limit_warnings_enabled,
+                    quiet_hours_start = excluded.quiet_hours_start, quiet_hours_end = excluded.quiet_hours_end,
+                    updated_at = excluded.updated_at
+                """)
+        try settings.execute(arguments: [
+            profile.id, profile.diaryReminderEnabled, profile.reminderTime,
+            profile.contentLimitWarningsEnabled, profile.quietHoursStart,
+            profile.quietHoursEnd, now,
+        ])
     }
 
     public func recordEntry(userID: String, at: Int64) async throws(JobError) {
         try await write("recording a diary entry") { db in
-            try db.execute(sql: "INSERT INTO diary_entries (user_id, created_at) VALUES (?, ?)", arguments: [userID, at])
+            try db.execute(
+                sql: "INSERT INTO diary_entries (user_id, created_at) VALUES (?, ?)", arguments: [userID, at])
         }
     }
 }
@@ -107,19 +126,22 @@ extension SQLiteStore: AppDataStore {
 extension SQLiteStore: SeedSink {
     public func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError) {
         try await write("seeding users") { db in
-            let device = try db.cachedStatement(sql: """
-                INSERT INTO user_devices
-                    (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
-                VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
-                ON CONFLICT (token) DO NOTHING
-                """)
+            let device = try db.cachedStatement(
+                sql: """
+                    INSERT INTO user_devices
+                        (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+                    ON CONFLICT (token) DO NOTHING
+                    """)
             let entry = try db.cachedStatement(sql: "INSERT INTO diary_entries (user_id, created_at) VALUES (?, ?)")
             for user in users {
                 try Self.upsertUser(user.profile, now: now, db: db)
                 for registration in user.devices {
-                    try device.execute(arguments: [registration.userID, registration.token, registration.provider.rawValue,
-                                                   registration.platform, registration.apnsEnvironment, now,
-                                                   registration.appVersion, now, now])
+                    try device.execute(arguments: [
+                        registration.userID, registration.token, registration.provider.rawValue,
+                        registration.platform, registration.apnsEnvironment, now,
+                        registration.appVersion, now, now,
+                    ])
                 }
                 for at in user.entries {
                     try entry.execute(arguments: [user.profile.id, at])

@@ -22,7 +22,9 @@ public final class SQLiteStore: Sendable {
         _ = diary_push_sqlite_disable_memory_statistics()
     }()
 
-    public static func open(path: String, mode: OpenMode, busyTimeout: TimeInterval = 30) throws(JobError) -> SQLiteStore {
+    public static func open(path: String, mode: OpenMode, busyTimeout: TimeInterval = 30) throws(JobError)
+        -> SQLiteStore
+    {
         _ = processSetup
         try checkFile(path, mode: mode)
         var configuration = Configuration()
@@ -55,14 +57,17 @@ public final class SQLiteStore: Sendable {
             guard mode == .create else {
                 throw .noInput("no database at \(path) (create it with: pushctl migrate --database \(path))")
             }
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
+            else {
                 throw .cantCreate("cannot create the database file \(path)")
             }
             return
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
         if size == 0 && mode != .create {
-            throw .noInput("\(path) is an empty file, not a diary-push database (create one with: pushctl migrate --database \(path))")
+            throw .noInput(
+                "\(path) is an empty file, not a diary-push database (create one with: pushctl migrate --database \(path))"
+            )
         }
     }
 
@@ -72,18 +77,24 @@ public final class SQLiteStore: Sendable {
         let migrator = SQLiteSchema.migrator
         do {
             let (complete, unknown) = try pool.read { db in
-                (try migrator.hasCompletedMigrations(db),
-                 try migrator.appliedIdentifiers(db).subtracting(SchemaMigrations.all.map(\.id)).sorted())
+                (
+                    try migrator.hasCompletedMigrations(db),
+                    try migrator.appliedIdentifiers(db).subtracting(SchemaMigrations.all.map(\.id)).sorted()
+                )
             }
             if let newer = unknown.first {
-                throw JobError.config("the database at \(path) is newer than this program (it has migration \(newer), which this version does not know): upgrade diary-push")
+                throw JobError.config(
+                    "the database at \(path) is newer than this program (it has migration \(newer), which this version does not know): upgrade diary-push"
+                )
             }
             if complete { return }
         } catch {
             throw Self.mapError(error, "reading the schema of \(path)")
         }
         guard migrate else {
-            throw .config("the database at \(path) is not migrated to this version's schema (run: pushctl migrate --database \(path))")
+            throw .config(
+                "the database at \(path) is not migrated to this version's schema (run: pushctl migrate --database \(path))"
+            )
         }
         do {
             try migrator.migrate(pool)
@@ -95,8 +106,9 @@ public final class SQLiteStore: Sendable {
 
     /// The identifiers of applied migrations, oldest first.
     public func appliedMigrations() throws(JobError) -> [String] {
-        do { return try pool.read { try SQLiteSchema.migrator.appliedMigrations($0) } }
-        catch { throw Self.mapError(error, "reading migrations") }
+        do { return try pool.read { try SQLiteSchema.migrator.appliedMigrations($0) } } catch {
+            throw Self.mapError(error, "reading migrations")
+        }
     }
 
     static func mapError(_ error: any Error, _ context: String) -> JobError {
@@ -121,13 +133,17 @@ public final class SQLiteStore: Sendable {
         }
     }
 
-    func read<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws(JobError) -> T {
+    func read<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws(JobError)
+        -> T
+    {
         do { return try await pool.read(body) } catch { throw Self.mapError(error, context) }
     }
 
     /// A write in a `BEGIN IMMEDIATE` transaction: takes the write lock up front, so two processes never
     /// deadlock upgrading a read lock.
-    func write<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T) async throws(JobError) -> T {
+    func write<T: Sendable>(_ context: String, _ body: @Sendable @escaping (Database) throws -> T)
+        async throws(JobError) -> T
+    {
         do {
             return try await pool.writeWithoutTransaction { db in
                 var result: T?
@@ -191,10 +207,12 @@ extension SQLiteStore: ReminderStore {
 
     public func enabledUserCount(zone: String) async throws(JobError) -> Int {
         try await read("counting users in a zone") { db in
-            try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM notification_settings
-                WHERE diary_reminder_enabled = 1 AND timezone = ? AND due_minute IS NOT NULL
-                """, arguments: [zone]) ?? 0
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM notification_settings
+                    WHERE diary_reminder_enabled = 1 AND timezone = ? AND due_minute IS NOT NULL
+                    """, arguments: [zone]) ?? 0
         }
     }
 
@@ -213,12 +231,13 @@ extension SQLiteStore: ReminderStore {
 
         """
 
-    static let malformedCountSQL = enabledZonesCTE + """
-        SELECT coalesce(sum((SELECT count(*) FROM notification_settings s
-                             WHERE s.diary_reminder_enabled = 1 AND s.timezone = zones.tz
-                               AND s.due_minute IS NULL)), 0)
-        FROM zones WHERE tz IS NOT NULL
-        """
+    static let malformedCountSQL =
+        enabledZonesCTE + """
+            SELECT coalesce(sum((SELECT count(*) FROM notification_settings s
+                                 WHERE s.diary_reminder_enabled = 1 AND s.timezone = zones.tz
+                                   AND s.due_minute IS NULL)), 0)
+            FROM zones WHERE tz IS NOT NULL
+            """
 
     public func malformedReminderTimeCount() async throws(JobError) -> Int {
         try await read("counting malformed reminder times") { db in
@@ -232,9 +251,11 @@ extension SQLiteStore: ReminderStore {
             let statement = try db.cachedStatement(sql: Self.dueKeysSQL)
             var keys: [DueKey] = []
             for (index, query) in queries.enumerated() {
-                let users = try String.fetchCursor(statement, arguments: [
-                    query.zone, query.minutes.lowerBound, query.minutes.upperBound,
-                ])
+                let users = try String.fetchCursor(
+                    statement,
+                    arguments: [
+                        query.zone, query.minutes.lowerBound, query.minutes.upperBound,
+                    ])
                 while let user = try users.next() { keys.append(DueKey(userID: user, query: index)) }
             }
             keys.sort()
@@ -265,12 +286,17 @@ extension SQLiteStore: ReminderStore {
                 }
                 try statement.bind(values)
                 try statement.step { row in
-                    let log: LogState? = row.isNull(5) ? nil : LogState(
-                        id: row.int64(5), status: ClaimStatus(rawValue: row.string(6)), claimedAt: row.int64(7),
-                        messageIndex: row.optionalInt(8), locale: row.optionalString(9), runID: row.string(10))
-                    candidates.append(ReminderCandidate(query: row.int(0), userID: row.string(1), locale: row.string(2),
-                                                        hasActiveDevice: row.bool(3), wroteToday: row.bool(4), log: log,
-                                                        previousMessageIndex: row.optionalInt(11)))
+                    let log: LogState? =
+                        row.isNull(5)
+                        ? nil
+                        : LogState(
+                            id: row.int64(5), status: ClaimStatus(rawValue: row.string(6)), claimedAt: row.int64(7),
+                            messageIndex: row.optionalInt(8), locale: row.optionalString(9), runID: row.string(10))
+                    candidates.append(
+                        ReminderCandidate(
+                            query: row.int(0), userID: row.string(1), locale: row.string(2),
+                            hasActiveDevice: row.bool(3), wroteToday: row.bool(4), log: log,
+                            previousMessageIndex: row.optionalInt(11)))
                 }
             }
             return candidates
@@ -314,10 +340,12 @@ extension SQLiteStore: ReminderStore {
 
     /// Runs one statement per chunk of `items` (see ``ChunkedSQL``), its arguments `leading` and then what
     /// `row` appends for each item; `body` is handed the bound statement to step.
-    private static func inChunks<Item>(_ items: [Item], _ db: Database, _ statements: ChunkedSQL,
-                                       leading: [DatabaseValue] = [],
-                                       row: (Item, inout [DatabaseValue]) -> Void,
-                                       _ body: (RawStatement) throws -> Void = { try $0.step() }) throws {
+    private static func inChunks<Item>(
+        _ items: [Item], _ db: Database, _ statements: ChunkedSQL,
+        leading: [DatabaseValue] = [],
+        row: (Item, inout [DatabaseValue]) -> Void,
+        _ body: (RawStatement) throws -> Void = { try $0.step() }
+    ) throws {
         try statements.forEachChunk(of: items.count) { range, sql in
             let statement = try RawStatement(db.cachedStatement(sql: sql))
             var values = leading
@@ -334,7 +362,9 @@ extension SQLiteStore: ReminderStore {
         let period: String
     }
 
-    public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim] {
+    public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
+        -> [Claim]
+    {
         guard !requests.isEmpty else { return [] }
         return try await write("claiming notifications") { db in
             // First every new claim, a chunk at a time; what was already in the log comes back without an id.
@@ -356,35 +386,47 @@ extension SQLiteStore: ReminderStore {
             }
             // Then, in request order, the new claims and the take-overs of stale or retryable ones.
             // The lifecycle's take-over rule, with this run's lease written in: prepared once per call.
-            let takeOver = try db.makeStatement(sql: """
-                UPDATE notification_logs
-                SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?,
-                    finished_at = NULL
-                WHERE user_id = ? AND notification_type = ? AND period_key = ?
-                  AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
-                RETURNING id, message_index, locale
-                """)
-            let delivered = try db.cachedStatement(sql: """
-                SELECT device_id FROM notification_deliveries
-                WHERE log_id = ? AND outcome = 'delivered' AND device_id IS NOT NULL
-                """)
+            let takeOver = try db.makeStatement(
+                sql: """
+                    UPDATE notification_logs
+                    SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?,
+                        finished_at = NULL
+                    WHERE user_id = ? AND notification_type = ? AND period_key = ?
+                      AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
+                    RETURNING id, message_index, locale
+                    """)
+            let delivered = try db.cachedStatement(
+                sql: """
+                    SELECT device_id FROM notification_deliveries
+                    WHERE log_id = ? AND outcome = 'delivered' AND device_id IS NOT NULL
+                    """)
             var claims: [Claim] = []
             claims.reserveCapacity(requests.count)
             for request in requests {
                 // Removed once taken: a request named twice gets one claim, as the unique key would give it.
-                if let id = inserted.removeValue(forKey: LogKey(userID: request.userID, type: request.type.rawValue,
-                                                                period: request.period)) {
-                    claims.append(Claim(logID: id, userID: request.userID, period: request.period,
-                                        messageIndex: request.messageIndex, locale: request.locale, takenOver: false,
-                                        deliveredDeviceIDs: []))
-                } else if let row = try Row.fetchOne(takeOver, arguments: [
-                    runID, now, now, request.userID, request.type.rawValue, request.period,
-                ]) {
+                if let id = inserted.removeValue(
+                    forKey: LogKey(
+                        userID: request.userID, type: request.type.rawValue,
+                        period: request.period))
+                {
+                    claims.append(
+                        Claim(
+                            logID: id, userID: request.userID, period: request.period,
+                            messageIndex: request.messageIndex, locale: request.locale, takenOver: false,
+                            deliveredDeviceIDs: []))
+                } else if let row = try Row.fetchOne(
+                    takeOver,
+                    arguments: [
+                        runID, now, now, request.userID, request.type.rawValue, request.period,
+                    ])
+                {
                     let id: Int64 = row[0]
                     let devices = try Int64.fetchSet(delivered, arguments: [id])
-                    claims.append(Claim(logID: id, userID: request.userID, period: request.period,
-                                        messageIndex: row[1] ?? request.messageIndex, locale: row[2] ?? request.locale,
-                                        takenOver: true, deliveredDeviceIDs: devices))
+                    claims.append(
+                        Claim(
+                            logID: id, userID: request.userID, period: request.period,
+                            messageIndex: row[1] ?? request.messageIndex, locale: row[2] ?? request.locale,
+                            takenOver: true, deliveredDeviceIDs: devices))
                 }
             }
             return claims
@@ -408,8 +450,9 @@ extension SQLiteStore: ReminderStore {
                 try statement.bind(userIDs[range].map { $0.databaseValue })
                 try statement.step { row in
                     guard let provider = Provider(rawValue: row.string(3)) else { return }
-                    let device = Device(id: row.int64(0), userID: row.string(1), token: row.string(2), provider: provider,
-                                        platform: row.string(4), apnsEnvironment: row.optionalString(5))
+                    let device = Device(
+                        id: row.int64(0), userID: row.string(1), token: row.string(2), provider: provider,
+                        platform: row.string(4), apnsEnvironment: row.optionalString(5))
                     result[device.userID, default: []].append(device)
                 }
             }
@@ -422,7 +465,9 @@ extension SQLiteStore: ReminderStore {
         let detail: String?
     }
 
-    public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError) {
+    public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
+        async throws(JobError)
+    {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
         try await write("recording deliveries") { db in
             try Self.inChunks(deliveries, db, Self.deliveryInsertStatements) { delivery, values in
@@ -438,10 +483,11 @@ extension SQLiteStore: ReminderStore {
                 values.append(runID.databaseValue)
                 values.append(now.databaseValue)
             }
-            let deactivate = try db.cachedStatement(sql: """
-                UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
-                WHERE id = ? AND is_active = 1 AND (? IS NULL OR last_seen <= ?)
-                """)
+            let deactivate = try db.cachedStatement(
+                sql: """
+                    UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
+                    WHERE id = ? AND is_active = 1 AND (? IS NULL OR last_seen <= ?)
+                    """)
             for delivery in deliveries where delivery.report.outcome == .tokenDead {
                 let report = delivery.report
                 try deactivate.execute(arguments: [
@@ -458,9 +504,13 @@ extension SQLiteStore: ReminderStore {
                 groups[group, default: []].append(resolution.logID)
             }
             for group in order {
-                try Self.inChunks(groups[group] ?? [], db, Self.resolveStatements,
-                                  leading: [group.status.databaseValue, now.databaseValue, now.databaseValue,
-                                            group.detail.databaseValue, runID.databaseValue]) { id, values in
+                try Self.inChunks(
+                    groups[group] ?? [], db, Self.resolveStatements,
+                    leading: [
+                        group.status.databaseValue, now.databaseValue, now.databaseValue,
+                        group.detail.databaseValue, runID.databaseValue,
+                    ]
+                ) { id, values in
                     values.append(id.databaseValue)
                 }
             }
@@ -469,77 +519,105 @@ extension SQLiteStore: ReminderStore {
 
     public func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
         try await read("reading a user") { db in
-            guard let row = try Row.fetchOne(db, sql: """
-                SELECT u.id, u.timezone, u.locale, u.plan, s.user_id IS NOT NULL,
-                       s.diary_reminder_enabled, s.reminder_time, s.content_limit_warnings_enabled
-                FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
-                WHERE u.id = ?
-                """, arguments: [userID]) else { return nil }
+            guard
+                let row = try Row.fetchOne(
+                    db,
+                    sql: """
+                        SELECT u.id, u.timezone, u.locale, u.plan, s.user_id IS NOT NULL,
+                               s.diary_reminder_enabled, s.reminder_time, s.content_limit_warnings_enabled
+                        FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
+                        WHERE u.id = ?
+                        """, arguments: [userID])
+            else { return nil }
             let hasSettings: Bool = row[4]
-            let devices = try Row.fetchAll(db, sql: """
-                SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
-                WHERE user_id = ? AND is_active = 1 ORDER BY id
-                """, arguments: [userID]).compactMap { device -> Device? in
-                    guard let provider = Provider(rawValue: device[3]) else { return nil }
-                    return Device(id: device[0], userID: device[1], token: device[2], provider: provider,
-                                  platform: device[4], apnsEnvironment: device[5])
-                }
+            let devices = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+                    WHERE user_id = ? AND is_active = 1 ORDER BY id
+                    """, arguments: [userID]
+            ).compactMap { device -> Device? in
+                guard let provider = Provider(rawValue: device[3]) else { return nil }
+                return Device(
+                    id: device[0], userID: device[1], token: device[2], provider: provider,
+                    platform: device[4], apnsEnvironment: device[5])
+            }
             return UserSnapshot(
                 userID: row[0], timezone: row[1], locale: row[2], plan: row[3],
-                settings: hasSettings ? UserSnapshot.Settings(diaryReminderEnabled: row[5], reminderTime: row[6],
-                                                             contentLimitWarningsEnabled: row[7]) : nil,
+                settings: hasSettings
+                    ? UserSnapshot.Settings(
+                        diaryReminderEnabled: row[5], reminderTime: row[6],
+                        contentLimitWarningsEnabled: row[7]) : nil,
                 activeDevices: devices)
         }
     }
 
     public func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
         try await read("counting diary entries") { db in
-            try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM diary_entries WHERE user_id = ? AND created_at >= ? AND created_at < ?
-                """, arguments: [userID, range.lowerBound, range.upperBound]) ?? 0
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT count(*) FROM diary_entries WHERE user_id = ? AND created_at >= ? AND created_at < ?
+                    """, arguments: [userID, range.lowerBound, range.upperBound]) ?? 0
         }
     }
 
     public func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
         try await read("reading the notification log") { db in
-            try Row.fetchOne(db, sql: """
-                SELECT id, status, claimed_at, message_index, locale, run_id FROM notification_logs
-                WHERE user_id = ? AND notification_type = ? AND period_key = ?
-                """, arguments: [userID, type.rawValue, period]).map { row in
-                    LogState(id: row[0], status: ClaimStatus(rawValue: row[1]), claimedAt: row[2],
-                             messageIndex: row[3], locale: row[4], runID: row[5])
-                }
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT id, status, claimed_at, message_index, locale, run_id FROM notification_logs
+                    WHERE user_id = ? AND notification_type = ? AND period_key = ?
+                    """, arguments: [userID, type.rawValue, period]
+            ).map { row in
+                LogState(
+                    id: row[0], status: ClaimStatus(rawValue: row[1]), claimedAt: row[2],
+                    messageIndex: row[3], locale: row[4], runID: row[5])
+            }
         }
     }
 
     public func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
         try await read("reading the deliveries of a claim") { db in
-            try Row.fetchAll(db, sql: """
-                SELECT device_id, outcome, reason, run_id, created_at FROM notification_deliveries
-                WHERE log_id = ? ORDER BY created_at, id
-                """, arguments: [logID]).compactMap { row in
-                    DeliveryOutcome(rawValue: row[1]).map { DeliveryAttempt(deviceID: row[0], outcome: $0, reason: row[2], runID: row[3], at: row[4]) }
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT device_id, outcome, reason, run_id, created_at FROM notification_deliveries
+                    WHERE log_id = ? ORDER BY created_at, id
+                    """, arguments: [logID]
+            ).compactMap { row in
+                DeliveryOutcome(rawValue: row[1]).map {
+                    DeliveryAttempt(deviceID: row[0], outcome: $0, reason: row[2], runID: row[3], at: row[4])
                 }
+            }
         }
     }
 
-    public func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int? {
+    public func previousMessageIndex(userID: String, type: NotificationType, before period: String)
+        async throws(JobError) -> Int?
+    {
         try await read("reading the notification log") { db in
-            try Int.fetchOne(db, sql: """
-                SELECT message_index FROM notification_logs
-                WHERE user_id = ? AND notification_type = ? AND period_key < ? AND message_index IS NOT NULL
-                ORDER BY period_key DESC LIMIT 1
-                """, arguments: [userID, type.rawValue, period])
+            try Int.fetchOne(
+                db,
+                sql: """
+                    SELECT message_index FROM notification_logs
+                    WHERE user_id = ? AND notification_type = ? AND period_key < ? AND message_index IS NOT NULL
+                    ORDER BY period_key DESC LIMIT 1
+                    """, arguments: [userID, type.rawValue, period])
         }
     }
 
-    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError) {
+    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
+        async throws(JobError)
+    {
         try await write("recording the run") { db in
-            try db.execute(sql: """
-                INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary) VALUES (?, ?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET duration_ms = excluded.duration_ms, outcome = excluded.outcome,
-                                               summary = excluded.summary
-                """, arguments: [id, job, runAt, durationMs, outcome, summaryJSON])
+            try db.execute(
+                sql: """
+                    INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT (id) DO UPDATE SET duration_ms = excluded.duration_ms, outcome = excluded.outcome,
+                                                   summary = excluded.summary
+                    """, arguments: [id, job, runAt, durationMs, outcome, summaryJSON])
         }
     }
 }

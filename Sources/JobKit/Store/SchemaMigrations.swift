@@ -24,272 +24,272 @@ public enum SchemaMigrations {
     static let m001 = SchemaMigration(
         id: "001_initial",
         sqlite: """
-        CREATE TABLE users (
-            id         TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 128),
-            timezone   TEXT NOT NULL,                                   -- IANA name, e.g. Asia/Tokyo
-            locale     TEXT NOT NULL DEFAULT 'en' CHECK (locale <> ''), -- BCP 47, e.g. ja, pt-BR
-            plan       TEXT NOT NULL DEFAULT 'free' CHECK (plan <> ''),
-            created_at INTEGER NOT NULL DEFAULT (unixepoch()),
-            updated_at INTEGER NOT NULL DEFAULT (unixepoch())
-        ) WITHOUT ROWID;
+            CREATE TABLE users (
+                id         TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 128),
+                timezone   TEXT NOT NULL,                                   -- IANA name, e.g. Asia/Tokyo
+                locale     TEXT NOT NULL DEFAULT 'en' CHECK (locale <> ''), -- BCP 47, e.g. ja, pt-BR
+                plan       TEXT NOT NULL DEFAULT 'free' CHECK (plan <> ''),
+                created_at INTEGER NOT NULL DEFAULT (unixepoch()),
+                updated_at INTEGER NOT NULL DEFAULT (unixepoch())
+            ) WITHOUT ROWID;
 
-        CREATE TABLE notification_settings (
-            user_id                        TEXT PRIMARY KEY NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-            diary_reminder_enabled         INTEGER NOT NULL DEFAULT 1 CHECK (diary_reminder_enabled IN (0, 1)),
-            reminder_time                  TEXT NOT NULL DEFAULT '21:00',  -- local HH:MM
-            content_limit_warnings_enabled INTEGER NOT NULL DEFAULT 1 CHECK (content_limit_warnings_enabled IN (0, 1)),
-            updated_at                     INTEGER NOT NULL DEFAULT (unixepoch()),
-            -- Maintained by the database (triggers below): a copy of users.timezone, so that one index
-            -- answers "whose reminder time has come in this zone".
-            timezone                       TEXT NOT NULL DEFAULT '',
-            reminder_minute                INTEGER GENERATED ALWAYS AS (
-                CASE WHEN reminder_time GLOB '[0-2][0-9]:[0-5][0-9]' AND substr(reminder_time, 1, 2) <= '23'
-                     THEN CAST(substr(reminder_time, 1, 2) AS INTEGER) * 60 + CAST(substr(reminder_time, 4, 2) AS INTEGER)
-                END) VIRTUAL
-        ) WITHOUT ROWID;
+            CREATE TABLE notification_settings (
+                user_id                        TEXT PRIMARY KEY NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                diary_reminder_enabled         INTEGER NOT NULL DEFAULT 1 CHECK (diary_reminder_enabled IN (0, 1)),
+                reminder_time                  TEXT NOT NULL DEFAULT '21:00',  -- local HH:MM
+                content_limit_warnings_enabled INTEGER NOT NULL DEFAULT 1 CHECK (content_limit_warnings_enabled IN (0, 1)),
+                updated_at                     INTEGER NOT NULL DEFAULT (unixepoch()),
+                -- Maintained by the database (triggers below): a copy of users.timezone, so that one index
+                -- answers "whose reminder time has come in this zone".
+                timezone                       TEXT NOT NULL DEFAULT '',
+                reminder_minute                INTEGER GENERATED ALWAYS AS (
+                    CASE WHEN reminder_time GLOB '[0-2][0-9]:[0-5][0-9]' AND substr(reminder_time, 1, 2) <= '23'
+                         THEN CAST(substr(reminder_time, 1, 2) AS INTEGER) * 60 + CAST(substr(reminder_time, 4, 2) AS INTEGER)
+                    END) VIRTUAL
+            ) WITHOUT ROWID;
 
-        CREATE INDEX notification_settings_due
-            ON notification_settings (timezone, reminder_minute, user_id) WHERE diary_reminder_enabled = 1;
+            CREATE INDEX notification_settings_due
+                ON notification_settings (timezone, reminder_minute, user_id) WHERE diary_reminder_enabled = 1;
 
-        CREATE TRIGGER notification_settings_timezone_on_insert AFTER INSERT ON notification_settings
-        BEGIN
-            UPDATE notification_settings SET timezone = (SELECT timezone FROM users WHERE id = NEW.user_id)
-            WHERE user_id = NEW.user_id;
-        END;
+            CREATE TRIGGER notification_settings_timezone_on_insert AFTER INSERT ON notification_settings
+            BEGIN
+                UPDATE notification_settings SET timezone = (SELECT timezone FROM users WHERE id = NEW.user_id)
+                WHERE user_id = NEW.user_id;
+            END;
 
-        CREATE TRIGGER notification_settings_timezone_guard AFTER UPDATE OF timezone, user_id ON notification_settings
-        WHEN NEW.timezone IS NOT (SELECT timezone FROM users WHERE id = NEW.user_id)
-        BEGIN
-            UPDATE notification_settings SET timezone = (SELECT timezone FROM users WHERE id = NEW.user_id)
-            WHERE user_id = NEW.user_id;
-        END;
+            CREATE TRIGGER notification_settings_timezone_guard AFTER UPDATE OF timezone, user_id ON notification_settings
+            WHEN NEW.timezone IS NOT (SELECT timezone FROM users WHERE id = NEW.user_id)
+            BEGIN
+                UPDATE notification_settings SET timezone = (SELECT timezone FROM users WHERE id = NEW.user_id)
+                WHERE user_id = NEW.user_id;
+            END;
 
-        CREATE TRIGGER users_timezone_to_settings AFTER UPDATE OF timezone ON users
-        BEGIN
-            UPDATE notification_settings SET timezone = NEW.timezone WHERE user_id = NEW.id;
-        END;
+            CREATE TRIGGER users_timezone_to_settings AFTER UPDATE OF timezone ON users
+            BEGIN
+                UPDATE notification_settings SET timezone = NEW.timezone WHERE user_id = NEW.id;
+            END;
 
-        CREATE TABLE user_devices (
-            id                  INTEGER PRIMARY KEY,
-            user_id             TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-            token               TEXT NOT NULL UNIQUE CHECK (length(token) BETWEEN 1 AND 4096),
-            provider            TEXT NOT NULL CHECK (provider IN ('apns', 'fcm')),
-            platform            TEXT NOT NULL CHECK (platform IN ('ios', 'android')),
-            apns_environment    TEXT CHECK (apns_environment IN ('production', 'sandbox')),
-            is_active           INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
-            last_seen           INTEGER NOT NULL,
-            app_version         TEXT,
-            created_at          INTEGER NOT NULL,
-            updated_at          INTEGER NOT NULL,
-            deactivated_at      INTEGER,
-            deactivation_reason TEXT,
-            CHECK (provider <> 'apns' OR (platform = 'ios' AND apns_environment IS NOT NULL)),
-            CHECK ((is_active = 1 AND deactivated_at IS NULL) OR (is_active = 0 AND deactivated_at IS NOT NULL))
-        );
-        CREATE INDEX user_devices_active_by_user ON user_devices (user_id) WHERE is_active = 1;
+            CREATE TABLE user_devices (
+                id                  INTEGER PRIMARY KEY,
+                user_id             TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                token               TEXT NOT NULL UNIQUE CHECK (length(token) BETWEEN 1 AND 4096),
+                provider            TEXT NOT NULL CHECK (provider IN ('apns', 'fcm')),
+                platform            TEXT NOT NULL CHECK (platform IN ('ios', 'android')),
+                apns_environment    TEXT CHECK (apns_environment IN ('production', 'sandbox')),
+                is_active           INTEGER NOT NULL DEFAULT 1 CHECK (is_active IN (0, 1)),
+                last_seen           INTEGER NOT NULL,
+                app_version         TEXT,
+                created_at          INTEGER NOT NULL,
+                updated_at          INTEGER NOT NULL,
+                deactivated_at      INTEGER,
+                deactivation_reason TEXT,
+                CHECK (provider <> 'apns' OR (platform = 'ios' AND apns_environment IS NOT NULL)),
+                CHECK ((is_active = 1 AND deactivated_at IS NULL) OR (is_active = 0 AND deactivated_at IS NOT NULL))
+            );
+            CREATE INDEX user_devices_active_by_user ON user_devices (user_id) WHERE is_active = 1;
 
-        CREATE TABLE diary_entries (
-            id         INTEGER PRIMARY KEY,
-            user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-            created_at INTEGER NOT NULL CHECK (typeof(created_at) = 'integer')   -- UTC Unix seconds
-        );
-        CREATE INDEX diary_entries_by_user_time ON diary_entries (user_id, created_at);
+            CREATE TABLE diary_entries (
+                id         INTEGER PRIMARY KEY,
+                user_id    TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                created_at INTEGER NOT NULL CHECK (typeof(created_at) = 'integer')   -- UTC Unix seconds
+            );
+            CREATE INDEX diary_entries_by_user_time ON diary_entries (user_id, created_at);
 
-        CREATE TABLE notification_logs (
-            id                INTEGER PRIMARY KEY,
-            user_id           TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-            notification_type TEXT NOT NULL CHECK (notification_type IN ('diary_reminder', 'content_limit_90', 'content_limit_100')),
-            period_key        TEXT NOT NULL CHECK (length(period_key) BETWEEN 4 AND 10),
-            status            TEXT NOT NULL CHECK (status IN ('claimed', 'sent', 'partial', 'failed', 'retry', 'deferred', 'superseded')),
-            message_index     INTEGER,
-            locale            TEXT,
-            run_id            TEXT NOT NULL,
-            attempts          INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1),
-            claimed_at        INTEGER NOT NULL,
-            finished_at       INTEGER,
-            updated_at        INTEGER NOT NULL,
-            detail            TEXT,
-            UNIQUE (user_id, notification_type, period_key)
-        );
-        CREATE INDEX notification_logs_by_status ON notification_logs (status, claimed_at);
-        CREATE INDEX notification_logs_by_claimed_at ON notification_logs (claimed_at);
+            CREATE TABLE notification_logs (
+                id                INTEGER PRIMARY KEY,
+                user_id           TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                notification_type TEXT NOT NULL CHECK (notification_type IN ('diary_reminder', 'content_limit_90', 'content_limit_100')),
+                period_key        TEXT NOT NULL CHECK (length(period_key) BETWEEN 4 AND 10),
+                status            TEXT NOT NULL CHECK (status IN ('claimed', 'sent', 'partial', 'failed', 'retry', 'deferred', 'superseded')),
+                message_index     INTEGER,
+                locale            TEXT,
+                run_id            TEXT NOT NULL,
+                attempts          INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+                claimed_at        INTEGER NOT NULL,
+                finished_at       INTEGER,
+                updated_at        INTEGER NOT NULL,
+                detail            TEXT,
+                UNIQUE (user_id, notification_type, period_key)
+            );
+            CREATE INDEX notification_logs_by_status ON notification_logs (status, claimed_at);
+            CREATE INDEX notification_logs_by_claimed_at ON notification_logs (claimed_at);
 
-        CREATE TABLE notification_deliveries (
-            id                  INTEGER PRIMARY KEY,
-            log_id              INTEGER NOT NULL REFERENCES notification_logs(id) ON DELETE CASCADE,
-            device_id           INTEGER REFERENCES user_devices(id) ON DELETE SET NULL,
-            provider            TEXT NOT NULL CHECK (provider IN ('apns', 'fcm', 'outbox')),
-            outcome             TEXT NOT NULL CHECK (outcome IN ('delivered', 'token_dead', 'retry_later', 'credentials', 'rejected')),
-            reason              TEXT,
-            provider_message_id TEXT,
-            attempts            INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1),
-            latency_ms          INTEGER,
-            run_id              TEXT NOT NULL,
-            created_at          INTEGER NOT NULL
-        );
-        CREATE INDEX notification_deliveries_by_log ON notification_deliveries (log_id);
-        CREATE INDEX notification_deliveries_by_created_at ON notification_deliveries (created_at);
+            CREATE TABLE notification_deliveries (
+                id                  INTEGER PRIMARY KEY,
+                log_id              INTEGER NOT NULL REFERENCES notification_logs(id) ON DELETE CASCADE,
+                device_id           INTEGER REFERENCES user_devices(id) ON DELETE SET NULL,
+                provider            TEXT NOT NULL CHECK (provider IN ('apns', 'fcm', 'outbox')),
+                outcome             TEXT NOT NULL CHECK (outcome IN ('delivered', 'token_dead', 'retry_later', 'credentials', 'rejected')),
+                reason              TEXT,
+                provider_message_id TEXT,
+                attempts            INTEGER NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+                latency_ms          INTEGER,
+                run_id              TEXT NOT NULL,
+                created_at          INTEGER NOT NULL
+            );
+            CREATE INDEX notification_deliveries_by_log ON notification_deliveries (log_id);
+            CREATE INDEX notification_deliveries_by_created_at ON notification_deliveries (created_at);
 
-        CREATE TABLE job_runs (
-            id          TEXT PRIMARY KEY NOT NULL,
-            job         TEXT NOT NULL,
-            run_at      INTEGER NOT NULL,             -- the instant the run evaluated (--now)
-            duration_ms INTEGER,
-            outcome     TEXT NOT NULL CHECK (outcome IN ('running', 'ok', 'failed')),
-            summary     TEXT                          -- the run's JSON summary
-        ) WITHOUT ROWID;
-        CREATE INDEX job_runs_by_job ON job_runs (job, run_at);
-        """,
+            CREATE TABLE job_runs (
+                id          TEXT PRIMARY KEY NOT NULL,
+                job         TEXT NOT NULL,
+                run_at      INTEGER NOT NULL,             -- the instant the run evaluated (--now)
+                duration_ms INTEGER,
+                outcome     TEXT NOT NULL CHECK (outcome IN ('running', 'ok', 'failed')),
+                summary     TEXT                          -- the run's JSON summary
+            ) WITHOUT ROWID;
+            CREATE INDEX job_runs_by_job ON job_runs (job, run_at);
+            """,
         postgres: #"""
-        CREATE TABLE users (
-            id         text COLLATE "C" PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 128),
-            timezone   text COLLATE "C" NOT NULL,                         -- IANA name, e.g. Asia/Tokyo
-            locale     text NOT NULL DEFAULT 'en' CHECK (locale <> ''),   -- BCP 47, e.g. ja, pt-BR
-            plan       text NOT NULL DEFAULT 'free' CHECK (plan <> ''),
-            created_at timestamptz NOT NULL DEFAULT now(),
-            updated_at timestamptz NOT NULL DEFAULT now()
-        );
+            CREATE TABLE users (
+                id         text COLLATE "C" PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 128),
+                timezone   text COLLATE "C" NOT NULL,                         -- IANA name, e.g. Asia/Tokyo
+                locale     text NOT NULL DEFAULT 'en' CHECK (locale <> ''),   -- BCP 47, e.g. ja, pt-BR
+                plan       text NOT NULL DEFAULT 'free' CHECK (plan <> ''),
+                created_at timestamptz NOT NULL DEFAULT now(),
+                updated_at timestamptz NOT NULL DEFAULT now()
+            );
 
-        CREATE TABLE notification_settings (
-            user_id                        text COLLATE "C" PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
-            diary_reminder_enabled         boolean NOT NULL DEFAULT true,
-            reminder_time                  text NOT NULL DEFAULT '21:00',  -- local HH:MM
-            content_limit_warnings_enabled boolean NOT NULL DEFAULT true,
-            updated_at                     timestamptz NOT NULL DEFAULT now(),
-            -- Maintained by the database (triggers below): a copy of users.timezone, so that one index
-            -- answers "whose reminder time has come in this zone".
-            timezone                       text COLLATE "C" NOT NULL DEFAULT '',
-            reminder_minute                integer GENERATED ALWAYS AS (
-                CASE WHEN reminder_time ~ '^([01][0-9]|2[0-3]):[0-5][0-9]$'
-                     THEN substr(reminder_time, 1, 2)::integer * 60 + substr(reminder_time, 4, 2)::integer
-                END) STORED
-        );
+            CREATE TABLE notification_settings (
+                user_id                        text COLLATE "C" PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+                diary_reminder_enabled         boolean NOT NULL DEFAULT true,
+                reminder_time                  text NOT NULL DEFAULT '21:00',  -- local HH:MM
+                content_limit_warnings_enabled boolean NOT NULL DEFAULT true,
+                updated_at                     timestamptz NOT NULL DEFAULT now(),
+                -- Maintained by the database (triggers below): a copy of users.timezone, so that one index
+                -- answers "whose reminder time has come in this zone".
+                timezone                       text COLLATE "C" NOT NULL DEFAULT '',
+                reminder_minute                integer GENERATED ALWAYS AS (
+                    CASE WHEN reminder_time ~ '^([01][0-9]|2[0-3]):[0-5][0-9]$'
+                         THEN substr(reminder_time, 1, 2)::integer * 60 + substr(reminder_time, 4, 2)::integer
+                    END) STORED
+            );
 
-        CREATE INDEX notification_settings_due
-            ON notification_settings (timezone, reminder_minute, user_id) WHERE diary_reminder_enabled;
+            CREATE INDEX notification_settings_due
+                ON notification_settings (timezone, reminder_minute, user_id) WHERE diary_reminder_enabled;
 
-        CREATE FUNCTION notification_settings_copy_timezone() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            NEW.timezone := coalesce((SELECT timezone FROM users WHERE id = NEW.user_id), '');
-            RETURN NEW;
-        END
-        $$;
-        CREATE TRIGGER notification_settings_timezone BEFORE INSERT OR UPDATE ON notification_settings
-            FOR EACH ROW EXECUTE FUNCTION notification_settings_copy_timezone();
+            CREATE FUNCTION notification_settings_copy_timezone() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                NEW.timezone := coalesce((SELECT timezone FROM users WHERE id = NEW.user_id), '');
+                RETURN NEW;
+            END
+            $$;
+            CREATE TRIGGER notification_settings_timezone BEFORE INSERT OR UPDATE ON notification_settings
+                FOR EACH ROW EXECUTE FUNCTION notification_settings_copy_timezone();
 
-        CREATE FUNCTION users_timezone_to_settings() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            UPDATE notification_settings SET timezone = NEW.timezone WHERE user_id = NEW.id;
-            RETURN NULL;
-        END
-        $$;
-        CREATE TRIGGER users_timezone_to_settings AFTER UPDATE OF timezone ON users
-            FOR EACH ROW WHEN (OLD.timezone IS DISTINCT FROM NEW.timezone) EXECUTE FUNCTION users_timezone_to_settings();
+            CREATE FUNCTION users_timezone_to_settings() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE notification_settings SET timezone = NEW.timezone WHERE user_id = NEW.id;
+                RETURN NULL;
+            END
+            $$;
+            CREATE TRIGGER users_timezone_to_settings AFTER UPDATE OF timezone ON users
+                FOR EACH ROW WHEN (OLD.timezone IS DISTINCT FROM NEW.timezone) EXECUTE FUNCTION users_timezone_to_settings();
 
-        CREATE TABLE user_devices (
-            id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            user_id             text COLLATE "C" NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-            -- 2,000 rather than SQLite's 4,096: a B-tree entry must stay under about 2.7 kB. Real tokens are
-            -- 64 (APNs) to about 200 (FCM) characters.
-            token               text NOT NULL UNIQUE CHECK (length(token) BETWEEN 1 AND 2000),
-            provider            text NOT NULL CHECK (provider IN ('apns', 'fcm')),
-            platform            text NOT NULL CHECK (platform IN ('ios', 'android')),
-            apns_environment    text CHECK (apns_environment IN ('production', 'sandbox')),
-            is_active           boolean NOT NULL DEFAULT true,
-            last_seen           timestamptz NOT NULL,
-            app_version         text,
-            created_at          timestamptz NOT NULL DEFAULT now(),
-            updated_at          timestamptz NOT NULL DEFAULT now(),
-            deactivated_at      timestamptz,
-            deactivation_reason text,
-            CHECK (provider <> 'apns' OR (platform = 'ios' AND apns_environment IS NOT NULL)),
-            CHECK ((is_active AND deactivated_at IS NULL) OR (NOT is_active AND deactivated_at IS NOT NULL))
-        );
-        CREATE INDEX user_devices_active_by_user ON user_devices (user_id) WHERE is_active;
+            CREATE TABLE user_devices (
+                id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                user_id             text COLLATE "C" NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                -- 2,000 rather than SQLite's 4,096: a B-tree entry must stay under about 2.7 kB. Real tokens are
+                -- 64 (APNs) to about 200 (FCM) characters.
+                token               text NOT NULL UNIQUE CHECK (length(token) BETWEEN 1 AND 2000),
+                provider            text NOT NULL CHECK (provider IN ('apns', 'fcm')),
+                platform            text NOT NULL CHECK (platform IN ('ios', 'android')),
+                apns_environment    text CHECK (apns_environment IN ('production', 'sandbox')),
+                is_active           boolean NOT NULL DEFAULT true,
+                last_seen           timestamptz NOT NULL,
+                app_version         text,
+                created_at          timestamptz NOT NULL DEFAULT now(),
+                updated_at          timestamptz NOT NULL DEFAULT now(),
+                deactivated_at      timestamptz,
+                deactivation_reason text,
+                CHECK (provider <> 'apns' OR (platform = 'ios' AND apns_environment IS NOT NULL)),
+                CHECK ((is_active AND deactivated_at IS NULL) OR (NOT is_active AND deactivated_at IS NOT NULL))
+            );
+            CREATE INDEX user_devices_active_by_user ON user_devices (user_id) WHERE is_active;
 
-        CREATE TABLE diary_entries (
-            id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            user_id    text COLLATE "C" NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-            created_at timestamptz NOT NULL
-        );
-        CREATE INDEX diary_entries_by_user_time ON diary_entries (user_id, created_at);
+            CREATE TABLE diary_entries (
+                id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                user_id    text COLLATE "C" NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                created_at timestamptz NOT NULL
+            );
+            CREATE INDEX diary_entries_by_user_time ON diary_entries (user_id, created_at);
 
-        CREATE TABLE notification_logs (
-            id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            user_id           text COLLATE "C" NOT NULL REFERENCES users(id) ON DELETE CASCADE,
-            notification_type text COLLATE "C" NOT NULL
-                              CHECK (notification_type IN ('diary_reminder', 'content_limit_90', 'content_limit_100')),
-            period_key        text COLLATE "C" NOT NULL CHECK (length(period_key) BETWEEN 4 AND 10),
-            status            text NOT NULL
-                              CHECK (status IN ('claimed', 'sent', 'partial', 'failed', 'retry', 'deferred', 'superseded')),
-            message_index     integer,
-            locale            text,
-            run_id            text NOT NULL,
-            attempts          integer NOT NULL DEFAULT 1 CHECK (attempts >= 1),
-            claimed_at        timestamptz NOT NULL,
-            finished_at       timestamptz,
-            updated_at        timestamptz NOT NULL,
-            detail            text,
-            UNIQUE (user_id, notification_type, period_key)
-        );
-        CREATE INDEX notification_logs_by_status ON notification_logs (status, claimed_at);
-        CREATE INDEX notification_logs_by_claimed_at ON notification_logs (claimed_at);
+            CREATE TABLE notification_logs (
+                id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                user_id           text COLLATE "C" NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                notification_type text COLLATE "C" NOT NULL
+                                  CHECK (notification_type IN ('diary_reminder', 'content_limit_90', 'content_limit_100')),
+                period_key        text COLLATE "C" NOT NULL CHECK (length(period_key) BETWEEN 4 AND 10),
+                status            text NOT NULL
+                                  CHECK (status IN ('claimed', 'sent', 'partial', 'failed', 'retry', 'deferred', 'superseded')),
+                message_index     integer,
+                locale            text,
+                run_id            text NOT NULL,
+                attempts          integer NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+                claimed_at        timestamptz NOT NULL,
+                finished_at       timestamptz,
+                updated_at        timestamptz NOT NULL,
+                detail            text,
+                UNIQUE (user_id, notification_type, period_key)
+            );
+            CREATE INDEX notification_logs_by_status ON notification_logs (status, claimed_at);
+            CREATE INDEX notification_logs_by_claimed_at ON notification_logs (claimed_at);
 
-        CREATE TABLE notification_deliveries (
-            id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-            log_id              bigint NOT NULL REFERENCES notification_logs(id) ON DELETE CASCADE,
-            device_id           bigint REFERENCES user_devices(id) ON DELETE SET NULL,
-            provider            text NOT NULL CHECK (provider IN ('apns', 'fcm', 'outbox')),
-            outcome             text NOT NULL
-                                CHECK (outcome IN ('delivered', 'token_dead', 'retry_later', 'credentials', 'rejected')),
-            reason              text,
-            provider_message_id text,
-            attempts            integer NOT NULL DEFAULT 1 CHECK (attempts >= 1),
-            latency_ms          integer,
-            run_id              text NOT NULL,
-            created_at          timestamptz NOT NULL
-        );
-        CREATE INDEX notification_deliveries_by_log ON notification_deliveries (log_id);
-        CREATE INDEX notification_deliveries_by_created_at ON notification_deliveries (created_at);
-        CREATE INDEX notification_deliveries_by_device ON notification_deliveries (device_id);
+            CREATE TABLE notification_deliveries (
+                id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                log_id              bigint NOT NULL REFERENCES notification_logs(id) ON DELETE CASCADE,
+                device_id           bigint REFERENCES user_devices(id) ON DELETE SET NULL,
+                provider            text NOT NULL CHECK (provider IN ('apns', 'fcm', 'outbox')),
+                outcome             text NOT NULL
+                                    CHECK (outcome IN ('delivered', 'token_dead', 'retry_later', 'credentials', 'rejected')),
+                reason              text,
+                provider_message_id text,
+                attempts            integer NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+                latency_ms          integer,
+                run_id              text NOT NULL,
+                created_at          timestamptz NOT NULL
+            );
+            CREATE INDEX notification_deliveries_by_log ON notification_deliveries (log_id);
+            CREATE INDEX notification_deliveries_by_created_at ON notification_deliveries (created_at);
+            CREATE INDEX notification_deliveries_by_device ON notification_deliveries (device_id);
 
-        CREATE TABLE job_runs (
-            id          text PRIMARY KEY,
-            job         text COLLATE "C" NOT NULL,
-            run_at      timestamptz NOT NULL,           -- the instant the run evaluated (--now)
-            duration_ms integer,
-            outcome     text NOT NULL CHECK (outcome IN ('running', 'ok', 'failed')),
-            summary     jsonb                           -- the run's JSON summary
-        );
-        CREATE INDEX job_runs_by_job ON job_runs (job, run_at);
-        """#)
+            CREATE TABLE job_runs (
+                id          text PRIMARY KEY,
+                job         text COLLATE "C" NOT NULL,
+                run_at      timestamptz NOT NULL,           -- the instant the run evaluated (--now)
+                duration_ms integer,
+                outcome     text NOT NULL CHECK (outcome IN ('running', 'ok', 'failed')),
+                summary     jsonb                           -- the run's JSON summary
+            );
+            CREATE INDEX job_runs_by_job ON job_runs (job, run_at);
+            """#)
 
     /// Provider credentials shared by every run: the current APNs provider JWT and FCM access token, and
     /// the lease that lets exactly one run mint a new one.
     static let m002 = SchemaMigration(
         id: "002_provider_credentials",
         sqlite: """
-        CREATE TABLE provider_credentials (
-            credential_key TEXT PRIMARY KEY NOT NULL,   -- apns:<team>:<key id>, fcm:<client email>
-            token          TEXT,                        -- secret: never logged
-            issued_at      INTEGER,
-            expires_at     INTEGER,
-            minting_by     TEXT,
-            minting_until  INTEGER,
-            updated_at     INTEGER NOT NULL
-        ) WITHOUT ROWID;
-        """,
+            CREATE TABLE provider_credentials (
+                credential_key TEXT PRIMARY KEY NOT NULL,   -- apns:<team>:<key id>, fcm:<client email>
+                token          TEXT,                        -- secret: never logged
+                issued_at      INTEGER,
+                expires_at     INTEGER,
+                minting_by     TEXT,
+                minting_until  INTEGER,
+                updated_at     INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            """,
         postgres: """
-        CREATE TABLE provider_credentials (
-            credential_key text PRIMARY KEY,   -- apns:<team>:<key id>, fcm:<client email>
-            token          text,               -- secret: never logged
-            issued_at      timestamptz,
-            expires_at     timestamptz,
-            minting_by     text,
-            minting_until  timestamptz,
-            updated_at     timestamptz NOT NULL
-        );
-        """)
+            CREATE TABLE provider_credentials (
+                credential_key text PRIMARY KEY,   -- apns:<team>:<key id>, fcm:<client email>
+                token          text,               -- secret: never logged
+                issued_at      timestamptz,
+                expires_at     timestamptz,
+                minting_by     text,
+                minting_until  timestamptz,
+                updated_at     timestamptz NOT NULL
+            );
+            """)
 
     /// Quiet hours (local `HH:MM`, may span midnight) and deferred notifications: a quota warning that comes
     /// due inside quiet hours is stored `deferred` with `deliver_after`, and a diary-reminder run delivers it.
@@ -297,34 +297,34 @@ public enum SchemaMigrations {
     static let m003 = SchemaMigration(
         id: "003_quiet_hours_and_deferred",
         sqlite: """
-        ALTER TABLE notification_settings ADD COLUMN quiet_hours_start TEXT;
-        ALTER TABLE notification_settings ADD COLUMN quiet_hours_end TEXT;
-        ALTER TABLE notification_logs ADD COLUMN deliver_after INTEGER;
-        ALTER TABLE notification_logs ADD COLUMN params TEXT;
-        -- Quota warnings still to deliver: deferred past quiet hours, left for retry, or claimed by a hook that died.
-        CREATE INDEX notification_logs_pending_warnings ON notification_logs (claimed_at)
-            WHERE notification_type <> 'diary_reminder' AND status IN ('deferred', 'retry', 'claimed');
-        """,
+            ALTER TABLE notification_settings ADD COLUMN quiet_hours_start TEXT;
+            ALTER TABLE notification_settings ADD COLUMN quiet_hours_end TEXT;
+            ALTER TABLE notification_logs ADD COLUMN deliver_after INTEGER;
+            ALTER TABLE notification_logs ADD COLUMN params TEXT;
+            -- Quota warnings still to deliver: deferred past quiet hours, left for retry, or claimed by a hook that died.
+            CREATE INDEX notification_logs_pending_warnings ON notification_logs (claimed_at)
+                WHERE notification_type <> 'diary_reminder' AND status IN ('deferred', 'retry', 'claimed');
+            """,
         postgres: """
-        ALTER TABLE notification_settings ADD COLUMN quiet_hours_start text;
-        ALTER TABLE notification_settings ADD COLUMN quiet_hours_end text;
-        ALTER TABLE notification_logs ADD COLUMN deliver_after timestamptz;
-        ALTER TABLE notification_logs ADD COLUMN params jsonb;
-        CREATE INDEX notification_logs_pending_warnings ON notification_logs (claimed_at)
-            WHERE notification_type <> 'diary_reminder' AND status IN ('deferred', 'retry', 'claimed');
-        """)
+            ALTER TABLE notification_settings ADD COLUMN quiet_hours_start text;
+            ALTER TABLE notification_settings ADD COLUMN quiet_hours_end text;
+            ALTER TABLE notification_logs ADD COLUMN deliver_after timestamptz;
+            ALTER TABLE notification_logs ADD COLUMN params jsonb;
+            CREATE INDEX notification_logs_pending_warnings ON notification_logs (claimed_at)
+                WHERE notification_type <> 'diary_reminder' AND status IN ('deferred', 'retry', 'claimed');
+            """)
 
     /// The janitor's batches are range scans: stale active devices by last_seen, inactive ones by when.
     static let m004 = SchemaMigration(
         id: "004_janitor_indexes",
         sqlite: """
-        CREATE INDEX user_devices_active_by_last_seen ON user_devices (last_seen) WHERE is_active = 1;
-        CREATE INDEX user_devices_inactive_by_time ON user_devices (deactivated_at) WHERE is_active = 0;
-        """,
+            CREATE INDEX user_devices_active_by_last_seen ON user_devices (last_seen) WHERE is_active = 1;
+            CREATE INDEX user_devices_inactive_by_time ON user_devices (deactivated_at) WHERE is_active = 0;
+            """,
         postgres: """
-        CREATE INDEX user_devices_active_by_last_seen ON user_devices (last_seen) WHERE is_active;
-        CREATE INDEX user_devices_inactive_by_time ON user_devices (deactivated_at) WHERE NOT is_active;
-        """)
+            CREATE INDEX user_devices_active_by_last_seen ON user_devices (last_seen) WHERE is_active;
+            CREATE INDEX user_devices_inactive_by_time ON user_devices (deactivated_at) WHERE NOT is_active;
+            """)
 
     /// `notification_logs (status, claimed_at)` answered no query (the janitor and the report go by
     /// `claimed_at`, pending warnings have their own partial index, claims go by the unique key), yet every
@@ -333,11 +333,11 @@ public enum SchemaMigrations {
     static let m005 = SchemaMigration(
         id: "005_drop_unused_status_index",
         sqlite: """
-        DROP INDEX IF EXISTS notification_logs_by_status;
-        """,
+            DROP INDEX IF EXISTS notification_logs_by_status;
+            """,
         postgres: """
-        DROP INDEX IF EXISTS notification_logs_by_status;
-        """)
+            DROP INDEX IF EXISTS notification_logs_by_status;
+            """)
 
     /// Makes `notification_settings_due` a covering index, so that reading a run's due ids touches the index
     /// alone. SQLite (3.40) looked up the settings row of every index entry: it takes a query that names a
@@ -350,28 +350,28 @@ public enum SchemaMigrations {
     static let m006 = SchemaMigration(
         id: "006_covering_due_index",
         sqlite: """
-        ALTER TABLE notification_settings ADD COLUMN due_minute INTEGER;
-        UPDATE notification_settings SET due_minute = reminder_minute;
-        DROP INDEX notification_settings_due;
-        CREATE INDEX notification_settings_due
-            ON notification_settings (timezone, due_minute, user_id, diary_reminder_enabled) WHERE diary_reminder_enabled = 1;
+            ALTER TABLE notification_settings ADD COLUMN due_minute INTEGER;
+            UPDATE notification_settings SET due_minute = reminder_minute;
+            DROP INDEX notification_settings_due;
+            CREATE INDEX notification_settings_due
+                ON notification_settings (timezone, due_minute, user_id, diary_reminder_enabled) WHERE diary_reminder_enabled = 1;
 
-        -- A new row gets both copies in one update.
-        DROP TRIGGER notification_settings_timezone_on_insert;
-        CREATE TRIGGER notification_settings_copies_on_insert AFTER INSERT ON notification_settings
-        BEGIN
-            UPDATE notification_settings
-            SET timezone = (SELECT timezone FROM users WHERE id = NEW.user_id), due_minute = NEW.reminder_minute
-            WHERE user_id = NEW.user_id;
-        END;
+            -- A new row gets both copies in one update.
+            DROP TRIGGER notification_settings_timezone_on_insert;
+            CREATE TRIGGER notification_settings_copies_on_insert AFTER INSERT ON notification_settings
+            BEGIN
+                UPDATE notification_settings
+                SET timezone = (SELECT timezone FROM users WHERE id = NEW.user_id), due_minute = NEW.reminder_minute
+                WHERE user_id = NEW.user_id;
+            END;
 
-        -- A new reminder time moves the copy; a direct write to the copy is put back.
-        CREATE TRIGGER notification_settings_due_minute_guard AFTER UPDATE OF reminder_time, due_minute ON notification_settings
-        WHEN NEW.due_minute IS NOT NEW.reminder_minute
-        BEGIN
-            UPDATE notification_settings SET due_minute = NEW.reminder_minute WHERE user_id = NEW.user_id;
-        END;
-        """,
+            -- A new reminder time moves the copy; a direct write to the copy is put back.
+            CREATE TRIGGER notification_settings_due_minute_guard AFTER UPDATE OF reminder_time, due_minute ON notification_settings
+            WHEN NEW.due_minute IS NOT NEW.reminder_minute
+            BEGIN
+                UPDATE notification_settings SET due_minute = NEW.reminder_minute WHERE user_id = NEW.user_id;
+            END;
+            """,
         postgres: "")
 
     /// ``DeviceToken``'s rule over `NEW.token` and `NEW.provider`, for SQLite's triggers.
@@ -389,21 +389,21 @@ public enum SchemaMigrations {
     static let m007 = SchemaMigration(
         id: "007_device_token_shape",
         sqlite: """
-        CREATE TRIGGER user_devices_token_shape_on_insert BEFORE INSERT ON user_devices
-        WHEN NOT (\(sqliteTokenShape))
-        BEGIN
-            SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider');
-        END;
-        CREATE TRIGGER user_devices_token_shape_on_update BEFORE UPDATE OF token, provider ON user_devices
-        WHEN NOT (\(sqliteTokenShape))
-        BEGIN
-            SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider');
-        END;
-        """,
+            CREATE TRIGGER user_devices_token_shape_on_insert BEFORE INSERT ON user_devices
+            WHEN NOT (\(sqliteTokenShape))
+            BEGIN
+                SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider');
+            END;
+            CREATE TRIGGER user_devices_token_shape_on_update BEFORE UPDATE OF token, provider ON user_devices
+            WHEN NOT (\(sqliteTokenShape))
+            BEGIN
+                SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider');
+            END;
+            """,
         postgres: """
-        ALTER TABLE user_devices ADD CONSTRAINT user_devices_token_shape CHECK (
-            (provider = 'apns' AND length(token) % 2 = 0 AND length(token) BETWEEN 2 AND 200 AND token ~ '^[0-9a-f]+$')
-            OR (provider = 'fcm' AND length(token) BETWEEN 1 AND 2000 AND token ~ '^[A-Za-z0-9_:-]+$')
-        ) NOT VALID;
-        """)
+            ALTER TABLE user_devices ADD CONSTRAINT user_devices_token_shape CHECK (
+                (provider = 'apns' AND length(token) % 2 = 0 AND length(token) BETWEEN 2 AND 200 AND token ~ '^[0-9a-f]+$')
+                OR (provider = 'fcm' AND length(token) BETWEEN 1 AND 2000 AND token ~ '^[A-Za-z0-9_:-]+$')
+            ) NOT VALID;
+            """)
 }

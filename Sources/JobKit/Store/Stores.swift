@@ -14,7 +14,8 @@ public enum StoreOpenMode: Sendable, Hashable {
 /// default) and `PostgresStore` (module JobKitPostgres) implement it, and one set of contract tests runs
 /// against both.
 public protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, ContentLimitStore, JanitorStore, ReportStore,
-    AppDataStore, SeedSink {
+    AppDataStore, SeedSink
+{
     /// `sqlite` or `postgres`.
     var backend: String { get }
     /// Where the data lives, for messages (never with a password).
@@ -50,11 +51,13 @@ public protocol ReminderStore: Sendable {
     func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate]
     /// Claims atomically: inserts each log row, or takes over one whose status is `retry` or whose
     /// `claimed` status dates from before `staleBefore`. Returns the claims won; the rest were lost.
-    func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError) -> [Claim]
+    func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
+        -> [Claim]
     /// Active devices of these users.
     func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]]
     /// Records device attempts and the claims' final states in one transaction.
-    func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64) async throws(JobError)
+    func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
+        async throws(JobError)
     /// For explain: the user's row, settings and active devices.
     func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot?
     /// For explain: diary entries of the user in `range`.
@@ -64,9 +67,11 @@ public protocol ReminderStore: Sendable {
     /// For explain: every recorded attempt of one log row's devices, oldest first.
     func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt]
     /// For explain: the message index of the latest log row of `type` before `period`.
-    func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError) -> Int?
+    func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError)
+        -> Int?
     /// Job bookkeeping (the report's "last run of each job").
-    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String) async throws(JobError)
+    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
+        async throws(JobError)
 }
 
 extension ReminderStore {
@@ -74,8 +79,10 @@ extension ReminderStore {
     /// `tempFailure`) until `deadline`. Until a claim's lease runs out no other run takes it over, so an
     /// answer recorded late is never sent again; one given up on is sent again by the run that takes over.
     /// Any other error is thrown at once.
-    public func recordPersistently(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String,
-                                   now: Int64, deadline: ContinuousClock.Instant, logger: Logger) async throws(JobError) {
+    public func recordPersistently(
+        _ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String,
+        now: Int64, deadline: ContinuousClock.Instant, logger: Logger
+    ) async throws(JobError) {
         var delay = Duration.milliseconds(100)
         var failures = 0
         while true {
@@ -85,12 +92,14 @@ extension ReminderStore {
                     logger.notice("recorded after the database was locked", metadata: ["attempts": "\(failures + 1)"])
                 }
                 return
-            } catch where error.isTemporary && ContinuousClock.now + delay < deadline {
+            } catch  where error.isTemporary && ContinuousClock.now + delay < deadline {
                 failures += 1
                 if failures == 1 {
-                    logger.warning("cannot record provider answers yet: retrying until the claims' lease ends", metadata: [
-                        "deliveries": "\(deliveries.count)", "reason": "\(error.message)",
-                    ])
+                    logger.warning(
+                        "cannot record provider answers yet: retrying until the claims' lease ends",
+                        metadata: [
+                            "deliveries": "\(deliveries.count)", "reason": "\(error.message)",
+                        ])
                 }
                 try? await Task.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))

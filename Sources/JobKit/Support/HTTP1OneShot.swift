@@ -8,8 +8,10 @@ import NIOSSL
 enum HTTP1OneShot {
     /// Sends the request and returns the whole response; fails when the connection fails or `timeout` passes
     /// (connecting included).
-    static func exchange(host: String, port: Int, tls: NIOSSLContext? = nil, method: HTTPMethod, path: String,
-                         headers: [(String, String)] = [], body: String? = nil, timeout: TimeAmount) async throws -> HTTP1Response {
+    static func exchange(
+        host: String, port: Int, tls: NIOSSLContext? = nil, method: HTTPMethod, path: String,
+        headers: [(String, String)] = [], body: String? = nil, timeout: TimeAmount
+    ) async throws -> HTTP1Response {
         let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connectTimeout(timeout)
             .channelInitializer { channel in
@@ -17,7 +19,8 @@ enum HTTP1OneShot {
                     let sync = channel.pipeline.syncOperations
                     if let tls {
                         let isAddress = host.contains(":") || host.allSatisfy { $0.isNumber || $0 == "." }
-                        try sync.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: isAddress ? nil : host))
+                        try sync.addHandler(
+                            try NIOSSLClientHandler(context: tls, serverHostname: isAddress ? nil : host))
                     }
                     try sync.addHTTPClientHandlers()
                     try sync.addHandler(HTTP1ExchangeHandler())
@@ -33,9 +36,13 @@ enum HTTP1OneShot {
         if let body { head.headers.add(name: "Content-Length", value: "\(body.utf8.count)") }
         head.headers.add(name: "Connection", value: "close")
         let promise = channel.eventLoop.makePromise(of: HTTP1Response.self)
-        channel.writeAndFlush(HTTP1ExchangeHandler.Request(head: head, body: body.map { ByteBuffer(string: $0) }, promise: promise))
-            .whenFailure { promise.fail($0) }
-        let deadline = channel.eventLoop.scheduleTask(in: timeout) { promise.fail(ChannelError.connectTimeout(timeout)) }
+        channel.writeAndFlush(
+            HTTP1ExchangeHandler.Request(head: head, body: body.map { ByteBuffer(string: $0) }, promise: promise)
+        )
+        .whenFailure { promise.fail($0) }
+        let deadline = channel.eventLoop.scheduleTask(in: timeout) {
+            promise.fail(ChannelError.connectTimeout(timeout))
+        }
         defer { deadline.cancel() }
         return try await promise.futureResult.get()
     }

@@ -25,8 +25,9 @@ public enum JobLogging {
     /// The last line of a job that fails: `<job>: error: <message>` as text, or a JSON object with the exit code.
     public static func errorLine(job: String, _ error: JobError) -> String {
         guard format == .json else { return "\(job): error: \(error.message)" }
-        return JSONLogHandler.line(label: job, level: .error, message: error.message,
-                                   fields: ["exit_code": "\(error.exitCode)", "error_kind": "\(error.kind)"])
+        return JSONLogHandler.line(
+            label: job, level: .error, message: error.message,
+            fields: ["exit_code": "\(error.exitCode)", "error_kind": "\(error.kind)"])
             ?? "\(job): error: \(error.message)"
     }
 
@@ -35,11 +36,13 @@ public enum JobLogging {
         Self.format = format
         switch format {
         case .text:
-            LoggingSystem.bootstrap({ label, provider in StreamLogHandler.standardError(label: label, metadataProvider: provider) },
-                                    metadataProvider: metadataProvider)
+            LoggingSystem.bootstrap(
+                { label, provider in StreamLogHandler.standardError(label: label, metadataProvider: provider) },
+                metadataProvider: metadataProvider)
         case .json:
-            LoggingSystem.bootstrap({ label, provider in JSONLogHandler(label: label, metadataProvider: provider) },
-                                    metadataProvider: metadataProvider)
+            LoggingSystem.bootstrap(
+                { label, provider in JSONLogHandler(label: label, metadataProvider: provider) },
+                metadataProvider: metadataProvider)
         }
     }
 }
@@ -55,8 +58,10 @@ public struct JSONLogHandler: LogHandler {
     private let label: String
     private let write: @Sendable (String) -> Void
 
-    public init(label: String, metadataProvider: Logger.MetadataProvider? = nil,
-                write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }) {
+    public init(
+        label: String, metadataProvider: Logger.MetadataProvider? = nil,
+        write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
+    ) {
         self.label = label
         self.metadataProvider = metadataProvider
         self.write = write
@@ -71,7 +76,9 @@ public struct JSONLogHandler: LogHandler {
         var fields = metadata
         if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
         if let extra = event.metadata { fields.merge(extra) { $1 } }
-        if let line = Self.line(label: label, level: event.level, message: "\(event.message)", fields: fields) { write(line) }
+        if let line = Self.line(label: label, level: event.level, message: "\(event.message)", fields: fields) {
+            write(line)
+        }
     }
 
     /// One log line as a JSON object.
@@ -80,12 +87,16 @@ public struct JSONLogHandler: LogHandler {
         for (key, value) in fields { object[key] = Self.json(value) }
         let milliseconds = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
         let millisecondText = String(milliseconds % 1000)
-        object["timestamp"] = String(Timestamps.format(milliseconds / 1000).dropLast())
+        object["timestamp"] =
+            String(Timestamps.format(milliseconds / 1000).dropLast())
             + "." + String(repeating: "0", count: 3 - millisecondText.count) + millisecondText + "Z"
         object["level"] = level.rawValue
         object["job"] = label
         object["message"] = message
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+        else {
             return nil
         }
         return String(decoding: data, as: UTF8.self)

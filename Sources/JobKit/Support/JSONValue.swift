@@ -1,4 +1,5 @@
 import NIOCore
+
 import struct Foundation.Data
 
 /// A JSON document read strictly (RFC 8259): one value, optional white space around it, valid UTF-8, no
@@ -156,9 +157,15 @@ private struct Reader {
         case UInt8(ascii: "{"): return try object(depth: depth + 1)
         case UInt8(ascii: "["): return try array(depth: depth + 1)
         case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "t"): try word("true"); return .bool(true)
-        case UInt8(ascii: "f"): try word("false"); return .bool(false)
-        case UInt8(ascii: "n"): try word("null"); return .null
+        case UInt8(ascii: "t"):
+            try word("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try word("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try word("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
         default: throw error("expected a value")
         }
@@ -167,7 +174,8 @@ private struct Reader {
     mutating func word(_ text: StaticString) throws(JSONValue.SyntaxError) {
         let expected = UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
         guard bytes.count - position >= expected.count,
-              bytes[position..<position + expected.count].elementsEqual(expected) else {
+            bytes[position..<position + expected.count].elementsEqual(expected)
+        else {
             throw error("expected \(text)")
         }
         position += expected.count
@@ -226,7 +234,7 @@ private struct Reader {
 
     /// A string; the cursor is on its opening quote. Text without escapes is validated and copied at once.
     mutating func string() throws(JSONValue.SyntaxError) -> String {
-        position += 1   // "
+        position += 1  // "
         let start = position
         var nonASCII: UInt8 = 0
         while position < bytes.count {
@@ -275,7 +283,8 @@ private struct Reader {
                     if (0xD800..<0xDC00).contains(scalar) {
                         // A high surrogate must be followed by an escaped low one.
                         guard bytes.count - position >= 2, bytes[position] == UInt8(ascii: "\\"),
-                              bytes[position + 1] == UInt8(ascii: "u") else { throw error("a lone surrogate") }
+                            bytes[position + 1] == UInt8(ascii: "u")
+                        else { throw error("a lone surrogate") }
                         position += 2
                         let low = UInt32(try hex4())
                         guard (0xDC00..<0xE000).contains(low) else { throw error("a lone surrogate") }
@@ -357,7 +366,10 @@ extension JSONValue {
     /// field the decoder would skip are bad input too (65), never silently accepted.
     static func requireStrict(_ data: Data, what: String) throws(JobError) {
         let result = data.withUnsafeBytes { bytes -> Result<Void, SyntaxError> in
-            do throws(SyntaxError) { _ = try JSONValue(parsing: bytes); return .success(()) } catch { return .failure(error) }
+            do throws(SyntaxError) {
+                _ = try JSONValue(parsing: bytes)
+                return .success(())
+            } catch { return .failure(error) }
         }
         if case .failure(let error) = result { throw .dataError("\(what): \(error)") }
     }

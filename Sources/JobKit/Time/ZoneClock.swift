@@ -43,13 +43,13 @@ public struct ZoneClock: Sendable {
         let earlyValid = offset(at: early) == before
         let lateValid = offset(at: late) == after
         switch (earlyValid, lateValid) {
-        case (true, true): return min(early, late)      // overlap (or no transition): first occurrence
+        case (true, true): return min(early, late)  // overlap (or no transition): first occurrence
         case (true, false): return early
         case (false, true): return late
         case (false, false):
             // Gap: the wall time was skipped. Find the transition (the first instant whose offset is
             // `after`) between the two candidate readings.
-            var low = min(early, late)   // offset is `before` here
+            var low = min(early, late)  // offset is `before` here
             var high = max(early, late)  // offset is `after` here
             while high - low > 1 {
                 let mid = low + (high - low) / 2

@@ -48,11 +48,14 @@ enum ProviderTokens {
         return keys
     }
 
-    static func mintAPNs(keys: JWTKeyCollection, configuration: APNsConfiguration, now: Int64) async throws(JobError) -> CachedCredential {
+    static func mintAPNs(keys: JWTKeyCollection, configuration: APNsConfiguration, now: Int64) async throws(JobError)
+        -> CachedCredential
+    {
         do {
             let jwt = try await keys.sign(
-                APNsClaims(iss: IssuerClaim(value: configuration.teamID),
-                           iat: IssuedAtClaim(value: Date(timeIntervalSince1970: TimeInterval(now)))),
+                APNsClaims(
+                    iss: IssuerClaim(value: configuration.teamID),
+                    iat: IssuedAtClaim(value: Date(timeIntervalSince1970: TimeInterval(now)))),
                 kid: JWKIdentifier(string: configuration.keyID))
             return CachedCredential(token: jwt, issuedAt: now, expiresAt: now + 3600)
         } catch {
@@ -66,32 +69,39 @@ enum ProviderTokens {
             throw .config("the service account's private_key is not an RSA private key")
         }
         let keys = JWTKeyCollection()
-        await keys.add(rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: account.privateKeyID),
-                       serializer: serializer)
+        await keys.add(
+            rsa: key, digestAlgorithm: .sha256, kid: JWKIdentifier(string: account.privateKeyID),
+            serializer: serializer)
         return keys
     }
 
     /// The JWT bearer grant: an RS256 assertion posted to the account's `token_uri`.
-    static func mintFCM(keys: JWTKeyCollection, account: ServiceAccount, tls: NIOSSLContext, now: Int64) async throws(JobError) -> CachedCredential {
-        guard let endpoint = Endpoint(url: account.tokenURI), let path = URLComponents(string: account.tokenURI)?.path else {
+    static func mintFCM(keys: JWTKeyCollection, account: ServiceAccount, tls: NIOSSLContext, now: Int64)
+        async throws(JobError) -> CachedCredential
+    {
+        guard let endpoint = Endpoint(url: account.tokenURI), let path = URLComponents(string: account.tokenURI)?.path
+        else {
             throw .config("the service account's token_uri is not an https URL")
         }
         let assertion: String
         do {
             assertion = try await keys.sign(
-                OAuthAssertion(iss: IssuerClaim(value: account.clientEmail), scope: ServiceAccount.scope,
-                               aud: AudienceClaim(value: [account.tokenURI]),
-                               iat: IssuedAtClaim(value: Date(timeIntervalSince1970: TimeInterval(now))),
-                               exp: ExpirationClaim(value: Date(timeIntervalSince1970: TimeInterval(now + 3600)))),
+                OAuthAssertion(
+                    iss: IssuerClaim(value: account.clientEmail), scope: ServiceAccount.scope,
+                    aud: AudienceClaim(value: [account.tokenURI]),
+                    iat: IssuedAtClaim(value: Date(timeIntervalSince1970: TimeInterval(now))),
+                    exp: ExpirationClaim(value: Date(timeIntervalSince1970: TimeInterval(now + 3600)))),
                 kid: JWKIdentifier(string: account.privateKeyID))
         } catch {
             throw .config("could not sign the OAuth assertion for \(account.clientEmail)")
         }
         let form = "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"
-        let request = HTTP2Request(headers: [
-            ":method": "POST", ":scheme": "https", ":path": path.isEmpty ? "/" : path, ":authority": endpoint.authority,
-            "content-type": "application/x-www-form-urlencoded", "content-length": String(form.utf8.count),
-        ], body: ByteBuffer(string: form))
+        let request = HTTP2Request(
+            headers: [
+                ":method": "POST", ":scheme": "https", ":path": path.isEmpty ? "/" : path,
+                ":authority": endpoint.authority,
+                "content-type": "application/x-www-form-urlencoded", "content-length": String(form.utf8.count),
+            ], body: ByteBuffer(string: form))
         let connection: HTTP2Connection
         do {
             connection = try await HTTP2Connection.connect(to: endpoint, tls: tls, options: .init(streamCap: 1))
@@ -118,8 +128,10 @@ enum ProviderTokens {
             // printable; nothing else of the answer.
             let refusal = try? JSONDecoder().decode(Refusal.self, from: body)
             let said = [refusal?.error, refusal?.error_description].compactMap { $0 }.joined(separator: ": ")
-            let printable = String(said.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(160).map(Character.init))
-            let message = "the OAuth token endpoint refused the service account \(account.clientEmail) (HTTP \(response.status)"
+            let printable = String(
+                said.unicodeScalars.filter { $0.value >= 0x20 && $0.value < 0x7F }.prefix(160).map(Character.init))
+            let message =
+                "the OAuth token endpoint refused the service account \(account.clientEmail) (HTTP \(response.status)"
                 + (printable.isEmpty ? ")" : ": \(printable))")
             // A server error is the endpoint's trouble, not a verdict on our key.
             throw response.status >= 500 ? .unavailable(message) : .noPermission(message)

@@ -31,8 +31,10 @@ public protocol CredentialStore: Sendable {
     func cachedCredential(key: String) async throws(JobError) -> CachedCredential?
     /// Atomically: returns `.use` if the cached credential is fresh, `.wait` if another holder's lease is
     /// running, else takes the lease for `holder` until `now + leaseSeconds` and returns `.mint`.
-    func beginMint(key: String, holder: String, now: Int64, leaseSeconds: Int64,
-                   isFresh: @escaping @Sendable (CachedCredential) -> Bool) async throws(JobError) -> MintDecision
+    func beginMint(
+        key: String, holder: String, now: Int64, leaseSeconds: Int64,
+        isFresh: @escaping @Sendable (CachedCredential) -> Bool
+    ) async throws(JobError) -> MintDecision
     /// Stores the new credential and releases the lease.
     func finishMint(key: String, holder: String, credential: CachedCredential) async throws(JobError)
     /// Releases `holder`'s lease without a credential (the mint failed), so that the next run or hook
@@ -62,9 +64,11 @@ actor SharedCredential {
     /// How long a run waits for another holder's mint before minting its own.
     static let leaseSeconds: Int64 = 30
 
-    init(key: String, store: any CredentialStore, clock: @escaping @Sendable () -> Int64,
-         isFresh: @escaping @Sendable (CachedCredential, Int64) -> Bool, logger: Logger = Logger(label: "diary-push"),
-         mint: @escaping @Sendable (Int64) async throws(JobError) -> CachedCredential) {
+    init(
+        key: String, store: any CredentialStore, clock: @escaping @Sendable () -> Int64,
+        isFresh: @escaping @Sendable (CachedCredential, Int64) -> Bool, logger: Logger = Logger(label: "diary-push"),
+        mint: @escaping @Sendable (Int64) async throws(JobError) -> CachedCredential
+    ) {
         self.key = key
         self.store = store
         self.clock = clock
@@ -89,33 +93,42 @@ actor SharedCredential {
         return try result.get()
     }
 
-    private func refresh(_ usable: @escaping @Sendable (CachedCredential) -> Bool) async -> Result<CachedCredential, JobError> {
+    private func refresh(_ usable: @escaping @Sendable (CachedCredential) -> Bool) async -> Result<
+        CachedCredential, JobError
+    > {
         do throws(JobError) { return .success(try await fetchOrMint(usable)) } catch { return .failure(error) }
     }
 
     /// The cached credential if usable, else one minted under the store's lease (or waited for).
-    private func fetchOrMint(_ usable: @escaping @Sendable (CachedCredential) -> Bool) async throws(JobError) -> CachedCredential {
+    private func fetchOrMint(_ usable: @escaping @Sendable (CachedCredential) -> Bool) async throws(JobError)
+        -> CachedCredential
+    {
         do {
             if let cached = try await store.cachedCredential(key: key), usable(cached) {
                 current = cached
                 return cached
             }
         } catch {
-            logger.warning("cannot read the cached credential: minting one", metadata: [
-                "credential": "\(key)", "reason": "\(error.message)",
-            ])
+            logger.warning(
+                "cannot read the cached credential: minting one",
+                metadata: [
+                    "credential": "\(key)", "reason": "\(error.message)",
+                ])
             return try await mintWithoutLease()
         }
         let waitUntil = ContinuousClock.now + .seconds(Self.leaseSeconds)
         while true {
             let decision: MintDecision
             do {
-                decision = try await store.beginMint(key: key, holder: holder, now: clock(), leaseSeconds: Self.leaseSeconds,
-                                                     isFresh: usable)
+                decision = try await store.beginMint(
+                    key: key, holder: holder, now: clock(), leaseSeconds: Self.leaseSeconds,
+                    isFresh: usable)
             } catch {
-                logger.warning("cannot lease the credential in the store: minting one", metadata: [
-                    "credential": "\(key)", "reason": "\(error.message)",
-                ])
+                logger.warning(
+                    "cannot lease the credential in the store: minting one",
+                    metadata: [
+                        "credential": "\(key)", "reason": "\(error.message)",
+                    ])
                 return try await mintWithoutLease()
             }
             switch decision {
@@ -136,9 +149,11 @@ actor SharedCredential {
                     try await store.finishMint(key: key, holder: holder, credential: credential)
                 } catch {
                     // Used all the same; the next run mints again when its lease check allows.
-                    logger.warning("cannot cache the new credential in the store", metadata: [
-                        "credential": "\(key)", "reason": "\(error.message)",
-                    ])
+                    logger.warning(
+                        "cannot cache the new credential in the store",
+                        metadata: [
+                            "credential": "\(key)", "reason": "\(error.message)",
+                        ])
                 }
                 return credential
             case .wait:

@@ -18,7 +18,8 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
     /// Parses `https://host[:port][/…]`; the path is ignored.
     public init?(url: String) {
         guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https",
-              let host = components.host, !host.isEmpty else { return nil }
+            let host = components.host, !host.isEmpty
+        else { return nil }
         self.host = host
         self.port = components.port ?? 443
     }
@@ -72,7 +73,9 @@ public struct TLSSettings: Sendable {
     static func isHashedCertificateName(_ name: String) -> Bool {
         let parts = name.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 2, parts[0].count == 8, !parts[1].isEmpty else { return false }
-        return parts[0].allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0) }
+        return parts[0].allSatisfy {
+            (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains($0)
+        }
             && parts[1].allSatisfy { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
     }
 }
@@ -105,8 +108,10 @@ final class HTTP2Connection: Sendable {
         var flushEvery = 16
     }
 
-    static func connect(to endpoint: Endpoint, tls: NIOSSLContext, options: Options,
-                        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> HTTP2Connection {
+    static func connect(
+        to endpoint: Endpoint, tls: NIOSSLContext, options: Options,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> HTTP2Connection {
         // SNI must be a name, never an address literal; the certificate is then checked against the address.
         let isAddress = endpoint.host.contains(":") || endpoint.host.allSatisfy { $0.isNumber || $0 == "." }
         let serverHostname = isAddress ? nil : endpoint.host
@@ -123,15 +128,19 @@ final class HTTP2Connection: Sendable {
                     settings.append(HTTP2Setting(parameter: .enablePush, value: 0))
                     // Our own requests are built by us: validating their header blocks again costs CPU per
                     // request and buys nothing. The server's answers are parsed either way.
-                    try sync.addHandler(NIOHTTP2Handler(mode: .client, initialSettings: settings,
-                                                        headerBlockValidation: .disabled,
-                                                        contentLengthValidation: .disabled))
-                    try sync.addHandler(HTTP2StreamsHandler(streamCap: options.streamCap,
-                                                            requestTimeout: options.requestTimeout,
-                                                            pingTimeout: options.pingTimeout,
-                                                            answerDeadline: options.answerDeadline,
-                                                            queueing: options.queueing,
-                                                            flushEvery: options.flushEvery))
+                    try sync.addHandler(
+                        NIOHTTP2Handler(
+                            mode: .client, initialSettings: settings,
+                            headerBlockValidation: .disabled,
+                            contentLengthValidation: .disabled))
+                    try sync.addHandler(
+                        HTTP2StreamsHandler(
+                            streamCap: options.streamCap,
+                            requestTimeout: options.requestTimeout,
+                            pingTimeout: options.pingTimeout,
+                            answerDeadline: options.answerDeadline,
+                            queueing: options.queueing,
+                            flushEvery: options.flushEvery))
                 }
             }
         // An address literal (a local simulator, a proxy) is connected to as it is: no resolver thread and no
@@ -143,16 +152,19 @@ final class HTTP2Connection: Sendable {
             channel = try await bootstrap.connect(host: endpoint.host, port: endpoint.port).get()
         }
         let handler = try await channel.eventLoop.submit {
-            NIOLoopBound(try channel.pipeline.syncOperations.handler(type: HTTP2StreamsHandler.self),
-                         eventLoop: channel.eventLoop)
+            NIOLoopBound(
+                try channel.pipeline.syncOperations.handler(type: HTTP2StreamsHandler.self),
+                eventLoop: channel.eventLoop)
         }.get()
         return HTTP2Connection(endpoint: endpoint, channel: channel, handler: handler)
     }
 
     /// Sends every request and waits for all answers. The order of results is the order of requests.
     /// `onAnswers`, if given, also gets the answers as they are read (see ``HTTP2Batch``).
-    func send(_ requests: [HTTP2Request],
-              onAnswers: HTTP2Batch.Answers? = nil) async -> [Result<HTTP2Response, HTTP2StreamFailure>] {
+    func send(
+        _ requests: [HTTP2Request],
+        onAnswers: HTTP2Batch.Answers? = nil
+    ) async -> [Result<HTTP2Response, HTTP2StreamFailure>] {
         guard !requests.isEmpty else { return [] }
         let loop = channel.eventLoop
         let handler = self.handler
@@ -161,7 +173,8 @@ final class HTTP2Connection: Sendable {
             // connection closes. Only an event loop that has shut down fails the submission itself.
             return try await loop.flatSubmit {
                 let promise = loop.makePromise(of: [HTTP2Batch.Outcome].self)
-                handler.value.submit(requests, for: HTTP2Batch(count: requests.count, promise: promise, onAnswers: onAnswers))
+                handler.value.submit(
+                    requests, for: HTTP2Batch(count: requests.count, promise: promise, onAnswers: onAnswers))
                 return promise.futureResult
             }.get()
         } catch {

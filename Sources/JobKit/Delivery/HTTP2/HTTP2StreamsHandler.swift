@@ -169,8 +169,10 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     /// The clock of timeouts and latencies (the event loop's, in tests).
     private let now: () -> NIODeadline
 
-    init(streamCap: Int, requestTimeout: TimeAmount, pingTimeout: TimeAmount? = nil, answerDeadline: TimeAmount? = nil,
-         queueing: TimeAmount? = nil, flushEvery: Int = 16, now: @escaping () -> NIODeadline = NIODeadline.now) {
+    init(
+        streamCap: Int, requestTimeout: TimeAmount, pingTimeout: TimeAmount? = nil, answerDeadline: TimeAmount? = nil,
+        queueing: TimeAmount? = nil, flushEvery: Int = 16, now: @escaping () -> NIODeadline = NIODeadline.now
+    ) {
         self.now = now
         self.streamCap = max(1, streamCap)
         self.requestTimeout = requestTimeout
@@ -189,7 +191,8 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     }
 
     private func scheduleSweep(on loop: any EventLoop) {
-        let interval = max(TimeAmount.milliseconds(10), min(TimeAmount.seconds(1), .nanoseconds(requestTimeout.nanoseconds / 10)))
+        let interval = max(
+            TimeAmount.milliseconds(10), min(TimeAmount.seconds(1), .nanoseconds(requestTimeout.nanoseconds / 10)))
         sweeper = loop.assumeIsolated().scheduleTask(in: interval) { [weak self] () -> Void in
             guard let self, !self.closed else { return }
             self.sweepTimeouts()
@@ -234,9 +237,12 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         if overdue, pingSent == nil, pingAnswered.map({ now - $0 >= requestTimeout }) ?? true {
             pingSent = now
             pingsSent += 1
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
-                                                     payload: .ping(HTTP2PingData(withInteger: pingsSent), ack: false))),
-                          promise: nil)
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(
+                        streamID: .rootStream,
+                        payload: .ping(HTTP2PingData(withInteger: pingsSent), ack: false))),
+                promise: nil)
             unflushed += 1
         }
         // Failed streams freed room for queued requests: those were written, and go out now.
@@ -246,9 +252,12 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     func channelActive(context: ChannelHandlerContext) {
         // Raise the connection-level receive window once: answers are small, but thousands of them arrive.
         let increment = Self.connectionWindow - 65_535
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
-                                                         payload: .windowUpdate(windowSizeIncrement: increment))),
-                              promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(
+                HTTP2Frame(
+                    streamID: .rootStream,
+                    payload: .windowUpdate(windowSizeIncrement: increment))),
+            promise: nil)
         context.fireChannelActive()
     }
 
@@ -259,7 +268,9 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
             for index in requests.indices { batch.finish(index, .failure(.notProcessed)) }
             return
         }
-        for (index, request) in requests.enumerated() { queue.append(Pending(request: request, batch: batch, index: index)) }
+        for (index, request) in requests.enumerated() {
+            queue.append(Pending(request: request, batch: batch, index: index))
+        }
         drainQueue()
         flushIfNeeded(force: true)
     }
@@ -281,12 +292,24 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
                 holdingFlushes = true
                 context.triggerUserOutboundEvent(WriteCoalescingHandler.Hold.hold, promise: nil)
             }
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .headers(.init(headers: pending.request.headers,
-                                                                                                 endStream: false)))),
-                          promise: nil)
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .data(.init(data: .byteBuffer(pending.request.body),
-                                                                                              endStream: true)))),
-                          promise: nil)
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(
+                        streamID: streamID,
+                        payload: .headers(
+                            .init(
+                                headers: pending.request.headers,
+                                endStream: false)))),
+                promise: nil)
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(
+                        streamID: streamID,
+                        payload: .data(
+                            .init(
+                                data: .byteBuffer(pending.request.body),
+                                endStream: true)))),
+                promise: nil)
             context.flush()
             unflushed += 1
             if unflushed >= flushEvery { flushIfNeeded(force: true) }
@@ -315,7 +338,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
             // Updated in place: one lookup, no copy of the stream's state.
             guard let slot = open.index(forKey: frame.streamID) else { return }
             if open.values[slot].status == nil, let status = headers.headers.first(name: ":status").flatMap(Int.init) {
-                if status >= 200 { open.values[slot].status = status }   // 1xx informational answers are skipped
+                if status >= 200 { open.values[slot].status = status }  // 1xx informational answers are skipped
                 open.values[slot].headers = headers.headers
             }
             if headers.endStream { complete(frame.streamID) }
@@ -375,9 +398,12 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private func returnWindow(_ length: Int, context: ChannelHandlerContext) {
         consumedWindow += length
         if consumedWindow >= Self.connectionWindow / 2 {
-            context.write(wrapOutboundOut(HTTP2Frame(streamID: .rootStream,
-                                                     payload: .windowUpdate(windowSizeIncrement: consumedWindow))),
-                          promise: nil)
+            context.write(
+                wrapOutboundOut(
+                    HTTP2Frame(
+                        streamID: .rootStream,
+                        payload: .windowUpdate(windowSizeIncrement: consumedWindow))),
+                promise: nil)
             consumedWindow = 0
             unflushed += 1
         }
@@ -386,8 +412,9 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private func complete(_ streamID: HTTP2StreamID) {
         guard let stream = open.removeValue(forKey: streamID) else { return }
         if let status = stream.status {
-            let answer = HTTP2Response(status: status, headers: stream.headers, body: stream.body ?? ByteBuffer(),
-                                       latency: now() - stream.started)
+            let answer = HTTP2Response(
+                status: status, headers: stream.headers, body: stream.body ?? ByteBuffer(),
+                latency: now() - stream.started)
             window?.answered(latency: answer.latency)
             if stream.batch.finish(stream.index, .success(answer)) { answeredBatches.append(stream.batch) }
         } else {
@@ -416,7 +443,8 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private func timedOut(_ streamID: HTTP2StreamID) {
         guard open[streamID] != nil, let context else { return }
         fail(streamID, .timeout)
-        context.writeAndFlush(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
     }
 
     private func failQueue() {

@@ -68,7 +68,8 @@ package final class WriteCoalescingHandler: ChannelOutboundHandler, RemovableCha
         context.flush()
     }
 
-    package func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+    package func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?)
+    {
         guard let hold = event as? Hold else {
             context.triggerUserOutboundEvent(event, promise: promise)
             return

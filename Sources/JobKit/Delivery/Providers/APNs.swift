@@ -30,7 +30,8 @@ enum APNs {
     /// The JSON payload: alert, explicit sound (without it iOS delivers silently), badge, thread id, and the
     /// custom keys the app reads.
     static func payload(for notification: OutgoingNotification, links: DeepLinks) -> Data {
-        PayloadFitting.fit(title: notification.title, body: notification.body, maxBytes: maxPayloadBytes) { title, body in
+        PayloadFitting.fit(title: notification.title, body: notification.body, maxBytes: maxPayloadBytes) {
+            title, body in
             let payload: PayloadJSON = [
                 "aps": [
                     "alert": ["body": .string(body), "title": .string(title)],
@@ -49,8 +50,10 @@ enum APNs {
     /// The `authorization` header's value for a provider token.
     static func authorization(jwt: String) -> String { "bearer \(jwt)" }
 
-    static func request(for notification: OutgoingNotification, topic: String, authority: String, authorization: String,
-                        links: DeepLinks) -> HTTP2Request {
+    static func request(
+        for notification: OutgoingNotification, topic: String, authority: String, authorization: String,
+        links: DeepLinks
+    ) -> HTTP2Request {
         let body = payload(for: notification, links: links)
         var headers = HPACKHeaders()
         headers.reserveCapacity(12)
@@ -73,9 +76,13 @@ enum APNs {
         return HTTP2Request(headers: headers, body: ByteBuffer(bytes: body))
     }
 
-    static let deadTokenReasons: Set<String> = ["Unregistered", "ExpiredToken", "BadDeviceToken", "DeviceTokenNotForTopic"]
-    static let credentialReasons: Set<String> = ["ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken",
-                                                 "BadEnvironmentKeyIdInToken", "TooManyProviderTokenUpdates"]
+    static let deadTokenReasons: Set<String> = [
+        "Unregistered", "ExpiredToken", "BadDeviceToken", "DeviceTokenNotForTopic",
+    ]
+    static let credentialReasons: Set<String> = [
+        "ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken",
+        "BadEnvironmentKeyIdInToken", "TooManyProviderTokenUpdates",
+    ]
 
     /// Every documented status and reason, with a fallback for anything new.
     static func classify(status: Int, headers: HPACKHeaders, body: ByteBuffer) -> ProviderVerdict {
@@ -89,7 +96,8 @@ enum APNs {
             return ProviderVerdict(.credentials, reason: reason)
         }
         if deadTokenReasons.contains(reason) && (status == 410 || status == 400) {
-            return ProviderVerdict(.tokenDead, reason: reason, tokenInvalidSince: answer?["timestamp"]?.int64.map { $0 / 1000 })
+            return ProviderVerdict(
+                .tokenDead, reason: reason, tokenInvalidSince: answer?["timestamp"]?.int64.map { $0 / 1000 })
         }
         switch status {
         case 429, 500, 502, 503, 504:

@@ -27,8 +27,13 @@ public struct ServiceAccount: Sendable, Hashable, Decodable {
     public let tokenURI: String
 
     enum CodingKeys: String, CodingKey {
-        case type, projectID = "project_id", privateKeyID = "private_key_id", privateKey = "private_key",
-             clientEmail = "client_email", tokenURI = "token_uri"
+        case type
+        case projectID = "project_id"
+        case privateKeyID = "private_key_id"
+        case privateKey = "private_key"
+        case
+            clientEmail = "client_email"
+        case tokenURI = "token_uri"
     }
 
     public static func load(path: String) throws(JobError) -> ServiceAccount {
@@ -39,9 +44,13 @@ public struct ServiceAccount: Sendable, Hashable, Decodable {
         do {
             account = try JSONDecoder().decode(ServiceAccount.self, from: data)
         } catch {
-            throw .config("\(path) is not a service-account key file (needs type, project_id, private_key_id, private_key, client_email, token_uri)")
+            throw .config(
+                "\(path) is not a service-account key file (needs type, project_id, private_key_id, private_key, client_email, token_uri)"
+            )
         }
-        guard account.type == "service_account" else { throw .config("\(path): type is \(account.type), not service_account") }
+        guard account.type == "service_account" else {
+            throw .config("\(path): type is \(account.type), not service_account")
+        }
         guard Endpoint(url: account.tokenURI) != nil else { throw .config("\(path): token_uri must be an https URL") }
         return account
     }
@@ -53,27 +62,42 @@ public struct ServiceAccount: Sendable, Hashable, Decodable {
 enum FCM {
     static let maxPayloadBytes = 4096
 
-    static func message(for notification: OutgoingNotification, configuration: FCMConfiguration, links: DeepLinks,
-                        now: Int64) -> Data {
+    static func message(
+        for notification: OutgoingNotification, configuration: FCMConfiguration, links: DeepLinks,
+        now: Int64
+    ) -> Data {
         let ttl = max(0, notification.expiresAt - now)
-        let data: PayloadJSON = ["link": .string(links.link(for: notification.type, period: notification.period)),
-                                 "period": .string(notification.period), "type": .string(notification.type.rawValue)]
-        return PayloadFitting.fit(title: notification.title, body: notification.body, maxBytes: maxPayloadBytes) { title, body in
+        let data: PayloadJSON = [
+            "link": .string(links.link(for: notification.type, period: notification.period)),
+            "period": .string(notification.period), "type": .string(notification.type.rawValue),
+        ]
+        return PayloadFitting.fit(title: notification.title, body: notification.body, maxBytes: maxPayloadBytes) {
+            title, body in
             let platform: (String, PayloadJSON)
             if notification.device.platform == "android" {
-                platform = ("android", [
-                    "notification": ["channel_id": .string(configuration.androidChannelID), "sound": "default",
-                                     "tag": .string(notification.collapseID)],
-                    "priority": "high",
-                    "ttl": .string("\(ttl)s"),
-                ])
+                platform = (
+                    "android",
+                    [
+                        "notification": [
+                            "channel_id": .string(configuration.androidChannelID), "sound": "default",
+                            "tag": .string(notification.collapseID),
+                        ],
+                        "priority": "high",
+                        "ttl": .string("\(ttl)s"),
+                    ]
+                )
             } else {
-                platform = ("apns", [
-                    "headers": ["apns-collapse-id": .string(notification.collapseID),
-                                "apns-expiration": .string(String(notification.expiresAt)),
-                                "apns-priority": "10", "apns-push-type": "alert"],
-                    "payload": ["aps": ["badge": 1, "sound": "default"]],
-                ])
+                platform = (
+                    "apns",
+                    [
+                        "headers": [
+                            "apns-collapse-id": .string(notification.collapseID),
+                            "apns-expiration": .string(String(notification.expiresAt)),
+                            "apns-priority": "10", "apns-push-type": "alert",
+                        ],
+                        "payload": ["aps": ["badge": 1, "sound": "default"]],
+                    ]
+                )
             }
             // Sorted: android|apns, data, notification, token.
             let message: PayloadJSON = .object([
@@ -93,8 +117,10 @@ enum FCM {
     /// The send method's path for a project.
     static func path(projectID: String) -> String { "/v1/projects/\(projectID)/messages:send" }
 
-    static func request(for notification: OutgoingNotification, configuration: FCMConfiguration, path: String,
-                        authorization: String, links: DeepLinks, now: Int64) -> HTTP2Request {
+    static func request(
+        for notification: OutgoingNotification, configuration: FCMConfiguration, path: String,
+        authorization: String, links: DeepLinks, now: Int64
+    ) -> HTTP2Request {
         let body = message(for: notification, configuration: configuration, links: links, now: now)
         var headers = HPACKHeaders()
         headers.reserveCapacity(7)
@@ -118,7 +144,8 @@ enum FCM {
         }
         let failure = answer?["error"]
         let details = failure?["details"]?.array ?? []
-        let fcmCode: String? = details.first { $0["@type"]?.string?.hasSuffix("FcmError") == true }?["errorCode"]?.string
+        let fcmCode: String? = details.first { $0["@type"]?.string?.hasSuffix("FcmError") == true }?["errorCode"]?
+            .string
         let anyCode: String? = details.lazy.compactMap { $0["errorCode"]?.string }.first
         let code: String = fcmCode ?? anyCode ?? failure?["status"]?.string ?? "HTTP \(status)"
         let retryAfter = headers.first(name: "retry-after").flatMap { Int($0) }

@@ -6,7 +6,8 @@ import Foundation
 /// took two thirds of the send path's CPU time. Not `indirect`: the members' array already holds nested values
 /// out of line, and boxing every string on its own cost an allocation per value.
 enum PayloadJSON: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
-    ExpressibleByBooleanLiteral, ExpressibleByDictionaryLiteral {
+    ExpressibleByBooleanLiteral, ExpressibleByDictionaryLiteral
+{
     case string(String)
     case int(Int64)
     case bool(Bool)
@@ -70,8 +71,10 @@ enum PayloadJSON: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLite
             case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
             case 0..<0x20:
-                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                          hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+                bytes.append(contentsOf: [
+                    UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                    hex[Int(byte >> 4)], hex[Int(byte & 0xF)],
+                ])
             default: bytes.append(byte)
             }
         }

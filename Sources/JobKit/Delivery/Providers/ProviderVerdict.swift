@@ -11,8 +11,10 @@ public struct ProviderVerdict: Sendable, Hashable {
     public let tokenInvalidSince: Int64?
     public let providerMessageID: String?
 
-    init(_ outcome: DeliveryOutcome, reason: String? = nil, retryAfter: Int? = nil, tokenInvalidSince: Int64? = nil,
-         providerMessageID: String? = nil) {
+    init(
+        _ outcome: DeliveryOutcome, reason: String? = nil, retryAfter: Int? = nil, tokenInvalidSince: Int64? = nil,
+        providerMessageID: String? = nil
+    ) {
         self.outcome = outcome
         self.reason = reason
         self.retryAfter = retryAfter
@@ -26,8 +28,10 @@ public struct ProviderVerdict: Sendable, Hashable {
 /// characters can be kilobytes: a letter may carry any number of combining marks), the title is shortened too.
 /// The result fits whenever an ellipsis for both does.
 enum PayloadFitting {
-    static func fit(title: String, body: String, maxBytes: Int,
-                    encode: (_ title: String, _ body: String) -> Data) -> (data: Data, title: String, body: String) {
+    static func fit(
+        title: String, body: String, maxBytes: Int,
+        encode: (_ title: String, _ body: String) -> Data
+    ) -> (data: Data, title: String, body: String) {
         let full = encode(title, body)
         if full.count <= maxBytes { return (full, title, body) }
         if let fitted = longestPrefix(of: body, fitting: maxBytes, encode: { encode(title, $0) }) {
@@ -41,11 +45,14 @@ enum PayloadFitting {
 
     /// The longest `prefix + "…"` (whole grapheme clusters, trailing spaces dropped) whose encoding fits,
     /// or nil when not even the ellipsis alone does.
-    private static func longestPrefix(of text: String, fitting maxBytes: Int,
-                                      encode: (String) -> Data) -> (data: Data, text: String)? {
+    private static func longestPrefix(
+        of text: String, fitting maxBytes: Int,
+        encode: (String) -> Data
+    ) -> (data: Data, text: String)? {
         let characters = Array(text)
         var best: (data: Data, text: String)?
-        var low = 0, high = characters.count - 1
+        var low = 0
+        var high = characters.count - 1
         while low <= high {
             let middle = (low + high) / 2
             let candidate = String(characters[..<middle]).trimmingCharacters(in: .whitespaces) + "…"
