@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
+
 @testable import JobKit
 
 /// The built executables, run as cron runs them.
@@ -8,7 +9,9 @@ enum Executables {
     static let directory: URL = {
         // The test bundle sits beside the products in the build directory.
         var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        while url.pathComponents.count > 1 && !FileManager.default.fileExists(atPath: url.appendingPathComponent("diary-reminder").path) {
+        while url.pathComponents.count > 1
+            && !FileManager.default.fileExists(atPath: url.appendingPathComponent("diary-reminder").path)
+        {
             url.deleteLastPathComponent()
         }
         return url
@@ -17,7 +20,8 @@ enum Executables {
     static func url(_ name: String) throws -> URL {
         let url = directory.appendingPathComponent(name)
         guard FileManager.default.isExecutableFile(atPath: url.path) else {
-            throw JobError.noInput("\(name) is not built next to the tests (run `swift build` before `swift test`; scripts/test does)")
+            throw JobError.noInput(
+                "\(name) is not built next to the tests (run `swift build` before `swift test`; scripts/test does)")
         }
         return url
     }
@@ -30,7 +34,9 @@ enum Executables {
         var signal: Int32? = nil
     }
 
-    static func run(_ name: String, _ arguments: [String], stdin: String, environment: [String: String] = [:]) async throws -> Result {
+    static func run(_ name: String, _ arguments: [String], stdin: String, environment: [String: String] = [:])
+        async throws -> Result
+    {
         let input = Pipe()
         let started = try start(name, arguments, environment: environment, stdin: input)
         input.fileHandleForWriting.write(Data(stdin.utf8))
@@ -38,25 +44,46 @@ enum Executables {
         return await finish(started)
     }
 
-    static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:], stdin: Pipe? = nil) throws -> Started {
+    static func start(_ name: String, _ arguments: [String], environment: [String: String] = [:], stdin: Pipe? = nil)
+        throws -> Started
+    {
         try start(executable: try url(name), arguments, environment: environment, stdin: stdin)
     }
 
     /// Starts the executable at `executable` (a product copied elsewhere, say).
-    static func start(executable: URL, _ arguments: [String], environment: [String: String] = [:], stdin: Pipe? = nil) throws -> Started {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSH_") }
-        env.merge(environment) { $1 }
-        process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        // Without a pipe of its own the child would share the test runner's stdin.
-        process.standardInput = stdin ?? FileHandle.nullDevice
-        try process.run()
-        return Started(process: process, stdout: out, stderr: err)
+    static func start(executable: URL, _ arguments: [String], environment: [String: String] = [:], stdin: Pipe? = nil)
+        throws -> Started
+    {
+        // An executable the test has just copied may fail with ETXTBSY ("Text file busy"): a child another test
+        // forked at that moment still holds the copy's write descriptor until it execs. Tried again, with a new
+        // Process, as Go's os/exec does.
+        for attempt in 1... {
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PUSH_") }
+            env.merge(environment) { $1 }
+            process.environment = env
+            let out = Pipe()
+            let err = Pipe()
+            process.standardOutput = out
+            process.standardError = err
+            // Without a pipe of its own the child would share the test runner's stdin.
+            process.standardInput = stdin ?? FileHandle.nullDevice
+            do {
+                try process.run()
+                return Started(process: process, stdout: out, stderr: err)
+            } catch let error as NSError where attempt < 20 && isTextFileBusy(error) {
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        fatalError("unreachable")
+    }
+
+    static func isTextFileBusy(_ error: NSError) -> Bool {
+        let underlying = error.userInfo[NSUnderlyingErrorKey] as? NSError
+        return (error.domain == NSPOSIXErrorDomain && error.code == Int(ETXTBSY))
+            || (underlying?.domain == NSPOSIXErrorDomain && underlying?.code == Int(ETXTBSY))
     }
 
     /// A running child and the pipes it writes to.
@@ -82,8 +109,9 @@ enum Executables {
         defer { watchdog.cancel() }
         let result = await collect(started)
         guard killed.withLockedValue({ $0 }) else { return result }
-        return Result(status: -1, stdout: result.stdout, stderr: "killed: still running after \(limit)\n" + result.stderr,
-                      signal: SIGKILL)
+        return Result(
+            status: -1, stdout: result.stdout, stderr: "killed: still running after \(limit)\n" + result.stderr,
+            signal: SIGKILL)
     }
 
     private static func collect(_ started: Started) async -> Result {
@@ -94,8 +122,10 @@ enum Executables {
             started.process.waitUntilExit()
             return (started.process.terminationStatus, started.process.terminationReason == .uncaughtSignal)
         }
-        return Result(status: status, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: errors, as: UTF8.self),
-                      signal: signaled ? status : nil)
+        return Result(
+            status: status, stdout: String(decoding: stdout, as: UTF8.self),
+            stderr: String(decoding: errors, as: UTF8.self),
+            signal: signaled ? status : nil)
     }
 
     static func run(_ name: String, _ arguments: [String], environment: [String: String] = [:]) async throws -> Result {
@@ -111,15 +141,25 @@ enum Executables {
 }
 
 @Suite(.serialized) struct ProcessTests {
-    @Test(arguments: Backend.allCases) func twoProcessesAtOnceClaimFiveThousandDueUsersExactlyOnce(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func twoProcessesAtOnceClaimFiveThousandDueUsersExactlyOnce(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
-        let seeded = try await Executables.run("pushctl", ["seed", "--database", db.path, "--users", "8000", "--due-at",
-                                                     "2026-11-21T20:00:00Z", "--due-count", "5000", "--random-seed", "42"])
+        let seeded = try await Executables.run(
+            "pushctl",
+            [
+                "seed", "--database", db.path, "--users", "8000", "--due-at",
+                "2026-11-21T20:00:00Z", "--due-count", "5000", "--random-seed", "42",
+            ])
         #expect(seeded.status == 0, "\(seeded.stderr)")
         let outboxes = ["a", "b"].map { db.directory.appendingPathComponent("outbox-\($0).jsonl").path }
         let started = try outboxes.map { outbox in
-            try Executables.start("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
-                                                     "--outbox", outbox, "--format", "json"])
+            try Executables.start(
+                "diary-reminder",
+                [
+                    "--database", db.path, "--now", "2026-11-21T20:00:00Z",
+                    "--outbox", outbox, "--format", "json",
+                ])
         }
         var results: [Executables.Result] = []
         for process in started { results.append(await Executables.finish(process)) }
@@ -145,10 +185,15 @@ enum Executables {
             }
         }
         #expect(sentTo.count == Set(sentTo).count)
-        #expect(sentTo.count == (try await db.count("""
-            SELECT count(*) FROM user_devices d JOIN notification_logs l ON l.user_id = d.user_id WHERE d.is_active
-            """)))
-        #expect(sentTo.count == (try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")))
+        #expect(
+            sentTo.count
+                == (try await db.count(
+                    """
+                    SELECT count(*) FROM user_devices d JOIN notification_logs l ON l.user_id = d.user_id WHERE d.is_active
+                    """)))
+        #expect(
+            sentTo.count
+                == (try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")))
     }
 
     struct SummaryFields: Decodable {
@@ -162,20 +207,46 @@ enum Executables {
             (["--database", db.path, "--now", "tomorrow", "--dry-run"], [:], 64, "--now"),
             (["--database", db.path, "--early-minutes", "30", "--dry-run"] + now, [:], 64, "--early-minutes"),
             (["--database", db.path, "--format", "xml", "--dry-run"] + now, [:], 64, "format"),
-            (["--database", db.path, "--dry-run"] + now, ["PUSH_CATCH_UP_MINUTES": "lots"], 78, "PUSH_CATCH_UP_MINUTES"),
+            (
+                ["--database", db.path, "--dry-run"] + now, ["PUSH_CATCH_UP_MINUTES": "lots"], 78,
+                "PUSH_CATCH_UP_MINUTES"
+            ),
             (["--dry-run"] + now, [:], 78, "PUSH_DATABASE_URL"),
             (["--database", db.path] + now, [:], 78, "no provider configured"),
             (["--database", db.path] + now, ["PUSH_APNS_KEY_FILE": "/k.p8"], 78, "APNs is partly configured"),
-            (["--database", db.path, "--fcm-endpoint", "http://plain", "--fcm-service-account-file", "/x.json"] + now, [:], 64, "not an https URL"),
-            (["--database", db.path, "--fcm-service-account-file", "/nonexistent.json"] + now, [:], 66, "service-account"),
-            (["--database", "postgres://app@127.0.0.1:1/x", "--dry-run"] + now, [:], 69, "cannot reach PostgreSQL at postgres://app@127.0.0.1:1/x"),
-            (["--database", "postgres://app:hunter2@127.0.0.1:1/x?sslmode=sometimes", "--dry-run"] + now, [:], 78, "sslmode"),
-            (["--database", "postgres://app@127.0.0.1:1/x", "--dry-run", "--database-password-file", "/nonexistent/pw"] + now, [:], 66, "password file"),
+            (
+                ["--database", db.path, "--fcm-endpoint", "http://plain", "--fcm-service-account-file", "/x.json"]
+                    + now, [:], 64, "not an https URL"
+            ),
+            (
+                ["--database", db.path, "--fcm-service-account-file", "/nonexistent.json"] + now, [:], 66,
+                "service-account"
+            ),
+            (
+                ["--database", "postgres://app@127.0.0.1:1/x", "--dry-run"] + now, [:], 69,
+                "cannot reach PostgreSQL at postgres://app@127.0.0.1:1/x"
+            ),
+            (
+                ["--database", "postgres://app:hunter2@127.0.0.1:1/x?sslmode=sometimes", "--dry-run"] + now, [:], 78,
+                "sslmode"
+            ),
+            (
+                [
+                    "--database", "postgres://app@127.0.0.1:1/x", "--dry-run", "--database-password-file",
+                    "/nonexistent/pw",
+                ] + now, [:], 66, "password file"
+            ),
             (["--database", db.path, "--dry-run", "--shard", "3/2"] + now, [:], 64, "--shard"),
             (["--database", db.path, "--dry-run"] + now, ["PUSH_SHARD": "one"], 78, "PUSH_SHARD"),
-            (["--database", db.directory.appendingPathComponent("missing.db").path, "--dry-run"] + now, [:], 66, "no database"),
+            (
+                ["--database", db.directory.appendingPathComponent("missing.db").path, "--dry-run"] + now, [:], 66,
+                "no database"
+            ),
             (["--database", db.path, "--explain", "ghost"] + now, [:], 65, "unknown user ghost"),
-            (["--database", db.path, "--copy-catalog", "/nonexistent.json", "--dry-run"] + now, [:], 66, "copy catalog"),
+            (
+                ["--database", db.path, "--copy-catalog", "/nonexistent.json", "--dry-run"] + now, [:], 66,
+                "copy catalog"
+            ),
         ]
         for testCase in cases {
             let result = try await Executables.run("diary-reminder", testCase.arguments, environment: testCase.env)
@@ -184,7 +255,9 @@ enum Executables {
             #expect(!result.stderr.contains("hunter2"))
         }
         #expect(!FileManager.default.fileExists(atPath: db.directory.appendingPathComponent("missing.db").path))
-        #expect(try await db.count("SELECT count(*) FROM notification_logs") + db.count("SELECT count(*) FROM job_runs") == 0)
+        #expect(
+            try await db.count("SELECT count(*) FROM notification_logs") + db.count("SELECT count(*) FROM job_runs")
+                == 0)
     }
 
     /// Issue 21, item 7: an empty file was migrated silently (and the hook then exited 65 after writing the
@@ -235,9 +308,21 @@ enum Executables {
         let before = try await db.contentDigest()
         for now in ["9999-12-31T23:59:59Z", "1999-12-31T23:59:59Z", "2200-01-01T00:00:00Z"] {
             let runs: [(String, [String])] = [
-                ("diary-reminder", ["--database", db.path, "--now", now, "--outbox", db.directory.appendingPathComponent("o.jsonl").path]),
-                ("content-limit-hook", ["--database", db.path, "--now", now, "--user", "w", "--used", "30", "--limit", "30", "--dry-run"]),
-                ("content-limit-hook-full", ["--database", db.path, "--now", now, "--user", "w", "--used", "30", "--limit", "30", "--dry-run"]),
+                (
+                    "diary-reminder",
+                    [
+                        "--database", db.path, "--now", now, "--outbox",
+                        db.directory.appendingPathComponent("o.jsonl").path,
+                    ]
+                ),
+                (
+                    "content-limit-hook",
+                    ["--database", db.path, "--now", now, "--user", "w", "--used", "30", "--limit", "30", "--dry-run"]
+                ),
+                (
+                    "content-limit-hook-full",
+                    ["--database", db.path, "--now", now, "--user", "w", "--used", "30", "--limit", "30", "--dry-run"]
+                ),
                 ("token-janitor", ["--database", db.path, "--now", now, "--dry-run"]),
             ]
             for (binary, arguments) in runs {
@@ -246,7 +331,8 @@ enum Executables {
                 #expect(result.stderr.contains("outside the supported range"), "\(binary): \(result.stderr)")
             }
         }
-        let edge = try await Executables.run("diary-reminder", ["--database", db.path, "--now", "2199-12-31T23:45:00Z", "--dry-run"])
+        let edge = try await Executables.run(
+            "diary-reminder", ["--database", db.path, "--now", "2199-12-31T23:45:00Z", "--dry-run"])
         #expect(edge.status == 0, "\(edge.stderr)")
         #expect(try await db.contentDigest() == before)
     }
@@ -254,7 +340,9 @@ enum Executables {
     /// Issue 21, item 2: a full disk (here a file size limit, which fails `write` the same way) tears no line
     /// into the outbox: the file is cut back to where the page began, the claims stay retryable, the run exits
     /// 74 saying why, and the next run writes every notification exactly once.
-    @Test(arguments: Backend.allCases) func aFullDiskLeavesTheOutboxWholeAndTheClaimsRetryable(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func aFullDiskLeavesTheOutboxWholeAndTheClaimsRetryable(_ backend: Backend)
+        async throws
+    {
         let db = try await TemporaryDatabase(backend)
         for n in 0..<20 { try await db.store.addUser("u\(n)", time: "20:00") }
         let outbox = db.directory.appendingPathComponent("outbox.jsonl")
@@ -265,45 +353,66 @@ enum Executables {
         try earlier.write(to: outbox, atomically: false, encoding: .utf8)
         let arguments = ["--database", db.path, "--now", "2026-11-23T20:00:00Z", "--outbox", outbox.path]
         // SIGXFSZ ignored, so that a write past the limit fails with EFBIG, as one on a full disk fails with ENOSPC.
-        let limited = await Executables.finish(try Executables.start(
-            executable: URL(fileURLWithPath: "/bin/bash"),
-            ["-c", "trap '' XFSZ; ulimit -f 2048; exec \"$0\" \"$@\"", try Executables.url("diary-reminder").path] + arguments))
+        let limited = await Executables.finish(
+            try Executables.start(
+                executable: URL(fileURLWithPath: "/bin/bash"),
+                ["-c", "trap '' XFSZ; ulimit -f 2048; exec \"$0\" \"$@\"", try Executables.url("diary-reminder").path]
+                    + arguments))
         #expect(limited.status == 74, "\(limited.status) \(limited.stderr)")
-        #expect(limited.stderr.contains("outbox") && limited.stderr.contains("could not be written"), "\(limited.stderr)")
+        #expect(
+            limited.stderr.contains("outbox") && limited.stderr.contains("could not be written"), "\(limited.stderr)")
         #expect(try String(contentsOf: outbox, encoding: .utf8) == earlier, "the outbox holds part of the failed page")
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'retry'") == 20)
         #expect(try await db.count("SELECT count(*) FROM job_runs WHERE outcome = 'failed'") == 1)
 
-        let next = try await Executables.run("diary-reminder", ["--database", db.path, "--now", "2026-11-23T20:15:00Z",
-                                                               "--outbox", outbox.path])
+        let next = try await Executables.run(
+            "diary-reminder",
+            [
+                "--database", db.path, "--now", "2026-11-23T20:15:00Z",
+                "--outbox", outbox.path,
+            ])
         #expect(next.status == 0, "\(next.stderr)")
         let lines = try String(contentsOf: outbox, encoding: .utf8).dropFirst(earlier.utf8.count).split(separator: "\n")
         let users = try lines.map { line in
-            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["user_id"] as? String
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["user_id"]
+                as? String
         }
         #expect(users.count == 20 && Set(users).count == 20, "\(users)")
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 20)
 
         // The hook alike: its warning is left retryable, the file untouched, exit 74.
         let before = try Data(contentsOf: outbox)
-        let hook = await Executables.finish(try Executables.start(
-            executable: URL(fileURLWithPath: "/bin/bash"),
-            ["-c", "trap '' XFSZ; ulimit -f 2048; exec \"$0\" \"$@\"", try Executables.url("content-limit-hook").path,
-             "--database", db.path, "--now", "2026-11-23T12:00:00Z", "--outbox", outbox.path, "--user", "u1", "--used", "27", "--limit", "30"]))
+        let hook = await Executables.finish(
+            try Executables.start(
+                executable: URL(fileURLWithPath: "/bin/bash"),
+                [
+                    "-c", "trap '' XFSZ; ulimit -f 2048; exec \"$0\" \"$@\"",
+                    try Executables.url("content-limit-hook").path,
+                    "--database", db.path, "--now", "2026-11-23T12:00:00Z", "--outbox", outbox.path, "--user", "u1",
+                    "--used", "27", "--limit", "30",
+                ]))
         #expect(hook.status == 74, "\(hook.status) \(hook.stderr)")
         #expect(try Data(contentsOf: outbox) == before)
-        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE notification_type = 'content_limit_90' AND status = 'retry'") == 1)
+        #expect(
+            try await db.count(
+                "SELECT count(*) FROM notification_logs WHERE notification_type = 'content_limit_90' AND status = 'retry'"
+            ) == 1)
     }
 
     /// Issue 22: every executable says its version, and it is the newest entry of CHANGELOG.md.
     @Test func everyExecutableSaysTheVersionOfTheNewestChangelogEntry() async throws {
-        let changelog = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let changelog = try String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
         let newest = try #require(changelog.split(separator: "\n").first { $0.hasPrefix("## [") })
         #expect(newest.hasPrefix("## [\(JobKitVersion.current)] - "), "\(newest)")
-        for name in ["diary-reminder", "content-limit-hook", "content-limit-hook-full", "token-janitor", "pushctl", "push-simulator"] {
+        for name in [
+            "diary-reminder", "content-limit-hook", "content-limit-hook-full", "token-janitor", "pushctl",
+            "push-simulator",
+        ] {
             let run = try await Executables.run(name, ["--version"])
-            #expect(run.status == 0 && run.stdout == JobKitVersion.current + "\n", "\(name): \(run.stdout) \(run.stderr)")
+            #expect(
+                run.status == 0 && run.stdout == JobKitVersion.current + "\n", "\(name): \(run.stdout) \(run.stderr)")
         }
     }
 
@@ -311,40 +420,57 @@ enum Executables {
     /// paths), the crontab and the docs under a prefix, twice in a row (idempotent); the units pass
     /// `systemd-analyze verify`, and the demo runs from the installed executables.
     @Test func installPutsEverythingUnderThePrefixAndItRuns() async throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
         let prefix = FileManager.default.temporaryDirectory.appendingPathComponent("install-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: prefix) }
         // The release build with the Swift runtime linked in, as `scripts/install` makes it (scripts/test builds it).
         let release = try PackagingTests.built("PUSH_TEST_RELEASE_BUILD", "the release products")
         for _ in 0..<2 {
-            let install = await Executables.finish(try Executables.start(
-                executable: URL(fileURLWithPath: "/bin/bash"),
-                [root.appendingPathComponent("scripts/install").path, "--prefix", prefix.path, "--build-path", release.path]),
+            let install = await Executables.finish(
+                try Executables.start(
+                    executable: URL(fileURLWithPath: "/bin/bash"),
+                    [
+                        root.appendingPathComponent("scripts/install").path, "--prefix", prefix.path, "--build-path",
+                        release.path,
+                    ]),
                 limit: .seconds(600))
             #expect(install.status == 0, "\(install.stdout) \(install.stderr)")
         }
-        let version = try await Executables.finish(Executables.start(executable: prefix.appendingPathComponent("bin/diary-reminder"), ["--version"]))
+        let version = try await Executables.finish(
+            Executables.start(executable: prefix.appendingPathComponent("bin/diary-reminder"), ["--version"]))
         #expect(version.stdout == JobKitVersion.current + "\n")
-        for file in ["bin/content-limit-hook", "bin/content-limit-hook-full", "bin/token-janitor", "bin/pushctl", "bin/push-simulator",
-                     "share/doc/diary-push/README.md", "share/doc/diary-push/crontab.example", "share/doc/diary-push/alerts.yml",
-                     "share/doc/diary-push/LICENSE", "share/man/man1/diary-reminder.1", "share/man/man1/token-janitor.1",
-                     "share/man/man1/content-limit-hook.1"] {
+        for file in [
+            "bin/content-limit-hook", "bin/content-limit-hook-full", "bin/token-janitor", "bin/pushctl",
+            "bin/push-simulator",
+            "share/doc/diary-push/README.md", "share/doc/diary-push/crontab.example", "share/doc/diary-push/alerts.yml",
+            "share/doc/diary-push/LICENSE", "share/man/man1/diary-reminder.1", "share/man/man1/token-janitor.1",
+            "share/man/man1/content-limit-hook.1",
+        ] {
             #expect(FileManager.default.fileExists(atPath: prefix.appendingPathComponent(file).path), "missing \(file)")
         }
-        let units = ["diary-reminder.service", "diary-reminder.timer", "token-janitor.service", "token-janitor.timer",
-                     "token-janitor-report.service", "token-janitor-report.timer"].map { prefix.appendingPathComponent("lib/systemd/system/\($0)").path }
+        let units = [
+            "diary-reminder.service", "diary-reminder.timer", "token-janitor.service", "token-janitor.timer",
+            "token-janitor-report.service", "token-janitor-report.timer",
+        ].map { prefix.appendingPathComponent("lib/systemd/system/\($0)").path }
         let service = try String(contentsOfFile: units[0], encoding: .utf8)
         #expect(service.contains("ExecStart=\(prefix.path)/bin/diary-reminder") && !service.contains("@BINDIR@"))
-        let verify = await Executables.finish(try Executables.start(executable: URL(fileURLWithPath: "/usr/bin/systemd-analyze"),
-                                                                    ["verify", "--man=no"] + units))
+        let verify = await Executables.finish(
+            try Executables.start(
+                executable: URL(fileURLWithPath: "/usr/bin/systemd-analyze"),
+                ["verify", "--man=no"] + units))
         #expect(verify.status == 0, "\(verify.stdout) \(verify.stderr)")
         #expect(!verify.stderr.contains(prefix.path) || verify.stderr.isEmpty, "systemd-analyze: \(verify.stderr)")
         let timer = try String(contentsOfFile: units[1], encoding: .utf8)
-        #expect(timer.contains("Persistent=true") && timer.contains("AccuracySec=1s") && timer.contains("OnCalendar=*-*-* *:00/15:00"))
+        #expect(
+            timer.contains("Persistent=true") && timer.contains("AccuracySec=1s")
+                && timer.contains("OnCalendar=*-*-* *:00/15:00"))
 
-        let demo = await Executables.finish(try Executables.start(
-            executable: URL(fileURLWithPath: "/bin/bash"), [root.appendingPathComponent("scripts/demo").path, "--bin", prefix.appendingPathComponent("bin").path],
-            environment: ["PUSH_DEMO_DIR": prefix.appendingPathComponent("demo").path]),
+        let demo = await Executables.finish(
+            try Executables.start(
+                executable: URL(fileURLWithPath: "/bin/bash"),
+                [root.appendingPathComponent("scripts/demo").path, "--bin", prefix.appendingPathComponent("bin").path],
+                environment: ["PUSH_DEMO_DIR": prefix.appendingPathComponent("demo").path]),
             limit: .seconds(300))
         #expect(demo.status == 0, "\(demo.stdout.suffix(800)) \(demo.stderr.suffix(800))")
         #expect(demo.stdout.contains("using the executables in \(prefix.path)/bin"))
@@ -353,27 +479,48 @@ enum Executables {
     @Test(arguments: Backend.allCases) func pushctlValidatesAndExplains(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path]
-        #expect(try await Executables.run("pushctl", ["user", "set", "--id", "u1", "--timezone", "Asia/Tokyo"] + database).status == 0)
-        let badZone = try await Executables.run("pushctl", ["user", "set", "--id", "u2", "--timezone", "Tokyo"] + database)
+        #expect(
+            try await Executables.run("pushctl", ["user", "set", "--id", "u1", "--timezone", "Asia/Tokyo"] + database)
+                .status == 0)
+        let badZone = try await Executables.run(
+            "pushctl", ["user", "set", "--id", "u2", "--timezone", "Tokyo"] + database)
         #expect(badZone.status == 64)
         #expect(badZone.stderr.contains("unknown IANA time zone"))
-        let register = try await Executables.run("pushctl", ["device", "register", "--user", "u1", "--token", "ABCDEF0123",
-                                                       "--provider", "apns", "--platform", "ios"] + database)
+        let register = try await Executables.run(
+            "pushctl",
+            [
+                "device", "register", "--user", "u1", "--token", "ABCDEF0123",
+                "--provider", "apns", "--platform", "ios",
+            ] + database)
         #expect(register.status == 0)
         #expect(register.stdout.contains("created"))
         #expect(!register.stdout.contains("ABCDEF0123"))
-        let ghost = try await Executables.run("pushctl", ["device", "register", "--user", "ghost", "--token", "t",
-                                                    "--provider", "fcm", "--platform", "android"] + database)
+        let ghost = try await Executables.run(
+            "pushctl",
+            [
+                "device", "register", "--user", "ghost", "--token", "t",
+                "--provider", "fcm", "--platform", "android",
+            ] + database)
         #expect(ghost.status == 65)
         // Issue 21, item 3: a token of the wrong shape is refused before anything is written.
-        for (token, provider, platform) in [("ab cd", "fcm", "android"), ("abc", "apns", "ios"), ("tok/../x", "fcm", "ios")] {
-            let malformed = try await Executables.run("pushctl", ["device", "register", "--user", "u1", "--token", token,
-                                                            "--provider", provider, "--platform", platform] + database)
+        for (token, provider, platform) in [
+            ("ab cd", "fcm", "android"), ("abc", "apns", "ios"), ("tok/../x", "fcm", "ios"),
+        ] {
+            let malformed = try await Executables.run(
+                "pushctl",
+                [
+                    "device", "register", "--user", "u1", "--token", token,
+                    "--provider", provider, "--platform", platform,
+                ] + database)
             #expect(malformed.status == 65, "\(token): \(malformed.status) \(malformed.stderr)")
             #expect(malformed.stderr.contains("token"))
         }
-        let explain = try await Executables.run("diary-reminder", ["--explain", "u1", "--now", "2026-11-21T12:00:00Z",
-                                                             "--format", "json"] + database)
+        let explain = try await Executables.run(
+            "diary-reminder",
+            [
+                "--explain", "u1", "--now", "2026-11-21T12:00:00Z",
+                "--format", "json",
+            ] + database)
         #expect(explain.status == 0, "\(explain.stderr)")
         let object = try JSONSerialization.jsonObject(with: Data(explain.stdout.utf8)) as? [String: Any]
         #expect(object?["due"] as? Bool == true)
@@ -384,17 +531,31 @@ enum Executables {
         #expect(try await Executables.run("pushctl", ["copy", "check", file.path]).status == 0)
     }
 
-    @Test(arguments: Backend.allCases) func theHookTakesFlagsOrAStdinEventAndRejectsBadInputWritingNothing(_ backend: Backend) async throws {
+    @Test(arguments: Backend.allCases) func theHookTakesFlagsOrAStdinEventAndRejectsBadInputWritingNothing(
+        _ backend: Backend
+    ) async throws {
         let db = try await TemporaryDatabase(backend)
         let database = ["--database", db.path, "--now", "2026-11-21T12:00:00Z"]
-        #expect(try await Executables.run("pushctl", ["user", "set", "--id", "w", "--timezone", "Europe/Paris", "--database", db.path]).status == 0)
-        #expect(try await Executables.run("pushctl", ["device", "register", "--user", "w", "--token", "phone-w", "--provider", "fcm",
-                                                "--platform", "android", "--database", db.path]).status == 0)
+        #expect(
+            try await Executables.run(
+                "pushctl", ["user", "set", "--id", "w", "--timezone", "Europe/Paris", "--database", db.path]
+            ).status == 0)
+        #expect(
+            try await Executables.run(
+                "pushctl",
+                [
+                    "device", "register", "--user", "w", "--token", "phone-w", "--provider", "fcm",
+                    "--platform", "android", "--database", db.path,
+                ]
+            ).status == 0)
         let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
         let cases: [(arguments: [String], stdin: String?, status: Int32, message: String)] = [
             (["--event", "-"], "{not json", 65, "event"),
             (["--event", "-"], #"{"user_id":"w","used":-2,"limit":30}"#, 65, "negative"),
-            (["--event", "-", "--outbox", outbox], #"{"user_id":"ghost","used":29,"limit":30}"#, 65, "unknown user ghost"),
+            (
+                ["--event", "-", "--outbox", outbox], #"{"user_id":"ghost","used":29,"limit":30}"#, 65,
+                "unknown user ghost"
+            ),
             (["--user", "w", "--used=-1", "--limit", "30"], nil, 65, "negative"),
             // Issue 21, item 7: with a space, the negative count was a 64 "Missing value".
             (["--user", "w", "--used", "-3", "--limit", "30"], nil, 65, "negative"),
@@ -405,11 +566,12 @@ enum Executables {
         ]
         for testCase in cases {
             let arguments = database + testCase.arguments
-            let result = if let stdin = testCase.stdin {
-                try await Executables.run("content-limit-hook", arguments, stdin: stdin)
-            } else {
-                try await Executables.run("content-limit-hook", arguments)
-            }
+            let result =
+                if let stdin = testCase.stdin {
+                    try await Executables.run("content-limit-hook", arguments, stdin: stdin)
+                } else {
+                    try await Executables.run("content-limit-hook", arguments)
+                }
             #expect(result.status == testCase.status, "\(testCase.arguments): \(result.stderr)")
             #expect(result.stderr.contains(testCase.message), "\(testCase.arguments): \(result.stderr)")
         }
@@ -418,39 +580,58 @@ enum Executables {
         // Issue 21, item 1: the largest counts crashed both binaries (SIGILL) before opening anything.
         for binary in ["content-limit-hook", "content-limit-hook-full"] {
             for (used, limit) in [("1", "9223372036854775807"), ("9223372036854775806", "9223372036854775807")] {
-                let huge = try await Executables.run(binary, database + ["--user", "w", "--used", used, "--limit", limit,
-                                                                        "--dry-run", "--format", "json"])
+                let huge = try await Executables.run(
+                    binary,
+                    database + [
+                        "--user", "w", "--used", used, "--limit", limit,
+                        "--dry-run", "--format", "json",
+                    ])
                 #expect(huge.status == 0, "\(binary) --used \(used) --limit \(limit): \(huge.status) \(huge.stderr)")
             }
         }
 
-        let unlimited = try await Executables.run("content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "-1"])
+        let unlimited = try await Executables.run(
+            "content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "-1"])
         #expect(unlimited.status == 0, "\(unlimited.stderr)")
         #expect(unlimited.stdout.contains("unlimited"), "\(unlimited.stdout)")
 
-        let below = try await Executables.run("content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "30", "--format", "json"])
+        let below = try await Executables.run(
+            "content-limit-hook", database + ["--user", "w", "--used", "3", "--limit", "30", "--format", "json"])
         #expect(below.status == 0)
         #expect(below.stdout.contains(#""action":"none""#))
-        let fired = try await Executables.run("content-limit-hook", database + ["--event", "-", "--outbox", outbox],
-                                        stdin: #"{"user_id":"w","used":28,"limit":30,"period":"monthly"}"#)
+        let fired = try await Executables.run(
+            "content-limit-hook", database + ["--event", "-", "--outbox", outbox],
+            stdin: #"{"user_id":"w","used":28,"limit":30,"period":"monthly"}"#)
         #expect(fired.status == 0, "\(fired.stderr)")
         #expect(fired.stdout.contains("action=sent"))
         #expect(try String(contentsOfFile: outbox, encoding: .utf8).contains("28 of 30"))
-        #expect(try await db.strings("SELECT notification_type || ' ' || status || ' ' || period_key FROM notification_logs") == ["content_limit_90 sent 2026-11"])
+        #expect(
+            try await db.strings(
+                "SELECT notification_type || ' ' || status || ' ' || period_key FROM notification_logs") == [
+                    "content_limit_90 sent 2026-11"
+                ])
     }
 
     /// Four hosts' worth of runners at the same instant on one PostgreSQL database: two split the users
     /// in halves, one runs unsharded (overlapping both), one has a misconfigured shard count.
     @Test func fourRunnersWithMixedShardsOnPostgreSQLRemindTwentyThousandUsersExactlyOnce() async throws {
         let db = try await TemporaryDatabase(.postgres)
-        let seeded = try await Executables.run("pushctl", ["seed", "--database", db.path, "--users", "24000", "--due-at",
-                                                     "2026-11-21T20:00:00Z", "--due-count", "20000", "--random-seed", "9"])
+        let seeded = try await Executables.run(
+            "pushctl",
+            [
+                "seed", "--database", db.path, "--users", "24000", "--due-at",
+                "2026-11-21T20:00:00Z", "--due-count", "20000", "--random-seed", "9",
+            ])
         #expect(seeded.status == 0, "\(seeded.stderr)")
         let shards: [[String]] = [["--shard", "1/2"], ["--shard", "2/2"], [], ["--shard", "2/3"]]
         let outboxes = shards.indices.map { db.directory.appendingPathComponent("outbox-\($0).jsonl").path }
         let started = try zip(shards, outboxes).map { shard, outbox in
-            try Executables.start("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
-                                                     "--outbox", outbox, "--format", "json"] + shard)
+            try Executables.start(
+                "diary-reminder",
+                [
+                    "--database", db.path, "--now", "2026-11-21T20:00:00Z",
+                    "--outbox", outbox, "--format", "json",
+                ] + shard)
         }
         var results: [Executables.Result] = []
         for process in started { results.append(await Executables.finish(process)) }
@@ -462,8 +643,12 @@ enum Executables {
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status <> 'sent'") == 0)
         try await expectOneNotificationPerActiveDevice(db, outboxes: outboxes)
         // Nobody missed: a second round finds every due user already reminded.
-        let again = try await Executables.run("diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:00:00Z",
-                                                          "--outbox", outboxes[0], "--format", "json"])
+        let again = try await Executables.run(
+            "diary-reminder",
+            [
+                "--database", db.path, "--now", "2026-11-21T20:00:00Z",
+                "--outbox", outboxes[0], "--format", "json",
+            ])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(try JSONDecoder().decode(SummaryFields.self, from: Data(again.stdout.utf8)).claimed == 0)
     }
