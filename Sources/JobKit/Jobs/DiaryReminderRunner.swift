@@ -464,8 +464,13 @@ struct DeliveredPage: Sendable {
 /// waits for its answers or for the store's writer. A failure stops the run with every claimed page still
 /// delivered and recorded.
 struct DeliveryPipeline {
-    /// A page's delivery: its number in the run and how it ended.
-    typealias Finished = (page: Int, result: Result<DeliveredPage, JobError>)
+    /// A page's delivery: its number in the run and how it ended. (A struct made outside the child task's
+    /// closure: a labeled tuple returned from a typed-throws `do`/`catch` in that closure came back from the
+    /// release build of Swift 6.3 with a garbage page number.)
+    struct Finished: Sendable {
+        let page: Int
+        let result: Result<DeliveredPage, JobError>
+    }
 
     /// Pages in delivery at most, besides the one being selected and claimed.
     let depth: Int
@@ -488,11 +493,7 @@ struct DeliveryPipeline {
     ) async throws(JobError) {
         let number = submitted
         submitted += 1
-        group.addTask {
-            do throws(JobError) { return (number, .success(try await deliver(page))) } catch {
-                return (number, .failure(error))
-            }
-        }
+        group.addTask { await Self.deliver(page, number: number, deliver) }
         while submitted - collected > depth {
             // Started before waiting: the newest page is on the wire while the oldest one's answers are merged.
             do throws(JobError) {
@@ -504,6 +505,19 @@ struct DeliveryPipeline {
                 throw error
             }
         }
+    }
+
+    private static func deliver(
+        _ page: ClaimedPage, number: Int,
+        _ deliver: @Sendable (ClaimedPage) async throws(JobError) -> DeliveredPage
+    ) async -> Finished {
+        let result: Result<DeliveredPage, JobError>
+        do throws(JobError) {
+            result = .success(try await deliver(page))
+        } catch {
+            result = .failure(error)
+        }
+        return Finished(page: number, result: result)
     }
 
     /// Waits for every page in delivery, oldest first; the first failure is thrown once all are collected.
