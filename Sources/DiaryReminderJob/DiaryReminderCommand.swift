@@ -77,6 +77,7 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 config, flags: delivery.flags(validateOnly: validateOnly))
             let outboxPath = config.string(.outbox, flag: outbox)
             if validateOnly && deliveryConfiguration.fcm == nil {
+                // Before the store is opened (`sender(for:)` says the same, for callers other than this one).
                 throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")
             }
             if !readOnly && !validateOnly { try deliveryConfiguration.requireDelivery(outbox: outboxPath) }
@@ -97,28 +98,29 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 try await common.withStore(
                     config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder"
                 ) { store throws(JobError) -> RunSummary? in
-                    let sender: any Sender
-                    if readOnly && !validateOnly {
-                        sender = DryRunSender(
-                            sink: StandardOutput(), json: json,
-                            providers: deliveryConfiguration.deliverableProviders(outbox: outboxPath, logger: logger))
-                    } else if validateOnly {
-                        var providers = deliveryConfiguration
-                        providers.apns = nil
-                        let push = try await providers.sender(outbox: nil, credentials: store, logger: logger)
-                        sender = ReportingSender(inner: push, sink: StandardOutput(), json: json)
-                    } else {
-                        sender = try await deliveryConfiguration.sender(
-                            outbox: outboxPath, credentials: store, logger: logger)
-                    }
+                    let mode: DeliveryMode =
+                        validateOnly
+                        ? .validateOnly(sink: StandardOutput(), json: json)
+                        : readOnly
+                            ? .dryRun(outbox: outboxPath, sink: StandardOutput(), json: json)
+                            : .deliver(outbox: outboxPath)
+                    let sender = try await deliveryConfiguration.sender(for: mode, credentials: store, logger: logger)
                     let handler = DiaryReminderHandler(
                         runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger),
                         settings: settings)
 
                     if let userID = explain {
-                        let explanation = try await handler.runner.explain(
-                            userID: userID, options: handler.options(now: now))
-                        print(json ? explanation.json : explanation.text)
+                        // Closed on either path, as `handleOnce` closes it after a run.
+                        let explanation: Result<ReminderExplanation, JobError>
+                        do throws(JobError) {
+                            explanation = .success(
+                                try await handler.runner.explain(userID: userID, options: handler.options(now: now)))
+                        } catch {
+                            explanation = .failure(error)
+                        }
+                        await handler.shutdown()
+                        let explained = try explanation.get()
+                        print(json ? explained.json : explained.text)
                         return nil
                     }
                     let summary = try await handler.handleOnce(

@@ -503,16 +503,20 @@ extension NothingLostTests {
         try await harness.addUser(
             "both", devices: [(hexToken("ab", 2), .apns, "ios"), ("pixel-both", .fcm, "android")])
         let lines = LineBuffer()
+        // The dry run's sender from the same configuration as the real run's, by the factory the CLI uses.
+        let fcmOnly = harness.delivery(apns: false)
         let dry = DiaryReminderRunner(
-            store: harness.db.store, sender: DryRunSender(sink: lines, json: true, providers: [.fcm]),
+            store: harness.db.store,
+            sender: try await fcmOnly.sender(
+                for: .dryRun(outbox: nil, sink: lines, json: true), credentials: harness.db.store,
+                logger: quietLogger),
             logger: quietLogger)
         let options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true)
         let preview = try await dry.run(options)
         let explained = try await dry.explain(userID: "ios-only", options: options)
         let both = try await dry.explain(userID: "both", options: options)
         // FCM only: the real run with the same providers.
-        let real = try await harness.run(
-            at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
+        let real = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(fcmOnly))
 
         #expect(
             preview.skipped == real.skipped && preview.skipped["no_configured_provider"] == 1,

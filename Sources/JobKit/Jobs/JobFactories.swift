@@ -28,6 +28,40 @@ extension DeliveryConfiguration {
     }
 }
 
+/// How a job's notifications leave: what the command line's `--dry-run`, `--explain`, `--validate-only` and
+/// `--outbox` choose, and what a Swift backend passes to run a job the same way.
+public enum DeliveryMode: Sendable {
+    /// To the configured providers, or into the outbox file when one is named.
+    case deliver(outbox: String?)
+    /// Nothing is sent: each notification a run with `outbox` would send is printed to `sink`. Devices of a
+    /// provider that run could not deliver to are skipped, as that run would.
+    case dryRun(outbox: String?, sink: any LineSink, json: Bool)
+    /// FCM's `validate_only`: FCM checks each token and payload and delivers nothing; each outcome is printed
+    /// to `sink`. APNs devices are skipped (APNs has no such mode).
+    case validateOnly(sink: any LineSink, json: Bool)
+}
+
+extension DeliveryConfiguration {
+    /// The sender for `mode`: the one place that chooses among the providers, the outbox, the dry run and
+    /// validation. The caller owns it and calls ``Sender/shutdown()``.
+    public func sender(for mode: DeliveryMode, credentials: any CredentialStore, logger: Logger) async throws(JobError)
+        -> any Sender
+    {
+        switch mode {
+        case .deliver(let outbox):
+            return try await sender(outbox: outbox, credentials: credentials, logger: logger)
+        case .dryRun(let outbox, let sink, let json):
+            return DryRunSender(sink: sink, json: json, providers: deliverableProviders(outbox: outbox, logger: logger))
+        case .validateOnly(let sink, let json):
+            guard fcm != nil else { throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
+            var fcmOnly = self
+            fcmOnly.apns = nil
+            let push = try await fcmOnly.sender(outbox: nil, credentials: credentials, logger: logger)
+            return ReportingSender(inner: push, sink: sink, json: json)
+        }
+    }
+}
+
 extension DeliveryConfiguration {
     /// The providers a run with this configuration delivers to: all of them into an outbox, else the
     /// configured ones. A configuration with none (an operator's dry run on a machine without keys) is
