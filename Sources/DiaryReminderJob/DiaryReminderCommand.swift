@@ -110,17 +110,10 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                         settings: settings)
 
                     if let userID = explain {
-                        // Closed on either path, as `handleOnce` closes it after a run.
-                        let explanation: Result<ReminderExplanation, JobError>
-                        do throws(JobError) {
-                            explanation = .success(
-                                try await handler.runner.explain(userID: userID, options: handler.options(now: now)))
-                        } catch {
-                            explanation = .failure(error)
+                        let explanation = try await handler.closing { handler throws(JobError) in
+                            try await handler.runner.explain(userID: userID, options: handler.options(now: now))
                         }
-                        await handler.shutdown()
-                        let explained = try explanation.get()
-                        print(json ? explained.json : explained.text)
+                        print(json ? explanation.json : explanation.text)
                         return nil
                     }
                     let summary = try await handler.handleOnce(

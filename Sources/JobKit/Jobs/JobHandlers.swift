@@ -31,15 +31,21 @@ public protocol JobHandler: Sendable {
 extension JobHandler {
     /// Handles one event, then closes what the handler opened, also when handling fails: a command's single run.
     public func handleOnce(_ event: Event, context: InvocationContext) async throws(JobError) -> Summary {
-        let summary: Summary
+        try await closing { handler throws(JobError) in try await handler.handle(event, context: context) }
+    }
+
+    /// Runs `body` with the handler, then closes what the handler opened, also when `body` fails: a command's
+    /// single use of it (a run, an explanation).
+    public func closing<T>(_ body: (Self) async throws(JobError) -> T) async throws(JobError) -> T {
+        let result: T
         do throws(JobError) {
-            summary = try await handle(event, context: context)
+            result = try await body(self)
         } catch {
             await shutdown()
             throw error
         }
         await shutdown()
-        return summary
+        return result
     }
 }
 
