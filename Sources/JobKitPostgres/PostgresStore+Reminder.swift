@@ -3,6 +3,8 @@ import JobKit
 import PostgresNIO
 
 extension PostgresStore: ReminderStore {
+    public var selectsWhileClaiming: Bool { true }
+
     /// The zones that have enabled users, as `zones(tz)` (plus one NULL row): a loose index scan, one index
     /// probe per zone instead of reading every user.
     static let enabledZonesCTE = """
@@ -236,51 +238,67 @@ extension PostgresStore: ReminderStore {
             id: id, userID: userID, token: token, provider: provider, platform: platform, apnsEnvironment: environment)
     }
 
-    /// Device attempts, dead-token deactivations and the claims' final states, in one transaction and three
-    /// statements whatever the page size (rows travel as one JSON parameter each).
+    /// The statements that resolve claims: one per (status, detail) value (a page has a handful), each a
+    /// join-free `UPDATE … WHERE id = ANY(ids)`, an index probe per row whatever the (stale, mid-run) statistics
+    /// say. Joined to a row set instead, a page's resolutions were planned as a scan of the log, or as a nested
+    /// loop comparing every row with every row (143 ms a page of 1,000 at 1,000,000 users; BENCHMARKS.md).
+    static func resolutionQueries(_ resolutions: [ClaimResolution], runID: String, now: Int64) -> [PostgresQuery] {
+        var groups: [ClaimResolutionGroup: [Int64]] = [:]
+        var order: [ClaimResolutionGroup] = []
+        for resolution in resolutions {
+            let group = ClaimResolutionGroup(status: resolution.status, detail: resolution.detail)
+            if groups[group] == nil { order.append(group) }
+            groups[group, default: []].append(resolution.logID)
+        }
+        return order.map { group in
+            """
+            UPDATE notification_logs
+            SET status = \(group.status.rawValue), finished_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now)),
+                detail = \(group.detail)
+            WHERE id = ANY(\(groups[group] ?? [])::int8[]) AND run_id = \(runID) AND status = 'claimed'
+            """
+        }
+    }
+
+    /// Device attempts, dead-token deactivations and the claims' final states, in one transaction: one statement
+    /// for the attempts (rows travel as one array parameter per column), one for the dead tokens, and one per
+    /// resolution value, whatever the page size.
     public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
         async throws(JobError)
     {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
-        struct Attempt: Encodable {
-            let log_id: Int64, device_id: Int64, provider: String, outcome: String, reason: String?
-            let provider_message_id: String?, attempts: Int, latency_ms: Int?
-        }
         struct Dead: Encodable { let device_id: Int64, reason: String, invalid_since: Int64? }
-        struct Resolution: Encodable { let log_id: Int64, status: String, detail: String? }
-        let attempts = Self.json(
-            deliveries.map {
-                Attempt(
-                    log_id: $0.logID, device_id: $0.deviceID, provider: $0.report.channel,
-                    outcome: $0.report.outcome.rawValue,
-                    reason: $0.report.reason, provider_message_id: $0.report.providerMessageID,
-                    attempts: max(1, $0.report.attempts), latency_ms: $0.report.latencyMs)
-            })
         let dead = Self.json(
             deliveries.filter { $0.report.outcome == .tokenDead }.map {
                 Dead(
                     device_id: $0.deviceID, reason: $0.report.reason ?? "token_dead",
                     invalid_since: $0.report.tokenInvalidSince)
             })
-        // The `= ANY(ids)` conditions make each update an index probe, whatever the (stale, mid-run)
+        // The `= ANY(ids)` condition makes each update an index probe, whatever the (stale, mid-run)
         // statistics say about the table.
         let deadIDs = deliveries.filter { $0.report.outcome == .tokenDead }.map(\.deviceID)
-        let resolved = Self.json(
-            resolutions.map { Resolution(log_id: $0.logID, status: $0.status.rawValue, detail: $0.detail) })
+        let resolving = Self.resolutionQueries(resolutions, runID: runID, now: now)
         let logger = self.logger
         // One statement (the journal's answers while a page is sent: no dead token, no resolution) is atomic on
         // its own: one round trip instead of three, which is how long a kill may find those answers unrecorded.
-        let statements = (deliveries.isEmpty ? 0 : 1) + (deadIDs.isEmpty ? 0 : 1) + (resolutions.isEmpty ? 0 : 1)
+        let statements = (deliveries.isEmpty ? 0 : 1) + (deadIDs.isEmpty ? 0 : 1) + resolving.count
         try await transaction("recording deliveries", explicit: statements > 1) { connection in
             if !deliveries.isEmpty {
                 _ = try await connection.query(
                     """
+                    -- Arrays hold no NULL: '' and -1 stand for "none".
                     INSERT INTO notification_deliveries
                         (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
-                    SELECT r.log_id, r.device_id, r.provider, r.outcome, r.reason, r.provider_message_id, r.attempts, r.latency_ms,
-                           \(runID), to_timestamp(\(now))
-                    FROM jsonb_to_recordset(\(attempts)::jsonb) AS r(log_id int8, device_id int8, provider text, outcome text,
-                         reason text, provider_message_id text, attempts int4, latency_ms int4)
+                    SELECT r.log_id, r.device_id, r.provider, r.outcome, nullif(r.reason, ''),
+                           nullif(r.provider_message_id, ''), r.attempts, nullif(r.latency_ms, -1), \(runID),
+                           to_timestamp(\(now))
+                    FROM unnest(\(deliveries.map(\.logID))::int8[], \(deliveries.map(\.deviceID))::int8[],
+                                \(deliveries.map(\.report.channel))::text[], \(deliveries.map(\.report.outcome.rawValue))::text[],
+                                \(deliveries.map { $0.report.reason ?? "" })::text[],
+                                \(deliveries.map { $0.report.providerMessageID ?? "" })::text[],
+                                \(deliveries.map { Int32(clamping: max(1, $0.report.attempts)) })::int4[],
+                                \(deliveries.map { Int32(clamping: $0.report.latencyMs ?? -1) })::int4[])
+                         AS r(log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms)
                     """, logger: logger
                 ).collect()
                 if !deadIDs.isEmpty {
@@ -296,17 +314,7 @@ extension PostgresStore: ReminderStore {
                     ).collect()
                 }
             }
-            if !resolutions.isEmpty {
-                _ = try await connection.query(
-                    """
-                    UPDATE notification_logs l
-                    SET status = r.status, finished_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now)), detail = r.detail
-                    FROM jsonb_to_recordset(\(resolved)::jsonb) AS r(log_id int8, status text, detail text)
-                    WHERE l.id = r.log_id AND l.id = ANY(\(resolutions.map(\.logID))::int8[]) AND l.run_id = \(runID)
-                      AND l.status = 'claimed'
-                    """, logger: logger
-                ).collect()
-            }
+            for query in resolving { _ = try await connection.query(query, logger: logger).collect() }
         }
     }
 
@@ -434,4 +442,10 @@ func decode<each T: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each 
     } catch {
         throw .software("unexpected column types from PostgreSQL: \(String(describing: type))")
     }
+}
+
+/// The values a claim is resolved to, shared by many claims of a page.
+private struct ClaimResolutionGroup: Hashable {
+    let status: ClaimStatus
+    let detail: String?
 }

@@ -489,3 +489,21 @@ import Testing
         #expect(await sender.users().count == 60)
     }
 }
+
+@Suite struct ReminderPagingTests {
+    /// Pages are about `size` keys, cover every key once in order, and never part two keys of one user (a user
+    /// due for two periods is decided from the same reads, whichever page is selected ahead).
+    @Test(arguments: [
+        (["a", "b", "c", "d", "e"], 2, [["a", "b"], ["c", "d"], ["e"]]),
+        (["a", "b", "b", "c", "d"], 2, [["a", "b", "b"], ["c", "d"]]),
+        (["a", "a", "a", "b"], 1, [["a", "a", "a"], ["b"]]),
+        (["a", "b", "c"], 1_000, [["a", "b", "c"]]),
+        ([], 3, []),
+    ])
+    func pagesNeverPartAUsersKeys(_ users: [String], _ size: Int, _ expected: [[String]]) {
+        let keys = users.enumerated().map { DueKey(userID: $1, query: $0) }
+        let pages = DiaryReminderRunner.pages(of: keys, size: size)
+        #expect(pages.map { $0.map(\.userID) } == expected)
+        #expect(pages.flatMap { $0 } == keys)
+    }
+}

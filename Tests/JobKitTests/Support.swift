@@ -261,6 +261,7 @@ struct InterceptingStore: ReminderStore {
         self.beforeRecord = beforeRecord
     }
 
+    var selectsWhileClaiming: Bool { inner.selectsWhileClaiming }
     func reminderZones() async throws(JobError) -> [String] { try await inner.reminderZones() }
     func enabledUserCount(zone: String) async throws(JobError) -> Int { try await inner.enabledUserCount(zone: zone) }
     func malformedReminderTimeCount() async throws(JobError) -> Int { try await inner.malformedReminderTimeCount() }

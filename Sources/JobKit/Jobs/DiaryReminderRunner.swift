@@ -136,8 +136,10 @@ public struct DiaryReminderRunner: Sendable {
         let paging: Result<Void, JobError> = await withTaskGroup(of: DeliveryPipeline.Finished.self) { group in
             var pipeline = DeliveryPipeline()
             do throws(JobError) {
-                var start = 0
-                while start < keys.count {
+                let pages = Self.pages(of: keys, size: options.pageSize)
+                // The candidates of the page to claim next, selected while the page before it was being claimed.
+                var selected: Result<[ReminderCandidate], JobError>?
+                for (index, pageKeys) in pages.enumerated() {
                     let now = ContinuousClock.now
                     if now - started > budget || options.stopClaimingAt.map({ now >= $0 }) ?? false {
                         logger.warning("time budget spent: leaving the rest to the next run")
@@ -146,15 +148,25 @@ public struct DiaryReminderRunner: Sendable {
                     }
                     // A channel that cannot take anything more (the outbox's disk is full): claim no more.
                     if await sender.channelFailure() != nil { break }
-                    let pageKeys = Array(keys[start..<min(start + options.pageSize, keys.count)])
-                    start += pageKeys.count
                     let claimed: ClaimedPage?
                     do throws(JobError) {
-                        let page = try await phases.measure(.select) { () async throws(JobError) in
-                            try await store.dueCandidates(pageKeys, of: queries)
+                        let selection: Result<[ReminderCandidate], JobError>
+                        if let selected {
+                            selection = selected
+                        } else {
+                            selection = await Self.select(pageKeys, of: queries, from: store, into: &phases)
                         }
+                        let page = try selection.get()
+                        // On a store with connections to spare (PostgreSQL), the next page is selected while this one is
+                        // claimed.
+                        let ahead = store.selectsWhileClaiming && index + 1 < pages.count
+                        let (nextKeys, dueQueries, store) = (ahead ? pages[index + 1] : [], queries, store)
+                        async let following = Self.timedSelect(nextKeys, of: dueQueries, from: store)
                         claimed = try await claim(
                             page, queries: queries, options: options, summary: &summary, phases: &phases)
+                        let next = await following
+                        phases.add(.select, next.duration)
+                        selected = ahead ? next.result : nil
                     } catch {
                         // What is already on its way is still sent and recorded before the run fails.
                         try await pipeline.drain(&group, into: &summary, phases: &phases)
@@ -198,6 +210,50 @@ public struct DiaryReminderRunner: Sendable {
             throw failure
         }
         return summary
+    }
+
+    /// `keys` cut into pages of about `size`, never between two keys of one user: a user due for two periods
+    /// (slots on both sides of local midnight) has both decided from the same reads, whether or not the next
+    /// page is selected before this one is claimed.
+    static func pages(of keys: [DueKey], size: Int) -> [[DueKey]] {
+        var pages: [[DueKey]] = []
+        var start = 0
+        while start < keys.count {
+            var end = min(start + max(1, size), keys.count)
+            while end < keys.count && keys[end].userID == keys[end - 1].userID { end += 1 }
+            pages.append(Array(keys[start..<end]))
+            start = end
+        }
+        return pages
+    }
+
+    /// The candidates of one page (none for no keys), and how long selecting them took. A struct, not a tuple:
+    /// Swift 6.3's release build garbled a labeled tuple returned from a typed-throws `do`/`catch` in a child task.
+    private struct Selection: Sendable {
+        let result: Result<[ReminderCandidate], JobError>
+        let duration: Duration
+    }
+
+    private static func timedSelect(
+        _ keys: [DueKey], of queries: [DueQuery], from store: any ReminderStore
+    ) async -> Selection {
+        guard !keys.isEmpty else { return Selection(result: .success([]), duration: .zero) }
+        let start = ContinuousClock.now
+        let result: Result<[ReminderCandidate], JobError>
+        do throws(JobError) {
+            result = .success(try await store.dueCandidates(keys, of: queries))
+        } catch {
+            result = .failure(error)
+        }
+        return Selection(result: result, duration: ContinuousClock.now - start)
+    }
+
+    private static func select(
+        _ keys: [DueKey], of queries: [DueQuery], from store: any ReminderStore, into phases: inout Phases
+    ) async -> Result<[ReminderCandidate], JobError> {
+        let selection = await timedSelect(keys, of: queries, from: store)
+        phases.add(.select, selection.duration)
+        return selection.result
     }
 
     /// Decides, checks devices and claims one page; `nil` when nobody on it is to be sent to.
