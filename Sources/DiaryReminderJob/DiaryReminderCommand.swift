@@ -74,7 +74,8 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             let readOnly = dryRun || explain != nil
             settings.dryRun = readOnly || validateOnly
             let deliveryConfiguration = try DeliveryConfiguration.resolve(
-                config, flags: delivery.flags(validateOnly: validateOnly))
+                config, flags: delivery.flags(validateOnly: validateOnly)
+            ).sharing(settings.shard)
             let outboxPath = config.string(.outbox, flag: outbox)
             if validateOnly && deliveryConfiguration.fcm == nil {
                 // Before the store is opened (`sender(for:)` says the same, for callers other than this one).

@@ -191,6 +191,14 @@ public struct DeliveryOptions: ParsableArguments {
         var retryBudgetSeconds: Int?
     @Option(help: ArgumentHelp("Base of deep links (default diary://).", valueName: "url")) public var deepLinkBase:
         String?
+    @Option(
+        help: ArgumentHelp("APNs requests per second at most (env PUSH_APNS_RATE; default 0: unpaced).", valueName: "n")
+    )
+    public var apnsRate: Int?
+    @Option(
+        help: ArgumentHelp(
+            "FCM requests per second at most (env PUSH_FCM_RATE; default 9000; 0: unpaced).", valueName: "n"))
+    public var fcmRate: Int?
 
     public init() {}
 
@@ -208,6 +216,8 @@ public struct DeliveryOptions: ParsableArguments {
         flags.caFile = caFile
         flags.retryBudgetSeconds = retryBudgetSeconds
         flags.deepLinkBase = deepLinkBase
+        flags.apnsRate = apnsRate
+        flags.fcmRate = fcmRate
         flags.validateOnly = validateOnly
         return flags
     }

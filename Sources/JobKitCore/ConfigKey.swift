@@ -28,6 +28,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case fcmAndroidChannelID = "PUSH_FCM_ANDROID_CHANNEL_ID"
     case caFile = "PUSH_CA_FILE"
     case retryBudgetSeconds = "PUSH_RETRY_BUDGET_SECONDS"
+    case apnsRate = "PUSH_APNS_RATE"
+    case fcmRate = "PUSH_FCM_RATE"
     case deepLinkBase = "PUSH_DEEP_LINK_BASE"
 
     /// The flag that overrides this key.
@@ -56,6 +58,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .fcmAndroidChannelID: "--fcm-android-channel-id"
         case .caFile: "--ca-file"
         case .retryBudgetSeconds: "--retry-budget-seconds"
+        case .apnsRate: "--apns-rate"
+        case .fcmRate: "--fcm-rate"
         case .deepLinkBase: "--deep-link-base"
         }
     }
@@ -91,6 +95,10 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .fcmAndroidChannelID: "Android notification channel id (default diary_reminders)."
         case .caFile: "PEM CA certificates trusted in addition to the system roots (simulator, proxies)."
         case .retryBudgetSeconds: "Seconds a run may spend retrying transient provider errors (default 60)."
+        case .apnsRate:
+            "APNs requests per second at most, reached over the first 60 s of a run (default 0: unpaced; APNs publishes no quota)."
+        case .fcmRate:
+            "FCM requests per second at most, reached over the first 60 s of a run (default 9000, 90 % of FCM's 600,000 a minute; 0: unpaced). Divided by N under --shard K/N."
         case .deepLinkBase: "Base of the deep links in notifications (default diary://)."
         }
     }
@@ -117,7 +125,8 @@ extension ConfigKey {
         case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes, .shard, .copyCatalog, .outbox, .apnsKeyFile,
             .apnsKeyID,
             .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
-            .fcmAndroidChannelID, .caFile, .retryBudgetSeconds, .deepLinkBase, .metricsFile, .pingURL:
+            .fcmAndroidChannelID, .caFile, .retryBudgetSeconds, .apnsRate, .fcmRate, .deepLinkBase, .metricsFile,
+            .pingURL:
             .unread
         }
     }

@@ -74,11 +74,25 @@ public struct SimulatorConfiguration: Sendable {
     public var recordFile: String?
     /// Keep accepted notifications in memory for ``PushSimulator/accepted()``.
     public var recordInMemory = true
+    /// FCM's per-project quota: beyond it, sends are answered 429 QUOTA_EXCEEDED with Retry-After.
+    public var fcmQuota: SimulatorQuota?
     /// The simulator's clock (JWT age checks, 410 timestamps).
     public var clock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
 
     public init(credentials: SimulatorCredentials) {
         self.credentials = credentials
+    }
+}
+
+/// At most `messages` sends in each window of `window`, the windows counted from the first send (FCM's default
+/// is 600,000 a minute per project).
+public struct SimulatorQuota: Sendable, Hashable {
+    public var messages: Int
+    public var window: Duration
+
+    public init(messages: Int, window: Duration = .seconds(60)) {
+        self.messages = messages
+        self.window = window
     }
 }
 
@@ -96,6 +110,12 @@ public struct SimulatorStats: Sendable, Codable, Hashable {
     public var oauthExchanges = 0
     public var connections = 0
     public var goAways = 0
+    /// FCM sends that came over the quota (each answered 429 QUOTA_EXCEEDED).
+    public var fcmOverQuota = 0
+    /// Quota windows in which at least one FCM send came over the quota.
+    public var fcmWindowsOverQuota = 0
+    /// The most FCM sends counted in one quota window.
+    public var fcmBusiestWindow = 0
 }
 
 /// One notification the simulator accepted.

@@ -25,12 +25,15 @@ final class SimulatorState: Sendable {
         var verifiedProviderTokens: [String: Int64] = [:]
         var accepted: [AcceptedNotification] = []
         var baseURL = ""
+        /// The current FCM quota window: when it began and the sends counted in it.
+        var quotaWindow: (began: ContinuousClock.Instant, sends: Int, refused: Int)?
     }
 
     private let box: NIOLockedValueBox<Mutable>
     private let record: NIOLockedValueBox<FileHandle?>
     let clock: @Sendable () -> Int64
     let faultRate: Double
+    let fcmQuota: SimulatorQuota?
     let recordInMemory: Bool
     let apnsKey: P256.Signing.PublicKey
     let serviceAccountKey: _RSA.Signing.PublicKey
@@ -41,6 +44,7 @@ final class SimulatorState: Sendable {
         box = NIOLockedValueBox(Mutable(rules: configuration.rules))
         clock = configuration.clock
         faultRate = configuration.faultRate
+        fcmQuota = configuration.fcmQuota
         recordInMemory = configuration.recordInMemory
         apnsKey = try configuration.credentials.apnsPublicKey()
         serviceAccountKey = try configuration.credentials.serviceAccountPublicKey()
@@ -269,6 +273,31 @@ final class SimulatorState: Sendable {
 
     // MARK: FCM
 
+    /// Counts an FCM send against the quota: `nil` when it is within it, else the whole seconds until the
+    /// window ends (at least 1), for Retry-After.
+    private func overQuota() -> Int? {
+        guard let quota = fcmQuota else { return nil }
+        let now = ContinuousClock.now
+        return box.withLockedValue { state in
+            var window = state.quotaWindow ?? (began: now, sends: 0, refused: 0)
+            while now - window.began >= quota.window {
+                window = (began: window.began + quota.window, sends: 0, refused: 0)
+            }
+            guard window.sends < quota.messages else {
+                if window.refused == 0 { state.stats.fcmWindowsOverQuota += 1 }
+                window.refused += 1
+                state.quotaWindow = window
+                state.stats.fcmOverQuota += 1
+                let left = (window.began + quota.window) - now
+                return max(1, Int((left / .seconds(1)).rounded(.up)))
+            }
+            window.sends += 1
+            state.quotaWindow = window
+            state.stats.fcmBusiestWindow = max(state.stats.fcmBusiestWindow, window.sends)
+            return nil
+        }
+    }
+
     private func fcmError(
         _ status: Int, _ googleStatus: String, _ message: String, errorCode: String? = nil,
         retryAfter: Int? = nil
@@ -300,6 +329,11 @@ final class SimulatorState: Sendable {
         }
         guard project == SimulatorCredentials.projectID else {
             return fcmError(404, "NOT_FOUND", "Requested entity was not found.")
+        }
+        if let retryAfter = overQuota() {
+            return fcmError(
+                429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Send requests'.",
+                errorCode: "QUOTA_EXCEEDED", retryAfter: retryAfter)
         }
         guard let request = try? JSONValue(parsing: body), let message = request["message"],
             let members = message.members

@@ -28,6 +28,9 @@ struct PushSimulatorCommand: AsyncParsableCommand {
     @Option(help: "SETTINGS_MAX_CONCURRENT_STREAMS announced.") var maxConcurrentStreams = 1000
     @Option(help: "Send GOAWAY after this many streams per connection.") var goAwayAfter: Int?
     @Option(help: "Share of requests answered 503 at random (0–1).") var faultRate = 0.0
+    @Option(help: "FCM quota: sends per --fcm-quota-window, beyond which 429 QUOTA_EXCEEDED with Retry-After.")
+    var fcmQuota: Int?
+    @Option(help: "Seconds of an FCM quota window (default 60).") var fcmQuotaWindow = 60
     @Option(help: ArgumentHelp("Append accepted notifications to this file as JSON lines.", valueName: "file"))
     var record: String?
     @Option(help: ArgumentHelp("Also write the ready line to this file (for scripts to wait on).", valueName: "file"))
@@ -37,6 +40,8 @@ struct PushSimulatorCommand: AsyncParsableCommand {
         guard (0...1).contains(faultRate) else { throw ValidationError("--fault-rate must be within 0…1") }
         guard maxConcurrentStreams >= 1 else { throw ValidationError("--max-concurrent-streams must be at least 1") }
         if let goAwayAfter, goAwayAfter < 1 { throw ValidationError("--go-away-after must be at least 1") }
+        if let fcmQuota, fcmQuota < 1 { throw ValidationError("--fcm-quota must be at least 1") }
+        guard fcmQuotaWindow >= 1 else { throw ValidationError("--fcm-quota-window must be at least 1") }
     }
 
     func run() async throws {
@@ -46,6 +51,7 @@ struct PushSimulatorCommand: AsyncParsableCommand {
         configuration.maxConcurrentStreams = maxConcurrentStreams
         configuration.goAwayAfterStreams = goAwayAfter
         configuration.faultRate = faultRate
+        configuration.fcmQuota = fcmQuota.map { SimulatorQuota(messages: $0, window: .seconds(fcmQuotaWindow)) }
         configuration.recordFile = record
         configuration.recordInMemory = false
         if let rules {

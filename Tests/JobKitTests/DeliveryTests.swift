@@ -501,7 +501,10 @@ final class ManualClock: @unchecked Sendable {
         #expect(
             fcm(400, code: "INVALID_ARGUMENT", message: "Invalid value at 'message.android.ttl'").outcome == .rejected)
         #expect(
-            fcm(429, code: "QUOTA_EXCEEDED") == ProviderVerdict(.retryLater, reason: "QUOTA_EXCEEDED", retryAfter: 60))
+            fcm(429, code: "QUOTA_EXCEEDED")
+                == ProviderVerdict(.retryLater, reason: "QUOTA_EXCEEDED", retryAfter: 60, pausesProvider: true))
+        #expect(fcm(429, code: nil).pausesProvider)  // any 429 from FCM is about the project
+        #expect(!fcm(503, code: "UNAVAILABLE").pausesProvider)
         #expect(fcm(429, code: "QUOTA_EXCEEDED", headers: ["retry-after": "5"]).retryAfter == 5)
         #expect(fcm(503, code: "UNAVAILABLE").outcome == .retryLater)
         #expect(fcm(500, code: "INTERNAL").outcome == .retryLater)

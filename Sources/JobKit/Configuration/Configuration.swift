@@ -70,6 +70,8 @@ public struct DeliveryFlags: Sendable {
     public var apnsKeyFile, apnsKeyID, apnsTeamID, apnsTopic, apnsEndpoint, apnsSandboxEndpoint: String?
     public var fcmServiceAccountFile, fcmEndpoint, fcmAndroidChannelID, caFile, deepLinkBase: String?
     public var retryBudgetSeconds: Int?
+    /// Requests per second (0: unpaced).
+    public var apnsRate, fcmRate: Int?
     public var validateOnly = false
     public init() {}
 }
@@ -88,6 +90,11 @@ extension DeliveryConfiguration {
             }
             return endpoint
         }
+        func rate(_ key: ConfigKey, _ flag: Int?, default value: ProviderRate?) throws(JobError) -> ProviderRate? {
+            let perSecond = try config.integer(
+                key, flag: flag, default: Int(value?.perSecond ?? 0), range: 0...1_000_000)
+            return perSecond == 0 ? nil : ProviderRate(perSecond: Double(perSecond))
+        }
         let apnsKeys: [(ConfigKey, String?)] = [
             (.apnsKeyFile, flags.apnsKeyFile), (.apnsKeyID, flags.apnsKeyID),
             (.apnsTeamID, flags.apnsTeamID), (.apnsTopic, flags.apnsTopic),
@@ -105,6 +112,7 @@ extension DeliveryConfiguration {
             if let sandbox = try endpoint(.apnsSandboxEndpoint, flags.apnsSandboxEndpoint) {
                 apns.sandboxEndpoint = sandbox
             }
+            apns.rate = try rate(.apnsRate, flags.apnsRate, default: nil)
             delivery.apns = apns
         }
         if let file = config.string(.fcmServiceAccountFile, flag: flags.fcmServiceAccountFile) {
@@ -114,6 +122,7 @@ extension DeliveryConfiguration {
                 fcm.androidChannelID = channel
             }
             fcm.validateOnly = flags.validateOnly
+            fcm.rate = try rate(.fcmRate, flags.fcmRate, default: .fcmDefault)
             delivery.fcm = fcm
         }
         delivery.tls.additionalCAFile = config.string(.caFile, flag: flags.caFile)
@@ -123,6 +132,15 @@ extension DeliveryConfiguration {
                 default: 60, range: 0...3600))
         if let base = config.string(.deepLinkBase, flag: flags.deepLinkBase) { delivery.links = DeepLinks(base: base) }
         return delivery
+    }
+
+    /// The configuration of one of `shard.count` runners that each send their part of every slot: the providers'
+    /// rates divided among them, so that together they keep to each provider's quota.
+    public func sharing(_ shard: Shard) -> DeliveryConfiguration {
+        var shared = self
+        shared.apns?.rate = apns?.rate?.divided(by: shard.count)
+        shared.fcm?.rate = fcm?.rate?.divided(by: shard.count)
+        return shared
     }
 
     /// True when at least one provider is configured.

@@ -57,6 +57,8 @@ actor ProviderClient {
     private let tls: NIOSSLContext
     private let policy: RetryPolicy
     private let logger: Logger
+    /// The provider's rate, and its pause after a "too many requests", shared by every page sent.
+    private let pacer: ProviderPacer
     /// When the current run began (the retry budget counts from here) and when its sends must be answered.
     private var runStarted = ContinuousClock.now
     private var finishBy: ContinuousClock.Instant?
@@ -73,8 +75,9 @@ actor ProviderClient {
 
     init(
         provider: ProviderProtocol, credential: SharedCredential, tls: NIOSSLContext, policy: RetryPolicy,
-        logger: Logger
+        rate: ProviderRate? = nil, logger: Logger
     ) {
+        self.pacer = ProviderPacer(rate: rate)
         self.provider = provider
         self.credential = credential
         self.tls = tls
@@ -167,12 +170,12 @@ actor ProviderClient {
                     )
                     async let reported: Void = Self.reportFinalAnswers(
                         answers, of: indices, provider: provider, attempts: attemptsBefore, ambiguous: ambiguousBefore,
-                        finished: finished)
-                    results = await connection.send(requests, onAnswers: { handOver.yield($0) })
+                        finished: finished, pacer: pacer)
+                    results = await Self.send(requests, on: connection, pacer: pacer) { handOver.yield($0) }
                     handOver.finish()
                     await reported
                 } else {
-                    results = await connection.send(requests)
+                    results = await Self.send(requests, on: connection, pacer: pacer, onAnswers: nil)
                 }
                 // Why the connection closed (a certificate that was not accepted): the reason of what it failed.
                 let closeCause =
@@ -212,6 +215,7 @@ actor ProviderClient {
                         case .delivered, .tokenDead, .rejected:
                             finish(i, verdict)
                         case .retryLater:
+                            if verdict.pausesProvider { await pause(verdict) }
                             transient(i, verdict)
                         case .credentials:
                             lastVerdict[i] = verdict
@@ -283,7 +287,7 @@ actor ProviderClient {
     /// - Parameters: `attempts`, `ambiguous`: the counts of the pass's notifications before it, in its order.
     private nonisolated static func reportFinalAnswers(
         _ answers: AsyncStream<[(index: Int, response: HTTP2Response)]>, of indices: [Int], provider: ProviderProtocol,
-        attempts: [Int], ambiguous: [Int], finished: FinishedReports
+        attempts: [Int], ambiguous: [Int], finished: FinishedReports, pacer: ProviderPacer
     ) async {
         for await batch in answers {
             var finals: [Int] = []
@@ -298,7 +302,10 @@ actor ProviderClient {
                             provider.name, verdict, attempts: attempts[k] + 1,
                             latencyMs: Int(response.latency.nanoseconds / 1_000_000),
                             ambiguous: ambiguous[k]))
-                case .retryLater, .credentials:
+                case .retryLater:
+                    // The provider's quota: the pause starts as soon as it is read, not when the pass ends.
+                    if verdict.pausesProvider { await pacer.pause(until: .now + .seconds(verdict.retryAfter ?? 60)) }
+                case .credentials:
                     continue
                 }
             }
@@ -306,9 +313,55 @@ actor ProviderClient {
         }
     }
 
-    /// A new run on this client: a fresh retry budget, and a credential refusal of an earlier run forgotten
-    /// (connections and the cached credential are kept).
-    func beginRun(finishBy: ContinuousClock.Instant?) {
+    /// Sends `requests` on `connection` as fast as `pacer` lets them go: at once when it allows them all (no
+    /// rate, or a small batch), else in slices sent as the rate allows, whose answers are awaited together. A
+    /// request left unsent because the task was cancelled is not processed.
+    private static func send(
+        _ requests: [HTTP2Request], on connection: HTTP2Connection, pacer: ProviderPacer,
+        onAnswers: HTTP2Batch.Answers?
+    ) async -> [Result<HTTP2Response, HTTP2StreamFailure>] {
+        let first = await pacer.take(requests.count)
+        if first >= requests.count { return await connection.send(requests, onAnswers: onAnswers) }
+        return await withTaskGroup(of: PacedSlice.self) { group in
+            var start = 0
+            var granted = first
+            while start < requests.count && granted > 0 {
+                let offset = start
+                let slice = Array(requests[offset..<min(requests.count, offset + granted)])
+                let shifted = onAnswers.map { answers -> HTTP2Batch.Answers in
+                    { batch in answers(batch.map { (index: $0.index + offset, response: $0.response) }) }
+                }
+                group.addTask { PacedSlice(offset: offset, results: await connection.send(slice, onAnswers: shifted)) }
+                start += slice.count
+                if start < requests.count { granted = await pacer.take(requests.count - start) }
+            }
+            var results = [Result<HTTP2Response, HTTP2StreamFailure>](
+                repeating: .failure(.notProcessed), count: requests.count)
+            for await slice in group {
+                for (k, result) in slice.results.enumerated() { results[slice.offset + k] = result }
+            }
+            return results
+        }
+    }
+
+    /// Nothing more goes to this provider for the verdict's Retry-After (60 s when it gave none).
+    private func pause(_ verdict: ProviderVerdict) async {
+        let until = ContinuousClock.now + .seconds(verdict.retryAfter ?? 60)
+        if await pacer.pausedUntil.map({ $0 < until }) ?? true {
+            logger.warning(
+                "provider asks to slow down: pausing every send to it",
+                metadata: [
+                    "provider": "\(provider.name)", "reason": "\(verdict.reason ?? "")",
+                    "seconds": "\(verdict.retryAfter ?? 60)",
+                ])
+        }
+        await pacer.pause(until: until)
+    }
+
+    /// A new run on this client: a fresh retry budget and rate ramp, and a credential refusal of an earlier run
+    /// forgotten (connections and the cached credential are kept).
+    func beginRun(finishBy: ContinuousClock.Instant?) async {
+        await pacer.restart()
         runStarted = ContinuousClock.now
         self.finishBy = finishBy
         stopped = nil
@@ -374,6 +427,12 @@ actor ProviderClient {
         connections.removeAll()
         retired.removeAll()
     }
+}
+
+/// Answers of the requests `offset…` of a paced send.
+private struct PacedSlice: Sendable {
+    let offset: Int
+    let results: [Result<HTTP2Response, HTTP2StreamFailure>]
 }
 
 extension TimeAmount {

@@ -67,7 +67,8 @@ public final class PushSender: Sender {
                             links: links)
                     },
                     classify: { APNs.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
-                credential: credential, tls: tls, policy: configuration.retry, logger: logger)
+                credential: credential, tls: tls, policy: configuration.retry, rate: apnsConfiguration.rate,
+                logger: logger)
         } else {
             apns = nil
         }
@@ -92,7 +93,8 @@ public final class PushSender: Sender {
                             authorization: authorization, links: links, now: clock())
                     },
                     classify: { FCM.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
-                credential: credential, tls: tls, policy: configuration.retry, logger: logger)
+                credential: credential, tls: tls, policy: configuration.retry, rate: fcmConfiguration.rate,
+                logger: logger)
         } else {
             fcm = nil
         }

@@ -120,7 +120,7 @@ extension DiaryReminderHandler {
     {
         let settings = try Settings.resolve(config)
         let catalog = try CopyCatalog.resolve(config)
-        let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
+        let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags()).sharing(settings.shard)
         let outbox = config.string(.outbox, flag: nil)
         try delivery.requireDelivery(outbox: outbox)
         try await delivery.checkFiles()

@@ -14,6 +14,8 @@ public struct APNsConfiguration: Sendable, Hashable {
     public var topic: String
     public var productionEndpoint = Endpoint(host: "api.push.apple.com", port: 443)
     public var sandboxEndpoint = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
+    /// At most this many requests a second (`nil`: unpaced; APNs publishes no quota).
+    public var rate: ProviderRate?
 
     public init(keyFile: String, keyID: String, teamID: String, topic: String) {
         self.keyFile = keyFile

@@ -11,6 +11,8 @@ public struct FCMConfiguration: Sendable, Hashable {
     public var endpoint = Endpoint(host: "fcm.googleapis.com", port: 443)
     /// Send with `validate_only: true`: FCM checks every token and payload and delivers nothing.
     public var validateOnly = false
+    /// At most this many requests a second, shared by every page of a run (`nil`: unpaced).
+    public var rate: ProviderRate? = .fcmDefault
 
     public init(serviceAccountFile: String) {
         self.serviceAccountFile = serviceAccountFile
@@ -160,14 +162,16 @@ enum FCM {
             }
             return ProviderVerdict(.rejected, reason: "INVALID_ARGUMENT")
         case "QUOTA_EXCEEDED":
-            return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter ?? 60)
+            return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter ?? 60, pausesProvider: true)
         case "UNAVAILABLE", "INTERNAL":
             return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter)
         case "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED":
             return ProviderVerdict(.credentials, reason: code)
         default:
             if status == 401 { return ProviderVerdict(.credentials, reason: code) }
-            if status == 429 { return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter ?? 60) }
+            if status == 429 {
+                return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter ?? 60, pausesProvider: true)
+            }
             if status >= 500 { return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter) }
             return ProviderVerdict(.rejected, reason: code)
         }

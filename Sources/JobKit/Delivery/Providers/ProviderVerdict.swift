@@ -10,11 +10,15 @@ public struct ProviderVerdict: Sendable, Hashable {
     /// For a dead token: when the provider says it became invalid.
     public let tokenInvalidSince: Int64?
     public let providerMessageID: String?
+    /// A "too many requests" about the sender as a whole (FCM's project quota), not about this device: nothing
+    /// more goes to the provider for `retryAfter` seconds.
+    public let pausesProvider: Bool
 
     init(
         _ outcome: DeliveryOutcome, reason: String? = nil, retryAfter: Int? = nil, tokenInvalidSince: Int64? = nil,
-        providerMessageID: String? = nil
+        providerMessageID: String? = nil, pausesProvider: Bool = false
     ) {
+        self.pausesProvider = pausesProvider
         self.outcome = outcome
         self.reason = reason
         self.retryAfter = retryAfter
