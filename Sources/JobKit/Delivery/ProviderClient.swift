@@ -170,7 +170,7 @@ actor ProviderClient {
                     )
                     async let reported: Void = Self.reportFinalAnswers(
                         answers, of: indices, provider: provider, attempts: attemptsBefore, ambiguous: ambiguousBefore,
-                        finished: finished, pacer: pacer)
+                        finished: finished, pacer: pacer, logger: logger)
                     results = await Self.send(requests, on: connection, pacer: pacer) { handOver.yield($0) }
                     handOver.finish()
                     await reported
@@ -215,7 +215,9 @@ actor ProviderClient {
                         case .delivered, .tokenDead, .rejected:
                             finish(i, verdict)
                         case .retryLater:
-                            if verdict.pausesProvider { await pause(verdict) }
+                            if verdict.pausesProvider {
+                                await Self.pause(pacer, for: verdict, provider: provider.name, logger: logger)
+                            }
                             transient(i, verdict)
                         case .credentials:
                             lastVerdict[i] = verdict
@@ -287,7 +289,7 @@ actor ProviderClient {
     /// - Parameters: `attempts`, `ambiguous`: the counts of the pass's notifications before it, in its order.
     private nonisolated static func reportFinalAnswers(
         _ answers: AsyncStream<[(index: Int, response: HTTP2Response)]>, of indices: [Int], provider: ProviderProtocol,
-        attempts: [Int], ambiguous: [Int], finished: FinishedReports, pacer: ProviderPacer
+        attempts: [Int], ambiguous: [Int], finished: FinishedReports, pacer: ProviderPacer, logger: Logger
     ) async {
         for await batch in answers {
             var finals: [Int] = []
@@ -304,7 +306,9 @@ actor ProviderClient {
                             ambiguous: ambiguous[k]))
                 case .retryLater:
                     // The provider's quota: the pause starts as soon as it is read, not when the pass ends.
-                    if verdict.pausesProvider { await pacer.pause(until: .now + .seconds(verdict.retryAfter ?? 60)) }
+                    if verdict.pausesProvider {
+                        await pause(pacer, for: verdict, provider: provider.name, logger: logger)
+                    }
                 case .credentials:
                     continue
                 }
@@ -345,17 +349,16 @@ actor ProviderClient {
     }
 
     /// Nothing more goes to this provider for the verdict's Retry-After (60 s when it gave none).
-    private func pause(_ verdict: ProviderVerdict) async {
-        let until = ContinuousClock.now + .seconds(verdict.retryAfter ?? 60)
-        if await pacer.pausedUntil.map({ $0 < until }) ?? true {
+    private static func pause(_ pacer: ProviderPacer, for verdict: ProviderVerdict, provider: String, logger: Logger)
+        async
+    {
+        let seconds = verdict.retryAfter ?? 60
+        // One line when a pause starts, not one per answer that asks for it.
+        if await pacer.pause(until: .now + .seconds(seconds)) {
             logger.warning(
                 "provider asks to slow down: pausing every send to it",
-                metadata: [
-                    "provider": "\(provider.name)", "reason": "\(verdict.reason ?? "")",
-                    "seconds": "\(verdict.retryAfter ?? 60)",
-                ])
+                metadata: ["provider": "\(provider)", "reason": "\(verdict.reason ?? "")", "seconds": "\(seconds)"])
         }
-        await pacer.pause(until: until)
     }
 
     /// A new run on this client: a fresh retry budget and rate ramp, and a credential refusal of an earlier run

@@ -113,8 +113,12 @@ actor ProviderPacer {
         }
     }
 
-    func pause(until: ContinuousClock.Instant) {
+    /// Pauses until `until`; true when no pause was in force (a new one starts, not a longer one).
+    @discardableResult
+    func pause(until: ContinuousClock.Instant) -> Bool {
+        let starts = pacing.pausedUntil.map { $0 <= .now } ?? true
         pacing.pause(until: until)
+        return starts
     }
 
     func restart() {
