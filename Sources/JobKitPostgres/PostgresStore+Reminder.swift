@@ -176,6 +176,7 @@ extension PostgresStore: ReminderStore {
                 FROM unnest(\(rest.map(\.userID))::text[], \(rest.map(\.type.rawValue))::text[],
                             \(rest.map(\.period))::text[]) AS r(user_id, type, period)
                 WHERE l.user_id = r.user_id AND l.notification_type = r.type AND l.period_key = r.period
+                  AND l.period_key = ANY(\(Set(rest.map(\.period)).sorted())::text[])
                   AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore, table: "l"))
                 RETURNING l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale
                 """, logger: logger
@@ -243,20 +244,24 @@ extension PostgresStore: ReminderStore {
     /// say. Joined to a row set instead, a page's resolutions were planned as a scan of the log, or as a nested
     /// loop comparing every row with every row (143 ms a page of 1,000 at 1,000,000 users; BENCHMARKS.md).
     static func resolutionQueries(_ resolutions: [ClaimResolution], runID: String, now: Int64) -> [PostgresQuery] {
-        var groups: [ClaimResolutionGroup: [Int64]] = [:]
+        var groups: [ClaimResolutionGroup: (ids: [Int64], periods: Set<String>)] = [:]
         var order: [ClaimResolutionGroup] = []
         for resolution in resolutions {
             let group = ClaimResolutionGroup(status: resolution.status, detail: resolution.detail)
             if groups[group] == nil { order.append(group) }
-            groups[group, default: []].append(resolution.logID)
+            groups[group, default: ([], [])].ids.append(resolution.logID)
+            groups[group, default: ([], [])].periods.insert(resolution.period)
         }
+        // `period_key = ANY(periods)` lets the planner look in the partitions of the page's periods only.
         return order.map { group in
-            """
-            UPDATE notification_logs
-            SET status = \(group.status.rawValue), finished_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now)),
-                detail = \(group.detail)
-            WHERE id = ANY(\(groups[group] ?? [])::int8[]) AND run_id = \(runID) AND status = 'claimed'
-            """
+            let (ids, periods) = groups[group] ?? ([], [])
+            return """
+                UPDATE notification_logs
+                SET status = \(group.status.rawValue), finished_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now)),
+                    detail = \(group.detail)
+                WHERE id = ANY(\(ids)::int8[]) AND period_key = ANY(\(periods.sorted())::text[])
+                  AND run_id = \(runID) AND status = 'claimed'
+                """
         }
     }
 

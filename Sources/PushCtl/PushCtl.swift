@@ -51,11 +51,18 @@ struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create the database if needed and apply pending migrations.")
     @OptionGroup var db: DatabaseOption
+    @Option(
+        help: ArgumentHelp(
+            "Make the history partitions rows written around this instant need (PostgreSQL; ISO 8601; default the clock).",
+            valueName: "iso8601"))
+    var now: String?
 
     func run() async throws {
         try await withExitCode("pushctl migrate") { () async throws(JobError) in
+            let instant = try clockNow(now)
             let applied = try await db.with(create: true) { store throws(JobError) in
-                try await store.appliedMigrations()
+                try await store.prepareHistory(now: instant)
+                return try await store.appliedMigrations()
             }
             print("schema up to date: \(applied.joined(separator: ", "))")
         }

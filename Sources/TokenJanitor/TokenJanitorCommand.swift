@@ -35,6 +35,11 @@ struct Run: AsyncParsableCommand {
     @Option(help: "Delete delivery records older than this many days.") var deliveryRetentionDays = 30
     @Option(help: "Delete notification log rows older than this many days whose period has ended (≥ 35).")
     var logRetentionDays = 400
+    @Flag(
+        help:
+            "Apply retention row by row only: never drop a whole history partition (PostgreSQL; e.g. while an archive job still reads it)."
+    )
+    var keepPartitions = false
     @Flag(help: "Also delete device rows inactive for --purge-after-days (off by default: they are history).")
     var purge = false
     @Option(help: "Days a device must have been inactive before --purge deletes it.") var purgeAfterDays = 365
@@ -97,6 +102,7 @@ struct Run: AsyncParsableCommand {
                     options.probeRate = probeRate
                     options.deliveryRetentionDays = deliveryRetentionDays
                     options.logRetentionDays = logRetentionDays
+                    options.keepPartitions = keepPartitions
                     options.purge = purge
                     options.purgeAfterDays = purgeAfterDays
                     options.batchSize = batchSize

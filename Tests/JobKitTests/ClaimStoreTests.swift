@@ -35,8 +35,8 @@ import Testing
                     report: DeliveryReport(channel: "fcm", outcome: .delivered))
             ],
             resolutions: [
-                ClaimResolution(logID: earlier[0].logID, status: .retry, detail: "later"),
-                ClaimResolution(logID: earlier[2].logID, status: .sent, detail: nil),
+                ClaimResolution(logID: earlier[0].logID, period: earlier[0].period, status: .retry, detail: "later"),
+                ClaimResolution(logID: earlier[2].logID, period: earlier[2].period, status: .sent, detail: nil),
             ],
             runID: "earlier", now: 1_100)
         let other = try await store.claim([request("u002")], runID: "other", now: 5_000, staleBefore: 0)
@@ -71,9 +71,10 @@ import Testing
                         reason: dead ? "UNREGISTERED" : nil)))
             let status: ClaimStatus = index % 50 == 7 ? .retry : index % 50 == 8 ? .failed : .sent
             resolutions.append(
-                ClaimResolution(logID: claim.logID, status: status, detail: status == .retry ? "later" : nil))
+                ClaimResolution(
+                    logID: claim.logID, period: claim.period, status: status, detail: status == .retry ? "later" : nil))
         }
-        resolutions.append(ClaimResolution(logID: other[0].logID, status: .sent, detail: nil))
+        resolutions.append(ClaimResolution(logID: other[0].logID, period: other[0].period, status: .sent, detail: nil))
         try await store.record(deliveries, resolutions: resolutions, runID: "this", now: 6_100)
 
         #expect(try await db.count("SELECT count(*) FROM notification_deliveries WHERE run_id = 'this'") == 248)

@@ -357,7 +357,7 @@ import Testing
         #expect(claims.count == 3_000)
         let resolutions = claims.enumerated().map {
             ClaimResolution(
-                logID: $1.logID, status: $0 % 10 == 0 ? .retry : .sent,
+                logID: $1.logID, period: $1.period, status: $0 % 10 == 0 ? .retry : .sent,
                 detail: $0 % 10 == 0 ? "waiting for the provider" : nil)
         }
         let queries = PostgresStore.resolutionQueries(resolutions, runID: "run-1", now: 200)
@@ -378,7 +378,10 @@ import Testing
                 == 300)
         // A claim another run has taken over is not resolved by this one.
         try await store.record(
-            [], resolutions: [ClaimResolution(logID: claims[1].logID, status: .failed, detail: nil)], runID: "run-2",
+            [],
+            resolutions: [
+                ClaimResolution(logID: claims[1].logID, period: claims[1].period, status: .failed, detail: nil)
+            ], runID: "run-2",
             now: 300)
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'failed'") == 0)
     }

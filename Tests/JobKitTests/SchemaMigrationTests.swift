@@ -20,8 +20,9 @@ import Testing
         let postgresColumns = Set(
             try await postgres.strings(
                 """
-                SELECT table_name || '.' || column_name FROM information_schema.columns
-                WHERE table_schema = 'public' AND table_name <> 'schema_migrations'
+                SELECT c.table_name || '.' || c.column_name FROM information_schema.columns c
+                JOIN pg_class t ON t.relname = c.table_name AND t.relnamespace = 'public'::regnamespace
+                WHERE c.table_schema = 'public' AND c.table_name <> 'schema_migrations' AND NOT t.relispartition
                 """))
         let sqliteOnly = SchemaMigrations.storeSpecificColumns["sqlite"] ?? []
         let postgresOnly = SchemaMigrations.storeSpecificColumns["postgres"] ?? []

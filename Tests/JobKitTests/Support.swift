@@ -58,6 +58,14 @@ struct TemporaryDatabase: Sendable {
         }
     }
 
+    /// A PostgreSQL database a test made itself (e.g. at an earlier schema version), with its store.
+    init(postgres store: PostgresStore, url: String) {
+        backend = .postgres
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("jobkit-\(UUID().uuidString)")
+        path = url
+        self.store = store
+    }
+
     /// The SQLite store (for tests of SQLite-only behaviour).
     var sqlite: SQLiteStore { store as! SQLiteStore }
 
@@ -131,7 +139,8 @@ struct TemporaryDatabase: Sendable {
 
     private var postgres: PostgresStore { store as! PostgresStore }
 
-    private static func createPostgresDatabase() async throws -> String {
+    /// A new, empty database on the test server; its URL.
+    static func createPostgresDatabase() async throws -> String {
         let admin = try await Backend.postgresAdminURL
         let location = try PostgresLocation.parse(admin)
         let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
@@ -262,6 +271,7 @@ struct InterceptingStore: ReminderStore {
     }
 
     var selectsWhileClaiming: Bool { inner.selectsWhileClaiming }
+    func prepareHistory(now: Int64) async throws(JobError) { try await inner.prepareHistory(now: now) }
     func reminderZones() async throws(JobError) -> [String] { try await inner.reminderZones() }
     func enabledUserCount(zone: String) async throws(JobError) -> Int { try await inner.enabledUserCount(zone: zone) }
     func malformedReminderTimeCount() async throws(JobError) -> Int { try await inner.malformedReminderTimeCount() }

@@ -156,7 +156,7 @@ public struct ContentLimitHook: Sendable {
                 [],
                 resolutions: [
                     ClaimResolution(
-                        logID: claim.logID, status: .retry,
+                        logID: claim.logID, period: period, status: .retry,
                         detail: "held back: the 90 % warning of this period was on its way")
                 ],
                 runID: options.runID, now: options.now)
@@ -253,7 +253,7 @@ public struct ContentLimitHook: Sendable {
         }
         let resolutions = warnings.indices.map { i in
             ClaimResolution(
-                logID: warnings[i].logID, status: statuses[i],
+                logID: warnings[i].logID, period: warnings[i].period, status: statuses[i],
                 detail: byWarning[i].isEmpty && reached[warnings[i].logID] == nil
                     ? "no deliverable device at send time" : nil)
         }
@@ -275,7 +275,7 @@ extension DiaryReminderRunner {
         guard !options.dryRun, let warningsStore = warnings else { return }
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []
-        var overtaken: [Int64] = []
+        var overtaken: [PendingWarning] = []
         for warning in try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
         where options.shard.contains(userID: warning.userID) {
             let logs =
@@ -284,17 +284,18 @@ extension DiaryReminderRunner {
                 warning.type, period: warning.period, logs: logs, staleBefore: staleBefore)
             {
             case .send: pending.append(warning)
-            case .overtaken: overtaken.append(warning.logID)
+            case .overtaken: overtaken.append(warning)
             case .waitForLowerWarning: continue  // the next run, once the 90 % warning is recorded
             }
         }
         guard !pending.isEmpty || !overtaken.isEmpty else { return }
         let won = try await warningsStore.claimPendingWarnings(
-            pending.map(\.logID) + overtaken, runID: options.runID,
+            pending.map(\.logID) + overtaken.map(\.logID), runID: options.runID,
             now: options.now, staleBefore: staleBefore)
         // A 90 % warning left pending when its period's 100 % warning was claimed never goes out.
-        let superseded = overtaken.filter { won.contains($0) }.map {
-            ClaimResolution(logID: $0, status: .superseded, detail: "overtaken by the 100 % warning")
+        let superseded = overtaken.filter { won.contains($0.logID) }.map {
+            ClaimResolution(
+                logID: $0.logID, period: $0.period, status: .superseded, detail: "overtaken by the 100 % warning")
         }
         if !superseded.isEmpty {
             try await store.record([], resolutions: superseded, runID: options.runID, now: options.now)

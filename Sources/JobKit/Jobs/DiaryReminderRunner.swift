@@ -80,6 +80,7 @@ public struct DiaryReminderRunner: Sendable {
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
 
+        if !options.dryRun { await store.prepareHistory(now: options.now, logger: logger) }
         let malformed = try await phases.measure(.select) { () async throws(JobError) in
             try await store.malformedReminderTimeCount()
         }
@@ -425,7 +426,8 @@ public struct DiaryReminderRunner: Sendable {
             }
             let detail =
                 outcomes[index].isEmpty && claim.deliveredDeviceIDs.isEmpty ? "no active device at send time" : nil
-            resolutions.append(ClaimResolution(logID: claim.logID, status: status, detail: detail))
+            resolutions.append(
+                ClaimResolution(logID: claim.logID, period: claim.period, status: status, detail: detail))
         }
         if !options.dryRun {
             let recordStart = ContinuousClock.now

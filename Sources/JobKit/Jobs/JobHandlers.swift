@@ -324,7 +324,7 @@ public struct TokenJanitorHandler: JobHandler {
 
     public static let detailKeys: Set<String> = [
         "dry_run", "stale_days", "probe", "probe_after_days", "probe_max", "probe_rate", "delivery_retention_days",
-        "log_retention_days", "purge", "purge_after_days", "batch_size",
+        "log_retention_days", "keep_partitions", "purge", "purge_after_days", "batch_size",
     ]
 
     public func handle(_ event: ScheduledEvent, context: InvocationContext) async throws(JobError) -> JanitorSummary {
@@ -345,6 +345,7 @@ public struct TokenJanitorHandler: JobHandler {
         options.logRetentionDays =
             try event.int("log_retention_days", in: JanitorOptions.logRetentionRange)
             ?? options.logRetentionDays
+        options.keepPartitions = try event.bool("keep_partitions") ?? options.keepPartitions
         options.purge = try event.bool("purge") ?? options.purge
         options.purgeAfterDays =
             try event.int("purge_after_days", in: JanitorOptions.daysRange) ?? options.purgeAfterDays

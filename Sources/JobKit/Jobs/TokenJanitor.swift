@@ -17,6 +17,8 @@ public struct JanitorOptions: Sendable {
     public var probeRate = 50
     public var deliveryRetentionDays = 30
     public var logRetentionDays = 400
+    /// Apply retention row by row only, never by dropping a whole history partition (PostgreSQL).
+    public var keepPartitions = false
     /// Delete device rows inactive for `purgeAfterDays`; off unless asked for.
     public var purge = false
     public var purgeAfterDays = 365
@@ -48,6 +50,9 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     public var probeUnregistered = 0
     public var deliveriesDeleted = 0
     public var logsDeleted = 0
+    /// History partitions dropped whole (PostgreSQL), each holding only rows the row rules would delete; their
+    /// rows are counted in `deliveriesDeleted` and `logsDeleted`.
+    public var partitionsDropped: [String] = []
     public var devicesPurged = 0
     /// Probes that could not be answered: FCM refused our credentials or was unavailable.
     public var troubles: [ProviderTrouble] = []
@@ -55,7 +60,7 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
 
     public var json: String { JSONLine.encode(self) }
     public var text: String {
-        "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) devices_purged=\(devicesPurged)"
+        "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) partitions_dropped=\(partitionsDropped.count) devices_purged=\(devicesPurged)"
             + troubles.map { " PROBES_LEFT[\($0.provider) \($0.cause.rawValue)=\($0.devices)]" }.joined()
             + " run=\(runID) \(durationMs)ms"
     }
@@ -110,14 +115,27 @@ public struct TokenJanitor: Sendable {
         if options.probe { try await probe(options, summary: &summary) }
 
         let deliveryCutoff = options.now - Int64(options.deliveryRetentionDays) * day
-        summary.deliveriesDeleted = try await drain(
+        let logCutoff = options.now - Int64(options.logRetentionDays) * day
+        let guards = PeriodGuards(now: options.now)
+        if !options.dryRun { await store.prepareHistory(now: options.now, logger: logger) }
+        // Whole partitions first (a month of rows in one statement); the row rules then take what is left.
+        let drops =
+            options.keepPartitions
+            ? []
+            : try await store.dropExpiredHistoryPartitions(
+                deliveriesBefore: deliveryCutoff, logsBefore: logCutoff, guards: guards, dryRun: options.dryRun)
+        summary.partitionsDropped = drops.map(\.partition.name)
+        // Dry, the row rules' counts below already include the rows of the partitions that would go.
+        if !options.dryRun {
+            summary.deliveriesDeleted = drops.filter { $0.partition.table == .deliveries }.reduce(0) { $0 + $1.rows }
+            summary.logsDeleted = drops.filter { $0.partition.table == .logs }.reduce(0) { $0 + $1.rows }
+        }
+        summary.deliveriesDeleted += try await drain(
             options.dryRun,
             count: { () async throws(JobError) in try await store.deliveryCount(before: deliveryCutoff) },
             step: { () async throws(JobError) in try await store.deleteDeliveries(before: deliveryCutoff, limit: batch)
             })
-        let logCutoff = options.now - Int64(options.logRetentionDays) * day
-        let guards = PeriodGuards(now: options.now)
-        summary.logsDeleted = try await drain(
+        summary.logsDeleted += try await drain(
             options.dryRun,
             count: { () async throws(JobError) in try await store.expiredLogCount(before: logCutoff, guards: guards) },
             step: { () async throws(JobError) in

@@ -220,11 +220,15 @@ public struct DeliveryRecord: Sendable, Hashable {
 /// The final state of one claim after sending.
 public struct ClaimResolution: Sendable, Hashable {
     public let logID: Int64
+    /// The claim's period key: where PostgreSQL keeps the row (``HistoryPartition``), so that resolving a page
+    /// looks in the partitions of its periods only.
+    public let period: String
     public let status: ClaimStatus
     public let detail: String?
 
-    public init(logID: Int64, status: ClaimStatus, detail: String?) {
+    public init(logID: Int64, period: String, status: ClaimStatus, detail: String?) {
         self.logID = logID
+        self.period = period
         self.status = status
         self.detail = detail
     }

@@ -135,4 +135,9 @@ extension SQLiteStore: JanitorStore {
             return db.changesCount
         }
     }
+
+    /// SQLite's history is one table each: retention is the row rules alone.
+    public func dropExpiredHistoryPartitions(
+        deliveriesBefore: Int64, logsBefore: Int64, guards: PeriodGuards, dryRun: Bool
+    ) async throws(JobError) -> [HistoryPartitionDrop] { [] }
 }

@@ -608,6 +608,9 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
+    /// SQLite's history is not partitioned.
+    public func prepareHistory(now: Int64) async throws(JobError) {}
+
     public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
         async throws(JobError)
     {

@@ -11,7 +11,7 @@ public struct SchemaMigration: Sendable {
 }
 
 public enum SchemaMigrations {
-    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007, m008]
+    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007, m008, m009]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
     /// migration. Apart from these, both stores have the same tables and columns at every version.
@@ -452,5 +452,91 @@ public enum SchemaMigrations {
             CREATE TRIGGER user_devices_delete_delivery_references AFTER DELETE ON user_devices
                 REFERENCING OLD TABLE AS deleted_devices FOR EACH STATEMENT
                 EXECUTE FUNCTION notification_deliveries_of_deleted_devices();
+            """)
+
+    /// PostgreSQL: the history tables become partitioned (``HistoryPartition``), so that the janitor retires a
+    /// month of history by dropping its partition instead of deleting its rows one batch at a time
+    /// (BENCHMARKS.md: retention). `notification_logs` by period key, `notification_deliveries` by UTC month of
+    /// `created_at`; ids come from sequences (PostgreSQL 15 has no identity column on a partitioned table), the
+    /// primary keys include the partition key, and the dedup key is unchanged (it contains the partition key).
+    /// Existing rows are copied into the default partitions here; the first job or `pushctl migrate` to open
+    /// the database then moves them into monthly partitions (`prepareHistory`). Converting a large history
+    /// copies it twice: run `pushctl migrate` before the jobs, in a quiet hour (docs/DEPLOYMENT.md).
+    /// SQLite keeps one table each.
+    static let m009 = SchemaMigration(
+        id: "009_partitioned_history",
+        sqlite: "",
+        postgres: """
+            CREATE SEQUENCE notification_log_ids AS bigint;
+            SELECT setval('notification_log_ids', coalesce((SELECT max(id) FROM notification_logs), 0) + 1, false);
+            CREATE TABLE notification_logs_partitioned (
+                id                bigint NOT NULL DEFAULT nextval('notification_log_ids'),
+                user_id           text COLLATE "C" NOT NULL,
+                notification_type text COLLATE "C" NOT NULL
+                                  CHECK (notification_type IN ('diary_reminder', 'content_limit_90', 'content_limit_100')),
+                period_key        text COLLATE "C" NOT NULL CHECK (length(period_key) BETWEEN 4 AND 10),
+                status            text NOT NULL
+                                  CHECK (status IN ('claimed', 'sent', 'partial', 'failed', 'retry', 'deferred', 'superseded')),
+                message_index     integer,
+                locale            text,
+                run_id            text NOT NULL,
+                attempts          integer NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+                claimed_at        timestamptz NOT NULL,
+                finished_at       timestamptz,
+                updated_at        timestamptz NOT NULL,
+                detail            text,
+                deliver_after     timestamptz,
+                params            jsonb
+            ) PARTITION BY RANGE (period_key);
+            CREATE TABLE notification_logs_default PARTITION OF notification_logs_partitioned DEFAULT;
+            INSERT INTO notification_logs_partitioned
+                (id, user_id, notification_type, period_key, status, message_index, locale, run_id, attempts,
+                 claimed_at, finished_at, updated_at, detail, deliver_after, params)
+            SELECT id, user_id, notification_type, period_key, status, message_index, locale, run_id, attempts,
+                   claimed_at, finished_at, updated_at, detail, deliver_after, params
+            FROM notification_logs;
+            DROP TABLE notification_logs;
+            ALTER TABLE notification_logs_partitioned RENAME TO notification_logs;
+            ALTER SEQUENCE notification_log_ids OWNED BY notification_logs.id;
+            ALTER TABLE notification_logs ADD CONSTRAINT notification_logs_pkey PRIMARY KEY (id, period_key);
+            ALTER TABLE notification_logs ADD CONSTRAINT notification_logs_user_id_notification_type_period_key_key
+                UNIQUE (user_id, notification_type, period_key);
+            CREATE INDEX notification_logs_by_claimed_at ON notification_logs (claimed_at);
+            CREATE INDEX notification_logs_pending_warnings ON notification_logs (claimed_at)
+                WHERE notification_type <> 'diary_reminder' AND status IN ('deferred', 'retry', 'claimed');
+            CREATE TRIGGER notification_logs_delete_deliveries AFTER DELETE ON notification_logs
+                REFERENCING OLD TABLE AS deleted_logs FOR EACH STATEMENT
+                EXECUTE FUNCTION notification_deliveries_of_deleted_logs();
+
+            CREATE SEQUENCE notification_delivery_ids AS bigint;
+            SELECT setval('notification_delivery_ids', coalesce((SELECT max(id) FROM notification_deliveries), 0) + 1, false);
+            CREATE TABLE notification_deliveries_partitioned (
+                id                  bigint NOT NULL DEFAULT nextval('notification_delivery_ids'),
+                log_id              bigint NOT NULL,
+                device_id           bigint,
+                provider            text NOT NULL CHECK (provider IN ('apns', 'fcm', 'outbox')),
+                outcome             text NOT NULL
+                                    CHECK (outcome IN ('delivered', 'token_dead', 'retry_later', 'credentials', 'rejected')),
+                reason              text,
+                provider_message_id text,
+                attempts            integer NOT NULL DEFAULT 1 CHECK (attempts >= 1),
+                latency_ms          integer,
+                run_id              text NOT NULL,
+                created_at          timestamptz NOT NULL
+            ) PARTITION BY RANGE (created_at);
+            CREATE TABLE notification_deliveries_default PARTITION OF notification_deliveries_partitioned DEFAULT;
+            INSERT INTO notification_deliveries_partitioned
+                (id, log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id,
+                 created_at)
+            SELECT id, log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id,
+                   created_at
+            FROM notification_deliveries;
+            DROP TABLE notification_deliveries;
+            ALTER TABLE notification_deliveries_partitioned RENAME TO notification_deliveries;
+            ALTER SEQUENCE notification_delivery_ids OWNED BY notification_deliveries.id;
+            ALTER TABLE notification_deliveries ADD CONSTRAINT notification_deliveries_pkey PRIMARY KEY (id, created_at);
+            CREATE INDEX notification_deliveries_by_log ON notification_deliveries (log_id);
+            CREATE INDEX notification_deliveries_by_created_at ON notification_deliveries (created_at);
+            CREATE INDEX notification_deliveries_by_device ON notification_deliveries (device_id);
             """)
 }
