@@ -154,7 +154,7 @@ import Testing
         let url = try await databaseAt008(rows: 50)
         let store = try await PostgresStore.open(try PostgresLocation.parse(url), mode: .readWrite, logger: quietLogger)
         let db = TemporaryDatabase(postgres: store, url: url)
-        #expect(try await store.appliedMigrations().last == "009_partitioned_history")
+        #expect(try await store.appliedMigrations().contains("009_partitioned_history"))
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 200)
         #expect(try await db.count("SELECT count(*) FROM notification_deliveries") == 200)
         #expect(try await db.count("SELECT count(*) FROM notification_logs_default") == 200)

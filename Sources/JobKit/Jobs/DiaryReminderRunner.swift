@@ -38,31 +38,36 @@ public struct DiaryReminderRunner: Sendable {
     /// by a hook invocation that died): every run delivers them. `nil` only when built with
     /// ``init(remindersOnly:sender:catalog:logger:)``.
     public let warnings: (any ContentLimitStore & ReminderStore)?
+    /// Where runners of the same run split its due set (``DueSetBuckets``); `nil` only when built with
+    /// ``init(remindersOnly:sender:catalog:logger:)``.
+    public let leases: (any DueSetLeases)?
     public let sender: any Sender
     public let catalog: CopyCatalog
     public let logger: Logger
 
     /// The job: reminders, and the quota warnings a diary-reminder run delivers.
     public init(
-        store: any ReminderStore & ContentLimitStore, sender: any Sender, catalog: CopyCatalog = .builtIn,
-        logger: Logger
+        store: any ReminderStore & ContentLimitStore & DueSetLeases, sender: any Sender,
+        catalog: CopyCatalog = .builtIn, logger: Logger
     ) {
-        self.init(store: store, warnings: store, sender: sender, catalog: catalog, logger: logger)
+        self.init(store: store, warnings: store, leases: store, sender: sender, catalog: catalog, logger: logger)
     }
 
-    /// Reminders only, on a store without quota warnings: pending warnings are not delivered by this runner.
+    /// Reminders only, on a store without quota warnings or leases: pending warnings are not delivered by this
+    /// runner, and it works through the whole due set.
     public init(
         remindersOnly store: any ReminderStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger
     ) {
-        self.init(store: store, warnings: nil, sender: sender, catalog: catalog, logger: logger)
+        self.init(store: store, warnings: nil, leases: nil, sender: sender, catalog: catalog, logger: logger)
     }
 
     private init(
-        store: any ReminderStore, warnings: (any ContentLimitStore & ReminderStore)?, sender: any Sender,
-        catalog: CopyCatalog, logger: Logger
+        store: any ReminderStore, warnings: (any ContentLimitStore & ReminderStore)?, leases: (any DueSetLeases)?,
+        sender: any Sender, catalog: CopyCatalog, logger: Logger
     ) {
         self.store = store
         self.warnings = warnings
+        self.leases = leases
         // A stored token of the wrong shape is answered as dead (`invalid_token`), never put on the wire.
         self.sender = TokenCheckingSender.wrapping(sender)
         self.catalog = catalog
@@ -133,14 +138,28 @@ public struct DiaryReminderRunner: Sendable {
             keys.append(key)
         }
 
+        // Runners of the same run split the due set bucket by bucket; a lone runner takes every bucket.
+        var buckets = try await DueSetWork(
+            keys, leases: options.dryRun ? nil : leases, options: options, summary: &summary)
+
         // Pages are delivered as child tasks of the run: cancelling the run cancels them, and none outlives it.
         let paging: Result<Void, JobError> = await withTaskGroup(of: DeliveryPipeline.Finished.self) { group in
             var pipeline = DeliveryPipeline()
             do throws(JobError) {
-                let pages = Self.pages(of: keys, size: options.pageSize)
+                var pages: [[DueKey]] = []
+                var index = 0
                 // The candidates of the page to claim next, selected while the page before it was being claimed.
                 var selected: Result<[ReminderCandidate], JobError>?
-                for (index, pageKeys) in pages.enumerated() {
+                while true {
+                    if index == pages.count {
+                        // The bucket's pages are all claimed: finish it and lease the next (none left: done).
+                        guard let next = try await buckets.next(summary: &summary) else { break }
+                        pages = Self.pages(of: next, size: options.pageSize)
+                        index = 0
+                        continue
+                    }
+                    let pageKeys = pages[index]
+                    defer { index += 1 }
                     let now = ContinuousClock.now
                     if now - started > budget || options.stopClaimingAt.map({ now >= $0 }) ?? false {
                         logger.warning("time budget spent: leaving the rest to the next run")

@@ -11,6 +11,12 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var shard: String?
     /// Due-set users of other shards, passed over.
     public var otherShards = 0
+    /// Buckets of the due set this run leased, of `buckets` (``DueSetBuckets``), when it split the due set
+    /// with other runners of the same run; nil when it worked through the whole due set.
+    public var bucketsLeased: Int?
+    public var buckets: Int?
+    /// Due-set keys in buckets that other runners of the same run had, passed over.
+    public var otherRunners = 0
     /// Users examined: those whose reminder time has come, plus those skipped for invalid data.
     public var candidates = 0
     /// Candidates that passed every rule.
@@ -84,6 +90,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var text: String {
         var parts = ["\(job)\(dryRun ? " (dry run)" : ""): now=\(now)"]
         if let shard { parts.append("shard=\(shard) other_shards=\(otherShards)") }
+        if let bucketsLeased {
+            parts.append("buckets=\(bucketsLeased)/\(buckets ?? 0) other_runners=\(otherRunners)")
+        }
         if dryRun {
             // Nothing was claimed or sent: what a real run would do.
             parts += ["candidates=\(candidates)", "due=\(due)", "would_claim=\(claimed)"]

@@ -11,7 +11,7 @@ public struct SchemaMigration: Sendable {
 }
 
 public enum SchemaMigrations {
-    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007, m008, m009]
+    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
     /// migration. Apart from these, both stores have the same tables and columns at every version.
@@ -538,5 +538,33 @@ public enum SchemaMigrations {
             CREATE INDEX notification_deliveries_by_log ON notification_deliveries (log_id);
             CREATE INDEX notification_deliveries_by_created_at ON notification_deliveries (created_at);
             CREATE INDEX notification_deliveries_by_device ON notification_deliveries (device_id);
+            """)
+
+    /// Leases on buckets of a run's due set (``DueSetBuckets``): runners started at the same minute without
+    /// `--shard` split the slot between them instead of racing for every user. One row per (run, bucket): who
+    /// holds it until when, and when it was finished. Rows older than a day are deleted by the runs themselves.
+    static let m010 = SchemaMigration(
+        id: "010_due_set_leases",
+        sqlite: """
+            CREATE TABLE due_set_leases (
+                run_key     TEXT NOT NULL,
+                bucket      INTEGER NOT NULL CHECK (bucket >= 0),
+                holder      TEXT,
+                expires_at  INTEGER NOT NULL,
+                finished_at INTEGER,
+                PRIMARY KEY (run_key, bucket)
+            ) WITHOUT ROWID;
+            CREATE INDEX due_set_leases_by_expiry ON due_set_leases (expires_at);
+            """,
+        postgres: """
+            CREATE TABLE due_set_leases (
+                run_key     text COLLATE "C" NOT NULL,
+                bucket      integer NOT NULL CHECK (bucket >= 0),
+                holder      text,
+                expires_at  timestamptz NOT NULL,
+                finished_at timestamptz,
+                PRIMARY KEY (run_key, bucket)
+            );
+            CREATE INDEX due_set_leases_by_expiry ON due_set_leases (expires_at);
             """)
 }

@@ -14,6 +14,7 @@ public enum StoreOpenMode: Sendable, Hashable {
 /// default) and `PostgresStore` (module JobKitPostgres) implement it, and one set of contract tests runs
 /// against both.
 public protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, ContentLimitStore, JanitorStore, ReportStore,
+    DueSetLeases,
     AppDataStore, SeedSink
 {
     /// `sqlite` or `postgres`.

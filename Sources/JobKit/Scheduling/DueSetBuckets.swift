@@ -1,0 +1,112 @@
+/// How runners started together without `--shard` split one run's due set: into ``count`` buckets by a stable
+/// hash of the user id, each leased by one runner at a time (``DueSetLeases``). A runner takes the next bucket
+/// that nobody holds or has finished, sends its users, marks it finished, and takes another, so fast runners
+/// take more and none reads a user another runner has. Runners share leases only when they evaluate the same
+/// minute of the same shard and count the same buckets (the same due set); any others work as before, and the
+/// claims keep every user to one reminder whatever the leases say. A runner that dies leaves its bucket leased
+/// until the claim lease runs out: its users go to the next run, as its claims would.
+public struct DueSetBuckets: Sendable, Hashable {
+    /// At most this many buckets: fine enough that four runners end within a bucket of each other, coarse
+    /// enough that the round trips (two per bucket) cost little.
+    public static let maximum = 32
+    /// Pages per bucket, at least: a bucket's last page is a partial one, so fewer pages per bucket would mean
+    /// noticeably more pages (per-page costs) than the due set needs.
+    public static let pagesPerBucket = 8
+
+    public let count: Int
+    /// Identifies the run that runners share: the job, the minute it evaluates, its shard and bucket count.
+    public let runKey: String
+
+    /// Nil when leasing is not worth its round trips: a due set of one page.
+    public init?(keys: Int, pageSize: Int, now: Int64, shard: Shard) {
+        let page = max(1, pageSize)
+        guard keys > page else { return nil }
+        count = min(Self.maximum, max(2, keys / (Self.pagesPerBucket * page)))
+        let minute = now - ((now % 60) + 60) % 60
+        runKey = "\(DiaryReminderRunner.jobName) \(Timestamps.format(minute)) shard \(shard) buckets \(count)"
+    }
+
+    /// The bucket of a user: from the mixed hash, so that it is independent of the shard (the hash modulo N).
+    public func bucket(of userID: String) -> Int {
+        Int(StableHash.mixed(StableHash.fnv1a(userID)) % UInt64(count))
+    }
+
+    /// `keys` by bucket, each in the order given (a user's keys stay together).
+    public func split(_ keys: [DueKey]) -> [[DueKey]] {
+        var buckets = [[DueKey]](repeating: [], count: count)
+        for key in keys { buckets[bucket(of: key.userID)].append(key) }
+        return buckets
+    }
+}
+
+/// What leasing buckets of a due set needs from a store: one statement each, atomic.
+public protocol DueSetLeases: Sendable {
+    /// Makes the run's `buckets` lease rows, free, unless they exist (every runner of the run calls it once),
+    /// and forgets rows whose lease ran out more than a day before `now`.
+    func openLeases(runKey: String, buckets: Int, now: Int64) async throws(JobError)
+    /// Takes the lowest bucket of `runKey` that is neither finished nor held by a lease running past `now`,
+    /// for `holder` until `until`; nil when there is none.
+    func leaseBucket(runKey: String, holder: String, now: Int64, until: Int64) async throws(JobError) -> Int?
+    /// Marks a bucket `holder` holds as finished: no runner takes it again.
+    func finishBucket(runKey: String, bucket: Int, holder: String, now: Int64) async throws(JobError)
+}
+
+/// The due set as one run works through it: bucket by bucket, leased one at a time, when the run shares it
+/// with other runners; otherwise all of it at once.
+struct DueSetWork {
+    private let keys: [DueKey]
+    private let leasing: (leases: any DueSetLeases, plan: DueSetBuckets)?
+    private let buckets: [[DueKey]]
+    private let holder: String
+    private let now: Int64
+    private let until: Int64
+    private var current: Int?
+    private var handedOut = false
+    private var keysTaken = 0
+
+    init(_ keys: [DueKey], leases: (any DueSetLeases)?, options: ReminderRunOptions, summary: inout RunSummary)
+        async throws(JobError)
+    {
+        self.keys = keys
+        holder = options.runID
+        now = options.now
+        // A lease lasts as long as a claim: a runner that dies leaves both to the next run at the same time.
+        until = options.now + options.claimLeaseSeconds
+        if let leases,
+            let plan = DueSetBuckets(keys: keys.count, pageSize: options.pageSize, now: now, shard: options.shard)
+        {
+            try await leases.openLeases(runKey: plan.runKey, buckets: plan.count, now: now)
+            leasing = (leases, plan)
+            buckets = plan.split(keys)
+            summary.bucketsLeased = 0
+            summary.buckets = plan.count
+        } else {
+            leasing = nil
+            buckets = []
+        }
+    }
+
+    /// The keys to work on next: the next leased bucket (the one before it marked finished), or the whole
+    /// due set once; nil when nothing is left to this run.
+    mutating func next(summary: inout RunSummary) async throws(JobError) -> [DueKey]? {
+        guard let (leases, plan) = leasing else {
+            defer { handedOut = true }
+            return handedOut ? nil : keys
+        }
+        if let current {
+            try await leases.finishBucket(runKey: plan.runKey, bucket: current, holder: holder, now: now)
+            self.current = nil
+        }
+        guard
+            let bucket = try await leases.leaseBucket(runKey: plan.runKey, holder: holder, now: now, until: until),
+            buckets.indices.contains(bucket)
+        else {
+            summary.otherRunners = keys.count - keysTaken
+            return nil
+        }
+        current = bucket
+        keysTaken += buckets[bucket].count
+        summary.bucketsLeased = (summary.bucketsLeased ?? 0) + 1
+        return buckets[bucket]
+    }
+}

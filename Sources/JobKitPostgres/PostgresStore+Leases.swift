@@ -1,0 +1,41 @@
+import JobKit
+import PostgresNIO
+
+extension PostgresStore: DueSetLeases {
+    public func openLeases(runKey: String, buckets: Int, now: Int64) async throws(JobError) {
+        _ = try await write(
+            "opening the run's due-set leases",
+            """
+            WITH forgotten AS (DELETE FROM due_set_leases WHERE expires_at < to_timestamp(\(now - 86_400)))
+            INSERT INTO due_set_leases (run_key, bucket, expires_at)
+            SELECT \(runKey), b, to_timestamp(\(now)) FROM generate_series(0, \(buckets - 1)) b
+            ON CONFLICT DO NOTHING
+            """)
+    }
+
+    /// `SKIP LOCKED`: runners asking at once get different buckets, without waiting for each other.
+    public func leaseBucket(runKey: String, holder: String, now: Int64, until: Int64) async throws(JobError) -> Int? {
+        let rows = try await write(
+            "leasing a bucket of the due set",
+            """
+            UPDATE due_set_leases l SET holder = \(holder), expires_at = to_timestamp(\(until))
+            FROM (SELECT bucket FROM due_set_leases
+                  WHERE run_key = \(runKey) AND finished_at IS NULL AND expires_at <= to_timestamp(\(now))
+                  ORDER BY bucket LIMIT 1 FOR UPDATE SKIP LOCKED) free
+            WHERE l.run_key = \(runKey) AND l.bucket = free.bucket
+            RETURNING l.bucket
+            """)
+        guard let row = rows.first else { return nil }
+        let bucket: Int32 = try decode(row, Int32.self)
+        return Int(bucket)
+    }
+
+    public func finishBucket(runKey: String, bucket: Int, holder: String, now: Int64) async throws(JobError) {
+        _ = try await write(
+            "finishing a bucket of the due set",
+            """
+            UPDATE due_set_leases SET finished_at = to_timestamp(\(now))
+            WHERE run_key = \(runKey) AND bucket = \(Int32(bucket)) AND holder = \(holder)
+            """)
+    }
+}
