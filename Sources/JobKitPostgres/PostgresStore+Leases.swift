@@ -13,17 +13,19 @@ extension PostgresStore: DueSetLeases {
             """)
     }
 
-    /// `SKIP LOCKED`: runners asking at once get different buckets, without waiting for each other.
+    /// `SKIP LOCKED`: runners asking at once get different buckets, without waiting for each other. The free
+    /// bucket is a scalar subquery (evaluated once): written as a join to a `LIMIT 1` subquery, the planner
+    /// could run that subquery once per row and lease every bucket at once.
     public func leaseBucket(runKey: String, holder: String, now: Int64, until: Int64) async throws(JobError) -> Int? {
         let rows = try await write(
             "leasing a bucket of the due set",
             """
-            UPDATE due_set_leases l SET holder = \(holder), expires_at = to_timestamp(\(until))
-            FROM (SELECT bucket FROM due_set_leases
-                  WHERE run_key = \(runKey) AND finished_at IS NULL AND expires_at <= to_timestamp(\(now))
-                  ORDER BY bucket LIMIT 1 FOR UPDATE SKIP LOCKED) free
-            WHERE l.run_key = \(runKey) AND l.bucket = free.bucket
-            RETURNING l.bucket
+            UPDATE due_set_leases SET holder = \(holder), expires_at = to_timestamp(\(until))
+            WHERE run_key = \(runKey) AND bucket = (
+                SELECT bucket FROM due_set_leases
+                WHERE run_key = \(runKey) AND finished_at IS NULL AND expires_at <= to_timestamp(\(now))
+                ORDER BY bucket LIMIT 1 FOR UPDATE SKIP LOCKED)
+            RETURNING bucket
             """)
         guard let row = rows.first else { return nil }
         let bucket: Int32 = try decode(row, Int32.self)

@@ -106,6 +106,42 @@ import Testing
         #expect(demo.stdout.contains("using the executables in \(tree.path)/usr/bin"))
     }
 
+    /// What ships (the release binaries, not the debug build the other tests run): two runners of the same
+    /// minute split a due set of several pages by leased buckets, each user read by one and reminded once.
+    @Test func releaseRunnersSplitADueSetOfSeveralPagesByLeasedBuckets() async throws {
+        let release = try Self.built("PUSH_TEST_RELEASE_BUILD", "the release products")
+        let db = try await TemporaryDatabase(.sqlite)
+        let bin = { (name: String) in release.appendingPathComponent(name).path }
+        let seeded = try await Self.tool(
+            bin("pushctl"),
+            [
+                "seed", "--database", db.path, "--users", "20000", "--due-at", "2026-11-21T20:00:00Z",
+                "--due-count", "17000", "--random-seed", "4",
+            ])
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        let runners = try (0..<2).map { index in
+            try Executables.start(
+                executable: URL(fileURLWithPath: bin("diary-reminder")),
+                [
+                    "--database", db.path, "--now", "2026-11-21T20:00:0\(index)Z", "--format", "json", "--outbox",
+                    db.directory.appendingPathComponent("outbox-\(index).jsonl").path,
+                ])
+        }
+        var summaries: [[String: Any]] = []
+        for runner in runners {
+            let result = await Executables.finish(runner)
+            #expect(result.status == 0, "\(result.stderr)")
+            summaries.append(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any] ?? [:])
+        }
+        let claimed = summaries.map { $0["claimed"] as? Int ?? 0 }
+        let leased = summaries.map { $0["buckets_leased"] as? Int ?? 0 }
+        #expect(claimed.reduce(0, +) == 17_000, "\(summaries)")
+        #expect(summaries.allSatisfy { $0["buckets"] as? Int == 2 }, "\(summaries)")  // 17 pages of 1,000
+        #expect(leased.reduce(0, +) == 2, "\(summaries)")
+        #expect(summaries.map { $0["candidates"] as? Int ?? 0 }.reduce(0, +) == 17_000, "\(summaries)")
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 17_000)
+    }
+
     @Test func eachLambdaZipsBootstrapServesAnInvocation() async throws {
         let release = try Self.built("PUSH_TEST_RELEASE_BUILD", "the release products")
         let out = try Self.temporaryDirectory("lambda")

@@ -159,7 +159,7 @@ public struct DiaryReminderRunner: Sendable {
                         continue
                     }
                     let pageKeys = pages[index]
-                    defer { index += 1 }
+                    index += 1
                     let now = ContinuousClock.now
                     if now - started > budget || options.stopClaimingAt.map({ now >= $0 }) ?? false {
                         logger.warning("time budget spent: leaving the rest to the next run")
@@ -179,8 +179,8 @@ public struct DiaryReminderRunner: Sendable {
                         let page = try selection.get()
                         // On a store with connections to spare (PostgreSQL), the next page is selected while this one is
                         // claimed.
-                        let ahead = store.selectsWhileClaiming && index + 1 < pages.count
-                        let (nextKeys, dueQueries, store) = (ahead ? pages[index + 1] : [], queries, store)
+                        let ahead = store.selectsWhileClaiming && index < pages.count
+                        let (nextKeys, dueQueries, store) = (ahead ? pages[index] : [], queries, store)
                         async let following = Self.timedSelect(nextKeys, of: dueQueries, from: store)
                         claimed = try await claim(
                             page, queries: queries, options: options, summary: &summary, phases: &phases)

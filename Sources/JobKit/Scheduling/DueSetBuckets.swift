@@ -55,7 +55,11 @@ public protocol DueSetLeases: Sendable {
 /// with other runners; otherwise all of it at once.
 struct DueSetWork {
     private let keys: [DueKey]
-    private let leasing: (leases: any DueSetLeases, plan: DueSetBuckets)?
+    private struct Leasing {
+        let leases: any DueSetLeases
+        let plan: DueSetBuckets
+    }
+    private let leasing: Leasing?
     private let buckets: [[DueKey]]
     private let holder: String
     private let now: Int64
@@ -76,7 +80,7 @@ struct DueSetWork {
             let plan = DueSetBuckets(keys: keys.count, pageSize: options.pageSize, now: now, shard: options.shard)
         {
             try await leases.openLeases(runKey: plan.runKey, buckets: plan.count, now: now)
-            leasing = (leases, plan)
+            leasing = Leasing(leases: leases, plan: plan)
             buckets = plan.split(keys)
             summary.bucketsLeased = 0
             summary.buckets = plan.count
@@ -89,10 +93,11 @@ struct DueSetWork {
     /// The keys to work on next: the next leased bucket (the one before it marked finished), or the whole
     /// due set once; nil when nothing is left to this run.
     mutating func next(summary: inout RunSummary) async throws(JobError) -> [DueKey]? {
-        guard let (leases, plan) = leasing else {
+        guard let leasing else {
             defer { handedOut = true }
             return handedOut ? nil : keys
         }
+        let (leases, plan) = (leasing.leases, leasing.plan)
         if let current {
             try await leases.finishBucket(runKey: plan.runKey, bucket: current, holder: holder, now: now)
             self.current = nil
