@@ -77,7 +77,8 @@ extension PostgresStore: ReminderStore {
     /// keys: every rule is a per-row index probe by user id, written so that the planner cannot choose
     /// otherwise: scalar subqueries and `LATERAL` lookups with `LIMIT 1`. (With plain joins, the log table's
     /// statistics — stale while a run is inserting thousands of claims — led PostgreSQL to rescan it for every
-    /// row, and a small page can make a scan of the settings look cheaper than its probes.)
+    /// row, and a small page can make a scan of the settings look cheaper than its probes.) The page's periods,
+    /// as constants, let the planner keep only their log partitions for the claim lookup.
     static func dueCandidatesQuery(_ keys: [DueKey], of queries: [DueQuery]) -> PostgresQuery {
         let rows = keys.map { (key: $0, query: queries[$0.query]) }
         return """
@@ -105,6 +106,7 @@ extension PostgresStore: ReminderStore {
             LEFT JOIN LATERAL (
                 SELECT x.id, x.status, x.claimed_at, x.message_index, x.locale, x.run_id FROM notification_logs x
                 WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key = p.period
+                  AND x.period_key = ANY(\(Set(rows.map(\.query.period)).sorted())::text[])
                 LIMIT 1) l ON true
             """
     }

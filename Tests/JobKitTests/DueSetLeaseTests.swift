@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import JobKit
@@ -9,31 +10,47 @@ import Testing
 @Suite struct DueSetLeaseTests {
     static let slot = Timestamps.parse("2026-11-21T20:00:00Z")!
 
-    @Test func bucketsAreStableEvenAndIndependentOfTheShard() throws {
-        let ids = (0..<20_000).map { "user-\($0)" }
-        let plan = try #require(DueSetBuckets(keys: 100_000, pageSize: 1_000, now: Self.slot, shard: .all))
+    static func keys(_ ids: [String]) -> [DueKey] { ids.sorted().map { DueKey(userID: $0, query: 0) } }
+
+    @Test func bucketsAreContiguousEvenAndNeverSplitAUser() throws {
+        var keys = Self.keys((0..<100_000).map { "user-\($0)" })
+        let plan = try #require(DueSetBuckets(keys: keys, pageSize: 1_000, now: Self.slot, shard: .all))
         #expect(plan.count == 12)  // 8 pages a bucket at least
-        #expect(ids.map(plan.bucket(of:)) == ids.map(plan.bucket(of:)))
-        for shard in [Shard(index: 1, count: 2), Shard(index: 2, count: 2), Shard(index: 3, count: 4)] {
-            var sizes = [Int](repeating: 0, count: plan.count)
-            for id in ids where shard.contains(userID: id) { sizes[plan.bucket(of: id)] += 1 }
-            let mean = Double(sizes.reduce(0, +)) / Double(sizes.count)
-            // Every bucket of every shard holds about its share: the bucket does not follow from the shard.
-            #expect(sizes.allSatisfy { Double($0) > mean * 0.8 && Double($0) < mean * 1.2 }, "\(shard): \(sizes)")
+        let ranges = (0..<plan.count).map(plan.range(of:))
+        #expect(ranges.first?.lowerBound == 0 && ranges.last?.upperBound == keys.count)
+        #expect(zip(ranges, ranges.dropFirst()).allSatisfy { $0.upperBound == $1.lowerBound })
+        #expect(ranges.allSatisfy { abs($0.count - keys.count / 12) <= 1 })
+        // A user due for two periods (two keys) is never split between buckets.
+        keys = Self.keys((0..<3_000).map { "user-\($0 / 2)" })
+        let paired = try #require(DueSetBuckets(keys: keys, pageSize: 100, now: Self.slot, shard: .all))
+        for bucket in 1..<paired.count {
+            let start = paired.range(of: bucket).lowerBound
+            #expect(keys[start].userID != keys[start - 1].userID)
         }
-        let count = { (keys: Int) in DueSetBuckets(keys: keys, pageSize: 1_000, now: Self.slot, shard: .all)?.count }
+        let count = { (n: Int) in
+            DueSetBuckets(keys: Self.keys((0..<n).map { "u\($0)" }), pageSize: 1_000, now: Self.slot, shard: .all)?
+                .count
+        }
         #expect(count(1_000) == nil)  // one page: nothing to split
         #expect(count(1_001) == 2)
         #expect(count(24_000) == 3)
-        #expect(count(10_000_000) == DueSetBuckets.maximum)
-        // Runners share leases when they evaluate the same minute of the same shard, and only then.
-        let key = { (now: Int64, shard: Shard) in
-            DueSetBuckets(keys: 5_000, pageSize: 100, now: now, shard: shard)!.runKey
+        #expect(count(400_000) == DueSetBuckets.maximum)
+    }
+
+    @Test func runnersShareLeasesOnlyForTheSameMinuteShardAndDueSet() {
+        let keys = Self.keys((0..<5_000).map { "user-\($0)" })
+        let key = { (now: Int64, shard: Shard, keys: [DueKey]) in
+            DueSetBuckets(keys: keys, pageSize: 100, now: now, shard: shard)!.runKey
         }
-        #expect(key(Self.slot + 5, .all) == key(Self.slot + 59, .all))
-        #expect(key(Self.slot + 59, .all) != key(Self.slot + 60, .all))
-        #expect(key(Self.slot, .all) != key(Self.slot, Shard(index: 1, count: 2)))
-        #expect(key(Self.slot, .all) == "diary-reminder 2026-11-21T20:00:00Z shard 1/1 buckets 6")
+        #expect(key(Self.slot + 5, .all, keys) == key(Self.slot + 59, .all, keys))
+        #expect(key(Self.slot + 59, .all, keys) != key(Self.slot + 60, .all, keys))
+        #expect(key(Self.slot, .all, keys) != key(Self.slot, Shard(index: 1, count: 2), keys))
+        // One user more or less, or the same user due by another query: another due set, other buckets.
+        #expect(key(Self.slot, .all, keys) != key(Self.slot, .all, Array(keys.dropLast())))
+        var other = keys
+        other[7] = DueKey(userID: other[7].userID, query: 1)
+        #expect(key(Self.slot, .all, keys) != key(Self.slot, .all, other))
+        #expect(key(Self.slot, .all, keys).hasPrefix("diary-reminder 2026-11-21T20:00:00Z shard 1/1 keys 5000 digest "))
     }
 
     func seeded(_ backend: Backend, due: Int) async throws -> TemporaryDatabase {
@@ -107,14 +124,17 @@ import Testing
         async throws
     {
         let db = try await seeded(backend, due: 1_500)
-        // A runner of this minute took bucket 0 and died.
-        let plan = try #require(DueSetBuckets(keys: 1_500, pageSize: 20, now: Self.slot, shard: .all))
-        let runKey = plan.runKey
-        try await db.store.openLeases(runKey: runKey, buckets: plan.count, now: Self.slot)
-        #expect(
-            try await db.store.leaseBucket(runKey: runKey, holder: "dead", now: Self.slot, until: Self.slot + 600) == 0)
+        // A runner of this minute took bucket 0 and died before claiming anyone.
+        let dying = DiaryReminderRunner(
+            store: db.store, warnings: db.store, leases: FailingLeases(inner: db.store, failOn: 1, afterTaking: true),
+            sender: RecordingSender(), catalog: .builtIn, logger: quietLogger)
+        var options = ReminderRunOptions(now: Self.slot, runID: "dead")
+        options.pageSize = 20
+        await #expect(throws: JobError.self) { try await dying.run(options) }
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
+        #expect(try await db.strings("SELECT holder FROM due_set_leases WHERE bucket = 0") == ["dead"])
         let first = try await run(db, at: Self.slot + 30, runID: "alive")
-        #expect(first.bucketsLeased == plan.count - 1)
+        #expect(first.bucketsLeased == 8)  // of 9
         #expect(first.otherRunners > 0)
         #expect(first.claimed == 1_500 - first.otherRunners)
         // The next scheduled run is another run: it reminds the dead runner's users, and nobody twice.
@@ -128,5 +148,61 @@ import Testing
         #expect(
             try await db.count(
                 "SELECT count(DISTINCT run_key) FROM due_set_leases") == 2)
+    }
+
+    /// Leases whose `failOn`-th lease fails as a database that went away: before taking a bucket, or after
+    /// (a runner that dies holding it).
+    final class FailingLeases: DueSetLeases {
+        let inner: any DueSetLeases
+        let failOn: Int
+        let afterTaking: Bool
+        let calls = Mutex(0)
+
+        init(inner: any DueSetLeases, failOn: Int, afterTaking: Bool) {
+            self.inner = inner
+            self.failOn = failOn
+            self.afterTaking = afterTaking
+        }
+
+        func openLeases(runKey: String, buckets: Int, now: Int64) async throws(JobError) {
+            try await inner.openLeases(runKey: runKey, buckets: buckets, now: now)
+        }
+        func leaseBucket(runKey: String, holder: String, now: Int64, until: Int64) async throws(JobError) -> Int? {
+            guard
+                calls.withLock({
+                    $0 += 1
+                    return $0
+                }) == failOn
+            else {
+                return try await inner.leaseBucket(runKey: runKey, holder: holder, now: now, until: until)
+            }
+            if afterTaking { _ = try await inner.leaseBucket(runKey: runKey, holder: holder, now: now, until: until) }
+            throw .unavailable("the database went away")
+        }
+        func finishBucket(runKey: String, bucket: Int, holder: String, now: Int64) async throws(JobError) {
+            try await inner.finishBucket(runKey: runKey, bucket: bucket, holder: holder, now: now)
+        }
+    }
+
+    /// A lease that fails fails the run (exit 69), after what the run already sent is recorded.
+    @Test func aFailingLeaseFailsTheRunAfterRecordingWhatWasSent() async throws {
+        let db = try await seeded(.sqlite, due: 1_500)
+        let runner = DiaryReminderRunner(
+            store: db.store, warnings: db.store, leases: FailingLeases(inner: db.store, failOn: 2, afterTaking: false),
+            sender: RecordingSender(),
+            catalog: .builtIn, logger: quietLogger)
+        var options = ReminderRunOptions(now: Self.slot, runID: "r")
+        options.pageSize = 20
+        await #expect(throws: JobError.unavailable("the database went away")) { try await runner.run(options) }
+        let claimedUsers = try await db.strings("SELECT user_id FROM notification_logs ORDER BY user_id")
+        let dueUsers = try await db.strings("SELECT id FROM users ORDER BY id")
+        // The first bucket: the first ninth of the due set in user-id order.
+        let firstBucket = Array(dueUsers.prefix(claimedUsers.count))
+        #expect(claimedUsers == firstBucket)
+        #expect(abs(firstBucket.count - 1_500 / 9) <= 1)
+        // The first bucket's users were all claimed, sent and recorded; nobody else was claimed.
+        #expect(firstBucket.count > 0)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == firstBucket.count)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == firstBucket.count)
     }
 }

@@ -61,7 +61,7 @@ public struct DiaryReminderRunner: Sendable {
         self.init(store: store, warnings: nil, leases: nil, sender: sender, catalog: catalog, logger: logger)
     }
 
-    private init(
+    init(
         store: any ReminderStore, warnings: (any ContentLimitStore & ReminderStore)?, leases: (any DueSetLeases)?,
         sender: any Sender, catalog: CopyCatalog, logger: Logger
     ) {
@@ -153,7 +153,14 @@ public struct DiaryReminderRunner: Sendable {
                 while true {
                     if index == pages.count {
                         // The bucket's pages are all claimed: finish it and lease the next (none left: done).
-                        guard let next = try await buckets.next(summary: &summary) else { break }
+                        let next: [DueKey]?
+                        do throws(JobError) {
+                            next = try await buckets.next(summary: &summary)
+                        } catch {
+                            try await pipeline.drain(&group, into: &summary, phases: &phases)
+                            throw error
+                        }
+                        guard let next else { break }
                         pages = Self.pages(of: next, size: options.pageSize)
                         index = 0
                         continue

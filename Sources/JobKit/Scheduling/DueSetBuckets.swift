@@ -1,10 +1,12 @@
-/// How runners started together without `--shard` split one run's due set: into ``count`` buckets by a stable
-/// hash of the user id, each leased by one runner at a time (``DueSetLeases``). A runner takes the next bucket
-/// that nobody holds or has finished, sends its users, marks it finished, and takes another, so fast runners
-/// take more and none reads a user another runner has. Runners share leases only when they evaluate the same
-/// minute of the same shard and count the same buckets (the same due set); any others work as before, and the
-/// claims keep every user to one reminder whatever the leases say. A runner that dies leaves its bucket leased
-/// until the claim lease runs out: its users go to the next run, as its claims would.
+/// How runners started together without `--shard` split one run's due set: into ``count`` buckets, each a
+/// contiguous run of the due set in user-id order (so that a page still reads neighbouring rows of every table),
+/// each leased by one runner at a time (``DueSetLeases``). A runner takes the next bucket that nobody holds or
+/// has finished, sends its users, marks it finished, and takes another, so fast runners take more and none
+/// reads a user another runner has. Runners share leases only when they evaluate the same minute of the same
+/// shard and have the same due set (the run key holds a digest of it), so that bucket i is the same users for
+/// each; any others work as before, and the claims keep every user to one reminder whatever the leases say.
+/// A runner that dies leaves its bucket leased until the claim lease runs out: its users go to the next run,
+/// as its claims would.
 public struct DueSetBuckets: Sendable, Hashable {
     /// At most this many buckets: fine enough that four runners end within a bucket of each other, coarse
     /// enough that the round trips (two per bucket) cost little.
@@ -13,29 +15,40 @@ public struct DueSetBuckets: Sendable, Hashable {
     /// noticeably more pages (per-page costs) than the due set needs.
     public static let pagesPerBucket = 8
 
-    public let count: Int
-    /// Identifies the run that runners share: the job, the minute it evaluates, its shard and bucket count.
+    public var count: Int { starts.count }
+    /// Identifies the run that runners share: the job, the minute it evaluates, its shard and due set.
     public let runKey: String
+    /// Where each bucket starts in the due set; never between two keys of one user.
+    private let starts: [Int]
+    private let total: Int
 
-    /// Nil when leasing is not worth its round trips: a due set of one page.
-    public init?(keys: Int, pageSize: Int, now: Int64, shard: Shard) {
+    /// `keys`: the run's due set in user-id order. Nil when leasing is not worth its round trips: one page.
+    public init?(keys: [DueKey], pageSize: Int, now: Int64, shard: Shard) {
         let page = max(1, pageSize)
-        guard keys > page else { return nil }
-        count = min(Self.maximum, max(2, keys / (Self.pagesPerBucket * page)))
+        guard keys.count > page else { return nil }
+        let wanted = min(Self.maximum, max(2, keys.count / (Self.pagesPerBucket * page)))
+        var starts = [0]
+        for bucket in 1..<wanted {
+            var start = max(keys.count * bucket / wanted, starts.last! + 1)
+            while start < keys.count && keys[start].userID == keys[start - 1].userID { start += 1 }
+            if start < keys.count { starts.append(start) }
+        }
+        self.starts = starts
+        total = keys.count
+        var digest = StableHash.fnv1a("")
+        for key in keys {
+            for byte in key.userID.utf8 { digest = (digest ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+            digest = (digest ^ UInt64(truncatingIfNeeded: key.query &+ 256)) &* 0x0000_0100_0000_01b3
+        }
         let minute = now - ((now % 60) + 60) % 60
-        runKey = "\(DiaryReminderRunner.jobName) \(Timestamps.format(minute)) shard \(shard) buckets \(count)"
+        runKey =
+            "\(DiaryReminderRunner.jobName) \(Timestamps.format(minute)) shard \(shard) keys \(keys.count)"
+            + " digest \(String(digest, radix: 16)) buckets \(starts.count)"
     }
 
-    /// The bucket of a user: from the mixed hash, so that it is independent of the shard (the hash modulo N).
-    public func bucket(of userID: String) -> Int {
-        Int(StableHash.mixed(StableHash.fnv1a(userID)) % UInt64(count))
-    }
-
-    /// `keys` by bucket, each in the order given (a user's keys stay together).
-    public func split(_ keys: [DueKey]) -> [[DueKey]] {
-        var buckets = [[DueKey]](repeating: [], count: count)
-        for key in keys { buckets[bucket(of: key.userID)].append(key) }
-        return buckets
+    /// The range of the due set that `bucket` holds.
+    public func range(of bucket: Int) -> Range<Int> {
+        starts[bucket]..<(bucket + 1 < starts.count ? starts[bucket + 1] : total)
     }
 }
 
@@ -77,11 +90,11 @@ struct DueSetWork {
         // A lease lasts as long as a claim: a runner that dies leaves both to the next run at the same time.
         until = options.now + options.claimLeaseSeconds
         if let leases,
-            let plan = DueSetBuckets(keys: keys.count, pageSize: options.pageSize, now: now, shard: options.shard)
+            let plan = DueSetBuckets(keys: keys, pageSize: options.pageSize, now: now, shard: options.shard)
         {
             try await leases.openLeases(runKey: plan.runKey, buckets: plan.count, now: now)
             leasing = Leasing(leases: leases, plan: plan)
-            buckets = plan.split(keys)
+            buckets = (0..<plan.count).map { Array(keys[plan.range(of: $0)]) }
             summary.bucketsLeased = 0
             summary.buckets = plan.count
         } else {

@@ -19,14 +19,4 @@ public enum StableHash {
         }
         return hash
     }
-
-    /// SplitMix64's finalizer over `value`: every output bit depends on every input bit. FNV-1a's high bits
-    /// follow its low ones for short, similar ids (`user-1`, `user-2`, …); a second split of the users (one
-    /// that must not follow the shard, which is FNV-1a modulo N) is made on the mixed value.
-    public static func mixed(_ value: UInt64) -> UInt64 {
-        var z = value &+ 0x9e37_79b9_7f4a_7c15
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
 }
