@@ -254,6 +254,55 @@ import Testing
         }
     }
 
+    /// Recording a page's outcome changes no indexed column and mostly finds room on the claim's own page, so
+    /// resolutions are heap-only (HOT) updates: the new row versions carry the `HEAP_ONLY_TUPLE` flag (read with
+    /// `pageinspect`), and only the few that moved to another page add index entries.
+    @Test func resolvingAPageIsAHeapOnlyUpdate() async throws {
+        let db = try await TemporaryDatabase(.postgres)
+        try await db.store.prepareHistory(now: Self.now)
+        let users = (1...600).map { String(format: "u%04d", $0) }
+        try await db.execute(
+            """
+            INSERT INTO users (id, locale, timezone, plan, created_at)
+            SELECT 'u' || lpad(n::text, 4, '0'), 'en', 'UTC', 'free', now() FROM generate_series(1, 600) n
+            """)
+        let claims = try await db.store.claim(
+            users.map {
+                ClaimRequest(userID: $0, type: .diaryReminder, period: "2026-11-23", messageIndex: 0, locale: "en")
+            }, runID: "r", now: Self.now, staleBefore: Self.now - 900)
+        #expect(claims.count == users.count)
+        func indexEntries() async throws -> Int {
+            try await db.count(
+                """
+                SELECT sum(s.live_items + s.dead_items)
+                FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid,
+                    generate_series(1, pg_relation_size(c.oid) / 8192 - 1) b, bt_page_stats(c.oid::regclass::text, b::int) s
+                WHERE x.indrelid = 'notification_logs_m2026_11'::regclass AND s.type = 'l'
+                """)
+        }
+        try await db.execute("CREATE EXTENSION IF NOT EXISTS pageinspect")
+        let entriesBefore = try await indexEntries()
+        try await db.store.record(
+            [],
+            resolutions: claims.enumerated().map {
+                ClaimResolution(
+                    logID: $1.logID, period: $1.period, status: $0 % 3 == 0 ? .failed : .sent,
+                    detail: $0 % 3 == 0 ? "no active device at send time" : nil)
+            }, runID: "r", now: Self.now + 5)
+        let heapOnly = try await db.count(
+            """
+            SELECT count(*) FROM generate_series(0, pg_relation_size('notification_logs_m2026_11') / 8192 - 1) b,
+                heap_page_items(get_raw_page('notification_logs_m2026_11', b::int)) t
+            WHERE t.t_infomask2 & 32768 <> 0
+            """)
+        // Half a page holds a page's claims and most of their resolved versions (which are longer: they gain
+        // `finished_at`, and a third of them a detail); the rest move to another page, with index entries.
+        #expect(heapOnly >= users.count * 3 / 4)
+        let moved = users.count - heapOnly
+        #expect(try await indexEntries() - entriesBefore <= moved * 3 + 8, "three indexes hold diary rows")
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'claimed'") == 0)
+    }
+
     @Test(arguments: [false, true]) func theJanitorDropsAPartitionOnlyWhenEveryRowInItWouldBeDeleted(
         keepPartitions: Bool
     ) async throws {

@@ -11,7 +11,7 @@ public struct SchemaMigration: Sendable {
 }
 
 public enum SchemaMigrations {
-    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010]
+    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
     /// migration. Apart from these, both stores have the same tables and columns at every version.
@@ -566,5 +566,27 @@ public enum SchemaMigrations {
                 PRIMARY KEY (run_key, bucket)
             );
             CREATE INDEX due_set_leases_by_expiry ON due_set_leases (expires_at);
+            """)
+
+    /// Recording a reminder's outcome becomes a heap-only (HOT) update on PostgreSQL: no index mentions a column
+    /// the resolution changes, and the log's partitions keep half of each page free for the new versions
+    /// (BENCHMARKS.md, "The resolution as a HOT update"). The pending-warnings index no longer names `status`
+    /// (the query still filters on it; warnings of one day are few). New partitions get the fillfactor from
+    /// `prepareHistory`; existing ones get it here, for the pages they add from now on.
+    static let m011 = SchemaMigration(
+        id: "011_heap_only_resolutions",
+        sqlite: "",
+        postgres: """
+            DROP INDEX notification_logs_pending_warnings;
+            CREATE INDEX notification_logs_pending_warnings ON notification_logs (claimed_at)
+                WHERE notification_type <> 'diary_reminder';
+            DO $$
+            DECLARE partition regclass;
+            BEGIN
+                FOR partition IN SELECT inhrelid::regclass FROM pg_inherits
+                                 WHERE inhparent = 'notification_logs'::regclass LOOP
+                    EXECUTE format('ALTER TABLE %s SET (fillfactor = 50)', partition);
+                END LOOP;
+            END $$;
             """)
 }
