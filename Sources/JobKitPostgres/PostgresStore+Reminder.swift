@@ -81,54 +81,90 @@ extension PostgresStore: ReminderStore {
     /// as constants, let the planner keep only their log partitions for the claim lookup.
     static func dueCandidatesQuery(_ keys: [DueKey], of queries: [DueQuery]) -> PostgresQuery {
         let rows = keys.map { (key: $0, query: queries[$0.query]) }
+        // One row per (candidate, active device), or one with null device columns: the candidate's probes run
+        // once in the fenced (`OFFSET 0`) subquery, then its devices are joined on, which saves the page the
+        // statement that read them after selection.
         return """
-            SELECT p.query, s.user_id, (SELECT u.locale FROM users u WHERE u.id = s.user_id),
-                   coalesce((SELECT true FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active LIMIT 1), false),
-                   coalesce((SELECT true FROM diary_entries e
-                             WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(p.day_start)
-                               AND e.created_at < to_timestamp(p.day_end) LIMIT 1), false),
-                   l.id, l.status, \(unescaped: epoch("l.claimed_at")), l.message_index, l.locale, l.run_id,
-                   (SELECT x.message_index FROM notification_logs x
-                    WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
-                      AND x.message_index IS NOT NULL
-                    ORDER BY x.period_key DESC LIMIT 1)
-            FROM unnest(\(rows.map { Int64($0.key.query) })::int8[], \(rows.map(\.key.userID))::text[],
-                        \(rows.map(\.query.zone))::text[], \(rows.map { Int32($0.query.minutes.lowerBound) })::int4[],
-                        \(rows.map { Int32($0.query.minutes.upperBound) })::int4[], \(rows.map(\.query.day.lowerBound))::int8[],
-                        \(rows.map(\.query.day.upperBound))::int8[], \(rows.map(\.query.period))::text[],
-                        \(rows.map(\.query.type.rawValue))::text[])
-                 AS p(query, user_id, zone, low, high, day_start, day_end, period, type)
-            CROSS JOIN LATERAL (
-                SELECT n.user_id FROM notification_settings n
-                WHERE n.user_id = p.user_id AND n.diary_reminder_enabled AND n.timezone = p.zone
-                  AND n.reminder_minute BETWEEN p.low AND p.high
-                LIMIT 1) s
-            LEFT JOIN LATERAL (
-                SELECT x.id, x.status, x.claimed_at, x.message_index, x.locale, x.run_id FROM notification_logs x
-                WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key = p.period
-                  AND x.period_key = ANY(\(Set(rows.map(\.query.period)).sorted())::text[])
-                LIMIT 1) l ON true
+            SELECT c.*, dv.id, dv.token, dv.provider, dv.platform, dv.apns_environment FROM (
+                SELECT p.k, p.query, s.user_id, (SELECT u.locale FROM users u WHERE u.id = s.user_id),
+                       coalesce((SELECT true FROM diary_entries e
+                                 WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(p.day_start)
+                                   AND e.created_at < to_timestamp(p.day_end) LIMIT 1), false),
+                       l.id, l.status, \(unescaped: epoch("l.claimed_at")), l.message_index, l.locale, l.run_id,
+                       (SELECT x.message_index FROM notification_logs x
+                        WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
+                          AND x.message_index IS NOT NULL
+                        ORDER BY x.period_key DESC LIMIT 1)
+                FROM unnest(\(rows.map { Int64($0.key.query) })::int8[], \(rows.map(\.key.userID))::text[],
+                            \(rows.map(\.query.zone))::text[], \(rows.map { Int32($0.query.minutes.lowerBound) })::int4[],
+                            \(rows.map { Int32($0.query.minutes.upperBound) })::int4[],
+                            \(rows.map(\.query.day.lowerBound))::int8[], \(rows.map(\.query.day.upperBound))::int8[],
+                            \(rows.map(\.query.period))::text[], \(rows.map(\.query.type.rawValue))::text[])
+                     WITH ORDINALITY AS p(query, user_id, zone, low, high, day_start, day_end, period, type, k)
+                CROSS JOIN LATERAL (
+                    SELECT n.user_id FROM notification_settings n
+                    WHERE n.user_id = p.user_id AND n.diary_reminder_enabled AND n.timezone = p.zone
+                      AND n.reminder_minute BETWEEN p.low AND p.high
+                    LIMIT 1) s
+                LEFT JOIN LATERAL (
+                    SELECT x.id, x.status, x.claimed_at, x.message_index, x.locale, x.run_id FROM notification_logs x
+                    WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key = p.period
+                      AND x.period_key = ANY(\(Set(rows.map(\.query.period)).sorted())::text[])
+                    LIMIT 1) l ON true
+                OFFSET 0) c
+            LEFT JOIN user_devices dv ON dv.user_id = c.user_id AND dv.is_active
+            ORDER BY c.k, dv.id
             """
     }
 
     public func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
         guard !keys.isEmpty else { return [] }
-        return try await rows("selecting due users", Self.dueCandidatesQuery(keys, of: queries)).map {
-            row throws(JobError) in
-            let (
-                query, userID, locale, hasDevice, wrote, logID, status, claimedAt, messageIndex, logLocale, runID,
-                previous
-            ) = try decode(
-                row, (Int64, String, String, Bool, Bool, Int64?, String?, Int64?, Int?, String?, String?, Int?).self)
-            let log = logID.map { id in
-                LogState(
-                    id: id, status: ClaimStatus(rawValue: status ?? ""), claimedAt: claimedAt ?? 0,
-                    messageIndex: messageIndex, locale: logLocale, runID: runID ?? "")
-            }
-            return ReminderCandidate(
-                query: Int(query), userID: userID, locale: locale, hasActiveDevice: hasDevice,
-                wroteToday: wrote, log: log, previousMessageIndex: previous)
+        var candidates: [ReminderCandidate] = []
+        var current: (k: Int64, candidate: ReminderCandidate, devices: [Device], any: Bool)?
+        func finish() {
+            guard let (_, c, devices, any) = current else { return }
+            candidates.append(
+                ReminderCandidate(
+                    query: c.query, userID: c.userID, locale: c.locale, hasActiveDevice: any, wroteToday: c.wroteToday,
+                    log: c.log, previousMessageIndex: c.previousMessageIndex, devices: devices))
         }
+        for row in try await rows("selecting due users", Self.dueCandidatesQuery(keys, of: queries)) {
+            let (
+                k, query, userID, locale, wrote, logID, status, claimedAt, messageIndex, logLocale, runID, previous,
+                deviceID, token, provider, platform, environment
+            ) = try decode(
+                row,
+                (
+                    Int64, Int64, String, String, Bool, Int64?, String?, Int64?, Int?, String?, String?, Int?, Int64?,
+                    String?, String?, String?, String?
+                ).self)
+            if current?.k != k {
+                finish()
+                let log = logID.map { id in
+                    LogState(
+                        id: id, status: ClaimStatus(rawValue: status ?? ""), claimedAt: claimedAt ?? 0,
+                        messageIndex: messageIndex, locale: logLocale, runID: runID ?? "")
+                }
+                current = (
+                    k,
+                    ReminderCandidate(
+                        query: Int(query), userID: userID, locale: locale, hasActiveDevice: false, wroteToday: wrote,
+                        log: log, previousMessageIndex: previous),
+                    [], false
+                )
+            }
+            guard let deviceID, let token, let provider, let platform else { continue }
+            current?.any = true
+            // A provider this build does not know is not a device it can send to (as in activeDevices).
+            if let provider = Provider(rawValue: provider) {
+                current?.devices.append(
+                    Device(
+                        id: deviceID, userID: userID, token: token, provider: provider, platform: platform,
+                        apnsEnvironment: environment))
+            }
+        }
+        finish()
+        return candidates
     }
 
     /// Claims a page in one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for all of it (in

@@ -293,6 +293,8 @@ public struct DiaryReminderRunner: Sendable {
         // The query of each request, by (user, period): a user can be due under two queries of one run (slots
         // on both sides of local midnight), never twice for one period.
         var queryOf: [ClaimKey: DueQuery] = [:]
+        // Devices the store read with the candidates, by user; used when it read them for every requested user.
+        var devicesRead: [String: [Device]] = [:]
         for candidate in page {
             let query = queries[candidate.query]
             summary.candidates += 1
@@ -312,14 +314,18 @@ public struct DiaryReminderRunner: Sendable {
                         userID: candidate.userID, type: query.type, period: query.period,
                         messageIndex: choice.index, locale: choice.locale))
                 queryOf[ClaimKey(userID: candidate.userID, period: query.period)] = query
+                if let devices = candidate.devices { devicesRead[candidate.userID] = devices }
             }
         }
         guard !requests.isEmpty else { return nil }
 
         // Devices first: a user whose devices all belong to an unconfigured provider is not claimed.
-        let allDevices = try await phases.measure(.claim) { () async throws(JobError) in
-            try await store.activeDevices(userIDs: requests.map(\.userID))
-        }
+        let allDevices =
+            requests.allSatisfy { devicesRead[$0.userID] != nil }
+            ? devicesRead
+            : try await phases.measure(.claim) { () async throws(JobError) in
+                try await store.activeDevices(userIDs: requests.map(\.userID))
+            }
         let devices = allDevices.mapValues { $0.filter { sender.canDeliver(to: $0.provider) } }
         var deliverable: [ClaimRequest] = []
         for request in requests {

@@ -111,10 +111,13 @@ public struct ReminderCandidate: Sendable, Hashable {
     public let log: LogState?
     /// The message index of the user's latest earlier reminder.
     public let previousMessageIndex: Int?
+    /// The user's active devices in id order, when the store read them with the candidate (PostgreSQL, where
+    /// that saves a statement a page); `nil` when the run reads them with ``ReminderStore/activeDevices(userIDs:)``.
+    public let devices: [Device]?
 
     public init(
         query: Int, userID: String, locale: String, hasActiveDevice: Bool, wroteToday: Bool, log: LogState?,
-        previousMessageIndex: Int?
+        previousMessageIndex: Int?, devices: [Device]? = nil
     ) {
         self.query = query
         self.userID = userID
@@ -123,6 +126,7 @@ public struct ReminderCandidate: Sendable, Hashable {
         self.wroteToday = wroteToday
         self.log = log
         self.previousMessageIndex = previousMessageIndex
+        self.devices = devices
     }
 }
 
