@@ -110,42 +110,20 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
     typealias OutboundOut = HTTP2Frame
 
-    private struct Pending {
+    /// A request and where its outcome goes.
+    struct Pending {
         var request: HTTP2Request
         var batch: HTTP2Batch
         var index: Int
     }
 
-    private struct Open {
-        var batch: HTTP2Batch
-        var index: Int
-        var status: Int?
-        var headers: HPACKHeaders = [:]
-        var body: ByteBuffer?
-        var started: NIODeadline
-    }
-
-    /// Our own cap on streams in flight.
-    let streamCap: Int
-    /// A stream unanswered this long after it was written makes the handler check the connection with a PING.
-    let requestTimeout: TimeAmount
-    /// A PING unanswered this long: the connection is dead.
-    let pingTimeout: TimeAmount
-    /// A stream unanswered this long on a connection that answers PINGs is given up (`timeout`).
-    let answerDeadline: TimeAmount
+    /// The streams' state: queue, limits, GOAWAY, timers, window (``HTTP2StreamStateMachine``). This class
+    /// performs what it asks for and keeps the I/O: the frames, the flushes, the sweep timer.
+    private var state: HTTP2StreamStateMachine<Pending>
     /// Flush after this many writes while draining the queue.
     let flushEvery: Int
 
     private var context: ChannelHandlerContext?
-    private var nextStreamID = HTTP2StreamID(1)
-    private var open: [HTTP2StreamID: Open] = [:]
-    private var queue = CircularBuffer<Pending>()
-    /// The server's limit: 100 until its SETTINGS say otherwise (RFC 9113 recommends at least 100).
-    private var serverStreamLimit = 100
-    /// Streams kept in flight below both caps, when set: as many as the server answers without a queue.
-    private var window: StreamWindow?
-    private var goingAway = false
-    private var closed = false
     /// The error that closed the connection (a TLS handshake failure, a protocol error), described for
     /// people: why its streams failed.
     private(set) var closeCause: String?
@@ -154,16 +132,9 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     private var holdingFlushes = false
     /// Batches with answers read and not yet handed over: handed over when the read is done.
     private var answeredBatches: [HTTP2Batch] = []
-    /// Inbound DATA bytes not yet returned to the connection window.
-    private var consumedWindow = 0
     /// One timer per connection sweeps for streams past their timeout (a timer per stream cost more CPU
     /// than the HPACK encoding of its request).
     private var sweeper: Scheduled<Void>?
-    /// When the unanswered PING was sent, if one is.
-    private var pingSent: NIODeadline?
-    /// When the server last answered a PING.
-    private var pingAnswered: NIODeadline?
-    private var pingsSent: UInt64 = 0
     static let connectionWindow = 1 << 24
 
     /// The clock of timeouts and latencies (the event loop's, in tests).
@@ -174,16 +145,16 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         queueing: TimeAmount? = nil, flushEvery: Int = 16, now: @escaping () -> NIODeadline = NIODeadline.now
     ) {
         self.now = now
-        self.streamCap = max(1, streamCap)
-        self.requestTimeout = requestTimeout
-        self.pingTimeout = pingTimeout ?? .nanoseconds(requestTimeout.nanoseconds * 2)
-        self.answerDeadline = max(requestTimeout, answerDeadline ?? .nanoseconds(requestTimeout.nanoseconds * 3))
+        self.state = HTTP2StreamStateMachine(
+            streamCap: streamCap, requestTimeout: requestTimeout, pingTimeout: pingTimeout,
+            answerDeadline: answerDeadline, queueing: queueing, connectionWindow: Self.connectionWindow)
         self.flushEvery = max(1, flushEvery)
-        self.window = queueing.map { StreamWindow(ceiling: self.streamCap, queueing: $0) }
     }
 
     /// True while new requests can be accepted.
-    var isUsable: Bool { !goingAway && !closed }
+    var isUsable: Bool { state.isUsable }
+    var streamCap: Int { state.streamCap }
+    var requestTimeout: TimeAmount { state.requestTimeout }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -194,7 +165,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         let interval = max(
             TimeAmount.milliseconds(10), min(TimeAmount.seconds(1), .nanoseconds(requestTimeout.nanoseconds / 10)))
         sweeper = loop.assumeIsolated().scheduleTask(in: interval) { [weak self] () -> Void in
-            guard let self, !self.closed else { return }
+            guard let self, !self.state.closed else { return }
             self.sweepTimeouts()
             self.scheduleSweep(on: loop)
         }
@@ -208,43 +179,32 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
 
     /// The connection is gone: no more requests, and every stream and queued request fails.
     private func shutDown() {
-        closed = true
         sweeper?.cancel()
         sweeper = nil
-        for streamID in Array(open.keys) { fail(streamID, .connectionLost) }
-        failQueue()
+        for finished in state.connectionClosed() { finish(finished) }
     }
 
     private func sweepTimeouts() {
         guard let context else { return }
-        let now = self.now()
-        if let pingSent, now - pingSent >= pingTimeout {
+        let actions = state.sweep(now: now())
+        if actions.closeConnection {
             // Dead: nothing came back, not even the PING's answer. Its streams fail as the channel closes.
-            closed = true
             context.close(promise: nil)
             return
         }
-        guard !open.isEmpty else { return }
-        var overdue = false
-        for (streamID, stream) in open {
-            let age = now - stream.started
-            if age >= answerDeadline {
-                timedOut(streamID)
-            } else if age >= requestTimeout {
-                overdue = true
-            }
+        for (streamID, finished) in actions.timedOut {
+            finish(finished)
+            context.write(wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
+            unflushed += 1
         }
-        if overdue, pingSent == nil, pingAnswered.map({ now - $0 >= requestTimeout }) ?? true {
-            pingSent = now
-            pingsSent += 1
+        if let ping = actions.ping {
             context.write(
                 wrapOutboundOut(
-                    HTTP2Frame(
-                        streamID: .rootStream,
-                        payload: .ping(HTTP2PingData(withInteger: pingsSent), ack: false))),
+                    HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: ping), ack: false))),
                 promise: nil)
             unflushed += 1
         }
+        if !actions.timedOut.isEmpty { streamsFreed() }
         // Failed streams freed room for queued requests: those were written, and go out now.
         flushIfNeeded(force: true)
     }
@@ -269,7 +229,7 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
             return
         }
         for (index, request) in requests.enumerated() {
-            queue.append(Pending(request: request, batch: batch, index: index))
+            _ = state.enqueue(Pending(request: request, batch: batch, index: index))
         }
         drainQueue()
         flushIfNeeded(force: true)
@@ -282,12 +242,8 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     /// The socket still gets one write per `flushEvery` requests: the `WriteCoalescingHandler` below holds
     /// those flushes until ``flushIfNeeded(force:)`` releases them.
     private func drainQueue() {
-        guard let context, isUsable else { return }
-        let limit = min(window?.limit ?? streamCap, serverStreamLimit)
-        while open.count < limit, let pending = queue.popFirst() {
-            let streamID = nextStreamID
-            nextStreamID = nextStreamID.advanced(by: 2)
-            open[streamID] = Open(batch: pending.batch, index: pending.index, started: now())
+        guard let context else { return }
+        while let (streamID, pending) = state.nextStream(now: now()) {
             if !holdingFlushes {
                 holdingFlushes = true
                 context.triggerUserOutboundEvent(WriteCoalescingHandler.Hold.hold, promise: nil)
@@ -335,39 +291,42 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
         let frame = unwrapInboundIn(data)
         switch frame.payload {
         case .headers(let headers):
-            // Updated in place: one lookup, no copy of the stream's state.
-            guard let slot = open.index(forKey: frame.streamID) else { return }
-            if open.values[slot].status == nil, let status = headers.headers.first(name: ":status").flatMap(Int.init) {
-                if status >= 200 { open.values[slot].status = status }  // 1xx informational answers are skipped
-                open.values[slot].headers = headers.headers
+            if let finished = state.receivedHeaders(
+                frame.streamID, headers.headers, endStream: headers.endStream, now: now())
+            {
+                finish(finished)
+                streamsFreed()
             }
-            if headers.endStream { complete(frame.streamID) }
         case .data(let payload):
-            let length = payload.data.readableBytes + (payload.paddingBytes ?? 0)
-            returnWindow(length, context: context)
-            guard let slot = open.index(forKey: frame.streamID) else { return }
-            if case .byteBuffer(var buffer) = payload.data, buffer.readableBytes > 0 {
-                if open.values[slot].body == nil {
-                    open.values[slot].body = buffer
-                } else {
-                    open.values[slot].body!.writeBuffer(&buffer)
-                }
+            var body: ByteBuffer?
+            if case .byteBuffer(let buffer) = payload.data { body = buffer }
+            let (finished, windowUpdate) = state.receivedData(
+                frame.streamID, body, flowControlledLength: payload.data.readableBytes + (payload.paddingBytes ?? 0),
+                endStream: payload.endStream, now: now())
+            if let windowUpdate {
+                context.write(
+                    wrapOutboundOut(
+                        HTTP2Frame(streamID: .rootStream, payload: .windowUpdate(windowSizeIncrement: windowUpdate))),
+                    promise: nil)
+                unflushed += 1
             }
-            if payload.endStream { complete(frame.streamID) }
+            if let finished {
+                finish(finished)
+                streamsFreed()
+            }
         case .rstStream(let code):
-            fail(frame.streamID, code == .refusedStream ? .notProcessed : .reset(code))
-        case .settings(.settings(let settings)):
-            for setting in settings where setting.parameter == .maxConcurrentStreams {
-                serverStreamLimit = max(1, setting.value)
+            if let finished = state.receivedReset(frame.streamID, code) {
+                finish(finished)
+                streamsFreed()
             }
+        case .settings(.settings(let settings)):
+            state.receivedSettings(
+                maxConcurrentStreams: settings.last(where: { $0.parameter == .maxConcurrentStreams }).map(\.value))
             drainQueue()
         case .ping(_, ack: true):
-            pingSent = nil
-            pingAnswered = now()
+            state.receivedPingAck(now: now())
         case .goAway(let lastStreamID, _, _):
-            goingAway = true
-            for streamID in open.keys where streamID > lastStreamID { fail(streamID, .notProcessed) }
-            failQueue()
+            for finished in state.receivedGoAway(lastStreamID: lastStreamID) { finish(finished) }
             closeIfDrained()
         default:
             break
@@ -391,42 +350,18 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A connection-level error (TLS, protocol): the connection is done.
         if closeCause == nil { closeCause = ConnectionErrorText.describe(error) }
-        closed = true
+        state.closing()
         context.close(promise: nil)
     }
 
-    private func returnWindow(_ length: Int, context: ChannelHandlerContext) {
-        consumedWindow += length
-        if consumedWindow >= Self.connectionWindow / 2 {
-            context.write(
-                wrapOutboundOut(
-                    HTTP2Frame(
-                        streamID: .rootStream,
-                        payload: .windowUpdate(windowSizeIncrement: consumedWindow))),
-                promise: nil)
-            consumedWindow = 0
-            unflushed += 1
-        }
+    /// Hands a request's outcome to its batch; an answer handed over early is noted for the end of the read.
+    private func finish(_ finished: HTTP2StreamStateMachine<Pending>.Finished) {
+        let pending = finished.item
+        if pending.batch.finish(pending.index, finished.outcome) { answeredBatches.append(pending.batch) }
     }
 
-    private func complete(_ streamID: HTTP2StreamID) {
-        guard let stream = open.removeValue(forKey: streamID) else { return }
-        if let status = stream.status {
-            let answer = HTTP2Response(
-                status: status, headers: stream.headers, body: stream.body ?? ByteBuffer(),
-                latency: now() - stream.started)
-            window?.answered(latency: answer.latency)
-            if stream.batch.finish(stream.index, .success(answer)) { answeredBatches.append(stream.batch) }
-        } else {
-            stream.batch.finish(stream.index, .failure(.reset(.protocolError)))
-        }
-        drainQueue()
-        closeIfDrained()
-    }
-
-    private func fail(_ streamID: HTTP2StreamID, _ failure: HTTP2StreamFailure) {
-        guard let stream = open.removeValue(forKey: streamID) else { return }
-        stream.batch.finish(stream.index, .failure(failure))
+    /// A stream ended: queued requests may take its place, and a connection going away may be done.
+    private func streamsFreed() {
         drainQueue()
         closeIfDrained()
     }
@@ -434,20 +369,9 @@ final class HTTP2StreamsHandler: ChannelInboundHandler {
     /// After the server's GOAWAY, the connection closes once its last stream is answered: it takes no new
     /// requests, and a client that kept it would hold a socket per GOAWAY (a warm Lambda, for hours).
     private func closeIfDrained() {
-        guard goingAway, !closed, open.isEmpty, let context else { return }
+        guard state.isDrained, let context else { return }
         flushIfNeeded(force: true)
-        closed = true
+        state.closing()
         context.close(promise: nil)
-    }
-
-    private func timedOut(_ streamID: HTTP2StreamID) {
-        guard open[streamID] != nil, let context else { return }
-        fail(streamID, .timeout)
-        context.writeAndFlush(
-            wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: .rstStream(.cancel))), promise: nil)
-    }
-
-    private func failQueue() {
-        while let pending = queue.popFirst() { pending.batch.finish(pending.index, .failure(.notProcessed)) }
     }
 }
