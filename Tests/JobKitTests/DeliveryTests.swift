@@ -92,9 +92,10 @@ import Testing
         try await harness.addUser("throttled", devices: [(hexToken("7407", 1), .apns, "ios")])
         var delivery = harness.delivery()
         delivery.retry.maxAttempts = 2
-        let started = ContinuousClock.now
+        let clock = ManualRetryClock()
+        delivery.retryClock = clock
         let first = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(delivery))
-        #expect(ContinuousClock.now - started >= .seconds(1))
+        #expect(clock.waits == [.seconds(1)], "the one retry waited the server's Retry-After")
         #expect(first.retry == 1)
         #expect(harness.simulator.stats.errors["TooManyRequests"] == 2)
         // The throttle lifts; the next run inside the window delivers.
@@ -104,6 +105,51 @@ import Testing
         #expect(second.sent == 1)
         #expect(harness.simulator.accepted().count == 1)
         await harness.stop()
+    }
+
+    /// The retry budget counts on the sender's clock: with Retry-After 2 and a 5 s budget, the attempts at 0 s
+    /// and 2 s are retried, and the one at 4 s is not (its retry would end past the budget), however many
+    /// attempts remain. The test's clock only moves when the sender waits: no wall-clock time passes.
+    @Test func theRetryBudgetEndsRetriesOnTheSendersClock() async throws {
+        let harness = try await DeliveryHarness.start {
+            $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 2)]
+        }
+        var delivery = harness.delivery(fcm: false)
+        delivery.retry.maxAttempts = 10
+        delivery.retry.budget = .seconds(5)
+        let clock = ManualRetryClock()
+        delivery.retryClock = clock
+        let sender = try await harness.sender(delivery)
+        await sender.beginRun(finishBy: nil)
+        let reports = await sender.send([
+            OutgoingNotification(
+                logID: nil,
+                device: Device(
+                    id: 1, userID: "u1", token: hexToken("7407", 1), provider: .apns, platform: "ios",
+                    apnsEnvironment: "production"),
+                type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
+                expiresAt: 4_000_000_000)
+        ])
+        await sender.shutdown()
+        #expect(reports.map(\.outcome) == [.retryLater])
+        #expect(reports.map(\.attempts) == [3])
+        #expect(clock.waits == [.seconds(2), .seconds(2)])
+        #expect(harness.simulator.stats.errors["TooManyRequests"] == 3)
+        await harness.stop()
+    }
+
+    /// The backoff doubles from `baseDelay` up to `maxDelay`, scaled by the jitter (clamped to 0.5…1.0); a
+    /// Retry-After replaces it.
+    @Test(
+        arguments: [
+            (1, nil, 1.0, 250), (2, nil, 1.0, 500), (3, nil, 1.0, 1_000), (3, nil, 0.5, 500), (8, nil, 1.0, 30_000),
+            (20, nil, 0.75, 22_500), (1, nil, 0.1, 125), (1, nil, 3.0, 250), (4, 7, 0.5, 7_000), (1, 0, 1.0, 0),
+        ] as [(Int, Int?, Double, Int64)])
+    func theBackoffDoublesWithJitterUnlessTheServerSaysWhen(attempt: Int, retryAfter: Int?, jitter: Double, ms: Int64) {
+        let delay = RetryPolicy().delay(attempt: attempt, retryAfter: retryAfter, jitter: jitter)
+        let milliseconds =
+            delay.components.seconds * 1_000 + Int64((Double(delay.components.attoseconds) / 1e15).rounded())
+        #expect(milliseconds == ms)
     }
 
     @Test(arguments: Backend.allCases) func goAwayMidRunLosesAndDuplicatesNothing(_ backend: Backend) async throws {

@@ -121,3 +121,24 @@ final class CapturedLogs: @unchecked Sendable {
         }
     }
 }
+
+/// A retry clock for tests: it starts at the process's current instant and moves only when the sender
+/// waits, by exactly the wait, which it records. Nothing sleeps.
+final class ManualRetryClock: RetryClock, @unchecked Sendable {
+    private let lock = NSLock()
+    private let start = ContinuousClock.now
+    private var elapsed: Duration = .zero
+    private var recorded: [Duration] = []
+
+    var now: ContinuousClock.Instant { lock.withLock { start + elapsed } }
+    /// Every wait the sender asked for, in order.
+    var waits: [Duration] { lock.withLock { recorded } }
+
+    func sleep(for duration: Duration) async {
+        lock.withLock {
+            elapsed += duration
+            recorded.append(duration)
+        }
+        await Task.yield()
+    }
+}

@@ -27,11 +27,13 @@ public struct RetryPolicy: Sendable, Hashable {
 
     public init() {}
 
-    func delay(attempt: Int, retryAfter: Int?) -> Duration {
+    /// The wait before attempt `attempt + 1`: the server's Retry-After when it gave one, else the backoff
+    /// times `jitter` (drawn from 0.5…1.0, so that senders that failed together do not retry together).
+    func delay(attempt: Int, retryAfter: Int?, jitter: Double) -> Duration {
         if let retryAfter { return .seconds(max(0, retryAfter)) }
         var delay = baseDelay
         for _ in 1..<max(1, attempt) { delay *= 2 }
-        return min(delay, maxDelay) * Double.random(in: 0.5...1.0)
+        return min(delay, maxDelay) * min(1, max(0.5, jitter))
     }
 }
 
@@ -56,11 +58,14 @@ actor ProviderClient {
     private let credential: SharedCredential
     private let tls: NIOSSLContext
     private let policy: RetryPolicy
+    /// The clock of the retry budget and backoff waits, and the source of their jitter.
+    private let clock: any RetryClock
+    private let jitter: @Sendable () -> Double
     private let logger: Logger
     /// The provider's rate, and its pause after a "too many requests", shared by every page sent.
     private let pacer: ProviderPacer
     /// When the current run began (the retry budget counts from here) and when its sends must be answered.
-    private var runStarted = ContinuousClock.now
+    private var runStarted: ContinuousClock.Instant
     private var finishBy: ContinuousClock.Instant?
     private var connections: [Endpoint: HTTP2Connection] = [:]
     private var connecting: [Endpoint: Task<HTTP2Connection, any Error>] = [:]
@@ -71,12 +76,17 @@ actor ProviderClient {
     private var replacements: Set<String> = []
     /// When a request of any send last got an answer: a pass whose requests were all unprocessed (GOAWAY) is
     /// not a stalled server while other sends on this client are being answered.
-    private var lastAnswer = ContinuousClock.now
+    private var lastAnswer: ContinuousClock.Instant
 
     init(
         provider: ProviderProtocol, credential: SharedCredential, tls: NIOSSLContext, policy: RetryPolicy,
-        rate: ProviderRate? = nil, logger: Logger
+        rate: ProviderRate? = nil, clock: any RetryClock = SystemRetryClock(),
+        jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1.0) }, logger: Logger
     ) {
+        self.clock = clock
+        self.jitter = jitter
+        self.runStarted = clock.now
+        self.lastAnswer = clock.now
         self.pacer = ProviderPacer(rate: rate)
         self.provider = provider
         self.credential = credential
@@ -120,7 +130,7 @@ actor ProviderClient {
                 continue
             }
             let authorization = provider.authorization(token)
-            let passStarted = ContinuousClock.now
+            let passStarted = clock.now
             var retryNow: [Int] = []
             var retryLater: [Int] = []
             var wait: Duration = .zero
@@ -128,8 +138,8 @@ actor ProviderClient {
 
             func transient(_ i: Int, _ verdict: ProviderVerdict) {
                 lastVerdict[i] = verdict
-                let delay = policy.delay(attempt: attempts[i], retryAfter: verdict.retryAfter)
-                let now = ContinuousClock.now
+                let delay = policy.delay(attempt: attempts[i], retryAfter: verdict.retryAfter, jitter: jitter())
+                let now = clock.now
                 let answeredInTime = finishBy.map { now + delay + policy.requestTimeout * 3 < $0 } ?? true
                 if attempts[i] < policy.maxAttempts && now - runStarted + delay < policy.budget && answeredInTime {
                     retryLater.append(i)
@@ -249,7 +259,7 @@ actor ProviderClient {
             // Unprocessed requests (GOAWAY, refused streams) go again at once on a new connection, for as long
             // as each pass gets some answered; a server that answers nothing is left for the next run.
             let answered = pending.count - retryNow.count
-            if answered > 0 { lastAnswer = ContinuousClock.now }
+            if answered > 0 { lastAnswer = clock.now }
             stalledPasses = answered > 0 || refusedCredential || lastAnswer > passStarted ? 0 : stalledPasses + 1
             if !retryNow.isEmpty && stalledPasses > 3 {
                 for i in retryNow { finish(i, lastVerdict[i] ?? ProviderVerdict(.retryLater, reason: "not processed")) }
@@ -262,7 +272,7 @@ actor ProviderClient {
                 finished(indices, indices.map { reports[$0]! })
             }
             if !retryLater.isEmpty && wait > .zero {
-                try? await Task.sleep(for: wait)
+                await clock.sleep(for: wait)
             }
             pending = retryNow + retryLater
         }
@@ -365,7 +375,7 @@ actor ProviderClient {
     /// forgotten (connections and the cached credential are kept).
     func beginRun(finishBy: ContinuousClock.Instant?) async {
         await pacer.restart()
-        runStarted = ContinuousClock.now
+        runStarted = clock.now
         self.finishBy = finishBy
         stopped = nil
         replacements = []

@@ -12,6 +12,10 @@ public struct DeliveryConfiguration: Sendable {
     /// The clock of credentials (JWT `iat`, token expiry): the real clock, which the providers share.
     /// Scheduling uses the run's `now` instead.
     public var credentialClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    /// The clock of the retry budget and of the waits between attempts (``RetryPolicy``).
+    public var retryClock: any RetryClock = SystemRetryClock()
+    /// The backoff's jitter, a factor within 0.5…1.0.
+    public var retryJitter: @Sendable () -> Double = { Double.random(in: 0.5...1.0) }
 
     public init() {}
 }
@@ -68,7 +72,7 @@ public final class PushSender: Sender {
                     },
                     classify: { APNs.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, rate: apnsConfiguration.rate,
-                logger: logger)
+                clock: configuration.retryClock, jitter: configuration.retryJitter, logger: logger)
         } else {
             apns = nil
         }
@@ -94,7 +98,7 @@ public final class PushSender: Sender {
                     },
                     classify: { FCM.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, rate: fcmConfiguration.rate,
-                logger: logger)
+                clock: configuration.retryClock, jitter: configuration.retryJitter, logger: logger)
         } else {
             fcm = nil
         }
