@@ -192,11 +192,11 @@ import Testing
         let reminderAt = instant("2026-11-21T20:00:00Z")
         for (index, run) in scenario.runs.enumerated() {
             sender.start(run: index, answers: run.answers)
-            var store = InterceptingStore(inner: db.store) { () throws(JobError) in
+            var ledger = InterceptingLedger(inner: db.store) { () throws(JobError) in
                 if run.killed { throw .ioError("killed") }
             }
             if forgetReachedDevices {
-                store.transformClaims = { claims in
+                ledger.transformClaims = { claims in
                     claims.map {
                         Claim(
                             logID: $0.logID, userID: $0.userID, period: $0.period, messageIndex: $0.messageIndex,
@@ -204,7 +204,8 @@ import Testing
                     }
                 }
             }
-            let runner = DiaryReminderRunner(remindersOnly: store, sender: sender, logger: quietLogger)
+            let runner = DiaryReminderRunner(
+                remindersOnly: db.store, ledger: ledger, sender: sender, logger: quietLogger)
             var failure: JobError?
             do {
                 _ = try await runner.run(ReminderRunOptions(now: reminderAt + Int64(run.minute) * 60))

@@ -126,7 +126,8 @@ import Testing
         let db = try await seeded(backend, due: 1_500)
         // A runner of this minute took bucket 0 and died before claiming anyone.
         let dying = DiaryReminderRunner(
-            store: db.store, warnings: db.store, leases: FailingLeases(inner: db.store, failOn: 1, afterTaking: true),
+            store: db.store, ledger: db.store, warnings: db.store,
+            leases: FailingLeases(inner: db.store, failOn: 1, afterTaking: true),
             sender: RecordingSender(), catalog: .builtIn, logger: quietLogger)
         var options = ReminderRunOptions(now: Self.slot, runID: "dead")
         options.pageSize = 20
@@ -188,7 +189,8 @@ import Testing
     @Test func aFailingLeaseFailsTheRunAfterRecordingWhatWasSent() async throws {
         let db = try await seeded(.sqlite, due: 1_500)
         let runner = DiaryReminderRunner(
-            store: db.store, warnings: db.store, leases: FailingLeases(inner: db.store, failOn: 2, afterTaking: false),
+            store: db.store, ledger: db.store, warnings: db.store,
+            leases: FailingLeases(inner: db.store, failOn: 2, afterTaking: false),
             sender: RecordingSender(),
             catalog: .builtIn, logger: quietLogger)
         var options = ReminderRunOptions(now: Self.slot, runID: "r")

@@ -18,9 +18,9 @@ import Testing
     }
 
     /// A store whose first `record` fails, as a database that goes away mid-run.
-    static func firstRecordFails(_ inner: any ReminderStore) -> InterceptingStore {
+    static func firstRecordFails(_ inner: any ReminderStore) -> InterceptingLedger {
         let calls = NIOLockedValueBox(0)
-        return InterceptingStore(inner: inner) { () throws(JobError) in
+        return InterceptingLedger(inner: inner) { () throws(JobError) in
             if calls.withLockedValue({
                 $0 += 1
                 return $0
@@ -54,7 +54,7 @@ import Testing
         var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
         options.pageSize = 3
         let runner = DiaryReminderRunner(
-            remindersOnly: Self.firstRecordFails(db.store), sender: sender, logger: quietLogger)
+            remindersOnly: db.store, ledger: Self.firstRecordFails(db.store), sender: sender, logger: quietLogger)
         await #expect(throws: JobError.self) { try await runner.run(options) }
         // Page 1 was sent but its record failed: its claims stay `claimed` for the next run to take over. Pages
         // 2 and 3 were on the wire when that came out (page 3 was submitted as page 1 was collected); they were

@@ -256,29 +256,20 @@ final class SQLiteWriteLock: Sendable {
     }
 }
 
-/// A store that forwards everything to `inner`, and asks `beforeRecord` first on each `record` (and
-/// `recordRun`): a test makes recording fail by throwing there, as a database that goes away or a process
-/// killed between sending and recording.
-struct InterceptingStore: ReminderStore {
-    let inner: any ReminderStore
+/// A ledger that forwards to `inner`, and asks `beforeRecord` first on each `record` (and `recordRun`): a test
+/// makes recording fail by throwing there, as a database that goes away or a process killed between sending
+/// and recording. The runner takes it as its `ledger`, beside the real store.
+struct InterceptingLedger: ClaimLedger, RunJournal {
+    let inner: any ClaimLedger & RunJournal
     let beforeRecord: @Sendable () throws(JobError) -> Void
     /// Changes the claims the store returns (a test's deliberately broken store).
     var transformClaims: @Sendable ([Claim]) -> [Claim] = { $0 }
 
-    init(inner: any ReminderStore, beforeRecord: @escaping @Sendable () throws(JobError) -> Void) {
+    init(inner: any ClaimLedger & RunJournal, beforeRecord: @escaping @Sendable () throws(JobError) -> Void) {
         self.inner = inner
         self.beforeRecord = beforeRecord
     }
 
-    var selectsWhileClaiming: Bool { inner.selectsWhileClaiming }
-    func prepareHistory(now: Int64) async throws(JobError) { try await inner.prepareHistory(now: now) }
-    func reminderZones() async throws(JobError) -> [String] { try await inner.reminderZones() }
-    func enabledUserCount(zone: String) async throws(JobError) -> Int { try await inner.enabledUserCount(zone: zone) }
-    func malformedReminderTimeCount() async throws(JobError) -> Int { try await inner.malformedReminderTimeCount() }
-    func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] { try await inner.dueKeys(queries) }
-    func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
-        try await inner.dueCandidates(keys, of: queries)
-    }
     func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
         -> [Claim]
     {
@@ -292,23 +283,6 @@ struct InterceptingStore: ReminderStore {
     {
         try beforeRecord()
         try await inner.record(deliveries, resolutions: resolutions, runID: runID, now: now)
-    }
-    func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
-        try await inner.userSnapshot(userID: userID)
-    }
-    func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
-        try await inner.entryCount(userID: userID, in: range)
-    }
-    func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
-        try await inner.logState(userID: userID, type: type, period: period)
-    }
-    func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
-        try await inner.deliveryAttempts(logID: logID)
-    }
-    func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError)
-        -> Int?
-    {
-        try await inner.previousMessageIndex(userID: userID, type: type, before: period)
     }
     func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
         async throws(JobError)

@@ -22,7 +22,7 @@ final class AnswerJournal: Sendable {
         var stopped = false
     }
 
-    private let store: any ReminderStore
+    private let store: any ClaimLedger
     private let runID: String
     private let now: Int64
     private let deadline: ContinuousClock.Instant
@@ -31,7 +31,7 @@ final class AnswerJournal: Sendable {
     private let wakeUps: AsyncStream<Void>
     private let wakeUp: AsyncStream<Void>.Continuation
 
-    init(store: any ReminderStore, runID: String, now: Int64, deadline: ContinuousClock.Instant, logger: Logger) {
+    init(store: any ClaimLedger, runID: String, now: Int64, deadline: ContinuousClock.Instant, logger: Logger) {
         self.store = store
         self.runID = runID
         self.now = now

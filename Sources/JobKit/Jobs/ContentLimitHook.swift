@@ -6,7 +6,7 @@ import Logging
 /// a provider connection: the sender is made only when a warning fires.
 public struct ContentLimitHook: Sendable {
     public static let jobName = HookSummary.jobName
-    public let store: any ContentLimitStore & ReminderStore
+    public let store: any ContentLimitStore & ClaimLedger
     /// Gives the sender when a warning is sent now (a ``LazySender``: made once, shut down by its owner).
     public let makeSender: @Sendable () async throws(JobError) -> any Sender
     /// Loads the copy catalog; called only when a warning is worded (parsing and validating a catalog
@@ -15,7 +15,7 @@ public struct ContentLimitHook: Sendable {
     public let logger: Logger
 
     public init(
-        store: any ContentLimitStore & ReminderStore, logger: Logger,
+        store: any ContentLimitStore & ClaimLedger, logger: Logger,
         loadCatalog: @escaping @Sendable () throws(JobError) -> CopyCatalog = { .builtIn },
         makeSender: @escaping @Sendable () async throws(JobError) -> any Sender
     ) {
@@ -202,7 +202,7 @@ public struct ContentLimitHook: Sendable {
     /// Sends claimed quota warnings to every active device and records the outcome: the same path as
     /// the reminder's claim → send → record.
     static func deliver(
-        _ warnings: [PendingWarning], store: any ContentLimitStore & ReminderStore, sender: any Sender,
+        _ warnings: [PendingWarning], store: any ContentLimitStore & ClaimLedger, sender: any Sender,
         catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: ContinuousClock.Instant,
         logger: Logger
     ) async throws(JobError) -> (
@@ -298,7 +298,7 @@ extension DiaryReminderRunner {
                 logID: $0.logID, period: $0.period, status: .superseded, detail: "overtaken by the 100 % warning")
         }
         if !superseded.isEmpty {
-            try await store.record([], resolutions: superseded, runID: options.runID, now: options.now)
+            try await warningsStore.record([], resolutions: superseded, runID: options.runID, now: options.now)
         }
         let mine = pending.filter { won.contains($0.logID) }
         let result = try await ContentLimitHook.deliver(

@@ -33,11 +33,15 @@ public struct ReminderRunOptions: Sendable {
 /// The diary reminder job: select who is due, claim, choose the words, send, record.
 public struct DiaryReminderRunner: Sendable {
     public static let jobName = "diary-reminder"
-    public let store: any ReminderStore
+    /// The due set, what `--explain` reads, and the history's upkeep.
+    public let store: any DueSetSource & ExplainSource & HistoryUpkeep
+    /// Where claims are made, answers recorded and the run journaled: the same store, unless a caller
+    /// interposes (a test whose recording fails).
+    public let ledger: any ClaimLedger & RunJournal
     /// Where the quota warnings that are due come from (deferred past quiet hours, left for retry, or claimed
     /// by a hook invocation that died): every run delivers them. `nil` only when built with
     /// ``init(remindersOnly:sender:catalog:logger:)``.
-    public let warnings: (any ContentLimitStore & ReminderStore)?
+    public let warnings: (any ContentLimitStore & ClaimLedger)?
     /// Where runners of the same run split its due set (``DueSetBuckets``); `nil` only when built with
     /// ``init(remindersOnly:sender:catalog:logger:)``.
     public let leases: (any DueSetLeases)?
@@ -50,22 +54,30 @@ public struct DiaryReminderRunner: Sendable {
         store: any ReminderStore & ContentLimitStore & DueSetLeases, sender: any Sender,
         catalog: CopyCatalog = .builtIn, logger: Logger
     ) {
-        self.init(store: store, warnings: store, leases: store, sender: sender, catalog: catalog, logger: logger)
+        self.init(
+            store: store, ledger: store, warnings: store, leases: store, sender: sender, catalog: catalog,
+            logger: logger)
     }
 
     /// Reminders only, on a store without quota warnings or leases: pending warnings are not delivered by this
-    /// runner, and it works through the whole due set.
+    /// runner, and it works through the whole due set. `ledger`, when given, takes the claims, the answers and
+    /// the run's journal instead of `store`.
     public init(
-        remindersOnly store: any ReminderStore, sender: any Sender, catalog: CopyCatalog = .builtIn, logger: Logger
+        remindersOnly store: any ReminderStore, ledger: (any ClaimLedger & RunJournal)? = nil, sender: any Sender,
+        catalog: CopyCatalog = .builtIn, logger: Logger
     ) {
-        self.init(store: store, warnings: nil, leases: nil, sender: sender, catalog: catalog, logger: logger)
+        self.init(
+            store: store, ledger: ledger ?? store, warnings: nil, leases: nil, sender: sender, catalog: catalog,
+            logger: logger)
     }
 
     init(
-        store: any ReminderStore, warnings: (any ContentLimitStore & ReminderStore)?, leases: (any DueSetLeases)?,
-        sender: any Sender, catalog: CopyCatalog, logger: Logger
+        store: any DueSetSource & ExplainSource & HistoryUpkeep, ledger: any ClaimLedger & RunJournal,
+        warnings: (any ContentLimitStore & ClaimLedger)?, leases: (any DueSetLeases)?, sender: any Sender,
+        catalog: CopyCatalog, logger: Logger
     ) {
         self.store = store
+        self.ledger = ledger
         self.warnings = warnings
         self.leases = leases
         // A stored token of the wrong shape is answered as dead (`invalid_token`), never put on the wire.
@@ -227,7 +239,7 @@ public struct DiaryReminderRunner: Sendable {
         summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
         let failure = await sender.channelFailure()
         if !options.dryRun {
-            try await store.recordRun(
+            try await ledger.recordRun(
                 id: options.runID, job: Self.jobName, runAt: options.now,
                 durationMs: summary.durationMs, outcome: failure == nil ? "ok" : "failed",
                 summaryJSON: summary.json)
@@ -262,7 +274,7 @@ public struct DiaryReminderRunner: Sendable {
     }
 
     private static func timedSelect(
-        _ keys: [DueKey], of queries: [DueQuery], from store: any ReminderStore
+        _ keys: [DueKey], of queries: [DueQuery], from store: any DueSetSource
     ) async -> Selection {
         guard !keys.isEmpty else { return Selection(result: .success([]), duration: .zero) }
         let start = ContinuousClock.now
@@ -276,7 +288,7 @@ public struct DiaryReminderRunner: Sendable {
     }
 
     private static func select(
-        _ keys: [DueKey], of queries: [DueQuery], from store: any ReminderStore, into phases: inout Phases
+        _ keys: [DueKey], of queries: [DueQuery], from store: any DueSetSource, into phases: inout Phases
     ) async -> Result<[ReminderCandidate], JobError> {
         let selection = await timedSelect(keys, of: queries, from: store)
         phases.add(.select, selection.duration)
@@ -324,7 +336,7 @@ public struct DiaryReminderRunner: Sendable {
             requests.allSatisfy { devicesRead[$0.userID] != nil }
             ? devicesRead
             : try await phases.measure(.claim) { () async throws(JobError) in
-                try await store.activeDevices(userIDs: requests.map(\.userID))
+                try await ledger.activeDevices(userIDs: requests.map(\.userID))
             }
         let devices = allDevices.mapValues { $0.filter { sender.canDeliver(to: $0.provider) } }
         var deliverable: [ClaimRequest] = []
@@ -348,7 +360,7 @@ public struct DiaryReminderRunner: Sendable {
             }
         } else {
             claims = try await phases.measure(.claim) { () async throws(JobError) in
-                try await store.claim(requests, runID: options.runID, now: options.now, staleBefore: staleBefore)
+                try await ledger.claim(requests, runID: options.runID, now: options.now, staleBefore: staleBefore)
             }
         }
         summary.claimed += claims.count
@@ -399,7 +411,7 @@ public struct DiaryReminderRunner: Sendable {
             options.dryRun
             ? nil
             : AnswerJournal(
-                store: store, runID: options.runID, now: options.now,
+                store: ledger, runID: options.runID, now: options.now,
                 deadline: recordDeadline, logger: logger)
         // A dry run records nothing: one send keeps its printed lines in order.
         let reports: [DeliveryReport]

@@ -69,13 +69,13 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
 /// Keeps the device table truthful and the log tables bounded.
 public struct TokenJanitor: Sendable {
     public static let jobName = "token-janitor"
-    public let store: any JanitorStore & ReminderStore
+    public let store: any JanitorStore & HistoryUpkeep & RunJournal
     public let logger: Logger
     /// Gives the FCM validate-only sender for `--probe` (only called when probing; its owner shuts it down).
     public let makeProbeSender: @Sendable () async throws(JobError) -> any Sender
 
     public init(
-        store: any JanitorStore & ReminderStore, logger: Logger,
+        store: any JanitorStore & HistoryUpkeep & RunJournal, logger: Logger,
         makeProbeSender: @escaping @Sendable () async throws(JobError) -> any Sender
     ) {
         self.store = store

@@ -36,8 +36,13 @@ public protocol AppDataStore: Sendable {
     func recordEntry(userID: String, at: Int64) async throws(JobError)
 }
 
-/// What the diary reminder run needs from a store. Any implementation must make ``claim(_:runID:now:staleBefore:)`` atomic per row.
-public protocol ReminderStore: Sendable {
+/// What the diary reminder run needs from a store: its roles together. Each component takes only the roles
+/// it uses (the answer journal a ``ClaimLedger``, the janitor its ``JanitorStore`` with ``RunJournal`` and
+/// ``HistoryUpkeep``), so that a test double or another store implements only those.
+public typealias ReminderStore = DueSetSource & ClaimLedger & ExplainSource & RunJournal & HistoryUpkeep
+
+/// The due set: which users a run's queries hold, and the facts about each that the rules need.
+public protocol DueSetSource: Sendable {
     /// Distinct time zones of users with reminders enabled.
     func reminderZones() async throws(JobError) -> [String]
     /// Users with reminders enabled in `zone` (used to count those in an unknown zone).
@@ -50,6 +55,19 @@ public protocol ReminderStore: Sendable {
     /// The candidates of one page of the due set, in no promised order. Settings are read again: a key whose
     /// user no longer matches its query (reminders turned off, time or zone changed) yields no candidate.
     func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate]
+    /// Whether a run should select its next page while it claims the current one: worth it where the two run
+    /// on separate connections of a server (PostgreSQL: 5.9 → 5.6 s at 1,000,000 users, BENCHMARKS.md), not on
+    /// SQLite, where it bought no time and raised the peak memory by a sixth.
+    var selectsWhileClaiming: Bool { get }
+}
+
+extension DueSetSource {
+    public var selectsWhileClaiming: Bool { false }
+}
+
+/// The claims and what became of them: the notification log as the exactly-once primitive. Any
+/// implementation must make ``claim(_:runID:now:staleBefore:)`` atomic per row.
+public protocol ClaimLedger: Sendable {
     /// Claims atomically: inserts each log row, or takes over one whose status is `retry` or whose
     /// `claimed` status dates from before `staleBefore`. Returns the claims won; the rest were lost.
     func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
@@ -59,33 +77,38 @@ public protocol ReminderStore: Sendable {
     /// Records device attempts and the claims' final states in one transaction.
     func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
         async throws(JobError)
-    /// For explain: the user's row, settings and active devices.
+}
+
+/// What `--explain` reads about one user, beyond the due set.
+public protocol ExplainSource: Sendable {
+    /// The user's row, settings and active devices.
     func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot?
-    /// For explain: diary entries of the user in `range`.
+    /// Diary entries of the user in `range`.
     func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int
-    /// For explain: a log row.
+    /// A log row.
     func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState?
-    /// For explain: every recorded attempt of one log row's devices, oldest first.
+    /// Every recorded attempt of one log row's devices, oldest first.
     func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt]
-    /// For explain: the message index of the latest log row of `type` before `period`.
+    /// The message index of the latest log row of `type` before `period`.
     func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError)
         -> Int?
-    /// Job bookkeeping (the report's "last run of each job").
+}
+
+/// Job bookkeeping: the report's "last run of each job".
+public protocol RunJournal: Sendable {
     func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
         async throws(JobError)
+}
+
+/// The history tables' upkeep that every writing run does first.
+public protocol HistoryUpkeep: Sendable {
     /// Makes sure the history partitions that rows written around `now` need exist (``HistoryPartition``), and
     /// moves rows that fell into a default partition into their own (PostgreSQL). SQLite: nothing to do.
     /// A failure costs no row (the default partitions take them) and is the caller's to log.
     func prepareHistory(now: Int64) async throws(JobError)
-    /// Whether a run should select its next page while it claims the current one: worth it where the two run
-    /// on separate connections of a server (PostgreSQL: 5.9 → 5.6 s at 1,000,000 users, BENCHMARKS.md), not on
-    /// SQLite, where it bought no time and raised the peak memory by a sixth.
-    var selectsWhileClaiming: Bool { get }
 }
 
-extension ReminderStore {
-    public var selectsWhileClaiming: Bool { false }
-
+extension HistoryUpkeep {
     /// ``prepareHistory(now:)``, with a failure logged: rows still have the default partitions, and the next
     /// run tries again.
     public func prepareHistory(now: Int64, logger: Logger) async {
@@ -97,7 +120,9 @@ extension ReminderStore {
                 metadata: ["error": "\(error.message)"])
         }
     }
+}
 
+extension ClaimLedger {
     /// Records answers that providers gave, retrying while the database is busy or locked (``JobError``
     /// `tempFailure`) until `deadline`. Until a claim's lease runs out no other run takes it over, so an
     /// answer recorded late is never sent again; one given up on is sent again by the run that takes over.
