@@ -48,21 +48,30 @@ struct Run: AsyncParsableCommand {
         help: ArgumentHelp("Probe only this slice of the users' devices, e.g. 2/4 (env PUSH_SHARD).", valueName: "K/N"))
     var shard: String?
 
+    /// The settings as JobKit knows them (``JanitorSetting``), by key: their ranges and their place in
+    /// ``JanitorOptions`` are declared there, once for the command line and scheduled events alike.
+    var settings: [String: JanitorSetting.Value] {
+        [
+            "dry_run": .flag(dryRun), "stale_days": .number(staleDays), "probe": .flag(probe),
+            "probe_after_days": .number(probeAfterDays), "probe_max": .number(probeMax),
+            "probe_rate": .number(probeRate), "delivery_retention_days": .number(deliveryRetentionDays),
+            "log_retention_days": .number(logRetentionDays), "keep_partitions": .flag(keepPartitions),
+            "purge": .flag(purge), "purge_after_days": .number(purgeAfterDays), "batch_size": .number(batchSize),
+        ]
+    }
+
+    func options(now: Int64) throws(JobError) -> JanitorOptions {
+        var options = JanitorOptions(now: now)
+        try JanitorSetting.apply(settings, to: &options, name: \.flag)
+        return options
+    }
+
     func validate() throws {
-        func check(_ value: Int, _ range: ClosedRange<Int>, _ flag: String) throws {
-            guard range.contains(value) else {
-                throw ValidationError("\(flag) must be within \(range.lowerBound)…\(range.upperBound)")
-            }
+        do {
+            _ = try options(now: 0)
+        } catch {
+            throw ValidationError(error.message)
         }
-        try check(staleDays, JanitorOptions.daysRange, "--stale-days")
-        try check(probeAfterDays, JanitorOptions.daysRange, "--probe-after-days")
-        try check(probeMax, JanitorOptions.probeMaxRange, "--probe-max")
-        try check(probeRate, JanitorOptions.probeRateRange, "--probe-rate")
-        try check(deliveryRetentionDays, JanitorOptions.daysRange, "--delivery-retention-days")
-        // A month's warnings deduplicate for a month: keeping rows at least that long (plus zone slack) is the floor.
-        try check(logRetentionDays, JanitorOptions.logRetentionRange, "--log-retention-days")
-        try check(purgeAfterDays, JanitorOptions.daysRange, "--purge-after-days")
-        try check(batchSize, JanitorOptions.batchSizeRange, "--batch-size")
     }
 
     func run() async throws {
@@ -93,19 +102,7 @@ struct Run: AsyncParsableCommand {
             ) { () async throws(JobError) -> JanitorSummary? in
                 try await common.withStore(config, mode: dryRun ? .readOnly : .readWrite, job: "token-janitor") {
                     store throws(JobError) -> JanitorSummary in
-                    var options = JanitorOptions(now: now)
-                    options.dryRun = dryRun
-                    options.staleDays = staleDays
-                    options.probe = probe
-                    options.probeAfterDays = probeAfterDays
-                    options.probeMax = probeMax
-                    options.probeRate = probeRate
-                    options.deliveryRetentionDays = deliveryRetentionDays
-                    options.logRetentionDays = logRetentionDays
-                    options.keepPartitions = keepPartitions
-                    options.purge = purge
-                    options.purgeAfterDays = purgeAfterDays
-                    options.batchSize = batchSize
+                    var options = try options(now: now)
                     options.shard = shard
                     let handler = TokenJanitorHandler.make(providers, store: store, logger: logger, base: options)
                     let summary = try await handler.handleOnce(

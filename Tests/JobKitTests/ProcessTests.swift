@@ -260,6 +260,27 @@ enum Executables {
                 == 0)
     }
 
+    /// The janitor's settings come from one table (``JanitorSetting``): the command line checks each flag
+    /// against the range declared there, names the flag, and writes nothing.
+    @Test func theJanitorChecksEveryNumberAgainstItsDeclaredRange() async throws {
+        let db = try await TemporaryDatabase()
+        let now = ["--database", db.path, "--now", "2026-11-21T20:00:00Z", "--dry-run"]
+        for setting in JanitorSetting.all {
+            guard case .number(_, let range) = setting.kind else { continue }
+            for bad in [range.lowerBound - 1, range.upperBound + 1] {
+                let result = try await Executables.run("token-janitor", now + [setting.flag, "\(bad)"])
+                #expect(result.status == 64, "\(setting.flag) \(bad): \(result.stderr)")
+                #expect(
+                    result.stderr.contains(
+                        "\(setting.flag) must be a whole number within \(range.lowerBound)…\(range.upperBound)"),
+                    "\(result.stderr)")
+            }
+            let good = try await Executables.run("token-janitor", now + [setting.flag, "\(range.lowerBound)"])
+            #expect(good.status == 0, "\(setting.flag) \(range.lowerBound): \(good.stderr)")
+        }
+        #expect(try await db.count("SELECT count(*) FROM job_runs") == 0)
+    }
+
     /// Issue 21, item 7: an empty file was migrated silently (and the hook then exited 65 after writing the
     /// schema into it); a directory gave 66 to writers but 74 "disk I/O error" to read-only opens; the file,
     /// which caches provider credentials, was created 0644.

@@ -268,3 +268,59 @@ import Testing
         #expect(report.text.contains("33.33 % (1 of 3)"))
     }
 }
+
+/// One declaration per janitor setting: keys and flags are distinct and derived from each other, every
+/// setting reaches its own field of ``JanitorOptions``, and a value out of range or of the wrong kind is
+/// refused with the caller's name for it.
+@Suite struct JanitorSettingTests {
+    @Test func everySettingHasOneKeyOneFlagAndItsOwnField() throws {
+        let all = JanitorSetting.all
+        #expect(Set(all.map(\.key)).count == all.count)
+        #expect(all.allSatisfy { $0.flag == "--" + $0.key.replacingOccurrences(of: "_", with: "-") })
+        #expect(TokenJanitorHandler.detailKeys == Set(all.map(\.key)))
+        // Each setting, set alone to a value unlike its default, changes exactly one field.
+        let defaults = JanitorOptions(now: 0)
+        var changedFields: Set<String> = []
+        for setting in all {
+            var options = defaults
+            switch setting.kind {
+            case .number(let path, let range):
+                let value = options[keyPath: path] == range.upperBound ? range.lowerBound : range.upperBound
+                try options.set(setting, to: .number(value), name: setting.flag)
+                #expect(options[keyPath: path] == value)
+            case .flag(let path):
+                try options.set(setting, to: .flag(!options[keyPath: path]), name: setting.flag)
+                #expect(options[keyPath: path] != defaults[keyPath: path])
+            }
+            let changed = Self.fields(options).filter { Self.fields(defaults)[$0.key] != $0.value }.map(\.key)
+            #expect(changed.count == 1, "\(setting.key) changed \(changed)")
+            changedFields.formUnion(changed)
+        }
+        #expect(changedFields.count == all.count, "two settings share a field")
+    }
+
+    @Test func aBadValueIsRefusedWithTheCallersNameForIt() {
+        var options = JanitorOptions(now: 0)
+        let retention = JanitorSetting.all.first { $0.key == "log_retention_days" }!
+        #expect(throws: JobError.usage("detail.log_retention_days must be a whole number within 35…3650")) {
+            try options.set(retention, to: .number(34), name: "detail.log_retention_days")
+        }
+        #expect(throws: JobError.usage("--log-retention-days must be a whole number within 35…3650")) {
+            try options.set(retention, to: .flag(true), name: retention.flag)
+        }
+        let purge = JanitorSetting.all.first { $0.key == "purge" }!
+        #expect(throws: JobError.usage("--purge must be true or false")) {
+            try options.set(purge, to: .number(1), name: purge.flag)
+        }
+        #expect(options.logRetentionDays == 400 && !options.purge, "nothing set by a refused value")
+    }
+
+    /// Every stored field of the options, by name (as text), to tell which ones a setting changed.
+    static func fields(_ options: JanitorOptions) -> [String: String] {
+        var result: [String: String] = [:]
+        for child in Mirror(reflecting: options).children {
+            if let label = child.label, label != "runID" { result[label] = "\(child.value)" }
+        }
+        return result
+    }
+}

@@ -322,34 +322,31 @@ public struct TokenJanitorHandler: JobHandler {
         self.base = base
     }
 
-    public static let detailKeys: Set<String> = [
-        "dry_run", "stale_days", "probe", "probe_after_days", "probe_max", "probe_rate", "delivery_retention_days",
-        "log_retention_days", "keep_partitions", "purge", "purge_after_days", "batch_size",
-    ]
+    public static var detailKeys: Set<String> { Set(JanitorSetting.all.map(\.key)) }
 
     public func handle(_ event: ScheduledEvent, context: InvocationContext) async throws(JobError) -> JanitorSummary {
         try event.checkDetail(known: Self.detailKeys, job: TokenJanitor.jobName)
         var options = base
         options.now = event.time
         options.runID = UUID().uuidString.lowercased()
-        options.dryRun = try event.bool("dry_run") ?? options.dryRun
-        options.staleDays = try event.int("stale_days", in: JanitorOptions.daysRange) ?? options.staleDays
-        options.probe = try event.bool("probe") ?? options.probe
-        options.probeAfterDays =
-            try event.int("probe_after_days", in: JanitorOptions.daysRange) ?? options.probeAfterDays
-        options.probeMax = try event.int("probe_max", in: JanitorOptions.probeMaxRange) ?? options.probeMax
-        options.probeRate = try event.int("probe_rate", in: JanitorOptions.probeRateRange) ?? options.probeRate
-        options.deliveryRetentionDays =
-            try event.int("delivery_retention_days", in: JanitorOptions.daysRange)
-            ?? options.deliveryRetentionDays
-        options.logRetentionDays =
-            try event.int("log_retention_days", in: JanitorOptions.logRetentionRange)
-            ?? options.logRetentionDays
-        options.keepPartitions = try event.bool("keep_partitions") ?? options.keepPartitions
-        options.purge = try event.bool("purge") ?? options.purge
-        options.purgeAfterDays =
-            try event.int("purge_after_days", in: JanitorOptions.daysRange) ?? options.purgeAfterDays
-        options.batchSize = try event.int("batch_size", in: JanitorOptions.batchSizeRange) ?? options.batchSize
+        var values: [String: JanitorSetting.Value] = [:]
+        for setting in JanitorSetting.all {
+            switch (setting.kind, event.detail[setting.key]) {
+            case (_, nil): continue
+            case (.number, .int(let number)?): values[setting.key] = .number(number)
+            case (.flag, .bool(let flag)?): values[setting.key] = .flag(flag)
+            case (.number(_, let range), _?):
+                throw .dataError(
+                    "event: detail.\(setting.key) must be a whole number within \(range.lowerBound)…\(range.upperBound)"
+                )
+            case (.flag, _?): throw .dataError("event: detail.\(setting.key) must be true or false")
+            }
+        }
+        do {
+            try JanitorSetting.apply(values, to: &options) { "event: detail.\($0.key)" }
+        } catch {
+            throw .dataError(error.message)
+        }
         await senders.beginRun(finishBy: context.deadline.map { $0 - deadlines.recordReserve })
         return try await janitor.run(options)
     }

@@ -36,6 +36,72 @@ public struct JanitorOptions: Sendable {
     public static let probeMaxRange = 1...100_000
     public static let probeRateRange = 1...10_000
     public static let batchSizeRange = 1...100_000
+
+    /// Sets `setting` to `value`, or says why it cannot be: a number outside the setting's range, or a value
+    /// of the wrong kind. `name` is how the caller's user knows the setting (`--stale-days`, `detail.stale_days`).
+    public mutating func set(_ setting: JanitorSetting, to value: JanitorSetting.Value, name: String) throws(JobError) {
+        switch (setting.kind, value) {
+        case (.number(let path, let range), .number(let number)) where range.contains(number):
+            self[keyPath: path] = number
+        case (.number(_, let range), _):
+            throw .usage("\(name) must be a whole number within \(range.lowerBound)…\(range.upperBound)")
+        case (.flag(let path), .flag(let flag)):
+            self[keyPath: path] = flag
+        case (.flag, _):
+            throw .usage("\(name) must be true or false")
+        }
+    }
+}
+
+/// A janitor setting that a run may change, declared once: the command line's flag (`--stale-days`), a
+/// scheduled event's `detail` key (`stale_days`), its range and where it goes in ``JanitorOptions`` all come
+/// from ``all``. Defaults are ``JanitorOptions``'.
+public struct JanitorSetting {
+    public enum Kind {
+        case number(WritableKeyPath<JanitorOptions, Int>, ClosedRange<Int>)
+        case flag(WritableKeyPath<JanitorOptions, Bool>)
+    }
+
+    public enum Value: Sendable, Hashable {
+        case number(Int)
+        case flag(Bool)
+    }
+
+    /// The `detail` key; the flag is the same words joined by dashes.
+    public let key: String
+    public let kind: Kind
+
+    public var flag: String { "--" + key.split(separator: "_").joined(separator: "-") }
+
+    public static var all: [JanitorSetting] {
+        [
+            JanitorSetting(key: "dry_run", kind: .flag(\.dryRun)),
+            JanitorSetting(key: "stale_days", kind: .number(\.staleDays, JanitorOptions.daysRange)),
+            JanitorSetting(key: "probe", kind: .flag(\.probe)),
+            JanitorSetting(key: "probe_after_days", kind: .number(\.probeAfterDays, JanitorOptions.daysRange)),
+            JanitorSetting(key: "probe_max", kind: .number(\.probeMax, JanitorOptions.probeMaxRange)),
+            JanitorSetting(key: "probe_rate", kind: .number(\.probeRate, JanitorOptions.probeRateRange)),
+            JanitorSetting(
+                key: "delivery_retention_days", kind: .number(\.deliveryRetentionDays, JanitorOptions.daysRange)),
+            JanitorSetting(
+                key: "log_retention_days", kind: .number(\.logRetentionDays, JanitorOptions.logRetentionRange)),
+            JanitorSetting(key: "keep_partitions", kind: .flag(\.keepPartitions)),
+            JanitorSetting(key: "purge", kind: .flag(\.purge)),
+            JanitorSetting(key: "purge_after_days", kind: .number(\.purgeAfterDays, JanitorOptions.daysRange)),
+            JanitorSetting(key: "batch_size", kind: .number(\.batchSize, JanitorOptions.batchSizeRange)),
+        ]
+    }
+
+    /// Applies `values` (by key) to `options`, naming a bad one as `name` says. An unknown key is a
+    /// programming error of the caller's: every front end reads keys from ``all``.
+    public static func apply(
+        _ values: [String: Value], to options: inout JanitorOptions, name: (JanitorSetting) -> String
+    ) throws(JobError) {
+        for setting in all {
+            guard let value = values[setting.key] else { continue }
+            try options.set(setting, to: value, name: name(setting))
+        }
+    }
 }
 
 /// What a janitor run did (or, dry, would do).
