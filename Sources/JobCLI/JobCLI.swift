@@ -71,24 +71,12 @@ public struct CommonOptions: ParsableArguments {
         return instant
     }
 
-    public func databaseLocation(_ config: ConfigResolver) throws(JobError) -> (
-        location: DatabaseLocation, source: String
-    ) {
-        guard let raw = config.raw(.databaseURL, flag: database) else {
-            throw .config("no database: pass --database PATH|URL or set PUSH_DATABASE_URL")
-        }
-        return (try DatabaseLocation.parse(raw.value, source: raw.source), raw.source)
-    }
-
     /// Opens the store: a SQLite file or a PostgreSQL database (`postgres://…`).
     public func openStore(_ config: ConfigResolver, mode: StoreOpenMode, job: String) async throws(JobError)
         -> any JobStore
     {
-        let (location, source) = try databaseLocation(config)
-        return try await JobStores.open(
-            location, mode: mode,
-            passwordFile: config.string(.databasePasswordFile, flag: databasePasswordFile),
-            applicationName: job, source: source)
+        try await JobStores.open(
+            config, flags: (database, databasePasswordFile), mode: mode, applicationName: job)
     }
 
     /// Opens the store, runs `body` with it and closes it, also when `body` fails.

@@ -32,14 +32,7 @@ public final class JobService<Handler: JobHandler>: Sendable {
         make: @Sendable (ConfigResolver, any JobStore, Logger) async throws(JobError) -> Handler
     ) async throws(JobError) -> JobService {
         let config = ConfigResolver(environment: environment)
-        guard let raw = config.raw(.databaseURL, flag: nil) else {
-            throw .config("no database: set PUSH_DATABASE_URL")
-        }
-        let location = try DatabaseLocation.parse(raw.value, source: raw.source)
-        let store = try await JobStores.open(
-            location, mode: .readWrite,
-            passwordFile: config.string(.databasePasswordFile, flag: nil),
-            applicationName: job, source: raw.source, logger: logger)
+        let store = try await JobStores.open(config, mode: .readWrite, applicationName: job, logger: logger)
         do throws(JobError) {
             return JobService(handler: try await make(config, store, logger), store: store, job: job)
         } catch {

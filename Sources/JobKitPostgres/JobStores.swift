@@ -3,6 +3,25 @@ import Logging
 
 /// Opens the store a database location names: a SQLite file or a PostgreSQL database.
 public enum JobStores {
+    /// Opens the store the settings name: the `--database` flag (`flags`, on the command line) or
+    /// `PUSH_DATABASE_URL`, with `--database-password-file` or `PUSH_DATABASE_PASSWORD_FILE`. What the command
+    /// line and an in-process ``JobService`` both call.
+    public static func open(
+        _ config: ConfigResolver, flags: (database: String?, passwordFile: String?)? = nil, mode: StoreOpenMode,
+        applicationName: String, logger: Logger = Logger(label: "store")
+    ) async throws(JobError) -> any JobStore {
+        guard let raw = config.raw(.databaseURL, flag: flags?.database) else {
+            throw .config(
+                flags == nil
+                    ? "no database: set PUSH_DATABASE_URL"
+                    : "no database: pass --database PATH|URL or set PUSH_DATABASE_URL")
+        }
+        return try await open(
+            try DatabaseLocation.parse(raw.value, source: raw.source), mode: mode,
+            passwordFile: config.string(.databasePasswordFile, flag: flags?.passwordFile),
+            applicationName: applicationName, source: raw.source, logger: logger)
+    }
+
     /// - Parameters:
     ///   - passwordFile: the PostgreSQL password file (`PUSH_DATABASE_PASSWORD_FILE`), when the URL has no password.
     ///   - applicationName: shown in PostgreSQL's `pg_stat_activity` (the job's name).
