@@ -208,3 +208,25 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == firstBucket.count)
     }
 }
+
+/// FNV-1a as published (the reference vectors), and its running form: folding values one after another
+/// hashes the same as hashing them joined, which is what a due set's digest relies on.
+@Suite struct StableHashTests {
+    @Test func theReferenceVectors() {
+        #expect(StableHash.fnv1a("") == 0xcbf2_9ce4_8422_2325)
+        #expect(StableHash.fnv1a("a") == 0xaf63_dc4c_8601_ec8c)
+        #expect(StableHash.fnv1a("foobar") == 0x8594_4171_f739_67e8)
+    }
+
+    @Test func foldingPartsHashesTheirJoin() {
+        var hash = StableHash.fnv1aBasis
+        StableHash.fnv1a("foo".utf8, into: &hash)
+        StableHash.fnv1a("bar".utf8, into: &hash)
+        #expect(hash == StableHash.fnv1a("foobar"))
+        var word = StableHash.fnv1aBasis
+        StableHash.fnv1a(word: 0x0807_0605_0403_0201, into: &word)
+        var bytes = StableHash.fnv1aBasis
+        StableHash.fnv1a([1, 2, 3, 4, 5, 6, 7, 8] as [UInt8], into: &bytes)
+        #expect(word == bytes)
+    }
+}

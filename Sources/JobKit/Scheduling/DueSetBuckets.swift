@@ -35,10 +35,10 @@ public struct DueSetBuckets: Sendable, Hashable {
         }
         self.starts = starts
         total = keys.count
-        var digest = StableHash.fnv1a("")
+        var digest = StableHash.fnv1aBasis
         for key in keys {
-            for byte in key.userID.utf8 { digest = (digest ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
-            digest = (digest ^ UInt64(truncatingIfNeeded: key.query &+ 256)) &* 0x0000_0100_0000_01b3
+            StableHash.fnv1a(key.userID.utf8, into: &digest)
+            StableHash.fnv1a(word: UInt64(truncatingIfNeeded: key.query), into: &digest)
         }
         let minute = now - ((now % 60) + 60) % 60
         runKey =
