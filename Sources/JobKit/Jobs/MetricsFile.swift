@@ -69,6 +69,22 @@ public struct MetricsFile: Sendable {
                 help: "Users the last run did not remind, by reason."
             ).set(Int64(count))
         }
+        if let leased = summary.bucketsLeased {
+            // Runners sharing the slot's due set (``DueSetBuckets``): how much of it this one took, and
+            // beside how many others.
+            registry.makeGauge(
+                name: "diary_push_run_buckets", labels: [("job", job), ("kind", "leased")],
+                help: "Buckets of the due set the last run leased, and the due set's buckets in all."
+            ).set(Int64(leased))
+            registry.makeGauge(
+                name: "diary_push_run_buckets", labels: [("job", job), ("kind", "total")],
+                help: "Buckets of the due set the last run leased, and the due set's buckets in all."
+            ).set(Int64(summary.buckets ?? 0))
+            registry.makeGauge(
+                name: "diary_push_run_other_runners", labels: [("job", job)],
+                help: "Other runners that leased buckets of the last run's due set."
+            ).set(Int64(summary.otherRunners))
+        }
         troubles(registry, summary.troubles, job: job)
         for (provider, count) in summary.credentialMints.sorted(by: { $0.key < $1.key }) {
             registry.makeGauge(
@@ -94,6 +110,7 @@ public struct MetricsFile: Sendable {
                 ("probed", summary.probed), ("probe_unregistered", summary.probeUnregistered),
                 ("deliveries_deleted", summary.deliveriesDeleted), ("logs_deleted", summary.logsDeleted),
                 ("devices_purged", summary.devicesPurged),
+                ("partitions_dropped", summary.partitionsDropped.count),
             ]
             for (action, count) in figures {
                 registry.makeGauge(
