@@ -71,22 +71,15 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                 claimLeaseMinutes: claimLeaseMinutes, shard: shard)
             let catalog = try CopyCatalog.resolve(config, flag: copyCatalog)
             let json = common.format == .json
-            let readOnly = dryRun || explain != nil
-            settings.dryRun = readOnly || validateOnly
+            let mode = DeliveryMode.chosen(
+                dryRun: dryRun, explain: explain != nil, validateOnly: validateOnly,
+                outbox: config.string(.outbox, flag: outbox), sink: StandardOutput(), json: json)
+            settings.dryRun = mode.isQuestion
             let deliveryConfiguration = try DeliveryConfiguration.resolve(
                 config, flags: delivery.flags(validateOnly: validateOnly)
             ).sharing(settings.shard)
-            let outboxPath = config.string(.outbox, flag: outbox)
-            if validateOnly && deliveryConfiguration.fcm == nil {
-                // Before the store is opened (`sender(for:)` says the same, for callers other than this one).
-                throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")
-            }
-            if !readOnly && !validateOnly { try deliveryConfiguration.requireDelivery(outbox: outboxPath) }
-            if !readOnly || validateOnly { try await deliveryConfiguration.checkFiles() }
-            // Dry runs, --explain and --validate-only are an operator's questions: they neither ping nor replace
-            // the scheduled run's metrics.
-            let observers =
-                readOnly || validateOnly ? RunObservers() : try observability.observers(config, logger: logger)
+            try await mode.check(deliveryConfiguration)
+            let observers = mode.isQuestion ? RunObservers() : try observability.observers(config, logger: logger)
             _ = try await observers.observe(
                 job: "diary-reminder", now: now, logger: logger,
                 metricsText: { summary, code, seconds, previous in
@@ -95,16 +88,8 @@ struct DiaryReminderCommand: AsyncParsableCommand {
                         previousLastSuccess: previous)
                 }
             ) { () async throws(JobError) -> RunSummary? in
-                // Validation mints (and caches) an FCM access token: the only write it makes.
-                try await common.withStore(
-                    config, mode: readOnly && !validateOnly ? .readOnly : .readWrite, job: "diary-reminder"
-                ) { store throws(JobError) -> RunSummary? in
-                    let mode: DeliveryMode =
-                        validateOnly
-                        ? .validateOnly(sink: StandardOutput(), json: json)
-                        : readOnly
-                            ? .dryRun(outbox: outboxPath, sink: StandardOutput(), json: json)
-                            : .deliver(outbox: outboxPath)
+                try await common.withStore(config, mode: mode.storeMode, job: "diary-reminder") {
+                    store throws(JobError) -> RunSummary? in
                     let sender = try await deliveryConfiguration.sender(for: mode, credentials: store, logger: logger)
                     let handler = DiaryReminderHandler(
                         runner: DiaryReminderRunner(store: store, sender: sender, catalog: catalog, logger: logger),

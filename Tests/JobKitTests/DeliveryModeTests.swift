@@ -49,4 +49,49 @@ import Testing
         #expect(sender is OutboxSender)
         await sender.shutdown()
     }
+
+    /// The flags' choice, in order of precedence, and what each mode asks of the run: a question (dry run,
+    /// `--explain`, `--validate-only`) writes no metrics; only a preview opens the store read-only.
+    @Test(
+        arguments: [
+            // (dry run, explain, validate only, outbox) → (mode, question, read-only store)
+            (false, false, false, nil, "deliver", false, false),
+            (false, false, false, "/o", "deliver", false, false),
+            (true, false, false, nil, "dryRun", true, true),
+            (false, true, false, nil, "dryRun", true, true),
+            (true, true, false, "/o", "dryRun", true, true),
+            (false, false, true, nil, "validateOnly", true, false),
+            (true, true, true, nil, "validateOnly", true, false),
+        ] as [(Bool, Bool, Bool, String?, String, Bool, Bool)])
+    func theFlagsChooseTheMode(
+        dryRun: Bool, explain: Bool, validateOnly: Bool, outbox: String?, expected: String, question: Bool,
+        readOnly: Bool
+    ) {
+        let mode = DeliveryMode.chosen(
+            dryRun: dryRun, explain: explain, validateOnly: validateOnly, outbox: outbox, sink: Lines(), json: false)
+        let name =
+            switch mode {
+            case .deliver(let into): into == outbox ? "deliver" : "deliver elsewhere"
+            case .dryRun(let into, _, _): into == outbox ? "dryRun" : "dryRun elsewhere"
+            case .validateOnly: "validateOnly"
+            }
+        #expect(name == expected)
+        #expect(mode.isQuestion == question)
+        #expect((mode.storeMode == .readOnly) == readOnly)
+    }
+
+    /// Before the store is opened: a delivering run needs a provider or an outbox and readable keys, validation
+    /// needs FCM, a preview needs nothing (its keys are never read).
+    @Test func eachModeChecksWhatItNeedsBeforeTheStoreOpens() async throws {
+        await #expect(throws: JobError.self) {
+            try await DeliveryMode.deliver(outbox: nil).check(DeliveryConfiguration())
+        }
+        try await DeliveryMode.deliver(outbox: "/tmp/outbox").check(DeliveryConfiguration())
+        await #expect(throws: JobError.self) { try await DeliveryMode.deliver(outbox: nil).check(Self.apnsOnly) }
+        await #expect(throws: JobError.config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")) {
+            try await DeliveryMode.validateOnly(sink: Lines(), json: false).check(Self.apnsOnly)
+        }
+        try await DeliveryMode.dryRun(outbox: nil, sink: Lines(), json: false).check(Self.apnsOnly)
+        try await DeliveryMode.dryRun(outbox: nil, sink: Lines(), json: false).check(DeliveryConfiguration())
+    }
 }

@@ -62,6 +62,46 @@ extension DeliveryConfiguration {
     }
 }
 
+extension DeliveryMode {
+    /// The mode an invocation's flags choose: `--validate-only` asks FCM, `--dry-run` and `--explain` print,
+    /// anything else delivers (into `outbox` when one is named).
+    public static func chosen(
+        dryRun: Bool, explain: Bool, validateOnly: Bool, outbox: String?, sink: any LineSink, json: Bool
+    ) -> DeliveryMode {
+        if validateOnly { return .validateOnly(sink: sink, json: json) }
+        if dryRun || explain { return .dryRun(outbox: outbox, sink: sink, json: json) }
+        return .deliver(outbox: outbox)
+    }
+
+    /// True for an operator's question (a dry run, `--explain`, `--validate-only`): it claims and delivers
+    /// nothing, and neither pings the heartbeat nor replaces the scheduled run's metrics.
+    public var isQuestion: Bool {
+        if case .deliver = self { false } else { true }
+    }
+
+    /// How the store is opened: read-only for a preview; validation caches the FCM access token it mints, the
+    /// only write it makes.
+    public var storeMode: StoreOpenMode {
+        if case .dryRun = self { .readOnly } else { .readWrite }
+    }
+
+    /// What must hold before the store is opened: something that can deliver, and readable key files (a
+    /// preview needs neither; validation needs FCM).
+    public func check(_ delivery: DeliveryConfiguration) async throws(JobError) {
+        switch self {
+        case .deliver(let outbox):
+            try delivery.requireDelivery(outbox: outbox)
+        case .validateOnly:
+            guard delivery.fcm != nil else {
+                throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")
+            }
+        case .dryRun:
+            return
+        }
+        try await delivery.checkFiles()
+    }
+}
+
 extension DeliveryConfiguration {
     /// The providers a run with this configuration delivers to: all of them into an outbox, else the
     /// configured ones. A configuration with none (an operator's dry run on a machine without keys) is
