@@ -312,6 +312,9 @@ import Testing
         #expect(throws: JobError.usage("--purge must be true or false")) {
             try options.set(purge, to: .number(1), name: purge.flag)
         }
+        #expect(throws: JobError.usage("--purge must be true or false")) {
+            try options.set(purge, to: .other, name: purge.flag)
+        }
         #expect(options.logRetentionDays == 400 && !options.purge, "nothing set by a refused value")
     }
 

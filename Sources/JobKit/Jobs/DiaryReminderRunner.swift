@@ -40,10 +40,10 @@ public struct DiaryReminderRunner: Sendable {
     public let ledger: any ClaimLedger & RunJournal
     /// Where the quota warnings that are due come from (deferred past quiet hours, left for retry, or claimed
     /// by a hook invocation that died): every run delivers them. `nil` only when built with
-    /// ``init(remindersOnly:sender:catalog:logger:)``.
+    /// ``init(remindersOnly:ledger:sender:catalog:logger:)``.
     public let warnings: (any ContentLimitStore & ClaimLedger)?
     /// Where runners of the same run split its due set (``DueSetBuckets``); `nil` only when built with
-    /// ``init(remindersOnly:sender:catalog:logger:)``.
+    /// ``init(remindersOnly:ledger:sender:catalog:logger:)``.
     public let leases: (any DueSetLeases)?
     public let sender: any Sender
     public let catalog: CopyCatalog

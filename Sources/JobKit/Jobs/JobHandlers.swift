@@ -330,17 +330,13 @@ public struct TokenJanitorHandler: JobHandler {
         options.now = event.time
         options.runID = UUID().uuidString.lowercased()
         var values: [String: JanitorSetting.Value] = [:]
-        for setting in JanitorSetting.all {
-            switch (setting.kind, event.detail[setting.key]) {
-            case (_, nil): continue
-            case (.number, .int(let number)?): values[setting.key] = .number(number)
-            case (.flag, .bool(let flag)?): values[setting.key] = .flag(flag)
-            case (.number(_, let range), _?):
-                throw .dataError(
-                    "event: detail.\(setting.key) must be a whole number within \(range.lowerBound)…\(range.upperBound)"
-                )
-            case (.flag, _?): throw .dataError("event: detail.\(setting.key) must be true or false")
-            }
+        for (key, value) in event.detail {
+            values[key] =
+                switch value {
+                case .int(let number): .number(number)
+                case .bool(let flag): .flag(flag)
+                default: .other
+                }
         }
         do {
             try JanitorSetting.apply(values, to: &options) { "event: detail.\($0.key)" }

@@ -65,6 +65,8 @@ public struct JanitorSetting {
     public enum Value: Sendable, Hashable {
         case number(Int)
         case flag(Bool)
+        /// Neither (text, a fraction, null): refused with the setting's own message.
+        case other
     }
 
     /// The `detail` key; the flag is the same words joined by dashes.

@@ -112,7 +112,7 @@ public struct ReminderCandidate: Sendable, Hashable {
     /// The message index of the user's latest earlier reminder.
     public let previousMessageIndex: Int?
     /// The user's active devices in id order, when the store read them with the candidate (PostgreSQL, where
-    /// that saves a statement a page); `nil` when the run reads them with ``ReminderStore/activeDevices(userIDs:)``.
+    /// that saves a statement a page); `nil` when the run reads them with ``ClaimLedger/activeDevices(userIDs:)``.
     public let devices: [Device]?
 
     public init(
