@@ -102,3 +102,48 @@ import Testing
         #expect(apnsDead.tokenInvalidSince == 1_700_000_000)
     }
 }
+
+/// JobKit's other JSON, read and written with ``JSONValue`` too: a warning's stored numbers, the log rows a
+/// store aggregates for the hook, and the `--log-format json` lines.
+@Suite struct JobKitJSONTests {
+    @Test func aWarningsNumbersRoundTripWithSortedKeys() {
+        let params = ["used": "27", "limit": "30", "percent": "90"]
+        #expect(LimitParams.encode(params) == #"{"limit":"30","percent":"90","used":"27"}"#)
+        #expect(LimitParams.decode(LimitParams.encode(params)) == params)
+        #expect(LimitParams.encode(["quote": "a\"b\\c\n"]) == #"{"quote":"a\"b\\c\n"}"#)
+        for unreadable in [nil, "", "not json", #"{"used":27}"#, #"["27"]"#, #"{"used":"27"} x"#] {
+            #expect(LimitParams.decode(unreadable) == [:], "\(String(describing: unreadable))")
+        }
+    }
+
+    @Test func logRowsAreReadAndMalformedOnesSkipped() {
+        let json = """
+            [[7,"content_limit_90","2026-11","sent",1764000000,2,"en","r1"],
+             [8,"content_limit_100","2026-11","claimed",1764000100,null,null,"r2"],
+             [9.5,"content_limit_90","2026-12","sent",1,0,"en","r"],
+             ["x"], 3]
+            """
+        let logs = LimitSnapshot.parseLogs(json: json)
+        #expect(logs.count == 2)
+        let first = logs[LimitLogKey(type: .contentLimit90, period: "2026-11")]
+        #expect(first?.id == 7 && first?.status == .sent && first?.claimedAt == 1_764_000_000)
+        #expect(first?.messageIndex == 2 && first?.locale == "en" && first?.runID == "r1")
+        let second = logs[LimitLogKey(type: .contentLimit100, period: "2026-11")]
+        #expect(second?.messageIndex == nil && second?.locale == nil && second?.status == .claimed)
+        #expect(LimitSnapshot.parseLogs(json: nil).isEmpty && LimitSnapshot.parseLogs(json: "{").isEmpty)
+    }
+
+    @Test func aLogLineIsOneSortedObjectWithItsMetadata() throws {
+        let line = try #require(
+            JSONLogHandler.line(
+                label: "diary-reminder", level: .warning, message: "path /a \"quoted\"\nnext",
+                fields: ["provider": "fcm", "nested": ["b": "2", "a": ["x", "y"]]]))
+        let value = try JSONValue(parsing: line)
+        #expect(value.members?.map(\.key) == ["job", "level", "message", "nested", "provider", "timestamp"])
+        #expect(value["message"]?.string == "path /a \"quoted\"\nnext")
+        #expect(value["nested"]?.members?.map(\.key) == ["a", "b"])
+        #expect(value["nested"]?["a"]?.array?.compactMap(\.string) == ["x", "y"])
+        #expect(!line.contains("\\/"), "slashes are not escaped")
+        #expect(value["timestamp"]?.string?.hasSuffix("Z") == true)
+    }
+}

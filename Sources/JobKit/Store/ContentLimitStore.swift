@@ -122,14 +122,17 @@ public protocol ContentLimitStore: Sendable {
 /// The stored form of a warning's numbers: a JSON object of strings.
 public enum LimitParams {
     public static func encode(_ params: [String: String]) -> String {
-        String(
-            decoding: (try? JSONSerialization.data(withJSONObject: params, options: [.sortedKeys])) ?? Data("{}".utf8),
-            as: UTF8.self)
+        JSONValue.sortedObject(params.mapValues { .string($0) }).text
     }
+    /// The numbers of a stored object; anything else (not JSON, not an object of strings) reads as none.
     public static func decode(_ text: String?) -> [String: String] {
-        guard let text, let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: String]
-        else { return [:] }
-        return object
+        guard let text, let members = (try? JSONValue(parsing: text))?.members else { return [:] }
+        var params: [String: String] = [:]
+        for (key, value) in members {
+            guard let string = value.string else { return [:] }
+            if params[key] == nil { params[key] = string }
+        }
+        return params
     }
 }
 
@@ -138,16 +141,14 @@ extension LimitSnapshot {
     /// (what both stores aggregate in their one read).
     public static func parseLogs(json: String?) -> [LimitLogKey: LogState] {
         var logs: [LimitLogKey: LogState] = [:]
-        for item in (try? JSONSerialization.jsonObject(with: Data((json ?? "[]").utf8)) as? [[Any]]) ?? []
-        where item.count == 8 {
-            guard let id = (item[0] as? NSNumber)?.int64Value, let type = item[1] as? String,
-                let period = item[2] as? String,
-                let status = item[3] as? String, let claimedAt = (item[4] as? NSNumber)?.int64Value,
-                let runID = item[7] as? String
+        let items = (try? JSONValue(parsing: json ?? "[]"))?.array ?? []
+        for item in items.compactMap(\.array) where item.count == 8 {
+            guard let id = item[0].int64, let type = item[1].string, let period = item[2].string,
+                let status = item[3].string, let claimedAt = item[4].int64, let runID = item[7].string
             else { continue }
             logs[LimitLogKey(type: NotificationType(rawValue: type), period: period)] = LogState(
                 id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt,
-                messageIndex: (item[5] as? NSNumber)?.intValue, locale: item[6] as? String, runID: runID)
+                messageIndex: item[5].int64.map { Int($0) }, locale: item[6].string, runID: runID)
         }
         return logs
     }

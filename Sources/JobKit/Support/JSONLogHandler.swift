@@ -83,31 +83,24 @@ public struct JSONLogHandler: LogHandler {
 
     /// One log line as a JSON object.
     static func line(label: String, level: Logger.Level, message: String, fields: Logger.Metadata) -> String? {
-        var object: [String: Any] = [:]
-        for (key, value) in fields { object[key] = Self.json(value) }
+        var object: [String: JSONValue] = fields.mapValues(Self.json)
         let milliseconds = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
         let millisecondText = String(milliseconds % 1000)
-        object["timestamp"] =
+        object["timestamp"] = .string(
             String(Timestamps.format(milliseconds / 1000).dropLast())
-            + "." + String(repeating: "0", count: 3 - millisecondText.count) + millisecondText + "Z"
-        object["level"] = level.rawValue
-        object["job"] = label
-        object["message"] = message
-        guard
-            let data = try? JSONSerialization.data(
-                withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
-        else {
-            return nil
-        }
-        return String(decoding: data, as: UTF8.self)
+                + "." + String(repeating: "0", count: 3 - millisecondText.count) + millisecondText + "Z")
+        object["level"] = .string(level.rawValue)
+        object["job"] = .string(label)
+        object["message"] = .string(message)
+        return JSONValue.sortedObject(object).text
     }
 
-    private static func json(_ value: Logger.Metadata.Value) -> Any {
+    private static func json(_ value: Logger.Metadata.Value) -> JSONValue {
         switch value {
-        case .string(let text): text
-        case .stringConvertible(let convertible): "\(convertible)"
-        case .array(let values): values.map(json)
-        case .dictionary(let members): members.mapValues(json)
+        case .string(let text): .string(text)
+        case .stringConvertible(let convertible): .string("\(convertible)")
+        case .array(let values): .array(values.map(json))
+        case .dictionary(let members): .sortedObject(members.mapValues(json))
         }
     }
 }

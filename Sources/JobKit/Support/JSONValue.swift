@@ -91,6 +91,21 @@ package enum JSONValue: Sendable {
 
     // MARK: Writing
 
+    /// The compact JSON text of the value.
+    package var text: String {
+        var bytes: [UInt8] = []
+        write(into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// An object of these members with their keys in byte order (a stable text for stable input).
+    package static func sortedObject(_ members: [String: JSONValue]) -> JSONValue {
+        .object(
+            members.map { (key: $0.key, value: $0.value) }.sorted {
+                Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8))
+            })
+    }
+
     /// The compact JSON text of the value (members in their order, strings escaped as ``PayloadJSON`` does).
     package func write(into bytes: inout [UInt8]) {
         switch self {
