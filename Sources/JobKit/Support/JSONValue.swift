@@ -5,8 +5,9 @@ import struct Foundation.Data
 /// A JSON document read strictly (RFC 8259): one value, optional white space around it, valid UTF-8, no
 /// trailing commas, comments or bare words. Numbers keep the text they were written with.
 ///
-/// For the small documents of the delivery path: the providers' answers (`{"name":…}`, `{"reason":…}`) and,
-/// in the simulator, every request body. Foundation's `JSONDecoder` cost ~5 µs an answer there and
+/// JobKit's reader and writer of small documents without a schema: the providers' answers (`{"name":…}`,
+/// `{"reason":…}`), a warning's stored numbers, the log rows a store aggregates for the hook, the
+/// `--log-format json` lines, and, in the simulator, every request body. Foundation's `JSONDecoder` cost ~5 µs an answer there and
 /// `JSONSerialization` (a bridged `NSDictionary` per object) ~5 µs a request body; both were among the
 /// largest items of their threads' profiles (BENCHMARKS.md).
 package enum JSONValue: Sendable {
