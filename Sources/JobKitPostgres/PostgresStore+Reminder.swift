@@ -120,12 +120,13 @@ extension PostgresStore: ReminderStore {
     public func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
         guard !keys.isEmpty else { return [] }
         var candidates: [ReminderCandidate] = []
-        var current: (k: Int64, candidate: ReminderCandidate, devices: [Device], any: Bool)?
+        var current: (k: Int64, candidate: ReminderCandidate, devices: [Device], hasDevice: Bool)?
         func finish() {
-            guard let (_, c, devices, any) = current else { return }
+            guard let (_, c, devices, hasDevice) = current else { return }
             candidates.append(
                 ReminderCandidate(
-                    query: c.query, userID: c.userID, locale: c.locale, hasActiveDevice: any, wroteToday: c.wroteToday,
+                    query: c.query, userID: c.userID, locale: c.locale, hasActiveDevice: hasDevice,
+                    wroteToday: c.wroteToday,
                     log: c.log, previousMessageIndex: c.previousMessageIndex, devices: devices))
         }
         for row in try await rows("selecting due users", Self.dueCandidatesQuery(keys, of: queries)) {
@@ -154,7 +155,7 @@ extension PostgresStore: ReminderStore {
                 )
             }
             guard let deviceID, let token, let provider, let platform else { continue }
-            current?.any = true
+            current?.hasDevice = true
             // A provider this build does not know is not a device it can send to (as in activeDevices).
             if let provider = Provider(rawValue: provider) {
                 current?.devices.append(

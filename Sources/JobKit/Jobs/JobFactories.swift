@@ -14,6 +14,11 @@ extension DeliveryConfiguration {
         }
     }
 
+    /// Validation (FCM's `validate_only`) needs FCM.
+    func requireFCMForValidation() throws(JobError) {
+        guard fcm != nil else { throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
+    }
+
     /// The sender of a run that delivers: the outbox file when one is named, else the providers (a provider
     /// left unconfigured is logged once: its devices are skipped).
     public func sender(outbox: String?, credentials: any CredentialStore, logger: Logger) async throws(JobError)
@@ -53,7 +58,7 @@ extension DeliveryConfiguration {
         case .dryRun(let outbox, let sink, let json):
             return DryRunSender(sink: sink, json: json, providers: deliverableProviders(outbox: outbox, logger: logger))
         case .validateOnly(let sink, let json):
-            guard fcm != nil else { throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
+            try requireFCMForValidation()
             var fcmOnly = self
             fcmOnly.apns = nil
             let push = try await fcmOnly.sender(outbox: nil, credentials: credentials, logger: logger)
@@ -92,9 +97,7 @@ extension DeliveryMode {
         case .deliver(let outbox):
             try delivery.requireDelivery(outbox: outbox)
         case .validateOnly:
-            guard delivery.fcm != nil else {
-                throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")
-            }
+            try delivery.requireFCMForValidation()
         case .dryRun:
             return
         }
