@@ -9,8 +9,8 @@ public enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable 
     case text, json
 }
 
-/// Options every job shares.
-public struct CommonOptions: ParsableArguments {
+/// Where the store is.
+public struct StoreOptions: ParsableArguments {
     @Option(
         name: .long,
         help: ArgumentHelp(
@@ -24,6 +24,30 @@ public struct CommonOptions: ParsableArguments {
             "File holding the PostgreSQL password; env PUSH_DATABASE_PASSWORD_FILE.",
             valueName: "path"))
     public var databasePasswordFile: String?
+
+    public init() {}
+
+    /// The shared options of a command that takes only these and `--now`.
+    public func common(now: String?) -> CommonOptions {
+        var common = CommonOptions.environmentOnly
+        common.store = self
+        common.now = now
+        common.format = .text
+        return common
+    }
+}
+
+/// Options every job shares.
+public struct CommonOptions: ParsableArguments {
+    @OptionGroup public var store: StoreOptions
+    public var database: String? {
+        get { store.database }
+        set { store.database = newValue }
+    }
+    public var databasePasswordFile: String? {
+        get { store.databasePasswordFile }
+        set { store.databasePasswordFile = newValue }
+    }
 
     @Option(
         name: .long,
@@ -50,6 +74,7 @@ public struct CommonOptions: ParsableArguments {
     /// The options with no flag given: every setting from the environment (a Lambda execution environment).
     public static var environmentOnly: CommonOptions {
         var options = CommonOptions()
+        options.store = StoreOptions()
         options.database = nil
         options.databasePasswordFile = nil
         options.now = nil
@@ -71,28 +96,14 @@ public struct CommonOptions: ParsableArguments {
         return instant
     }
 
-    /// Opens the store: a SQLite file or a PostgreSQL database (`postgres://…`).
-    public func openStore(_ config: ConfigResolver, mode: StoreOpenMode, job: String) async throws(JobError)
-        -> any JobStore
-    {
-        try await JobStores.open(
-            config, flags: (database, databasePasswordFile), mode: mode, applicationName: job)
-    }
-
-    /// Opens the store, runs `body` with it and closes it, also when `body` fails.
+    /// Opens the store (a SQLite file or a PostgreSQL database, `postgres://…`), runs `body` with it and
+    /// closes it, also when `body` fails.
     public func withStore<T>(
         _ config: ConfigResolver, mode: StoreOpenMode, job: String,
         _ body: (any JobStore) async throws(JobError) -> T
     ) async throws(JobError) -> T {
-        let store = try await openStore(config, mode: mode, job: job)
-        do throws(JobError) {
-            let result = try await body(store)
-            await store.close()
-            return result
-        } catch {
-            await store.close()
-            throw error
-        }
+        try await JobStores.with(
+            config, flags: (database, databasePasswordFile), mode: mode, applicationName: job, body)
     }
 
     public func makeLogger(_ label: String, _ config: ConfigResolver) throws(JobError) -> Logger {

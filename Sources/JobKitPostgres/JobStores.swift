@@ -22,6 +22,23 @@ public enum JobStores {
             applicationName: applicationName, source: raw.source, logger: logger)
     }
 
+    /// Opens the store as ``open(_:flags:mode:applicationName:logger:)`` does, runs `body` with it and closes
+    /// it, also when `body` fails.
+    public static func with<T>(
+        _ config: ConfigResolver, flags: (database: String?, passwordFile: String?)? = nil, mode: StoreOpenMode,
+        applicationName: String, _ body: (any JobStore) async throws(JobError) -> T
+    ) async throws(JobError) -> T {
+        let store = try await open(config, flags: flags, mode: mode, applicationName: applicationName)
+        do throws(JobError) {
+            let result = try await body(store)
+            await store.close()
+            return result
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
     /// - Parameters:
     ///   - passwordFile: the PostgreSQL password file (`PUSH_DATABASE_PASSWORD_FILE`), when the URL has no password.
     ///   - applicationName: shown in PostgreSQL's `pg_stat_activity` (the job's name).

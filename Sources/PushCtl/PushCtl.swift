@@ -14,28 +14,10 @@ struct PushCtl: AsyncParsableCommand {
         ])
 }
 
-/// The database option alone, for commands that do not evaluate an instant.
-struct DatabaseOption: ParsableArguments {
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "SQLite database file (or sqlite:///path), or a postgres:// URL; env PUSH_DATABASE_URL.",
-            valueName: "path|url"))
-    var database: String?
-
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "File holding the PostgreSQL password; env PUSH_DATABASE_PASSWORD_FILE.",
-            valueName: "path"))
-    var databasePasswordFile: String?
-
+extension StoreOptions {
     /// Opens the store, runs `body`, and closes it.
     func with<T>(create: Bool = false, _ body: (any JobStore) async throws(JobError) -> T) async throws(JobError) -> T {
-        var common = CommonOptions()
-        common.database = database
-        common.databasePasswordFile = databasePasswordFile
-        return try await common.withStore(
+        try await common(now: nil).withStore(
             ConfigResolver(environment: ProcessInfo.processInfo.environment),
             mode: create ? .create : .readWrite, job: "pushctl", body)
     }
@@ -50,7 +32,7 @@ func clockNow(_ text: String?) throws(JobError) -> Int64 {
 struct Migrate: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create the database if needed and apply pending migrations.")
-    @OptionGroup var db: DatabaseOption
+    @OptionGroup var db: StoreOptions
     @Option(
         help: ArgumentHelp(
             "Make the history partitions rows written around this instant need (PostgreSQL; ISO 8601; default the clock).",
@@ -72,7 +54,7 @@ struct Migrate: AsyncParsableCommand {
 struct Seed: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Add synthetic users (zones, reminder times, 1–3 devices, some who wrote today).")
-    @OptionGroup var db: DatabaseOption
+    @OptionGroup var db: StoreOptions
     @Option(help: "How many users.") var users: Int
     @Option(help: "Seed of the generator: the same seed gives the same users.") var randomSeed: UInt64 = 1
     @Option(
@@ -129,7 +111,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create or update a user and their settings.")
-        @OptionGroup var db: DatabaseOption
+        @OptionGroup var db: StoreOptions
         @Option(help: "User id.") var id: String
         @Option(help: "IANA time zone, e.g. Asia/Tokyo.") var timezone: String
         @Option(help: "BCP 47 locale, e.g. ja or pt-BR.") var locale = "en"
@@ -184,7 +166,7 @@ struct DeviceCommand: AsyncParsableCommand {
     struct Register: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register a token for a user (moves it from another user; reactivates it if inactive).")
-        @OptionGroup var db: DatabaseOption
+        @OptionGroup var db: StoreOptions
         @Option(help: "User id.") var user: String
         @Option(help: "Device token.") var token: String
         @Option(help: "apns or fcm.") var provider: String
@@ -211,7 +193,7 @@ struct DeviceCommand: AsyncParsableCommand {
 
     struct Unregister: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Deactivate a token (logout). Never deletes.")
-        @OptionGroup var db: DatabaseOption
+        @OptionGroup var db: StoreOptions
         @Option(help: "Device token.") var token: String
         @Option(help: "Recorded deactivation reason.") var reason = "logout"
 
@@ -233,7 +215,7 @@ struct EntryCommand: AsyncParsableCommand {
 
     struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Record that a user wrote an entry.")
-        @OptionGroup var db: DatabaseOption
+        @OptionGroup var db: StoreOptions
         @Option(help: "User id.") var user: String
         @Option(help: ArgumentHelp("When (ISO 8601; default now).", valueName: "iso8601")) var at: String?
 

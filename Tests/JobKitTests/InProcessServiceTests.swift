@@ -97,4 +97,89 @@ import Testing
         }
         await harness.stop()
     }
+
+    /// What the executables print, with the run's id and durations blanked: those differ between any two runs.
+    static func comparable(_ text: String) -> String {
+        text.replacingOccurrences(
+            of: #"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"#, with: "RUN",
+            options: .regularExpression
+        )
+        .replacingOccurrences(of: #"\b[0-9]+(\.[0-9]+)?ms\b"#, with: "Nms", options: .regularExpression)
+        .replacingOccurrences(of: #"("[a-z_]+_ms"):[0-9.]+"#, with: "$1:N", options: .regularExpression)
+        .replacingOccurrences(of: #""phases_ms":\{[^}]*\}"#, with: "PHASES", options: .regularExpression)
+    }
+
+    /// A Swift program that depends on JobKit runs each job through ``JobInvocation`` with the command line's
+    /// behaviour: the same output for the same settings and flags (the executables only parse their flags into
+    /// it). A user reachable only through FCM, which is left unconfigured, is skipped by both.
+    @Test func eachJobRunInProcessPrintsWhatItsExecutablePrints() async throws {
+        let harness = try await DeliveryHarness.start(.sqlite)
+        try await harness.addUser("u1", devices: [(hexToken("aa", 1), .apns, "ios")], time: "20:00")
+        try await harness.addUser("u2", devices: [("android-u2", .fcm, "android")], time: "20:00")
+        let environment = Self.environment(harness).filter { !$0.key.hasPrefix("PUSH_FCM") }
+        let now = "2026-11-21T20:00:05Z"
+        func inProcess(_ job: String, json: Bool = false, _ body: (JobInvocation) async throws(JobError) -> Void)
+            async throws -> String
+        {
+            let lines = LineBuffer()
+            var invocation = JobInvocation(
+                job: job, config: ConfigResolver(environment: environment), logger: quietLogger, now: instant(now))
+            invocation.output = lines
+            invocation.json = json
+            try await body(invocation)
+            return lines.lines.map { $0 + "\n" }.joined()
+        }
+        func cli(_ name: String, _ arguments: [String]) async throws -> String {
+            let result = try await Executables.run(name, arguments + ["--now", now], environment: environment)
+            #expect(result.status == 0, "\(name) \(arguments): \(result.stderr)")
+            return result.stdout
+        }
+
+        var explain = DiaryReminderRequest()
+        explain.explain = "u2"
+        let explained = try await inProcess("diary-reminder") { run throws(JobError) in
+            try await run.diaryReminder(explain)
+        }
+        #expect(explained.contains("fcm, not configured for this run"))
+        #expect(explained == (try await cli("diary-reminder", ["--explain", "u2"])))
+
+        var dryRun = DiaryReminderRequest()
+        dryRun.dryRun = true
+        let previewed = try await inProcess("diary-reminder", json: true) { run throws(JobError) in
+            try await run.diaryReminder(dryRun)
+        }
+        #expect(previewed.contains("u1") && !previewed.contains("android-u2"))
+        let previewedByCLI = try await cli("diary-reminder", ["--dry-run", "--format", "json"])
+        #expect(Self.comparable(previewed) == Self.comparable(previewedByCLI), "\(previewed)\n\(previewedByCLI)")
+
+        var warning = ContentLimitHookRequest(event: try ContentLimitEvent(userID: "u1", used: 27, limit: 30))
+        warning.explain = true
+        let hook = try await inProcess("content-limit-hook") { run throws(JobError) in
+            try await run.contentLimitHook(warning)
+        }
+        #expect(hook.contains("threshold=content_limit_90"))
+        #expect(
+            Self.comparable(hook)
+                == Self.comparable(
+                    try await cli(
+                        "content-limit-hook-full", ["--user", "u1", "--used", "27", "--limit", "30", "--explain"])))
+
+        let janitor = try await inProcess("token-janitor") { run throws(JobError) in
+            try await run.tokenJanitor(["dry_run": .flag(true), "stale_days": .number(30)])
+        }
+        #expect(janitor.contains("dry run"))
+        #expect(
+            Self.comparable(janitor)
+                == Self.comparable(try await cli("token-janitor", ["run", "--dry-run", "--stale-days", "30"])))
+
+        let report = try await inProcess("token-janitor report") { run throws(JobError) in
+            try await run.healthReport(days: 7, format: .text, path: nil)
+        }
+        #expect(report.contains("delivery health"))
+        #expect(report == (try await cli("token-janitor", ["report", "--days", "7"])))
+
+        // Nothing above claimed or sent.
+        #expect(harness.simulator.accepted().isEmpty)
+        await harness.stop()
+    }
 }

@@ -41,10 +41,26 @@ public struct ContentLimitHook: Sendable {
         }
     }
 
+    /// The answer when no store is needed: an unlimited plan (no limit, or one ≤ 0) has nothing to decide.
+    /// `nil` otherwise. ``handle(_:options:)`` starts with it, and a caller that would open a store for the
+    /// event asks it first.
+    public static func summaryWithoutStore(_ event: ContentLimitEvent, options: Options) -> HookSummary? {
+        guard event.limit ?? 0 <= 0 else { return nil }
+        var summary = HookSummary(
+            runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun,
+            userID: event.userID, used: event.used, limit: event.limit, reason: "unlimited plan")
+        if options.explain { summary.steps = ["limit: \(event.limit.map(String.init) ?? "none") → unlimited plan"] }
+        return summary
+    }
+
     public func handle(_ event: ContentLimitEvent, options: Options) async throws(JobError) -> HookSummary {
         let started = ContinuousClock.now
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
+        if var summary = Self.summaryWithoutStore(event, options: options) {
+            summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+            return summary
+        }
         var summary = HookSummary(
             runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun,
             userID: event.userID, used: event.used, limit: event.limit)
@@ -54,11 +70,7 @@ public struct ContentLimitHook: Sendable {
             summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
             return summary
         }
-
-        guard let limit = event.limit, limit > 0 else {
-            step("limit: \(event.limit.map(String.init) ?? "none") → unlimited plan")
-            return finish("unlimited plan")
-        }
+        guard let limit = event.limit else { return finish("unlimited plan") }
         let threshold = ContentLimitRule.threshold(used: event.used, limit: limit)
         summary.threshold = threshold?.rawValue
         step(

@@ -194,6 +194,19 @@ extension SQLiteStore: ReportStore {
 }
 
 extension HealthReport {
+    /// The report's forms: text for a terminal, JSON for a program, one self-contained HTML file with charts.
+    public enum Format: String, Sendable, CaseIterable {
+        case text, json, html
+    }
+
+    public func rendered(_ format: Format) -> String {
+        switch format {
+        case .text: text
+        case .json: json
+        case .html: html
+        }
+    }
+
     public var json: String { JSONLine.encode(self) }
 
     public var text: String {

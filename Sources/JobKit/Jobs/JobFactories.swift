@@ -19,6 +19,11 @@ extension DeliveryConfiguration {
         guard fcm != nil else { throw .config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
     }
 
+    /// The janitor's probes are FCM validation requests.
+    public func requireFCMForProbes() throws(JobError) {
+        guard fcm != nil else { throw .config("--probe needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
+    }
+
     /// The sender of a run that delivers: the outbox file when one is named, else the providers (a provider
     /// left unconfigured is logged once: its devices are skipped).
     public func sender(outbox: String?, credentials: any CredentialStore, logger: Logger) async throws(JobError)
@@ -228,7 +233,7 @@ extension TokenJanitorHandler {
         base: JanitorOptions
     ) -> TokenJanitorHandler {
         let senders = LazySender { () async throws(JobError) -> any Sender in
-            guard providers.fcm != nil else { throw .config("probing needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
+            try providers.requireFCMForProbes()
             return try await PushSender(configuration: providers, credentials: store, logger: logger)
         }
         let janitor = TokenJanitor(store: store, logger: logger) { () async throws(JobError) -> any Sender in

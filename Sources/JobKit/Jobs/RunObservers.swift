@@ -28,11 +28,8 @@ public struct RunObservers: Sendable {
 
     /// Runs `body` between a start ping and a success or fail ping, writes the metrics file after it, and ends
     /// as the run does: with its summary, or its error (the summary's own failure included: 77, 69).
-    public func observe<Summary: JobSummary>(
-        job: String, now: Int64, logger: Logger,
-        metricsText: (_ summary: Summary?, _ exitCode: Int32, _ seconds: Double, _ previousLastSuccess: Double?) ->
-            String,
-        _ body: () async throws(JobError) -> Summary?
+    public func observe<Summary: MeteredSummary>(
+        job: String, now: Int64, logger: Logger, _ body: () async throws(JobError) -> Summary?
     ) async throws(JobError) -> Summary? {
         await heartbeat?.ping(.start)
         let previous = metrics?.previousLastSuccess(job: job)
@@ -48,12 +45,46 @@ public struct RunObservers: Sendable {
         case .failure(let failure): (summary, error) = (nil, failure)
         }
         let code = error?.exitCode ?? 0
-        metrics?.writeLogging(metricsText(summary, code, seconds, previous), logger: logger)
+        metrics?.writeLogging(
+            Summary.metricsText(
+                summary, job: job, now: now, exitCode: code, durationSeconds: seconds, previousLastSuccess: previous),
+            logger: logger)
         let body =
             summary?.json
             ?? "{\"job\":\(JSONLine.quote(job)),\"error\":\(JSONLine.quote(error?.message ?? "")),\"exit_code\":\(code)}"
         await heartbeat?.ping(code == 0 ? .success : .fail, body: body)
         if let error { throw error }
         return summary
+    }
+}
+
+/// A summary that a scheduled run's metrics file is written from.
+public protocol MeteredSummary: JobSummary {
+    /// The metrics file's text after a run that ended with `summary` (`nil`: it failed before one) and `exitCode`.
+    static func metricsText(
+        _ summary: Self?, job: String, now: Int64, exitCode: Int32, durationSeconds: Double,
+        previousLastSuccess: Double?
+    ) -> String
+}
+
+extension RunSummary: MeteredSummary {
+    public static func metricsText(
+        _ summary: RunSummary?, job: String, now: Int64, exitCode: Int32, durationSeconds: Double,
+        previousLastSuccess: Double?
+    ) -> String {
+        MetricsFile.reminderText(
+            summary, job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
+            previousLastSuccess: previousLastSuccess)
+    }
+}
+
+extension JanitorSummary: MeteredSummary {
+    public static func metricsText(
+        _ summary: JanitorSummary?, job: String, now: Int64, exitCode: Int32, durationSeconds: Double,
+        previousLastSuccess: Double?
+    ) -> String {
+        MetricsFile.janitorText(
+            summary, job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
+            previousLastSuccess: previousLastSuccess)
     }
 }

@@ -1,0 +1,186 @@
+import ArgumentParser
+import Foundation
+import JobKit
+import JobKitPostgres
+
+extension CommonOptions {
+    /// Runs one invocation of `job`: logging set up as asked, the settings (the environment, these flags on
+    /// top) and the instant resolved, then `body`; a ``JobError`` ends the process with its message and
+    /// sysexits code.
+    public func run(
+        _ job: String, observability: ObservabilityOptions? = nil, delivery: DeliveryOptions? = nil,
+        _ body: (JobInvocation) async throws(JobError) -> Void
+    ) async throws {
+        try await withExitCode(job) { () async throws(JobError) in
+            let config = ConfigResolver(environment: ProcessInfo.processInfo.environment)
+            try bootstrapLogging(config)
+            var invocation = JobInvocation(
+                job: job, config: config, logger: try makeLogger(job, config), now: try resolvedNow())
+            invocation.database = database
+            invocation.databasePasswordFile = databasePasswordFile
+            invocation.json = format == .json
+            invocation.metricsFile = observability?.metricsFile
+            invocation.pingURL = observability?.pingURL
+            invocation.delivery = delivery?.flags() ?? DeliveryFlags()
+            try await body(invocation)
+        }
+    }
+}
+
+/// `diary-reminder`'s own flags.
+public struct ReminderOptions: ParsableArguments {
+    @Flag(name: .long, help: "Decide and print what would be sent; claim, send and write nothing.")
+    public var dryRun = false
+    @Option(
+        name: .long,
+        help: ArgumentHelp("Explain each rule for this user at --now, and the verdict.", valueName: "user-id"))
+    public var explain: String?
+    @Option(name: .long, help: "Minutes before the reminder time a run may already send (default 2).")
+    public var earlyMinutes: Int?
+    @Option(name: .long, help: "Minutes after the reminder time a late run still sends (default 60).")
+    public var catchUpMinutes: Int?
+    @Option(name: .long, help: "Minutes after which a dead run's unfinished claim is taken over (default 10).")
+    public var claimLeaseMinutes: Int?
+    @Option(name: .long, help: ArgumentHelp("Copy catalog JSON replacing the built-in one.", valueName: "path"))
+    public var copyCatalog: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
+    public var outbox: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Handle only this slice of the users (stable hash of the user id), e.g. 2/4; env PUSH_SHARD.",
+            valueName: "K/N"))
+    public var shard: String?
+    @Flag(
+        name: .long,
+        help:
+            "A dry run that asks FCM to validate every token and payload (validate_only); nothing is delivered or claimed."
+    )
+    public var validateOnly = false
+
+    public init() {}
+
+    public var request: DiaryReminderRequest {
+        var request = DiaryReminderRequest()
+        request.explain = explain
+        request.dryRun = dryRun
+        request.validateOnly = validateOnly
+        request.outbox = outbox
+        request.earlyMinutes = earlyMinutes
+        request.catchUpMinutes = catchUpMinutes
+        request.claimLeaseMinutes = claimLeaseMinutes
+        request.shard = shard
+        request.copyCatalog = copyCatalog
+        return request
+    }
+}
+
+/// `content-limit-hook`'s own flags: the event, and what to do with it.
+public struct HookOptions: ParsableArguments {
+    @Option(help: "User id.") public var user: String?
+    // `.unconditional`: `--used -3` is a negative count (65, as `--used=-3`), not a missing value (64), and
+    // `--limit -1` the documented "unlimited".
+    @Option(parsing: .unconditional, help: "Items used in the current period, this write included.")
+    public var used: Int?
+    @Option(parsing: .unconditional, help: "The plan's limit (missing or ≤ 0: unlimited, nothing to do).")
+    public var limit: Int?
+    @Option(help: "monthly (default) or annual.") public var period: LimitPeriod?
+    @Option(
+        help: ArgumentHelp("Read one JSON event from this file (- for stdin) instead of the flags.", valueName: "file"))
+    public var event: String?
+    @Flag(help: "Decide and print; write and send nothing.") public var dryRun = false
+    @Flag(help: "Print each decision step (implies --dry-run).") public var explain = false
+    @Option(
+        help: ArgumentHelp(
+            "Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
+    public var outbox: String?
+
+    public init() {}
+
+    public func validate() throws {
+        if event != nil {
+            guard user == nil && used == nil && limit == nil && period == nil else {
+                throw ValidationError("give either --event or --user/--used/--limit/--period, not both")
+            }
+        } else {
+            guard user != nil, used != nil else {
+                throw ValidationError("--user and --used are required (or --event FILE)")
+            }
+        }
+    }
+
+    /// The request, with the event read from the flags or from `--event`.
+    public func request() throws(JobError) -> ContentLimitHookRequest {
+        let input =
+            if let event { try ContentLimitEvent.read(path: event) } else {
+                try ContentLimitEvent(userID: user ?? "", used: used ?? 0, limit: limit, period: period ?? .monthly)
+            }
+        var request = ContentLimitHookRequest(event: input)
+        request.dryRun = dryRun
+        request.explain = explain
+        request.outbox = outbox
+        return request
+    }
+}
+
+extension LimitPeriod: ExpressibleByArgument {}
+extension HealthReport.Format: ExpressibleByArgument {}
+
+/// `token-janitor run`'s own flags; their defaults are ``JanitorOptions``' and their ranges ``JanitorSetting``'s.
+public struct JanitorRunOptions: ParsableArguments {
+    private static let defaults = JanitorOptions(now: 0)
+
+    @Flag(help: "Print what would change, with counts; change nothing.") public var dryRun = false
+    @Option(help: "Deactivate devices not seen for this many days (reason stale).")
+    public var staleDays = defaults.staleDays
+    @Flag(
+        help:
+            "Ask FCM (validate_only) whether long-unseen FCM tokens are still registered; deactivate those that are not."
+    )
+    public var probe = false
+    @Option(help: "Probe FCM devices not seen for this many days.") public var probeAfterDays = defaults.probeAfterDays
+    @Option(help: "At most this many probes per run.") public var probeMax = defaults.probeMax
+    @Option(help: "At most this many probes per second.") public var probeRate = defaults.probeRate
+    @Option(help: "Delete delivery records older than this many days.")
+    public var deliveryRetentionDays = defaults.deliveryRetentionDays
+    @Option(help: "Delete notification log rows older than this many days whose period has ended (≥ 35).")
+    public var logRetentionDays = defaults.logRetentionDays
+    @Flag(
+        help:
+            "Apply retention row by row only: never drop a whole history partition (PostgreSQL; e.g. while an archive job still reads it)."
+    )
+    public var keepPartitions = false
+    @Flag(help: "Also delete device rows inactive for --purge-after-days (off by default: they are history).")
+    public var purge = false
+    @Option(help: "Days a device must have been inactive before --purge deletes it.")
+    public var purgeAfterDays = defaults.purgeAfterDays
+    @Option(help: "Rows per batch; each batch is one short transaction.") public var batchSize = defaults.batchSize
+    @Option(
+        help: ArgumentHelp("Probe only this slice of the users' devices, e.g. 2/4 (env PUSH_SHARD).", valueName: "K/N"))
+    public var shard: String?
+
+    public init() {}
+
+    /// The settings by ``JanitorSetting`` key, checked and applied by JobKit for flags and scheduled events alike.
+    public var settings: [String: JanitorSetting.Value] {
+        [
+            "dry_run": .flag(dryRun), "stale_days": .number(staleDays), "probe": .flag(probe),
+            "probe_after_days": .number(probeAfterDays), "probe_max": .number(probeMax),
+            "probe_rate": .number(probeRate), "delivery_retention_days": .number(deliveryRetentionDays),
+            "log_retention_days": .number(logRetentionDays), "keep_partitions": .flag(keepPartitions),
+            "purge": .flag(purge), "purge_after_days": .number(purgeAfterDays), "batch_size": .number(batchSize),
+        ]
+    }
+
+    public func validate() throws {
+        var options = JanitorOptions(now: 0)
+        do {
+            try JanitorSetting.apply(settings, to: &options, name: \.flag)
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+}
