@@ -33,8 +33,6 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
 enum ContentLimitHookMain {
     static func main() async {
         guard LambdaAdapter.runtimeAPI != nil else { return await ContentLimitHookCommand.main() }
-        await LambdaAdapter.serve(job: ContentLimitHook.jobName) { config, store, logger throws(JobError) in
-            try await ContentLimitHookHandler.make(config, store: store, logger: logger)
-        }
+        await LambdaAdapter.serve(ContentLimitHookHandler.self)
     }
 }

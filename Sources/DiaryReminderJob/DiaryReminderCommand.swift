@@ -32,8 +32,6 @@ struct DiaryReminderCommand: AsyncParsableCommand {
 enum DiaryReminderMain {
     static func main() async {
         guard LambdaAdapter.runtimeAPI != nil else { return await DiaryReminderCommand.main() }
-        await LambdaAdapter.serve(job: DiaryReminderRunner.jobName) { config, store, logger throws(JobError) in
-            try await DiaryReminderHandler.make(config, store: store, logger: logger)
-        }
+        await LambdaAdapter.serve(DiaryReminderHandler.self)
     }
 }

@@ -18,10 +18,8 @@ public enum LambdaAdapter {
     /// fetches the `PUSH_*_SECRET`s, ``LambdaSecrets``), opens the store and builds the handler through
     /// ``JobService``, as a Swift backend would. A failure to initialise is
     /// posted to `…/runtime/init/error` and ends the process with the error's sysexits code.
-    public static func serve<Handler: JobHandler>(
-        job: String,
-        makeHandler: @Sendable (ConfigResolver, any JobStore, Logger) async throws(JobError) -> Handler
-    ) async -> Never where Handler.Event: LambdaEvent {
+    public static func serve<Handler: ServedJob>(_: Handler.Type) async -> Never where Handler.Event: LambdaEvent {
+        let job = Handler.jobName
         let environment = ProcessInfo.processInfo.environment
         do throws(JobError) {
             try CommonOptions.environmentOnly.bootstrapLogging(ConfigResolver(environment: environment))
@@ -43,7 +41,7 @@ public enum LambdaAdapter {
             logger = try CommonOptions.environmentOnly.makeLogger(job, config)
             // PUSH_*_SECRET: passwords and keys fetched from Secrets Manager or Parameter Store into /tmp files.
             let resolved = try await LambdaSecrets.resolve(environment)
-            service = try await JobService.open(job: job, environment: resolved, logger: logger, make: makeHandler)
+            service = try await JobService<Handler>.open(environment: resolved, logger: logger)
         } catch {
             try? await client.failInitialization(LambdaErrorReport(error))
             fail(job, error)

@@ -56,42 +56,37 @@ public final class JobService<Handler: JobHandler>: Sendable {
     }
 }
 
-extension JobService where Handler == ContentLimitHookHandler {
-    /// The content-limit hook from the `PUSH_*` settings (the process environment by default).
-    public static func contentLimitHook(
+extension JobService where Handler: ServedJob {
+    /// The job `Handler` serves, from the `PUSH_*` settings (the process environment by default).
+    public static func open(
         environment: [String: String] = ProcessInfo.processInfo.environment,
-        logger: Logger = Logger(label: ContentLimitHook.jobName)
+        logger: Logger = Logger(label: Handler.jobName)
     ) async throws(JobError) -> JobService {
-        try await open(job: ContentLimitHook.jobName, environment: environment, logger: logger) {
-            config, store, logger throws(JobError) in
-            try await ContentLimitHookHandler.make(config, store: store, logger: logger)
-        }
+        try await open(job: Handler.jobName, environment: environment, logger: logger, make: Handler.make)
     }
 }
 
+extension JobService where Handler == ContentLimitHookHandler {
+    /// The content-limit hook (``open(environment:logger:)``).
+    public static func contentLimitHook(
+        environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger = Logger(label: ContentLimitHook.jobName)
+    ) async throws(JobError) -> JobService { try await open(environment: environment, logger: logger) }
+}
+
 extension JobService where Handler == DiaryReminderHandler {
-    /// The reminder job from the `PUSH_*` settings; each ``handle(_:now:requestID:)`` is one scheduled run
+    /// The reminder job (``open(environment:logger:)``); each ``handle(_:now:requestID:)`` is one scheduled run
     /// (`ScheduledEvent(time:)` with the slot's instant).
     public static func diaryReminder(
         environment: [String: String] = ProcessInfo.processInfo.environment,
         logger: Logger = Logger(label: DiaryReminderRunner.jobName)
-    ) async throws(JobError) -> JobService {
-        try await open(job: DiaryReminderRunner.jobName, environment: environment, logger: logger) {
-            config, store, logger throws(JobError) in
-            try await DiaryReminderHandler.make(config, store: store, logger: logger)
-        }
-    }
+    ) async throws(JobError) -> JobService { try await open(environment: environment, logger: logger) }
 }
 
 extension JobService where Handler == TokenJanitorHandler {
-    /// The token janitor from the `PUSH_*` settings; a run's options come from its event's `detail`.
+    /// The token janitor (``open(environment:logger:)``); a run's options come from its event's `detail`.
     public static func tokenJanitor(
         environment: [String: String] = ProcessInfo.processInfo.environment,
         logger: Logger = Logger(label: TokenJanitor.jobName)
-    ) async throws(JobError) -> JobService {
-        try await open(job: TokenJanitor.jobName, environment: environment, logger: logger) {
-            config, store, logger throws(JobError) in
-            try await TokenJanitorHandler.make(config, store: store, logger: logger)
-        }
-    }
+    ) async throws(JobError) -> JobService { try await open(environment: environment, logger: logger) }
 }

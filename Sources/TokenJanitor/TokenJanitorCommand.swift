@@ -53,8 +53,6 @@ struct Report: AsyncParsableCommand {
 enum TokenJanitorMain {
     static func main() async {
         guard LambdaAdapter.runtimeAPI != nil else { return await TokenJanitorCommand.main() }
-        await LambdaAdapter.serve(job: TokenJanitor.jobName) { config, store, logger throws(JobError) in
-            try await TokenJanitorHandler.make(config, store: store, logger: logger)
-        }
+        await LambdaAdapter.serve(TokenJanitorHandler.self)
     }
 }

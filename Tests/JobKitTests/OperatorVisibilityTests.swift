@@ -435,20 +435,20 @@ import Testing
         summary.bucketsLeased = 3
         summary.buckets = 12
         summary.otherRunners = 2
-        let reminder = MetricsFile.reminderText(
+        let reminder = MetricsFile.text(
             summary, job: "diary-reminder", now: 0, exitCode: 0, durationSeconds: 1, previousLastSuccess: nil)
         #expect(reminder.contains(#"diary_push_run_buckets{job="diary-reminder",kind="leased"} 3"#), "\(reminder)")
         #expect(reminder.contains(#"diary_push_run_buckets{job="diary-reminder",kind="total"} 12"#))
         #expect(reminder.contains(#"diary_push_run_other_runners{job="diary-reminder"} 2"#))
         // A run that leased nothing (one page, or a dry run) reports no bucket series.
-        let alone = MetricsFile.reminderText(
+        let alone = MetricsFile.text(
             RunSummary(job: "diary-reminder", runID: "r", now: 0, dryRun: false), job: "diary-reminder", now: 0,
             exitCode: 0, durationSeconds: 1, previousLastSuccess: nil)
         #expect(!alone.contains("diary_push_run_buckets"))
 
         var janitor = JanitorSummary(runID: "j", now: "1970-01-01T00:00:00Z", dryRun: false)
         janitor.partitionsDropped = ["notification_logs_m2025_10", "notification_deliveries_m2025_10"]
-        let text = MetricsFile.janitorText(
+        let text = MetricsFile.text(
             janitor, job: "token-janitor", now: 0, exitCode: 0, durationSeconds: 1, previousLastSuccess: nil)
         #expect(
             text.contains(#"diary_push_janitor_rows{job="token-janitor",action="partitions_dropped"} 2"#), "\(text)")

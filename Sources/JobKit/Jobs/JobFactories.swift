@@ -263,3 +263,24 @@ extension TokenJanitorHandler {
     /// Closes the provider connections, if a probe ever opened them.
     public func shutdown() async { await senders.shutdown() }
 }
+
+/// A job handler that its settings alone build: what ``JobService`` serves in a Swift backend and the Lambda
+/// runtime loop serves in an execution environment.
+public protocol ServedJob: JobHandler {
+    /// The job's name in logs, metrics and PostgreSQL's `application_name`.
+    static var jobName: String { get }
+    /// The handler from the `PUSH_*` settings, everything checked now; the caller owns `store`.
+    static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError) -> Self
+}
+
+extension DiaryReminderHandler: ServedJob {
+    public static var jobName: String { DiaryReminderRunner.jobName }
+}
+
+extension ContentLimitHookHandler: ServedJob {
+    public static var jobName: String { ContentLimitHook.jobName }
+}
+
+extension TokenJanitorHandler: ServedJob {
+    public static var jobName: String { TokenJanitor.jobName }
+}

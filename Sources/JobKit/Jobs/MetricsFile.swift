@@ -18,21 +18,23 @@ public struct MetricsFile: Sendable {
         self.path = path
     }
 
-    /// The reminder run's figures. `summary` is nil when the run failed before it had one.
-    public static func reminderText(
-        _ summary: RunSummary?, job: String, now: Int64, exitCode: Int32,
+    /// The figures every job reports, then `summary`'s own (``MeteredSummary``). `summary` is nil when the run
+    /// failed before it had one.
+    public static func text<Summary: MeteredSummary>(
+        _ summary: Summary?, job: String, now: Int64, exitCode: Int32,
         durationSeconds: Double, previousLastSuccess: Double?
     ) -> String {
         emit(
             job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
             previousLastSuccess: previousLastSuccess
         ) { registry in
-            if let summary { reminderFigures(summary, job: job, into: registry) }
+            summary?.recordFigures(job: job, into: registry)
         }
     }
 
-    private static func reminderFigures(_ summary: RunSummary, job: String, into registry: PrometheusCollectorRegistry)
-    {
+    fileprivate static func reminderFigures(
+        _ summary: RunSummary, job: String, into registry: PrometheusCollectorRegistry
+    ) {
         let users: [(String, Int)] = [
             ("candidates", summary.candidates), ("due", summary.due), ("claimed", summary.claimed),
             ("taken_over", summary.takenOver), ("sent", summary.sent), ("partial", summary.partial),
@@ -95,31 +97,24 @@ public struct MetricsFile: Sendable {
     }
 
     /// The janitor's figures.
-    public static func janitorText(
-        _ summary: JanitorSummary?, job: String, now: Int64, exitCode: Int32,
-        durationSeconds: Double, previousLastSuccess: Double?
-    ) -> String {
-        emit(
-            job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
-            previousLastSuccess: previousLastSuccess
-        ) { registry in
-            guard let summary else { return }
-            let figures: [(String, Int)] = [
-                ("stale_deactivated", summary.staleDeactivated),
-                ("fcm_expired_deactivated", summary.fcmExpiredDeactivated),
-                ("probed", summary.probed), ("probe_unregistered", summary.probeUnregistered),
-                ("deliveries_deleted", summary.deliveriesDeleted), ("logs_deleted", summary.logsDeleted),
-                ("devices_purged", summary.devicesPurged),
-                ("partitions_dropped", summary.partitionsDropped.count),
-            ]
-            for (action, count) in figures {
-                registry.makeGauge(
-                    name: "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
-                    help: "What the last janitor run did, by action."
-                ).set(Int64(count))
-            }
-            troubles(registry, summary.troubles, job: job)
+    fileprivate static func janitorFigures(
+        _ summary: JanitorSummary, job: String, into registry: PrometheusCollectorRegistry
+    ) {
+        let figures: [(String, Int)] = [
+            ("stale_deactivated", summary.staleDeactivated),
+            ("fcm_expired_deactivated", summary.fcmExpiredDeactivated),
+            ("probed", summary.probed), ("probe_unregistered", summary.probeUnregistered),
+            ("deliveries_deleted", summary.deliveriesDeleted), ("logs_deleted", summary.logsDeleted),
+            ("devices_purged", summary.devicesPurged),
+            ("partitions_dropped", summary.partitionsDropped.count),
+        ]
+        for (action, count) in figures {
+            registry.makeGauge(
+                name: "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
+                help: "What the last janitor run did, by action."
+            ).set(Int64(count))
         }
+        troubles(registry, summary.troubles, job: job)
     }
 
     /// A registry with the figures every job reports, then the job's own; its text.
@@ -208,5 +203,23 @@ public struct MetricsFile: Sendable {
         do { try write(text) } catch {
             logger.error("metrics not written", metadata: ["path": "\(path)", "error": "\(error.message)"])
         }
+    }
+}
+
+/// A summary that a scheduled run's metrics file is written from (``MetricsFile/text(_:job:now:exitCode:durationSeconds:previousLastSuccess:)``).
+public protocol MeteredSummary: JobSummary {
+    /// Adds the job's own figures to the ones every job reports.
+    func recordFigures(job: String, into registry: PrometheusCollectorRegistry)
+}
+
+extension RunSummary: MeteredSummary {
+    public func recordFigures(job: String, into registry: PrometheusCollectorRegistry) {
+        MetricsFile.reminderFigures(self, job: job, into: registry)
+    }
+}
+
+extension JanitorSummary: MeteredSummary {
+    public func recordFigures(job: String, into registry: PrometheusCollectorRegistry) {
+        MetricsFile.janitorFigures(self, job: job, into: registry)
     }
 }

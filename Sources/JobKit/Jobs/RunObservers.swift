@@ -46,7 +46,7 @@ public struct RunObservers: Sendable {
         }
         let code = error?.exitCode ?? 0
         metrics?.writeLogging(
-            Summary.metricsText(
+            MetricsFile.text(
                 summary, job: job, now: now, exitCode: code, durationSeconds: seconds, previousLastSuccess: previous),
             logger: logger)
         let body =
@@ -55,36 +55,5 @@ public struct RunObservers: Sendable {
         await heartbeat?.ping(code == 0 ? .success : .fail, body: body)
         if let error { throw error }
         return summary
-    }
-}
-
-/// A summary that a scheduled run's metrics file is written from.
-public protocol MeteredSummary: JobSummary {
-    /// The metrics file's text after a run that ended with `summary` (`nil`: it failed before one) and `exitCode`.
-    static func metricsText(
-        _ summary: Self?, job: String, now: Int64, exitCode: Int32, durationSeconds: Double,
-        previousLastSuccess: Double?
-    ) -> String
-}
-
-extension RunSummary: MeteredSummary {
-    public static func metricsText(
-        _ summary: RunSummary?, job: String, now: Int64, exitCode: Int32, durationSeconds: Double,
-        previousLastSuccess: Double?
-    ) -> String {
-        MetricsFile.reminderText(
-            summary, job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
-            previousLastSuccess: previousLastSuccess)
-    }
-}
-
-extension JanitorSummary: MeteredSummary {
-    public static func metricsText(
-        _ summary: JanitorSummary?, job: String, now: Int64, exitCode: Int32, durationSeconds: Double,
-        previousLastSuccess: Double?
-    ) -> String {
-        MetricsFile.janitorText(
-            summary, job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
-            previousLastSuccess: previousLastSuccess)
     }
 }
