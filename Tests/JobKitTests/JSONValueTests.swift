@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import PushSimulator
 import Testing
 
 @testable import JobKit

@@ -122,33 +122,53 @@ public protocol ContentLimitStore: Sendable {
 /// The stored form of a warning's numbers: a JSON object of strings.
 public enum LimitParams {
     public static func encode(_ params: [String: String]) -> String {
-        JSONValue.sortedObject(params.mapValues { .string($0) }).text
+        JSONLine.encode(params, verbatimKeys: true)
     }
     /// The numbers of a stored object; anything else (not JSON, not an object of strings) reads as none.
     public static func decode(_ text: String?) -> [String: String] {
-        guard let text, let members = (try? JSONValue(parsing: text))?.members else { return [:] }
-        var params: [String: String] = [:]
-        for (key, value) in members {
-            guard let string = value.string else { return [:] }
-            if params[key] == nil { params[key] = string }
-        }
-        return params
+        text.flatMap { JSONLine.decode([String: String].self, from: $0) } ?? [:]
     }
 }
 
 extension LimitSnapshot {
+    /// One log row as both stores aggregate it: `[id, type, period, status, claimed_at, message_index, locale,
+    /// run_id]`, message index and locale possibly null.
+    private struct LogRow: Decodable {
+        let key: LimitLogKey
+        let state: LogState
+
+        init(from decoder: any Decoder) throws {
+            var row = try decoder.unkeyedContainer()
+            let id = try row.decode(Int64.self)
+            let type = try row.decode(String.self)
+            let period = try row.decode(String.self)
+            let status = try row.decode(String.self)
+            let claimedAt = try row.decode(Int64.self)
+            let messageIndex = try row.decodeNil() ? nil : try row.decode(Int.self)
+            let locale = try row.decodeNil() ? nil : try row.decode(String.self)
+            let runID = try row.decode(String.self)
+            guard row.isAtEnd else {
+                throw DecodingError.dataCorrupted(.init(codingPath: row.codingPath, debugDescription: "a ninth field"))
+            }
+            key = LimitLogKey(type: NotificationType(rawValue: type), period: period)
+            state = LogState(
+                id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt, messageIndex: messageIndex,
+                locale: locale, runID: runID)
+        }
+    }
+
+    /// A row that does not read as a ``LogRow`` is skipped rather than failing the others.
+    private struct Skippable: Decodable {
+        let row: LogRow?
+        init(from decoder: any Decoder) throws { row = try? LogRow(from: decoder) }
+    }
+
     /// Parses log rows given as a JSON array of `[id, type, period, status, claimed_at, message_index, locale, run_id]`
-    /// (what both stores aggregate in their one read).
+    /// (what both stores aggregate in their one read); a malformed row is skipped.
     public static func parseLogs(json: String?) -> [LimitLogKey: LogState] {
         var logs: [LimitLogKey: LogState] = [:]
-        let items = (try? JSONValue(parsing: json ?? "[]"))?.array ?? []
-        for item in items.compactMap(\.array) where item.count == 8 {
-            guard let id = item[0].int64, let type = item[1].string, let period = item[2].string,
-                let status = item[3].string, let claimedAt = item[4].int64, let runID = item[7].string
-            else { continue }
-            logs[LimitLogKey(type: NotificationType(rawValue: type), period: period)] = LogState(
-                id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt,
-                messageIndex: item[5].int64.map { Int($0) }, locale: item[6].string, runID: runID)
+        for row in JSONLine.decode([Skippable].self, from: json ?? "[]")?.compactMap(\.row) ?? [] {
+            logs[row.key] = row.state
         }
         return logs
     }

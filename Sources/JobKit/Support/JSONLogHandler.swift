@@ -81,9 +81,9 @@ public struct JSONLogHandler: LogHandler {
         }
     }
 
-    /// One log line as a JSON object.
+    /// One log line as a JSON object, keys sorted.
     static func line(label: String, level: Logger.Level, message: String, fields: Logger.Metadata) -> String? {
-        var object: [String: JSONValue] = fields.mapValues(Self.json)
+        var object: [String: Field] = fields.mapValues(Field.init)
         let milliseconds = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
         let millisecondText = String(milliseconds % 1000)
         object["timestamp"] = .string(
@@ -92,15 +92,31 @@ public struct JSONLogHandler: LogHandler {
         object["level"] = .string(level.rawValue)
         object["job"] = .string(label)
         object["message"] = .string(message)
-        return JSONValue.sortedObject(object).text
+        return JSONLine.encode(object, verbatimKeys: true)
     }
 
-    private static func json(_ value: Logger.Metadata.Value) -> JSONValue {
-        switch value {
-        case .string(let text): .string(text)
-        case .stringConvertible(let convertible): .string("\(convertible)")
-        case .array(let values): .array(values.map(json))
-        case .dictionary(let members): .sortedObject(members.mapValues(json))
+    /// A metadata value as JSON: a string, an array or an object.
+    private enum Field: Encodable {
+        case string(String)
+        case array([Field])
+        case object([String: Field])
+
+        init(_ value: Logger.Metadata.Value) {
+            switch value {
+            case .string(let text): self = .string(text)
+            case .stringConvertible(let convertible): self = .string("\(convertible)")
+            case .array(let values): self = .array(values.map(Field.init))
+            case .dictionary(let members): self = .object(members.mapValues(Field.init))
+            }
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .string(let text): try container.encode(text)
+            case .array(let values): try container.encode(values)
+            case .object(let members): try container.encode(members)
+            }
         }
     }
 }

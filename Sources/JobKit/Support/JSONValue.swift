@@ -5,11 +5,13 @@ import struct Foundation.Data
 /// A JSON document read strictly (RFC 8259): one value, optional white space around it, valid UTF-8, no
 /// trailing commas, comments or bare words. Numbers keep the text they were written with.
 ///
-/// JobKit's reader and writer of small documents without a schema: the providers' answers (`{"name":…}`,
-/// `{"reason":…}`), a warning's stored numbers, the log rows a store aggregates for the hook, the
-/// `--log-format json` lines, and, in the simulator, every request body. Foundation's `JSONDecoder` cost ~5 µs an answer there and
-/// `JSONSerialization` (a bridged `NSDictionary` per object) ~5 µs a request body; both were among the
-/// largest items of their threads' profiles (BENCHMARKS.md).
+/// JobKit reads JSON with `JSONDecoder` and writes it with `JSONEncoder` (`JSONLine`), except where
+/// BENCHMARKS.md measured otherwise: this reader takes the providers' answers on the delivery path
+/// (`{"name":…}`, `{"reason":…}`) and, in the simulator, every request body — `JSONDecoder` cost ~5 µs an
+/// answer and `JSONSerialization` ~5 µs a request body, both among the largest items of their threads'
+/// profiles — and ``requireStrict(_:what:)`` checks an event's text before `JSONDecoder` reads it (which
+/// would take a duplicate key or a trailing comma). The payload writer is `PayloadJSON`; the simulator's
+/// writer of these values is in the simulator.
 package enum JSONValue: Sendable {
     case null
     case bool(Bool)
@@ -90,47 +92,9 @@ package enum JSONValue: Sendable {
 
     package var isObject: Bool { members != nil }
 
-    // MARK: Writing
-
-    /// The compact JSON text of the value.
-    package var text: String {
-        var bytes: [UInt8] = []
-        write(into: &bytes)
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    /// An object of these members with their keys in byte order (a stable text for stable input).
-    package static func sortedObject(_ members: [String: JSONValue]) -> JSONValue {
-        .object(
-            members.map { (key: $0.key, value: $0.value) }.sorted {
-                Array($0.key.utf8).lexicographicallyPrecedes(Array($1.key.utf8))
-            })
-    }
-
-    /// The compact JSON text of the value (members in their order, strings escaped as ``PayloadJSON`` does).
-    package func write(into bytes: inout [UInt8]) {
-        switch self {
-        case .null: bytes.append(contentsOf: "null".utf8)
-        case .bool(let flag): bytes.append(contentsOf: (flag ? "true" : "false").utf8)
-        case .number(let text): bytes.append(contentsOf: text.utf8)
-        case .string(let text): PayloadJSON.write(string: text, into: &bytes)
-        case .array(let elements):
-            bytes.append(UInt8(ascii: "["))
-            for (index, element) in elements.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                element.write(into: &bytes)
-            }
-            bytes.append(UInt8(ascii: "]"))
-        case .object(let members):
-            bytes.append(UInt8(ascii: "{"))
-            for (index, member) in members.enumerated() {
-                if index > 0 { bytes.append(UInt8(ascii: ",")) }
-                PayloadJSON.write(string: member.key, into: &bytes)
-                bytes.append(UInt8(ascii: ":"))
-                member.value.write(into: &bytes)
-            }
-            bytes.append(UInt8(ascii: "}"))
-        }
+    /// Appends `text` as a JSON string literal, escaped as the payloads are (``PayloadJSON``).
+    package static func write(string text: String, into bytes: inout [UInt8]) {
+        PayloadJSON.write(string: text, into: &bytes)
     }
 }
 

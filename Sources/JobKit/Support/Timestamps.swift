@@ -18,12 +18,19 @@ extension Timestamps {
 
 /// The one JSON style of everything the jobs print: one object per line, snake_case keys, sorted.
 enum JSONLine {
-    static func encode(_ value: some Encodable) -> String {
+    /// One line of JSON, keys sorted. A type's property names become snake case (`userID` → `user_id`);
+    /// `verbatimKeys` keeps the keys as given (a dictionary's keys are data, not names).
+    static func encode(_ value: some Encodable, verbatimKeys: Bool = false) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.keyEncodingStrategy = .convertToSnakeCase
+        if !verbatimKeys { encoder.keyEncodingStrategy = .convertToSnakeCase }
         guard let data = try? encoder.encode(value) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// `value` read from JSON text with `JSONDecoder`; nil for anything that is not one.
+    static func decode<Value: Decodable>(_ type: Value.Type, from text: String) -> Value? {
+        try? JSONDecoder().decode(type, from: Data(text.utf8))
     }
 
     /// A JSON string literal.
