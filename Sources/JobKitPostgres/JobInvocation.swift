@@ -55,7 +55,7 @@ public struct JobInvocation: Sendable {
         question ? RunObservers() : try RunObservers(config, metricsFile: metricsFile, pingURL: pingURL, logger: logger)
     }
 
-    func print(_ summary: some JobSummary) { output.write(json ? summary.json : summary.text) }
+    func write(_ summary: some JobSummary) { output.write(json ? summary.json : summary.text) }
 }
 
 /// What a `diary-reminder` run asks for beyond the shared settings; `nil`: the setting's environment value
@@ -111,7 +111,7 @@ extension JobInvocation {
                 }
                 let summary = try await handler.handleOnce(
                     ScheduledEvent(time: now), context: InvocationContext(now: now))
-                print(summary)
+                write(summary)
                 return summary
             }
         }
@@ -141,7 +141,7 @@ extension JobInvocation {
             if request.explain && !json {
                 for step in summary.steps { output.write("  \(step)") }
             }
-            print(summary)
+            write(summary)
         }
         if let summary = ContentLimitHook.summaryWithoutStore(request.event, options: options) {
             report(summary)
@@ -197,7 +197,7 @@ extension JobInvocation {
                 let handler = TokenJanitorHandler.make(providers, store: store, logger: logger, base: base)
                 let summary = try await handler.handleOnce(
                     ScheduledEvent(time: now), context: InvocationContext(now: now))
-                print(summary)
+                write(summary)
                 return summary
             }
         }
