@@ -182,4 +182,14 @@ import Testing
         #expect(harness.simulator.accepted().isEmpty)
         await harness.stop()
     }
+
+    /// An unlimited plan is answered without a store, and `--explain` says why, as every other verdict does.
+    @Test func anUnlimitedPlanIsExplainedWithoutADatabase() async throws {
+        let result = try await Executables.run(
+            "content-limit-hook-full",
+            ["--database", "/nonexistent/push.sqlite", "--user", "u", "--used", "5", "--limit", "0", "--explain"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout.hasPrefix("  limit: 0 → unlimited plan\n"), "\(result.stdout)")
+        #expect(result.stdout.contains(#"reason="unlimited plan""#))
+    }
 }
