@@ -52,7 +52,8 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
-            ]
+            ],
+            resources: [.embedInCode("Copy/default-copy-catalog.json")]
         ),
         .target(
             name: "JobKitPostgres",

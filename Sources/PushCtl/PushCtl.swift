@@ -237,7 +237,7 @@ struct CopyCommand: AsyncParsableCommand {
     struct Export: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the built-in catalog (a starting point for --copy-catalog).")
-        func run() async throws { print(CopyCatalog.builtInJSON) }
+        func run() async throws { print(CopyCatalog.builtInJSON, terminator: "") }
     }
 
     struct Check: AsyncParsableCommand {

@@ -48,7 +48,7 @@ public struct CopyCatalog: Sendable {
     /// type → lower-cased locale → messages
     private let messages: [NotificationType: [String: (tag: String, list: [CopyMessage])]]
 
-    /// The catalog compiled into the binary (see `DefaultCopyCatalog.swift`).
+    /// The catalog compiled into the binary (`default-copy-catalog.json`, embedded by the package manager).
     public static let builtIn: CopyCatalog = {
         do {
             return try CopyCatalog(json: Data(defaultCopyCatalogJSON.utf8), source: "built-in catalog")
@@ -230,6 +230,6 @@ public struct CopyCatalog: Sendable {
 }
 
 extension CopyCatalog {
-    /// The JSON text of the built-in catalog.
+    /// The JSON text of the built-in catalog: `default-copy-catalog.json`, as it is (it ends with a newline).
     public static var builtInJSON: String { defaultCopyCatalogJSON }
 }
