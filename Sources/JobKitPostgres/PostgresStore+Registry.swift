@@ -81,27 +81,8 @@ extension PostgresStore: AppDataStore {
             """)
     }
 
-    private struct ProfileRow: Encodable {
-        let id, timezone, locale, plan: String
-        let diary_reminder_enabled: Bool
-        let reminder_time: String
-        let content_limit_warnings_enabled: Bool
-        let quiet_hours_start, quiet_hours_end: String?
-        init(_ profile: UserProfile) {
-            id = profile.id
-            timezone = profile.timezone
-            locale = profile.locale
-            plan = profile.plan
-            diary_reminder_enabled = profile.diaryReminderEnabled
-            reminder_time = profile.reminderTime
-            content_limit_warnings_enabled = profile.contentLimitWarningsEnabled
-            quiet_hours_start = profile.quietHoursStart
-            quiet_hours_end = profile.quietHoursEnd
-        }
-    }
-
     private func insertProfiles(_ profiles: [UserProfile], now: Int64, context: String) async throws(JobError) {
-        let json = Self.json(profiles.map(ProfileRow.init))
+        let json = Self.json(profiles)
         let logger = self.logger
         try await transaction(context) { connection in
             try await Self.upsertProfiles(json, now: now, connection: connection, logger: logger)
@@ -146,7 +127,7 @@ extension PostgresStore: SeedSink {
             let apns_environment, app_version: String?
         }
         struct EntryRow: Encodable { let user_id: String, at: Int64 }
-        let profiles = Self.json(users.map { ProfileRow($0.profile) })
+        let profiles = Self.json(users.map(\.profile))
         let devices = Self.json(
             users.flatMap { user in
                 user.devices.map {

@@ -470,9 +470,11 @@ extension PostgresStore {
         return try decode(row, Int.self)
     }
 
-    /// Rows as one JSON array parameter (for `jsonb_to_recordset`): one statement for a whole batch.
+    /// Rows as one JSON array parameter (for `jsonb_to_recordset`): one statement for a whole batch. Keys are
+    /// the properties' names in snake case, as the columns are named (`reminderTime` is `reminder_time`).
     static func json<T: Encodable>(_ rows: [T]) -> String {
         let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
         guard let data = try? encoder.encode(rows) else { return "[]" }
         return String(decoding: data, as: UTF8.self)
     }

@@ -52,7 +52,7 @@ extension SQLiteStore: DeviceRegistry {
 }
 
 /// A user and their notification settings, as the app backend keeps them.
-public struct UserProfile: Sendable, Hashable {
+public struct UserProfile: Sendable, Hashable, Codable {
     public var id: String
     public var timezone: String
     public var locale: String
