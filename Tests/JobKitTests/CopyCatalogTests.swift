@@ -14,6 +14,13 @@ import Testing
         }
     }
 
+    /// The catalog in the binaries is the JSON file translators edit, byte for byte (embedded at build time).
+    @Test func theBuiltInCatalogIsTheJSONFileInTheSources() throws {
+        let file = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/JobKit/Copy/default-copy-catalog.json")
+        #expect(CopyCatalog.builtInJSON == (try String(contentsOf: file, encoding: .utf8)))
+    }
+
     @Test(arguments: [
         ("pt-BR", "pt-BR"), ("pt-PT", "pt"), ("pt", "pt"), ("PT_br", "pt-BR"), ("ja-JP", "ja"),
         ("zh-Hant-TW", "en"), ("", "en"), ("sw", "en"), ("en-GB", "en"),
