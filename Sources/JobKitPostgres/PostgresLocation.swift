@@ -13,6 +13,10 @@ import PostgresNIO
 /// - `max_connections`: connections this process may open (default 4).
 /// - `connect_timeout`: seconds (default 10).
 /// - `application_name`: shown in `pg_stat_activity` (default the job's name).
+/// - `prepared_statements`: `on` (default) or `off`. On, the statements every page of a run repeats are named
+///   prepared statements, parsed and planned once per connection; `off` sends every statement unnamed, for a
+///   pooler in transaction mode that cannot carry named ones (PgBouncer before 1.21, or with
+///   `max_prepared_statements = 0`).
 public struct PostgresLocation: Sendable {
     public enum TLSMode: String, Sendable, CaseIterable {
         case disable, prefer, require
@@ -29,6 +33,7 @@ public struct PostgresLocation: Sendable {
     public var maxConnections = 4
     public var connectTimeoutSeconds = 10
     public var applicationName: String?
+    public var preparedStatements = true
     /// Never printed: ``display`` leaves it out.
     var password: String?
 
@@ -85,9 +90,15 @@ public struct PostgresLocation: Sendable {
                 location.connectTimeoutSeconds = number
             case "application_name":
                 location.applicationName = value
+            case "prepared_statements":
+                switch value {
+                case "on": location.preparedStatements = true
+                case "off": location.preparedStatements = false
+                default: throw .config("\(source): prepared_statements must be on or off, got \(value)")
+                }
             default:
                 throw .config(
-                    "\(source): unknown postgres:// parameter \(item.name) (known: sslmode, sslrootcert, password_file, max_connections, connect_timeout, application_name)"
+                    "\(source): unknown postgres:// parameter \(item.name) (known: sslmode, sslrootcert, password_file, max_connections, connect_timeout, application_name, prepared_statements)"
                 )
             }
         }

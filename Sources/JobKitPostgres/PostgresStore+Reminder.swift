@@ -66,7 +66,9 @@ extension PostgresStore: ReminderStore {
     public func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] {
         guard !queries.isEmpty else { return [] }
         var keys = try await rows("selecting due users", Self.dueKeysQuery(queries)).map { row throws(JobError) in
-            let (query, userID) = try decode(row, (Int64, String).self)
+            var columns = Columns(row)
+            let query = try columns.next(Int64.self)
+            let userID = try columns.next(String.self)
             return DueKey(userID: userID, query: Int(query))
         }
         keys.sort()
@@ -79,8 +81,13 @@ extension PostgresStore: ReminderStore {
     /// statistics — stale while a run is inserting thousands of claims — led PostgreSQL to rescan it for every
     /// row, and a small page can make a scan of the settings look cheaper than its probes.) The page's periods,
     /// as constants, let the planner keep only their log partitions for the claim lookup.
+    enum DueCandidates: PreparedQueryKind {
+        static let statementName = "diary_push_due_candidates"
+        static let sql = dueCandidatesQuery([], of: []).sql
+    }
+
     static func dueCandidatesQuery(_ keys: [DueKey], of queries: [DueQuery]) -> PostgresQuery {
-        let rows = keys.map { (key: $0, query: queries[$0.query]) }
+        let periods = Set(keys.map { queries[$0.query].period }).sorted()
         // One row per (candidate, active device), or one with null device columns: the candidate's probes run
         // once in the fenced (`OFFSET 0`) subquery, then its devices are joined on, which saves the page the
         // statement that read them after selection.
@@ -95,12 +102,16 @@ extension PostgresStore: ReminderStore {
                         WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
                           AND x.message_index IS NOT NULL
                         ORDER BY x.period_key DESC LIMIT 1)
-                FROM unnest(\(rows.map { Int64($0.key.query) })::int8[], \(rows.map(\.key.userID))::text[],
-                            \(rows.map(\.query.zone))::text[], \(rows.map { Int32($0.query.minutes.lowerBound) })::int4[],
-                            \(rows.map { Int32($0.query.minutes.upperBound) })::int4[],
-                            \(rows.map(\.query.day.lowerBound))::int8[], \(rows.map(\.query.day.upperBound))::int8[],
-                            \(rows.map(\.query.period))::text[], \(rows.map(\.query.type.rawValue))::text[])
-                     WITH ORDINALITY AS p(query, user_id, zone, low, high, day_start, day_end, period, type, k)
+                FROM (
+                    SELECT k.k, k.query, k.user_id, q.zone, q.low, q.high, q.day_start, q.day_end, q.period, q.type
+                    FROM unnest(\(keys.map { Int64($0.query) })::int8[], \(keys.map(\.userID))::text[])
+                         WITH ORDINALITY AS k(query, user_id, k)
+                    JOIN unnest(\(queries.map(\.zone))::text[], \(queries.map { Int32($0.minutes.lowerBound) })::int4[],
+                                \(queries.map { Int32($0.minutes.upperBound) })::int4[],
+                                \(queries.map(\.day.lowerBound))::int8[], \(queries.map(\.day.upperBound))::int8[],
+                                \(queries.map(\.period))::text[], \(queries.map(\.type.rawValue))::text[])
+                         WITH ORDINALITY AS q(zone, low, high, day_start, day_end, period, type, i) ON q.i = k.query + 1
+                    OFFSET 0) p
                 CROSS JOIN LATERAL (
                     SELECT n.user_id FROM notification_settings n
                     WHERE n.user_id = p.user_id AND n.diary_reminder_enabled AND n.timezone = p.zone
@@ -109,7 +120,7 @@ extension PostgresStore: ReminderStore {
                 LEFT JOIN LATERAL (
                     SELECT x.id, x.status, x.claimed_at, x.message_index, x.locale, x.run_id FROM notification_logs x
                     WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key = p.period
-                      AND x.period_key = ANY(\(Set(rows.map(\.query.period)).sorted())::text[])
+                      AND x.period_key = ANY(\(periods)::text[])
                     LIMIT 1) l ON true
                 OFFSET 0) c
             LEFT JOIN user_devices dv ON dv.user_id = c.user_id AND dv.is_active
@@ -129,16 +140,26 @@ extension PostgresStore: ReminderStore {
                     wroteToday: c.wroteToday,
                     log: c.log, previousMessageIndex: c.previousMessageIndex, devices: devices))
         }
-        for row in try await rows("selecting due users", Self.dueCandidatesQuery(keys, of: queries)) {
-            let (
-                k, query, userID, locale, wrote, logID, status, claimedAt, messageIndex, logLocale, runID, previous,
-                deviceID, token, provider, platform, environment
-            ) = try decode(
-                row,
-                (
-                    Int64, Int64, String, String, Bool, Int64?, String?, Int64?, Int?, String?, String?, Int?, Int64?,
-                    String?, String?, String?, String?
-                ).self)
+        let statement = PreparedQuery<DueCandidates>(Self.dueCandidatesQuery(keys, of: queries))
+        for row in try await read("selecting due users", { connection in try await run(statement, on: connection) }) {
+            var columns = Columns(row)
+            let k = try columns.next(Int64.self)
+            let query = try columns.next(Int64.self)
+            let userID = try columns.next(String.self)
+            let locale = try columns.next(String.self)
+            let wrote = try columns.next(Bool.self)
+            let logID = try columns.next(Int64?.self)
+            let status = try columns.next(String?.self)
+            let claimedAt = try columns.next(Int64?.self)
+            let messageIndex = try columns.next(Int?.self)
+            let logLocale = try columns.next(String?.self)
+            let runID = try columns.next(String?.self)
+            let previous = try columns.next(Int?.self)
+            let deviceID = try columns.next(Int64?.self)
+            let token = try columns.next(String?.self)
+            let provider = try columns.next(String?.self)
+            let platform = try columns.next(String?.self)
+            let environment = try columns.next(String?.self)
             if current?.k != k {
                 finish()
                 let log = logID.map { id in
@@ -183,22 +204,14 @@ extension PostgresStore: ReminderStore {
         let logger = self.logger
         let won: [Key: Claim] = try await transaction("claiming notifications") { connection in
             var won: [Key: Claim] = [:]
-            let inserted = try await connection.query(
-                """
-                INSERT INTO notification_logs
-                    (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
-                SELECT r.user_id, r.type, r.period, 'claimed', r.message_index, r.locale, \(runID), 1,
-                       to_timestamp(\(now)), to_timestamp(\(now))
-                FROM unnest(\(requests.map(\.userID))::text[], \(requests.map(\.type.rawValue))::text[],
-                            \(requests.map(\.period))::text[], \(requests.map { Int64($0.messageIndex) })::int8[],
-                            \(requests.map(\.locale))::text[]) AS r(user_id, type, period, message_index, locale)
-                ORDER BY r.user_id COLLATE "C", r.type COLLATE "C", r.period COLLATE "C"
-                ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
-                RETURNING id, user_id, notification_type, period_key
-                """, logger: logger
-            ).collect()
+            let inserted = try await self.run(
+                PreparedQuery<ClaimInsert>(Self.claimInsertQuery(requests, runID: runID, now: now)), on: connection)
             for row in inserted {
-                let (id, user, type, period) = try row.decode((Int64, String, String, String).self)
+                var columns = Columns(row)
+                let id = try columns.next(Int64.self)
+                let user = try columns.next(String.self)
+                let type = try columns.next(String.self)
+                let period = try columns.next(String.self)
                 let key = Key(user: user, type: type, period: period)
                 guard let request = byKey[key] else { continue }
                 won[key] = Claim(
@@ -278,10 +291,63 @@ extension PostgresStore: ReminderStore {
             id: id, userID: userID, token: token, provider: provider, platform: platform, apnsEnvironment: environment)
     }
 
+    /// A page's claims as new log rows, in key order (concurrent runners lock rows in the same order and cannot
+    /// deadlock); a row that exists already is left alone and not returned.
+    enum ClaimInsert: PreparedQueryKind {
+        static let statementName = "diary_push_claim"
+        static let sql = claimInsertQuery([], runID: "", now: 0).sql
+    }
+
+    static func claimInsertQuery(_ requests: [ClaimRequest], runID: String, now: Int64) -> PostgresQuery {
+        """
+        INSERT INTO notification_logs
+            (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
+        SELECT r.user_id, r.type, r.period, 'claimed', r.message_index, r.locale, \(runID), 1,
+               to_timestamp(\(now)), to_timestamp(\(now))
+        FROM unnest(\(requests.map(\.userID))::text[], \(requests.map(\.type.rawValue))::text[],
+                    \(requests.map(\.period))::text[], \(requests.map { Int64($0.messageIndex) })::int8[],
+                    \(requests.map(\.locale))::text[]) AS r(user_id, type, period, message_index, locale)
+        ORDER BY r.user_id COLLATE "C", r.type COLLATE "C", r.period COLLATE "C"
+        ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
+        RETURNING id, user_id, notification_type, period_key
+        """
+    }
+
+    /// A page's device attempts: one row each, the columns as one array parameter each.
+    enum DeliveriesInsert: PreparedQueryKind {
+        static let statementName = "diary_push_deliveries"
+        static let sql = deliveriesInsertQuery([], runID: "", now: 0).sql
+    }
+
+    static func deliveriesInsertQuery(_ deliveries: [DeliveryRecord], runID: String, now: Int64) -> PostgresQuery {
+        """
+        -- Arrays hold no NULL: '' and -1 stand for "none".
+        INSERT INTO notification_deliveries
+            (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
+        SELECT r.log_id, r.device_id, r.provider, r.outcome, nullif(r.reason, ''),
+               nullif(r.provider_message_id, ''), r.attempts, nullif(r.latency_ms, -1), \(runID),
+               to_timestamp(\(now))
+        FROM unnest(\(deliveries.map(\.logID))::int8[], \(deliveries.map(\.deviceID))::int8[],
+                    \(deliveries.map(\.report.channel))::text[], \(deliveries.map(\.report.outcome.rawValue))::text[],
+                    \(deliveries.map { $0.report.reason ?? "" })::text[],
+                    \(deliveries.map { $0.report.providerMessageID ?? "" })::text[],
+                    \(deliveries.map { Int32(clamping: max(1, $0.report.attempts)) })::int4[],
+                    \(deliveries.map { Int32(clamping: $0.report.latencyMs ?? -1) })::int4[])
+             AS r(log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms)
+        """
+    }
+
     /// The statements that resolve claims: one per (status, detail) value (a page has a handful), each a
     /// join-free `UPDATE … WHERE id = ANY(ids)`, an index probe per row whatever the (stale, mid-run) statistics
     /// say. Joined to a row set instead, a page's resolutions were planned as a scan of the log, or as a nested
     /// loop comparing every row with every row (143 ms a page of 1,000 at 1,000,000 users; BENCHMARKS.md).
+    enum Resolution: PreparedQueryKind {
+        static let statementName = "diary_push_resolution"
+        static let sql = resolutionQuery(
+            ClaimResolutionGroup(status: .sent, detail: nil), ids: [], periods: [], runID: "", now: 0
+        ).sql
+    }
+
     static func resolutionQueries(_ resolutions: [ClaimResolution], runID: String, now: Int64) -> [PostgresQuery] {
         var groups: [ClaimResolutionGroup: (ids: [Int64], periods: Set<String>)] = [:]
         var order: [ClaimResolutionGroup] = []
@@ -294,14 +360,20 @@ extension PostgresStore: ReminderStore {
         // `period_key = ANY(periods)` lets the planner look in the partitions of the page's periods only.
         return order.map { group in
             let (ids, periods) = groups[group] ?? ([], [])
-            return """
-                UPDATE notification_logs
-                SET status = \(group.status.rawValue), finished_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now)),
-                    detail = \(group.detail)
-                WHERE id = ANY(\(ids)::int8[]) AND period_key = ANY(\(periods.sorted())::text[])
-                  AND run_id = \(runID) AND status = 'claimed'
-                """
+            return resolutionQuery(group, ids: ids, periods: periods.sorted(), runID: runID, now: now)
         }
+    }
+
+    private static func resolutionQuery(
+        _ group: ClaimResolutionGroup, ids: [Int64], periods: [String], runID: String, now: Int64
+    ) -> PostgresQuery {
+        """
+        UPDATE notification_logs
+        SET status = \(group.status.rawValue), finished_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now)),
+            detail = \(group.detail)
+        WHERE id = ANY(\(ids)::int8[]) AND period_key = ANY(\(periods)::text[])
+          AND run_id = \(runID) AND status = 'claimed'
+        """
     }
 
     /// Device attempts, dead-token deactivations and the claims' final states, in one transaction: one statement
@@ -328,23 +400,9 @@ extension PostgresStore: ReminderStore {
         let statements = (deliveries.isEmpty ? 0 : 1) + (deadIDs.isEmpty ? 0 : 1) + resolving.count
         try await transaction("recording deliveries", explicit: statements > 1) { connection in
             if !deliveries.isEmpty {
-                _ = try await connection.query(
-                    """
-                    -- Arrays hold no NULL: '' and -1 stand for "none".
-                    INSERT INTO notification_deliveries
-                        (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
-                    SELECT r.log_id, r.device_id, r.provider, r.outcome, nullif(r.reason, ''),
-                           nullif(r.provider_message_id, ''), r.attempts, nullif(r.latency_ms, -1), \(runID),
-                           to_timestamp(\(now))
-                    FROM unnest(\(deliveries.map(\.logID))::int8[], \(deliveries.map(\.deviceID))::int8[],
-                                \(deliveries.map(\.report.channel))::text[], \(deliveries.map(\.report.outcome.rawValue))::text[],
-                                \(deliveries.map { $0.report.reason ?? "" })::text[],
-                                \(deliveries.map { $0.report.providerMessageID ?? "" })::text[],
-                                \(deliveries.map { Int32(clamping: max(1, $0.report.attempts)) })::int4[],
-                                \(deliveries.map { Int32(clamping: $0.report.latencyMs ?? -1) })::int4[])
-                         AS r(log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms)
-                    """, logger: logger
-                ).collect()
+                _ = try await self.run(
+                    PreparedQuery<DeliveriesInsert>(Self.deliveriesInsertQuery(deliveries, runID: runID, now: now)),
+                    on: connection)
                 if !deadIDs.isEmpty {
                     _ = try await connection.query(
                         """
@@ -358,7 +416,7 @@ extension PostgresStore: ReminderStore {
                     ).collect()
                 }
             }
-            for query in resolving { _ = try await connection.query(query, logger: logger).collect() }
+            for query in resolving { _ = try await self.run(PreparedQuery<Resolution>(query), on: connection) }
         }
     }
 
@@ -487,6 +545,24 @@ func decode<each T: PostgresDecodable>(_ row: PostgresRow, _ type: (repeat each 
         return try row.decode(type)
     } catch {
         throw .software("unexpected column types from PostgreSQL: \(String(describing: type))")
+    }
+}
+
+/// A row's columns read one by one, for the statements that return many rows a page: each `next` is
+/// specialized for its column's type where it is called. (`PostgresRow.decode` of a tuple, as ``decode(_:_:)``
+/// uses, takes an unspecialized generic step per column: 7 % of the job's CPU went to decoding candidates.)
+struct Columns {
+    private var cells: PostgresRow.Iterator
+
+    init(_ row: PostgresRow) { cells = row.makeIterator() }
+
+    mutating func next<T: PostgresDecodable>(_: T.Type = T.self) throws(JobError) -> T {
+        guard let cell = cells.next() else { throw .software("PostgreSQL returned fewer columns than expected") }
+        do {
+            return try cell.decode(T.self)
+        } catch {
+            throw .software("unexpected column type from PostgreSQL: \(cell.columnName) is not \(T.self)")
+        }
     }
 }
 

@@ -8,8 +8,9 @@ import PostgresNIO
 /// postgres-nio with bind parameters only.
 ///
 /// Every operation is one statement or one short transaction on a connection leased from a small pool,
-/// and nothing is kept in the session between them (no `SET`, no session advisory locks, no named
-/// prepared statements), so PgBouncer in transaction mode works. Claims rely on the unique key
+/// and nothing is kept in the session between them (no `SET`, no session advisory locks), so PgBouncer in
+/// transaction mode works; the statements every page repeats are named prepared statements
+/// (``PreparedQuery``), which PgBouncer carries from 1.21 on (`prepared_statements=off` for older poolers). Claims rely on the unique key
 /// (`INSERT … ON CONFLICT DO NOTHING RETURNING`); credential minting on a row lock.
 public final class PostgresStore: Sendable {
     public let location: PostgresLocation
@@ -118,6 +119,18 @@ public final class PostgresStore: Sendable {
         }
     }
 
+    /// One of the statements every page runs (``PreparedQuery``): prepared on the connection the first time it
+    /// runs there, then only bound and executed; unnamed, like every other statement, with
+    /// `prepared_statements=off`.
+    func run<Kind>(_ statement: PreparedQuery<Kind>, on connection: PostgresConnection) async throws -> [PostgresRow] {
+        guard location.preparedStatements else {
+            return try await connection.query(statement.query, logger: logger).collect()
+        }
+        var rows: [PostgresRow] = []
+        for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+        return rows
+    }
+
     func read<T: Sendable>(_ context: String, _ body: (PostgresConnection) async throws -> T) async throws(JobError)
         -> T
     {
@@ -212,6 +225,12 @@ public final class PostgresStore: Sendable {
             case "3D000":
                 return .noInput(
                     "\(context): \(message) at \(location.display) (create it with createdb, then run pushctl migrate)")
+            case "26000", "42P05":
+                // A named statement missing, or there already, on the server connection: a pooler in
+                // transaction mode gave this connection's statements to another server connection.
+                return .config(
+                    "\(context): PostgreSQL: \(message): a connection pooler in transaction mode that does not carry prepared statements sits in front of \(location.display); add prepared_statements=off to the database URL (or, on PgBouncer 1.21 or later, set max_prepared_statements)"
+                )
             case "42P01", "42703", "42883":
                 return .config("\(context): \(message): is the database migrated? (pushctl migrate)")
             case "25006", "42501":
@@ -344,4 +363,28 @@ actor PostgresConnectionPool {
             try? await connection.close()
         }
     }
+}
+
+/// A statement that every page runs, its text fixed (every value is a parameter): it is prepared once per
+/// connection under its kind's name, so that the server parses and plans it once, not once a page.
+struct PreparedQuery<Kind: PreparedQueryKind>: PostgresPreparedStatement {
+    typealias Row = PostgresRow
+    static var name: String { Kind.statementName }
+    static var sql: String { Kind.sql }
+
+    let query: PostgresQuery
+
+    init(_ query: PostgresQuery) {
+        assert(query.sql == Kind.sql, "\(Kind.statementName): the text of a prepared statement changed with its values")
+        self.query = query
+    }
+
+    func makeBindings() -> PostgresBindings { query.binds }
+    func decodeRow(_ row: PostgresRow) -> PostgresRow { row }
+}
+
+/// A ``PreparedQuery``'s name on the server and its text (built from empty inputs).
+protocol PreparedQueryKind {
+    static var statementName: String { get }
+    static var sql: String { get }
 }

@@ -251,9 +251,48 @@ import Testing
         #expect(!keysPlan.contains("Seq Scan"), "\(keysPlan)")
         let keys = (0..<20).map { DueKey(userID: "user-\($0)", query: 0) }
         let plan = try await explain(PostgresStore.dueCandidatesQuery(keys, of: queries))
-        #expect(plan.contains("Function Scan on p"), "\(plan)")  // the keys drive
+        #expect(plan.contains("Function Scan on k"), "\(plan)")  // the keys drive
         #expect(plan.contains("on notification_settings n") && plan.contains("users_pkey on users"), "\(plan)")
         #expect(!plan.contains("Seq Scan on notification_settings") && !plan.contains("Seq Scan on users"), "\(plan)")
+    }
+
+    /// The statements every page repeats are named prepared statements on the connection that ran them (one
+    /// here: max_connections=1); with prepared_statements=off there are none, and the run is the same. A
+    /// prepared statement that vanished from the server connection (as behind a pooler in transaction mode
+    /// that does not carry them) fails the run with a message that names the fix.
+    @Test func pageStatementsArePreparedUnlessTheURLSaysOff() async throws {
+        for prepared in [true, false] {
+            let db = try await TemporaryDatabase(.postgres)
+            for i in 0..<5 { try await db.store.addUser("u\(i)", time: "20:00") }
+            var location = try PostgresLocation.parse(db.path)
+            location.maxConnections = 1
+            location.preparedStatements = prepared
+            let store = try await PostgresStore.open(location, mode: .readWrite, logger: quietLogger)
+            func run(_ now: String) async throws -> RunSummary {
+                try await DiaryReminderRunner(store: store, sender: RecordingSender(), logger: quietLogger).run(
+                    ReminderRunOptions(now: instant(now)))
+            }
+            #expect(try await run("2026-11-21T20:00:00Z").sent == 5)
+            let names = try await store.rows("reading", "SELECT name FROM pg_prepared_statements ORDER BY name")
+                .map { try $0.decode(String.self) }
+            #expect(
+                names
+                    == (prepared
+                        ? [
+                            "diary_push_claim", "diary_push_deliveries", "diary_push_due_candidates",
+                            "diary_push_resolution",
+                        ]
+                        : []))
+            if prepared {
+                _ = try await store.rows("forgetting", "DEALLOCATE diary_push_due_candidates")
+                await #expect(
+                    throws: JobError.config(
+                        "selecting due users: PostgreSQL: prepared statement \"diary_push_due_candidates\" does not exist: a connection pooler in transaction mode that does not carry prepared statements sits in front of \(location.display); add prepared_statements=off to the database URL (or, on PgBouncer 1.21 or later, set max_prepared_statements)"
+                    )
+                ) { try await run("2026-11-22T20:00:00Z") }
+            }
+            await store.close()
+        }
     }
 
     @Test func urlsAreParsedStrictlyAndPasswordsNeverShown() throws {
@@ -268,6 +307,12 @@ import Testing
         #expect(location.password == "s@cret")
         #expect(location.display == "postgres://app@db.example:6543/diary")
         #expect(!location.display.contains("cret"))
+        #expect(location.preparedStatements)
+        #expect(try !PostgresLocation.parse("postgres://h/db?prepared_statements=off").preparedStatements)
+        #expect(try PostgresLocation.parse("postgres://h/db?prepared_statements=on").preparedStatements)
+        #expect(throws: JobError.config("PUSH_DATABASE_URL: prepared_statements must be on or off, got yes")) {
+            try PostgresLocation.parse("postgres://h/db?prepared_statements=yes")
+        }
         for bad in [
             "postgres://h/db?sslmode=sometimes", "postgres://h/db?pool=3", "postgres:///db",
             "postgres://h/db?max_connections=0",
