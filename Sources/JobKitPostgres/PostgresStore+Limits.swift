@@ -300,92 +300,57 @@ extension PostgresStore: ReportStore {
                   AND l.claimed_at >= to_timestamp(\(from)) AND l.claimed_at < to_timestamp(\(to))
                   AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
                 """, logger: logger
-            ).collect().map { row in
-                let (locale, index, at, period, zone, entry) = try row.decode(
-                    (String, Int, Int64, String, String, Int64?).self)
-                return ReminderOutcomeRow(
-                    locale: locale, messageIndex: index, remindedAt: at, period: period, timezone: zone,
-                    firstEntryAfter: entry)
-            }
+            ).collect().map { try $0.decode((String, Int, Int64, String, String, Int64?).self) }
         }
     }
 
-    public func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
+    public func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
         let logger = self.logger
         return try await read("building the report") { connection in
             func all(_ query: PostgresQuery) async throws -> [PostgresRow] {
                 try await connection.query(query, logger: logger).collect()
             }
-            let volume = try await all(
+            var figures = HealthFigures()
+            figures.claims = try await all(
                 """
-                SELECT to_char(claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), notification_type, count(*),
-                       count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'partial'),
-                       count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'deferred'),
-                       count(*) FILTER (WHERE status = 'retry'), count(*) FILTER (WHERE status = 'superseded'),
-                       count(*) FILTER (WHERE status = 'claimed')
+                SELECT to_char(claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), notification_type, status, count(*)
                 FROM notification_logs WHERE claimed_at >= to_timestamp(\(from)) AND claimed_at < to_timestamp(\(to))
-                GROUP BY 1, 2 ORDER BY 1, 2
+                GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
                 """
-            ).map { row in
-                let (day, type, claimed, sent, partial, failed, deferred, retry, superseded, inProgress) =
-                    try row.decode(
-                        (String, String, Int, Int, Int, Int, Int, Int, Int, Int).self)
-                return HealthReport.DayType(
-                    day: day, type: type, claimed: claimed, sent: sent, partial: partial, failed: failed,
-                    deferred: deferred, retry: retry, superseded: superseded, inProgress: inProgress)
-            }
-            let deliveries = try await all(
+            ).map { try $0.decode((String, String, String, Int).self) }
+            figures.deliveries = try await all(
                 """
                 SELECT provider || '/' || outcome COLLATE "C", count(*) FROM notification_deliveries
                 WHERE created_at >= to_timestamp(\(from)) AND created_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
                 """
-            ).map { row in
-                let (key, count) = try row.decode((String, Int).self)
-                return HealthReport.Count(key: key, count: count)
-            }
-            let rates = try await all(
+            ).map { try $0.decode((String, Int).self) }
+            figures.deliveryDays = try await all(
                 """
                 SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), count(*),
                        count(*) FILTER (WHERE outcome = 'token_dead')
                 FROM notification_deliveries
                 WHERE created_at >= to_timestamp(\(from)) AND created_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
                 """
-            ).map { row in
-                let (day, deliveries, dead) = try row.decode((String, Int, Int).self)
-                return HealthReport.DayRate(day: day, deliveries: deliveries, tokenDead: dead)
-            }
-            let active = try await all(
+            ).map { try $0.decode((String, Int, Int).self) }
+            figures.activeDevices = try await all(
                 """
                 SELECT platform || '/' || provider COLLATE "C", count(*) FROM user_devices WHERE is_active GROUP BY 1 ORDER BY 1
                 """
-            ).map { row in
-                let (key, count) = try row.decode((String, Int).self)
-                return HealthReport.Count(key: key, count: count)
-            }
-            let deactivations = try await all(
+            ).map { try $0.decode((String, Int).self) }
+            figures.deactivations = try await all(
                 """
                 SELECT coalesce(deactivation_reason, 'unknown') COLLATE "C", count(*) FROM user_devices
                 WHERE NOT is_active AND deactivated_at >= to_timestamp(\(from)) AND deactivated_at < to_timestamp(\(to))
                 GROUP BY 1 ORDER BY 2 DESC, 1
                 """
-            ).map { row in
-                let (key, count) = try row.decode((String, Int).self)
-                return HealthReport.Count(key: key, count: count)
-            }
-            let runs = try await all(
+            ).map { try $0.decode((String, Int).self) }
+            figures.lastRuns = try await all(
                 """
                 SELECT DISTINCT ON (job) job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms FROM job_runs
                 ORDER BY job, run_at DESC
                 """
-            ).map { row in
-                let (job, runAt, outcome, duration) = try row.decode((String, Int64, String, Int?).self)
-                return HealthReport.JobRun(
-                    job: job, runAt: Timestamps.format(runAt), outcome: outcome, durationMs: duration)
-            }
-            return HealthReport(
-                from: Timestamps.format(from), to: Timestamps.format(to), days: Int((to - from) / 86_400),
-                volume: volume, deliveries: deliveries, invalidTokenRate: rates, activeDevices: active,
-                deactivations: deactivations, lastRuns: runs)
+            ).map { try $0.decode((String, Int64, String, Int?).self) }
+            return figures
         }
     }
 }

@@ -1,62 +1,51 @@
 import Foundation
 import GRDB
 
-/// The delivery-health report: what the notification log says about the last days.
+/// The delivery-health report: what the notification log says about the last days. Built from a store's
+/// ``HealthFigures`` by ``init(from:to:figures:)``, the one place that turns counted rows into the report.
 public struct HealthReport: Sendable, Codable, Hashable {
     public struct DayType: Sendable, Codable, Hashable {
         public let day: String
         public let type: String
-        public let claimed, sent, partial, failed, deferred, retry, superseded, inProgress: Int
+        /// Every log row claimed that day, whatever its state; then the rows in each state.
+        public private(set) var claimed = 0, sent = 0, partial = 0, failed = 0, deferred = 0, retry = 0
+        public private(set) var superseded = 0, inProgress = 0
 
-        public init(
-            day: String, type: String, claimed: Int, sent: Int, partial: Int, failed: Int, deferred: Int, retry: Int,
-            superseded: Int, inProgress: Int
-        ) {
+        init(day: String, type: String) {
             self.day = day
             self.type = type
-            self.claimed = claimed
-            self.sent = sent
-            self.partial = partial
-            self.failed = failed
-            self.deferred = deferred
-            self.retry = retry
-            self.superseded = superseded
-            self.inProgress = inProgress
+        }
+
+        /// `count` rows in `status` (a state this version does not know counts in ``claimed`` only).
+        mutating func add(_ count: Int, _ status: ClaimStatus) {
+            claimed += count
+            switch status {
+            case .sent: sent += count
+            case .partial: partial += count
+            case .failed: failed += count
+            case .deferred: deferred += count
+            case .retry: retry += count
+            case .superseded: superseded += count
+            case .claimed: inProgress += count
+            default: break
+            }
         }
     }
     public struct Count: Sendable, Codable, Hashable {
         public let key: String
         public let count: Int
-
-        public init(key: String, count: Int) {
-            self.key = key
-            self.count = count
-        }
     }
     public struct DayRate: Sendable, Codable, Hashable {
         public let day: String
         public let deliveries: Int
         public let tokenDead: Int
         public var rate: Double { deliveries == 0 ? 0 : Double(tokenDead) / Double(deliveries) }
-
-        public init(day: String, deliveries: Int, tokenDead: Int) {
-            self.day = day
-            self.deliveries = deliveries
-            self.tokenDead = tokenDead
-        }
     }
     public struct JobRun: Sendable, Codable, Hashable {
         public let job: String
         public let runAt: String
         public let outcome: String
         public let durationMs: Int?
-
-        public init(job: String, runAt: String, outcome: String, durationMs: Int?) {
-            self.job = job
-            self.runAt = runAt
-            self.outcome = outcome
-            self.durationMs = durationMs
-        }
     }
 
     public let from: String
@@ -75,29 +64,60 @@ public struct HealthReport: Sendable, Codable, Hashable {
     /// Does the reminder work? Per locale and message (``ReminderEffect``); filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
     public var reminderEffect: [ReminderEffect.Message] = []
 
-    public init(
-        from: String, to: String, days: Int, volume: [DayType], deliveries: [Count], invalidTokenRate: [DayRate],
-        activeDevices: [Count], deactivations: [Count], lastRuns: [JobRun]
-    ) {
-        self.from = from
-        self.to = to
-        self.days = days
+    /// The report of the window `from..<to` (UTC seconds) from what a store counted in it.
+    public init(from: Int64, to: Int64, figures: HealthFigures) {
+        self.from = Timestamps.format(from)
+        self.to = Timestamps.format(to)
+        days = Int((to - from) / 86_400)
+        var volume: [DayType] = []
+        for row in figures.claims {
+            if volume.last?.day != row.day || volume.last?.type != row.type {
+                volume.append(DayType(day: row.day, type: row.type))
+            }
+            volume[volume.count - 1].add(row.count, ClaimStatus(rawValue: row.status))
+        }
         self.volume = volume
-        self.deliveries = deliveries
-        self.invalidTokenRate = invalidTokenRate
-        self.activeDevices = activeDevices
-        self.deactivations = deactivations
-        self.lastRuns = lastRuns
+        deliveries = figures.deliveries.map { Count(key: $0.key, count: $0.count) }
+        invalidTokenRate = figures.deliveryDays.map {
+            DayRate(day: $0.day, deliveries: $0.deliveries, tokenDead: $0.tokenDead)
+        }
+        activeDevices = figures.activeDevices.map { Count(key: $0.key, count: $0.count) }
+        deactivations = figures.deactivations.map { Count(key: $0.key, count: $0.count) }
+        lastRuns = figures.lastRuns.map {
+            JobRun(job: $0.job, runAt: Timestamps.format($0.runAt), outcome: $0.outcome, durationMs: $0.durationMs)
+        }
     }
 }
 
+/// What a store counts for the report, as plain rows; ``HealthReport/init(from:to:figures:)`` makes the report.
+public struct HealthFigures: Sendable {
+    /// Log rows claimed in the window, per UTC day of the claim, type and state, ordered by day and type.
+    public var claims: [(day: String, type: String, status: String, count: Int)] = []
+    /// Deliveries in the window per `provider/outcome`, ordered by key.
+    public var deliveries: [(key: String, count: Int)] = []
+    /// Deliveries in the window per UTC day, and how many of them found the token dead, ordered by day.
+    public var deliveryDays: [(day: String, deliveries: Int, tokenDead: Int)] = []
+    /// Active devices per `platform/provider`, ordered by key.
+    public var activeDevices: [(key: String, count: Int)] = []
+    /// Devices deactivated in the window per reason (`unknown` for none), most first.
+    public var deactivations: [(key: String, count: Int)] = []
+    /// The latest run of each job (its instant in UTC seconds), ordered by job.
+    public var lastRuns: [(job: String, runAt: Int64, outcome: String, durationMs: Int?)] = []
+
+    public init() {}
+}
+
 public protocol ReportStore: Sendable {
-    func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport
+    func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures
     /// Every diary reminder sent (or partly sent) and claimed in `from..<to`, with the user's first entry after it.
     func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow]
 }
 
 extension ReportStore {
+    public func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
+        HealthReport(from: from, to: to, figures: try await healthFigures(from: from, to: to))
+    }
+
     /// The report with its "does the reminder work?" section, the messages' titles from `catalog`.
     public func fullHealthReport(from: Int64, to: Int64, catalog: CopyCatalog = .builtIn) async throws(JobError)
         -> HealthReport
@@ -125,70 +145,56 @@ extension SQLiteStore: ReportStore {
                     WHERE l.notification_type = 'diary_reminder' AND l.status IN ('sent', 'partial')
                       AND l.claimed_at >= ? AND l.claimed_at < ? AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
                     """, arguments: [from, to]
-            ).map { row in
-                ReminderOutcomeRow(
-                    locale: row[0], messageIndex: row[1], remindedAt: row[2], period: row[3], timezone: row[4],
-                    firstEntryAfter: row[5])
-            }
+            ).map { ($0[0], $0[1], $0[2], $0[3], $0[4], $0[5]) }
         }
     }
 
-    public func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
+    public func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
         try await read("building the report") { db in
-            let volume = try Row.fetchAll(
+            var figures = HealthFigures()
+            figures.claims = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT date(claimed_at, 'unixepoch'), notification_type, count(*),
-                           sum(status = 'sent'), sum(status = 'partial'), sum(status = 'failed'), sum(status = 'deferred'),
-                           sum(status = 'retry'), sum(status = 'superseded'), sum(status = 'claimed')
+                    SELECT date(claimed_at, 'unixepoch'), notification_type, status, count(*)
                     FROM notification_logs WHERE claimed_at >= ? AND claimed_at < ?
-                    GROUP BY 1, 2 ORDER BY 1, 2
+                    GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
                     """, arguments: [from, to]
-            ).map { row in
-                HealthReport.DayType(
-                    day: row[0], type: row[1], claimed: row[2], sent: row[3], partial: row[4], failed: row[5],
-                    deferred: row[6], retry: row[7], superseded: row[8], inProgress: row[9])
-            }
-            let deliveries = try Row.fetchAll(
+            ).map { ($0[0], $0[1], $0[2], $0[3]) }
+            figures.deliveries = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT provider || '/' || outcome, count(*) FROM notification_deliveries
                     WHERE created_at >= ? AND created_at < ? GROUP BY 1 ORDER BY 1
                     """, arguments: [from, to]
-            ).map { HealthReport.Count(key: $0[0], count: $0[1]) }
-            let rates = try Row.fetchAll(
+            ).map { ($0[0], $0[1]) }
+            figures.deliveryDays = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT date(created_at, 'unixepoch'), count(*), sum(outcome = 'token_dead') FROM notification_deliveries
                     WHERE created_at >= ? AND created_at < ? GROUP BY 1 ORDER BY 1
                     """, arguments: [from, to]
-            ).map { HealthReport.DayRate(day: $0[0], deliveries: $0[1], tokenDead: $0[2]) }
-            let active = try Row.fetchAll(
+            ).map { ($0[0], $0[1], $0[2]) }
+            figures.activeDevices = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT platform || '/' || provider, count(*) FROM user_devices WHERE is_active = 1 GROUP BY 1 ORDER BY 1
                     """
-            ).map { HealthReport.Count(key: $0[0], count: $0[1]) }
-            let deactivations = try Row.fetchAll(
+            ).map { ($0[0], $0[1]) }
+            figures.deactivations = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT coalesce(deactivation_reason, 'unknown'), count(*) FROM user_devices
                     WHERE is_active = 0 AND deactivated_at >= ? AND deactivated_at < ? GROUP BY 1 ORDER BY 2 DESC, 1
                     """, arguments: [from, to]
-            ).map { HealthReport.Count(key: $0[0], count: $0[1]) }
-            let runs = try Row.fetchAll(
+            ).map { ($0[0], $0[1]) }
+            figures.lastRuns = try Row.fetchAll(
                 db,
                 sql: """
                     SELECT job, run_at, outcome, duration_ms FROM job_runs j
                     WHERE run_at = (SELECT max(run_at) FROM job_runs WHERE job = j.job) GROUP BY job ORDER BY job
                     """
-            ).map {
-                HealthReport.JobRun(job: $0[0], runAt: Timestamps.format($0[1]), outcome: $0[2], durationMs: $0[3])
-            }
-            return HealthReport(
-                from: Timestamps.format(from), to: Timestamps.format(to), days: Int((to - from) / 86_400),
-                volume: volume, deliveries: deliveries, invalidTokenRate: rates, activeDevices: active,
-                deactivations: deactivations, lastRuns: runs)
+            ).map { ($0[0], $0[1], $0[2], $0[3]) }
+            return figures
         }
     }
 }

@@ -2,28 +2,12 @@ import Foundation
 
 /// One reminder sent, as the notification log and the entries table tell it: the raw row a store supplies for
 /// ``ReminderEffect``.
-public struct ReminderOutcomeRow: Sendable, Hashable {
-    public let locale: String
-    public let messageIndex: Int
-    /// When the reminder went out (its claim's resolution, else its claim).
-    public let remindedAt: Int64
-    /// The user's local date it was for (`YYYY-MM-DD`).
-    public let period: String
-    public let timezone: String
-    /// The user's first entry at or after `remindedAt` (within two days), if any.
-    public let firstEntryAfter: Int64?
-
-    public init(
-        locale: String, messageIndex: Int, remindedAt: Int64, period: String, timezone: String, firstEntryAfter: Int64?
-    ) {
-        self.locale = locale
-        self.messageIndex = messageIndex
-        self.remindedAt = remindedAt
-        self.period = period
-        self.timezone = timezone
-        self.firstEntryAfter = firstEntryAfter
-    }
-}
+/// - `remindedAt`: when the reminder went out (its claim's resolution, else its claim);
+/// - `period`: the user's local date it was for (`YYYY-MM-DD`);
+/// - `firstEntryAfter`: the user's first entry at or after `remindedAt` (within two days), if any.
+public typealias ReminderOutcomeRow = (
+    locale: String, messageIndex: Int, remindedAt: Int64, period: String, timezone: String, firstEntryAfter: Int64?
+)
 
 /// Does the reminder work? Per locale and catalog message: how many users were reminded, and the share who
 /// wrote an entry within 3 hours of the reminder, and later that local day. Messages are assigned by a stable
