@@ -100,17 +100,20 @@ extension PostgresStore: ReminderStore {
                        l.id, l.status, \(unescaped: epoch("l.claimed_at")), l.message_index, l.locale, l.run_id,
                        (SELECT x.message_index FROM notification_logs x
                         WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
-                          AND x.message_index IS NOT NULL
+                          AND x.period_key >= p.previous_from AND x.message_index IS NOT NULL
                         ORDER BY x.period_key DESC LIMIT 1)
                 FROM (
-                    SELECT k.k, k.query, k.user_id, q.zone, q.low, q.high, q.day_start, q.day_end, q.period, q.type
+                    SELECT k.k, k.query, k.user_id, q.zone, q.low, q.high, q.day_start, q.day_end, q.period, q.type,
+                           q.previous_from
                     FROM unnest(\(keys.map { Int64($0.query) })::int8[], \(keys.map(\.userID))::text[])
                          WITH ORDINALITY AS k(query, user_id, k)
                     JOIN unnest(\(queries.map(\.zone))::text[], \(queries.map { Int32($0.minutes.lowerBound) })::int4[],
                                 \(queries.map { Int32($0.minutes.upperBound) })::int4[],
                                 \(queries.map(\.day.lowerBound))::int8[], \(queries.map(\.day.upperBound))::int8[],
-                                \(queries.map(\.period))::text[], \(queries.map(\.type.rawValue))::text[])
-                         WITH ORDINALITY AS q(zone, low, high, day_start, day_end, period, type, i) ON q.i = k.query + 1
+                                \(queries.map(\.period))::text[], \(queries.map(\.type.rawValue))::text[],
+                                \(queries.map(\.previousPeriods.lowerBound))::text[])
+                         WITH ORDINALITY AS q(zone, low, high, day_start, day_end, period, type, previous_from, i)
+                         ON q.i = k.query + 1
                     OFFSET 0) p
                 CROSS JOIN LATERAL (
                     SELECT n.user_id FROM notification_settings n
@@ -492,15 +495,15 @@ extension PostgresStore: ReminderStore {
         }.compactMap { $0 }
     }
 
-    public func previousMessageIndex(userID: String, type: NotificationType, before period: String)
+    public func previousMessageIndex(userID: String, type: NotificationType, in periods: Range<String>)
         async throws(JobError) -> Int?
     {
         try await rows(
             "reading the notification log",
             """
             SELECT message_index FROM notification_logs
-            WHERE user_id = \(userID) AND notification_type = \(type.rawValue) AND period_key < \(period)
-              AND message_index IS NOT NULL
+            WHERE user_id = \(userID) AND notification_type = \(type.rawValue)
+              AND period_key >= \(periods.lowerBound) AND period_key < \(periods.upperBound) AND message_index IS NOT NULL
             ORDER BY period_key DESC LIMIT 1
             """
         ).first.map { row throws(JobError) in try decode(row, Int.self) }

@@ -147,8 +147,8 @@ import Testing
                 db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueCandidatesSQL(rows: 2),
                 arguments: StatementArguments(
                     [
-                        0, "a", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder",
-                        0, "b", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder",
+                        0, "a", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder", "1969-12-25",
+                        0, "b", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder", "1969-12-25",
                     ] as [any DatabaseValueConvertible])
             )
             .map { $0["detail"] as String }

@@ -316,6 +316,35 @@ import Testing
             })
     }
 
+    /// The words not to repeat are those of the user's latest reminder of the 7 days before today: a reminder 3
+    /// days ago counts, one 8 days ago does not (the look-up stays in one or two of PostgreSQL's monthly log
+    /// partitions).
+    @Test(arguments: Backend.allCases) func thePreviousReminderIsTheLatestOfTheLastSevenDays(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        let today = "2026-11-21"
+        #expect(DueQuery.previousPeriods(before: today) == "2026-11-14"..<today)
+        let unbiased = { (user: String) in
+            CopyCatalog.builtIn.choose(.diaryReminder, locale: "en", userID: user, period: today, previousIndex: nil)
+                .index
+        }
+        for (user, period) in [("recent", "2026-11-18"), ("old", "2026-11-13")] {
+            try await db.store.addUser(user)
+            try await db.execute(
+                """
+                INSERT INTO notification_logs
+                    (user_id, notification_type, period_key, status, message_index, locale, run_id, claimed_at, updated_at)
+                VALUES ('\(user)', 'diary_reminder', '\(period)', 'sent', \(unbiased(user)), 'en', 'r', \(db.ts(0)), \(db.ts(0)))
+                """)
+        }
+        let sender = RecordingSender()
+        try await run(db, sender, at: "\(today)T20:00:00Z")
+        let sent = Dictionary(uniqueKeysWithValues: await sender.sent.map { ($0.device.userID, $0.messageIndex) })
+        #expect(sent["recent"] != unbiased("recent"))
+        #expect(sent["old"] == unbiased("old"))
+    }
+
     @Test(arguments: Backend.allCases) func aDeadRunsClaimIsTakenOverAndOnlyUndeliveredDevicesAreSent(
         _ backend: Backend
     ) async throws {

@@ -159,8 +159,7 @@ extension DiaryReminderRunner {
                 "copy", "recorded in the claim: \(locale) #\(index): \"\(message.title)\" / \"\(message.body)\"", nil)
         } else {
             let previous = try await store.previousMessageIndex(
-                userID: userID, type: .diaryReminder,
-                before: timing.period.description)
+                userID: userID, type: .diaryReminder, in: DueQuery.previousPeriods(before: timing.period.description))
             let choice = catalog.choose(
                 .diaryReminder, locale: user.locale, userID: userID,
                 period: timing.period.description, previousIndex: previous)

@@ -146,6 +146,19 @@ public struct DueQuery: Sendable, Hashable {
         self.day = day
         self.type = type
     }
+
+    /// The periods whose reminder counts as the user's previous one, whose words today's must not repeat
+    /// (``CopyCatalog/choose(_:locale:userID:period:previousIndex:)``): the latest of the 7 days before
+    /// `period`. Bounded so that the look-up stays in one or two monthly partitions of PostgreSQL's log
+    /// instead of probing every partition back to the retention limit.
+    public var previousPeriods: Range<String> { Self.previousPeriods(before: period) }
+
+    public static let previousReminderDays = 7
+
+    public static func previousPeriods(before period: String) -> Range<String> {
+        guard let date = LocalDate(period) else { return period..<period }
+        return date.adding(days: -previousReminderDays).description..<period
+    }
 }
 
 /// One member of a run's due set: a user and the index of the ``DueQuery`` they matched. A run walks its

@@ -168,17 +168,17 @@ extension SQLiteStore: ReminderStore {
         WHERE diary_reminder_enabled = 1 AND timezone = ? AND due_minute BETWEEN ? AND ?
         """
 
-    /// The candidates query for up to 500 keys in one statement (a page of 1,000 takes two): 9 parameters a
+    /// The candidates query for up to 500 keys in one statement (a page of 1,000 takes two): 10 parameters a
     /// row, well under SQLite's 32,766.
     static let dueCandidatesStatements = ChunkedSQL(largest: 500, dueCandidatesSQL(rows:))
 
     /// The candidates of `rows` keys, each row of `p` being (query, user, zone, low, high, day start, day end,
-    /// period, type). `p` is the outer loop (CROSS JOIN fixes the order) and every other rule is an index probe
+    /// period, type, first period of the previous reminder). `p` is the outer loop (CROSS JOIN fixes the order) and every other rule is an index probe
     /// by user id; as the keys come in user-id order, neighbouring probes read the same pages.
     static func dueCandidatesSQL(rows: Int) -> String {
-        let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+        let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
         return """
-            WITH p(query, user_id, zone, low, high, day_start, day_end, period, type) AS (VALUES \(values))
+            WITH p(query, user_id, zone, low, high, day_start, day_end, period, type, previous_from) AS (VALUES \(values))
             SELECT p.query, s.user_id, u.locale,
                    EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active = 1),
                    EXISTS (SELECT 1 FROM diary_entries e
@@ -186,7 +186,7 @@ extension SQLiteStore: ReminderStore {
                    l.id, l.status, l.claimed_at, l.message_index, l.locale, l.run_id,
                    (SELECT x.message_index FROM notification_logs x
                     WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
-                      AND x.message_index IS NOT NULL
+                      AND x.period_key >= p.previous_from AND x.message_index IS NOT NULL
                     ORDER BY x.period_key DESC LIMIT 1)
             FROM p
             CROSS JOIN notification_settings s
@@ -283,6 +283,7 @@ extension SQLiteStore: ReminderStore {
                     values.append(query.day.upperBound.databaseValue)
                     values.append(query.period.databaseValue)
                     values.append(query.type.rawValue.databaseValue)
+                    values.append(query.previousPeriods.lowerBound.databaseValue)
                 }
                 try statement.bind(values)
                 try statement.step { row in
@@ -594,7 +595,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func previousMessageIndex(userID: String, type: NotificationType, before period: String)
+    public func previousMessageIndex(userID: String, type: NotificationType, in periods: Range<String>)
         async throws(JobError) -> Int?
     {
         try await read("reading the notification log") { db in
@@ -602,9 +603,10 @@ extension SQLiteStore: ReminderStore {
                 db,
                 sql: """
                     SELECT message_index FROM notification_logs
-                    WHERE user_id = ? AND notification_type = ? AND period_key < ? AND message_index IS NOT NULL
+                    WHERE user_id = ? AND notification_type = ? AND period_key >= ? AND period_key < ?
+                      AND message_index IS NOT NULL
                     ORDER BY period_key DESC LIMIT 1
-                    """, arguments: [userID, type.rawValue, period])
+                    """, arguments: [userID, type.rawValue, periods.lowerBound, periods.upperBound])
         }
     }
 

@@ -89,9 +89,10 @@ public protocol ExplainSource: Sendable {
     func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState?
     /// Every recorded attempt of one log row's devices, oldest first.
     func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt]
-    /// The message index of the latest log row of `type` before `period`.
-    func previousMessageIndex(userID: String, type: NotificationType, before period: String) async throws(JobError)
-        -> Int?
+    /// The message index of the latest log row of `type` with a period key in `periods`
+    /// (``DueQuery/previousPeriods``).
+    func previousMessageIndex(userID: String, type: NotificationType, in periods: Range<String>)
+        async throws(JobError) -> Int?
 }
 
 /// Job bookkeeping: the report's "last run of each job".
