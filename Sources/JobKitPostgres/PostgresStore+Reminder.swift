@@ -75,17 +75,19 @@ extension PostgresStore: ReminderStore {
         return keys
     }
 
-    /// The candidates of one page of keys (each with its query's zone, minutes, day and period), driven by the
-    /// keys: every rule is a per-row index probe by user id, written so that the planner cannot choose
-    /// otherwise: scalar subqueries and `LATERAL` lookups with `LIMIT 1`. (With plain joins, the log table's
-    /// statistics — stale while a run is inserting thousands of claims — led PostgreSQL to rescan it for every
-    /// row, and a small page can make a scan of the settings look cheaper than its probes.) The page's periods,
-    /// as constants, let the planner keep only their log partitions for the claim lookup.
+    /// ``PreparedQuery``'s kind for ``dueCandidatesQuery(_:of:)``.
     enum DueCandidates: PreparedQueryKind {
         static let statementName = "diary_push_due_candidates"
         static let sql = dueCandidatesQuery([], of: []).sql
     }
 
+    /// The candidates of one page of keys (each with its query's zone, minutes, day and period), driven by the
+    /// keys: every rule is a per-row index probe by user id, written so that the planner cannot choose
+    /// otherwise: scalar subqueries and `LATERAL` lookups with `LIMIT 1`. (With plain joins, the log table's
+    /// statistics — stale while a run is inserting thousands of claims — led PostgreSQL to rescan it for every
+    /// row, and a small page can make a scan of the settings look cheaper than its probes.) The page's periods,
+    /// one array parameter, let PostgreSQL keep only their log partitions for the claim lookup (pruned as the
+    /// statement starts, which a prepared statement's generic plan does too).
     static func dueCandidatesQuery(_ keys: [DueKey], of queries: [DueQuery]) -> PostgresQuery {
         let periods = Set(keys.map { queries[$0.query].period }).sorted()
         // One row per (candidate, active device), or one with null device columns: the candidate's probes run
@@ -294,13 +296,14 @@ extension PostgresStore: ReminderStore {
             id: id, userID: userID, token: token, provider: provider, platform: platform, apnsEnvironment: environment)
     }
 
-    /// A page's claims as new log rows, in key order (concurrent runners lock rows in the same order and cannot
-    /// deadlock); a row that exists already is left alone and not returned.
+    /// ``PreparedQuery``'s kind for ``claimInsertQuery(_:runID:now:)``.
     enum ClaimInsert: PreparedQueryKind {
         static let statementName = "diary_push_claim"
         static let sql = claimInsertQuery([], runID: "", now: 0).sql
     }
 
+    /// A page's claims as new log rows, in key order (concurrent runners lock rows in the same order and cannot
+    /// deadlock); a row that exists already is left alone and not returned.
     static func claimInsertQuery(_ requests: [ClaimRequest], runID: String, now: Int64) -> PostgresQuery {
         """
         INSERT INTO notification_logs
@@ -316,12 +319,13 @@ extension PostgresStore: ReminderStore {
         """
     }
 
-    /// A page's device attempts: one row each, the columns as one array parameter each.
+    /// ``PreparedQuery``'s kind for ``deliveriesInsertQuery(_:runID:now:)``.
     enum DeliveriesInsert: PreparedQueryKind {
         static let statementName = "diary_push_deliveries"
         static let sql = deliveriesInsertQuery([], runID: "", now: 0).sql
     }
 
+    /// A page's device attempts: one row each, the columns as one array parameter each.
     static func deliveriesInsertQuery(_ deliveries: [DeliveryRecord], runID: String, now: Int64) -> PostgresQuery {
         """
         -- Arrays hold no NULL: '' and -1 stand for "none".
@@ -340,10 +344,7 @@ extension PostgresStore: ReminderStore {
         """
     }
 
-    /// The statements that resolve claims: one per (status, detail) value (a page has a handful), each a
-    /// join-free `UPDATE … WHERE id = ANY(ids)`, an index probe per row whatever the (stale, mid-run) statistics
-    /// say. Joined to a row set instead, a page's resolutions were planned as a scan of the log, or as a nested
-    /// loop comparing every row with every row (143 ms a page of 1,000 at 1,000,000 users; BENCHMARKS.md).
+    /// ``PreparedQuery``'s kind for ``resolutionQueries(_:runID:now:)``.
     enum Resolution: PreparedQueryKind {
         static let statementName = "diary_push_resolution"
         static let sql = resolutionQuery(
@@ -351,6 +352,10 @@ extension PostgresStore: ReminderStore {
         ).sql
     }
 
+    /// The statements that resolve claims: one per (status, detail) value (a page has a handful), each a
+    /// join-free `UPDATE … WHERE id = ANY(ids)`, an index probe per row whatever the (stale, mid-run) statistics
+    /// say. Joined to a row set instead, a page's resolutions were planned as a scan of the log, or as a nested
+    /// loop comparing every row with every row (143 ms a page of 1,000 at 1,000,000 users; BENCHMARKS.md).
     static func resolutionQueries(_ resolutions: [ClaimResolution], runID: String, now: Int64) -> [PostgresQuery] {
         var groups: [ClaimResolutionGroup: (ids: [Int64], periods: Set<String>)] = [:]
         var order: [ClaimResolutionGroup] = []

@@ -9,9 +9,9 @@ import PostgresNIO
 ///
 /// Every operation is one statement or one short transaction on a connection leased from a small pool,
 /// and nothing is kept in the session between them (no `SET`, no session advisory locks), so PgBouncer in
-/// transaction mode works; the statements every page repeats are named prepared statements
-/// (``PreparedQuery``), which PgBouncer carries from 1.21 on (`prepared_statements=off` for older poolers). Claims rely on the unique key
-/// (`INSERT … ON CONFLICT DO NOTHING RETURNING`); credential minting on a row lock.
+/// transaction mode works. The statements every page repeats are named prepared statements (``PreparedQuery``),
+/// which PgBouncer carries from 1.21 on (`prepared_statements=off` for older poolers). Claims rely on the
+/// unique key (`INSERT … ON CONFLICT DO NOTHING RETURNING`); credential minting on a row lock.
 public final class PostgresStore: Sendable {
     public let location: PostgresLocation
     let pool: PostgresConnectionPool
