@@ -265,13 +265,15 @@ extension SQLiteStore: ReminderStore {
 
     public func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
         guard !keys.isEmpty else { return [] }
+        // Once per query, not per user: the bound is a date computed from the period's text.
+        let previousFrom = queries.map { $0.previousPeriods.lowerBound.databaseValue }
         return try await read("selecting due users") { db in
             var candidates: [ReminderCandidate] = []
             candidates.reserveCapacity(keys.count)
             try Self.dueCandidatesStatements.forEachChunk(of: keys.count) { range, sql in
                 let statement = try RawStatement(db.cachedStatement(sql: sql))
                 var values: [DatabaseValue] = []
-                values.reserveCapacity(range.count * 9)
+                values.reserveCapacity(range.count * 10)
                 for key in keys[range] {
                     let query = queries[key.query]
                     values.append(key.query.databaseValue)
@@ -283,7 +285,7 @@ extension SQLiteStore: ReminderStore {
                     values.append(query.day.upperBound.databaseValue)
                     values.append(query.period.databaseValue)
                     values.append(query.type.rawValue.databaseValue)
-                    values.append(query.previousPeriods.lowerBound.databaseValue)
+                    values.append(previousFrom[key.query])
                 }
                 try statement.bind(values)
                 try statement.step { row in
