@@ -173,8 +173,9 @@ extension SQLiteStore: ReminderStore {
     static let dueCandidatesStatements = ChunkedSQL(largest: 500, dueCandidatesSQL(rows:))
 
     /// The candidates of `rows` keys, each row of `p` being (query, user, zone, low, high, day start, day end,
-    /// period, type, first period of the previous reminder). `p` is the outer loop (CROSS JOIN fixes the order) and every other rule is an index probe
-    /// by user id; as the keys come in user-id order, neighbouring probes read the same pages.
+    /// period, type, first period of the previous reminder). `p` is the outer loop (CROSS JOIN fixes the order)
+    /// and every other rule is an index probe by user id; as the keys come in user-id order, neighbouring probes
+    /// read the same pages.
     static func dueCandidatesSQL(rows: Int) -> String {
         let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
         return """
