@@ -85,11 +85,18 @@ extension PostgresStore: ReminderStore {
     /// keys: every rule is a per-row index probe by user id, written so that the planner cannot choose
     /// otherwise: scalar subqueries and `LATERAL` lookups with `LIMIT 1`. (With plain joins, the log table's
     /// statistics — stale while a run is inserting thousands of claims — led PostgreSQL to rescan it for every
-    /// row, and a small page can make a scan of the settings look cheaper than its probes.) The page's periods,
-    /// one array parameter, let PostgreSQL keep only their log partitions for the claim lookup (pruned as the
-    /// statement starts, which a prepared statement's generic plan does too).
+    /// row, and a small page can make a scan of the settings look cheaper than its probes.)
+    ///
+    /// Today's log row and the previous reminder's words come from one backward scan of the log index
+    /// (`user_id, notification_type, period_key`) over the query's previous periods and today: its first row is
+    /// today's claim if there is one, and otherwise, in the common case, the previous reminder. Only when today's
+    /// row exists, or the latest earlier row has no words, does a second probe look further back. The page's
+    /// lowest and highest period keys, two parameters, let PostgreSQL keep only those log partitions (pruned as
+    /// the statement starts, which a prepared statement's generic plan does too).
     static func dueCandidatesQuery(_ keys: [DueKey], of queries: [DueQuery]) -> PostgresQuery {
-        let periods = Set(keys.map { queries[$0.query].period }).sorted()
+        let pageQueries = Set(keys.map(\.query)).map { queries[$0] }
+        let lowest = pageQueries.map(\.previousPeriods.lowerBound).min() ?? ""
+        let highest = pageQueries.map(\.period).max() ?? ""
         // One row per (candidate, active device), or one with null device columns: the candidate's probes run
         // once in the fenced (`OFFSET 0`) subquery, then its devices are joined on, which saves the page the
         // statement that read them after selection.
@@ -100,10 +107,15 @@ extension PostgresStore: ReminderStore {
                                  WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(p.day_start)
                                    AND e.created_at < to_timestamp(p.day_end) LIMIT 1), false),
                        l.id, l.status, \(unescaped: epoch("l.claimed_at")), l.message_index, l.locale, l.run_id,
-                       (SELECT x.message_index FROM notification_logs x
-                        WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
-                          AND x.period_key >= p.previous_from AND x.message_index IS NOT NULL
-                        ORDER BY x.period_key DESC LIMIT 1)
+                       CASE WHEN l.id IS NULL AND l.latest IS NOT NULL THEN l.latest
+                            WHEN l.id IS NOT NULL OR l.found THEN
+                                (SELECT x.message_index FROM notification_logs x
+                                 WHERE x.user_id = s.user_id AND x.notification_type = p.type
+                                   AND x.period_key < p.period AND x.period_key >= p.previous_from
+                                   AND x.message_index IS NOT NULL
+                                   AND x.period_key BETWEEN \(lowest) AND \(highest)
+                                 ORDER BY x.period_key DESC LIMIT 1)
+                       END
                 FROM (
                     SELECT k.k, k.query, k.user_id, q.zone, q.low, q.high, q.day_start, q.day_end, q.period, q.type,
                            q.previous_from
@@ -123,10 +135,20 @@ extension PostgresStore: ReminderStore {
                       AND n.reminder_minute BETWEEN p.low AND p.high
                     LIMIT 1) s
                 LEFT JOIN LATERAL (
-                    SELECT x.id, x.status, x.claimed_at, x.message_index, x.locale, x.run_id FROM notification_logs x
-                    WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key = p.period
-                      AND x.period_key = ANY(\(periods)::text[])
-                    LIMIT 1) l ON true
+                    -- today's row (the id null when there is none), or the words of the latest row before it
+                    SELECT CASE WHEN x.today THEN x.id END AS id, CASE WHEN x.today THEN x.status END AS status,
+                           CASE WHEN x.today THEN x.claimed_at END AS claimed_at,
+                           CASE WHEN x.today THEN x.message_index END AS message_index,
+                           CASE WHEN x.today THEN x.locale END AS locale,
+                           CASE WHEN x.today THEN x.run_id END AS run_id,
+                           CASE WHEN NOT x.today THEN x.message_index END AS latest, true AS found
+                    FROM (SELECT y.id, y.status, y.claimed_at, y.message_index, y.locale, y.run_id,
+                                 y.period_key = p.period AS today
+                          FROM notification_logs y
+                          WHERE y.user_id = s.user_id AND y.notification_type = p.type
+                            AND y.period_key <= p.period AND y.period_key >= p.previous_from
+                            AND y.period_key BETWEEN \(lowest) AND \(highest)
+                          ORDER BY y.period_key DESC LIMIT 1) x) l ON true
                 OFFSET 0) c
             LEFT JOIN user_devices dv ON dv.user_id = c.user_id AND dv.is_active
             ORDER BY c.k, dv.id

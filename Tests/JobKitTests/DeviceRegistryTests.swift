@@ -256,6 +256,43 @@ import Testing
         #expect(!plan.contains("Seq Scan on notification_settings") && !plan.contains("Seq Scan on users"), "\(plan)")
     }
 
+    /// A due candidate's two looks at the log (today's claim and the previous reminder's words) are one backward
+    /// index scan in the common case, when the user has no row today: for 20 candidates reminded yesterday, at
+    /// most 20 scans of the log (two per candidate before); a candidate with today's row costs one more.
+    @Test func aCandidateReadsTheLogOnceUnlessItHasARowToday() async throws {
+        let db = try await TemporaryDatabase(.postgres)
+        try await db.store.prepareHistory(now: instant("2026-11-21T20:00:00Z"))
+        let users = (0..<20).map { String(format: "u%02d", $0) }
+        for user in users { try await db.store.addUser(user) }
+        try await db.execute(
+            """
+            INSERT INTO notification_logs
+                (user_id, notification_type, period_key, status, message_index, locale, run_id, claimed_at, updated_at)
+            SELECT id, 'diary_reminder', '2026-11-20', 'sent', 1, 'en', 'r', now(), now() FROM users
+            UNION ALL
+            SELECT id, 'diary_reminder', '2026-11-21', 'retry', 0, 'en', 'r', now(), now() FROM users WHERE id < 'u05'
+            """)
+        try await db.execute("ANALYZE")
+        let queries = [
+            DueQuery(
+                zone: "UTC", period: "2026-11-21", minutes: 1_200...1_214,
+                day: instant("2026-11-21T00:00:00Z")..<instant("2026-11-22T00:00:00Z"), type: .diaryReminder)
+        ]
+        let keys = users.map { DueKey(userID: $0, query: 0) }
+        let store = db.store as! PostgresStore
+        let candidates = try await store.dueCandidates(keys, of: queries)
+        #expect(candidates.map(\.previousMessageIndex) == Array(repeating: 1, count: 20))
+        #expect(candidates.filter { $0.log != nil }.map(\.userID) == Array(users.prefix(5)))
+        let query = PostgresStore.dueCandidatesQuery(keys, of: queries)
+        let plan = try await store.rows(
+            "explain", PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, COSTS OFF) " + query.sql, binds: query.binds)
+        ).map { try $0.decode(String.self) }
+        let logScans = plan.filter { $0.contains(" on notification_logs") }.compactMap { line in
+            line.split(separator: "loops=").last.flatMap { Int($0.prefix { $0.isNumber }) }
+        }.reduce(0, +)
+        #expect(logScans > 0 && logScans <= 25, "\(plan.joined(separator: "\n"))")
+    }
+
     /// The statements every page repeats are named prepared statements on the connection that ran them (one
     /// here: max_connections=1); with prepared_statements=off there are none, and the run is the same. A
     /// prepared statement that vanished from the server connection (as behind a pooler in transaction mode

@@ -345,6 +345,43 @@ import Testing
         #expect(sent["old"] == unbiased("old"))
     }
 
+    /// What a due candidate's page reads of the log, on both stores: today's row when there is one, and the words
+    /// of the latest earlier row that has words, within the 7 days before (a row without words is passed over).
+    @Test(arguments: Backend.allCases) func aCandidateCarriesTodaysRowAndThePreviousWords(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        let rows: [(user: String, period: String, status: String, index: Int?)] = [
+            ("usual", "2026-11-20", "sent", 2),
+            ("retry", "2026-11-19", "sent", 3), ("retry", "2026-11-21", "retry", 1),
+            ("wordless", "2026-11-18", "sent", 4), ("wordless", "2026-11-20", "failed", nil),
+            ("old", "2026-11-13", "sent", 1),
+        ]
+        for user in ["fresh", "old", "retry", "usual", "wordless"] { try await db.store.addUser(user) }
+        for row in rows {
+            try await db.execute(
+                """
+                INSERT INTO notification_logs
+                    (user_id, notification_type, period_key, status, message_index, locale, run_id, claimed_at, updated_at)
+                VALUES ('\(row.user)', 'diary_reminder', '\(row.period)', '\(row.status)',
+                        \(row.index.map(String.init) ?? "NULL"), 'en', 'r', \(db.ts(0)), \(db.ts(0)))
+                """)
+        }
+        let queries = [
+            DueQuery(
+                zone: "UTC", period: "2026-11-21", minutes: 1_200...1_214,
+                day: instant("2026-11-21T00:00:00Z")..<instant("2026-11-22T00:00:00Z"), type: .diaryReminder)
+        ]
+        let keys = try await db.store.dueKeys(queries)
+        let candidates = try await db.store.dueCandidates(keys, of: queries)
+        #expect(candidates.map(\.userID) == ["fresh", "old", "retry", "usual", "wordless"])
+        let previous = Dictionary(uniqueKeysWithValues: candidates.map { ($0.userID, $0.previousMessageIndex) })
+        #expect(previous == ["fresh": nil, "old": nil, "retry": 3, "usual": 2, "wordless": 4])
+        let today = candidates.compactMap { c in c.log.map { (c.userID, $0.status, $0.messageIndex) } }
+        #expect(today.count == 1)
+        #expect(today.first?.0 == "retry" && today.first?.1 == .retry && today.first?.2 == 1)
+    }
+
     @Test(arguments: Backend.allCases) func aDeadRunsClaimIsTakenOverAndOnlyUndeliveredDevicesAreSent(
         _ backend: Backend
     ) async throws {
