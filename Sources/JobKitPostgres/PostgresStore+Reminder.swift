@@ -107,8 +107,8 @@ extension PostgresStore: ReminderStore {
                                  WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(p.day_start)
                                    AND e.created_at < to_timestamp(p.day_end) LIMIT 1), false),
                        l.id, l.status, \(unescaped: epoch("l.claimed_at")), l.message_index, l.locale, l.run_id,
-                       CASE WHEN l.id IS NULL AND l.latest IS NOT NULL THEN l.latest
-                            WHEN l.id IS NOT NULL OR l.found THEN
+                       CASE WHEN l.latest IS NOT NULL THEN l.latest
+                            WHEN l.found THEN
                                 (SELECT x.message_index FROM notification_logs x
                                  WHERE x.user_id = s.user_id AND x.notification_type = p.type
                                    AND x.period_key < p.period AND x.period_key >= p.previous_from
