@@ -29,18 +29,20 @@ extension PostgresStore: ContentLimitStore {
         }
     }
 
-    public func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64)
+    public func claimLimitWarning(
+        _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
+    )
         async throws(JobError) -> LimitClaim?
     {
         let logger = self.logger
-        let params = LimitParams.encode(request.params)
+        let params = LimitParams.encode(warning.params)
         return try await transaction("claiming a quota warning") { connection -> LimitClaim? in
-            if request.type == .contentLimit100 {
+            if warning.type == .contentLimit100 {
                 _ = try await connection.query(
                     """
                     INSERT INTO notification_logs
                         (user_id, notification_type, period_key, status, run_id, claimed_at, finished_at, updated_at, detail)
-                    VALUES (\(request.userID), 'content_limit_90', \(request.period), 'superseded', \(runID), to_timestamp(\(now)),
+                    VALUES (\(warning.userID), 'content_limit_90', \(warning.period), 'superseded', \(runID), to_timestamp(\(now)),
                             to_timestamp(\(now)), to_timestamp(\(now)), 'usage reached 100 % first')
                     ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
                         status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
@@ -50,35 +52,34 @@ extension PostgresStore: ContentLimitStore {
             } else if try await connection.query(
                 """
                 SELECT 1 FROM notification_logs
-                WHERE user_id = \(request.userID) AND notification_type = 'content_limit_100' AND period_key = \(request.period)
+                WHERE user_id = \(warning.userID) AND notification_type = 'content_limit_100' AND period_key = \(warning.period)
                 """, logger: logger
             ).collect().first != nil {
                 return nil
             }
-            let status = request.deliverAfter == nil ? "claimed" : "deferred"
+            let status = deliverAfter == nil ? "claimed" : "deferred"
             if let row = try await connection.query(
                 """
                 INSERT INTO notification_logs
                     (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at,
                      updated_at, deliver_after, params)
-                VALUES (\(request.userID), \(request.type.rawValue), \(request.period), \(status), \(Int32(request.messageIndex)),
-                        \(request.locale), \(runID), 1, to_timestamp(\(now)), to_timestamp(\(now)),
-                        to_timestamp(\(request.deliverAfter)), \(params)::jsonb)
+                VALUES (\(warning.userID), \(warning.type.rawValue), \(warning.period), \(status), \(Int32(warning.messageIndex)),
+                        \(warning.locale), \(runID), 1, to_timestamp(\(now)), to_timestamp(\(now)),
+                        to_timestamp(\(deliverAfter)), \(params)::jsonb)
                 ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
                 RETURNING id
                 """, logger: logger
             ).collect().first {
                 return LimitClaim(
-                    logID: try row.decode(Int64.self), messageIndex: request.messageIndex, locale: request.locale,
-                    params: request.params, deferred: request.deliverAfter != nil, takenOver: false)
+                    PendingWarning(logID: try row.decode(Int64.self), warning: warning), deferred: deliverAfter != nil)
             }
-            guard request.deliverAfter == nil,
+            guard deliverAfter == nil,
                 let row = try await connection.query(
                     """
                     UPDATE notification_logs
                     SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
                         updated_at = to_timestamp(\(now)), finished_at = NULL
-                    WHERE user_id = \(request.userID) AND notification_type = \(request.type.rawValue) AND period_key = \(request.period)
+                    WHERE user_id = \(warning.userID) AND notification_type = \(warning.type.rawValue) AND period_key = \(warning.period)
                       AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore))
                     RETURNING id, message_index, locale, params::text
                     """, logger: logger
@@ -88,16 +89,19 @@ extension PostgresStore: ContentLimitStore {
             }
             let (id, messageIndex, locale, storedParams) = try row.decode((Int64, Int?, String?, String?).self)
             return LimitClaim(
-                logID: id, messageIndex: messageIndex ?? request.messageIndex, locale: locale ?? request.locale,
-                params: LimitParams.decode(storedParams), deferred: false, takenOver: true)
+                PendingWarning(
+                    logID: id,
+                    warning: warning.resumed(messageIndex: messageIndex, locale: locale, params: storedParams)),
+                deferred: false)
         }
     }
 
     public func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning] {
+        // The join leaves out a user being deleted: the history has no foreign key here (migration 008).
         try await rows(
             "reading pending quota warnings",
             """
-            SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params::text, u.timezone
+            SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params::text
             FROM notification_logs l JOIN users u ON u.id = l.user_id
             WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
               AND l.claimed_at >= to_timestamp(\(now - 86_400))
@@ -105,12 +109,14 @@ extension PostgresStore: ContentLimitStore {
             ORDER BY l.claimed_at LIMIT \(limit)
             """
         ).map { row throws(JobError) in
-            let (id, userID, type, period, messageIndex, locale, params, timezone) = try decode(
-                row, (Int64, String, String, String, Int?, String?, String?, String).self)
+            let (id, userID, type, period, messageIndex, locale, params) = try decode(
+                row, (Int64, String, String, String, Int?, String?, String?).self)
             return PendingWarning(
-                logID: id, userID: userID, type: NotificationType(rawValue: type), period: period,
-                messageIndex: messageIndex ?? 0, locale: locale ?? CopyCatalog.fallbackLocale,
-                params: LimitParams.decode(params), timezone: timezone)
+                logID: id,
+                warning: QuotaWarning(
+                    userID: userID, type: NotificationType(rawValue: type), period: period,
+                    messageIndex: messageIndex ?? 0, locale: locale ?? CopyCatalog.fallbackLocale,
+                    params: LimitParams.decode(params)))
         }
     }
 

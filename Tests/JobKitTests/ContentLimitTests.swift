@@ -138,6 +138,44 @@ import Testing
             DeviceRegistration(userID: id, token: "phone-\(id)", provider: .fcm, platform: "android"), now: 0)
     }
 
+    /// A warning claim taken over after its lease ran out carries the words its first claim stored, not the
+    /// ones the later invocation chose: a retried warning reads as the first try would have. A live claim is
+    /// not taken, and a deferred warning is stored with the words it will show.
+    @Test(arguments: Backend.allCases) func aTakenOverWarningKeepsTheWordsOfItsFirstClaim(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        try await addWriter(db)
+        let start = instant("2026-11-21T12:00:00Z")
+        let first = QuotaWarning(
+            userID: "writer", type: .contentLimit90, period: "2026-11", messageIndex: 2, locale: "de",
+            params: ["used": "27", "limit": "30"])
+        let later = QuotaWarning(
+            userID: "writer", type: .contentLimit90, period: "2026-11", messageIndex: 0, locale: "en",
+            params: ["used": "28", "limit": "30"])
+        let claim = try #require(
+            try await db.store.claimLimitWarning(
+                first, deliverAfter: nil, runID: "one", now: start, staleBefore: start - 600))
+        #expect(claim.warning.warning == first && !claim.deferred)
+        #expect(
+            try await db.store.claimLimitWarning(
+                later, deliverAfter: nil, runID: "two", now: start + 60, staleBefore: start + 60 - 600) == nil)
+        let takenOver = try #require(
+            try await db.store.claimLimitWarning(
+                later, deliverAfter: nil, runID: "three", now: start + 700, staleBefore: start + 100))
+        #expect(takenOver == LimitClaim(PendingWarning(logID: claim.warning.logID, warning: first), deferred: false))
+
+        let deferred = QuotaWarning(
+            userID: "writer", type: .contentLimit90, period: "2026-12", messageIndex: 1, locale: "fr",
+            params: ["used": "9", "limit": "10"])
+        let stored = try #require(
+            try await db.store.claimLimitWarning(
+                deferred, deliverAfter: start + 3_600, runID: "four", now: start, staleBefore: start - 600))
+        #expect(stored.deferred && stored.warning.warning == deferred)
+        let pending = try await db.store.pendingWarnings(now: start + 3_600, staleBefore: start, limit: 10)
+        #expect(pending.map(\.warning) == [deferred])
+    }
+
     @Test(arguments: Backend.allCases) func belowNinetyPercentWritesNothingAndTouchesNoNetwork(_ backend: Backend)
         async throws
     {

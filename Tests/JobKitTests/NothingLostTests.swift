@@ -476,9 +476,10 @@ extension NothingLostTests {
         try await Self.insert(rows, type: .contentLimit90, period: "2026-11", into: fresh)
         for row in rows {
             _ = try await freshStore.claimLimitWarning(
-                LimitClaimRequest(
+                QuotaWarning(
                     userID: row.user, type: .contentLimit100, period: "2026-11", messageIndex: 0, locale: "en",
-                    params: [:], deliverAfter: nil), runID: "new", now: Self.now, staleBefore: Self.staleBefore)
+                    params: [:]),
+                deliverAfter: nil, runID: "new", now: Self.now, staleBefore: Self.staleBefore)
         }
         let statuses = try await fresh.strings(
             "SELECT user_id || ':' || status FROM notification_logs WHERE notification_type = 'content_limit_90'")

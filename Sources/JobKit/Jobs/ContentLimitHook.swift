@@ -148,10 +148,10 @@ public struct ContentLimitHook: Sendable {
         let sender = deliverAfter == nil ? TokenCheckingSender.wrapping(try await makeSender()) : nil
         guard
             let claim = try await store.claimLimitWarning(
-                LimitClaimRequest(
+                QuotaWarning(
                     userID: user.userID, type: type, period: period, messageIndex: choice.index,
-                    locale: choice.locale, params: params, deliverAfter: deliverAfter),
-                runID: options.runID, now: options.now, staleBefore: staleBefore)
+                    locale: choice.locale, params: params),
+                deliverAfter: deliverAfter, runID: options.runID, now: options.now, staleBefore: staleBefore)
         else {
             return finish("another invocation has this warning")
         }
@@ -168,7 +168,7 @@ public struct ContentLimitHook: Sendable {
                 [],
                 resolutions: [
                     ClaimResolution(
-                        logID: claim.logID, period: period, status: .retry,
+                        logID: claim.warning.logID, period: period, status: .retry,
                         detail: "held back: the 90 % warning of this period was on its way")
                 ],
                 runID: options.runID, now: options.now)
@@ -176,12 +176,7 @@ public struct ContentLimitHook: Sendable {
             return finish("held back until the 90 % warning is recorded (the next reminder run sends it)")
         }
         let delivered = try await ContentLimitHook.deliver(
-            [
-                PendingWarning(
-                    logID: claim.logID, userID: user.userID, type: type, period: period,
-                    messageIndex: claim.messageIndex, locale: claim.locale, params: claim.params,
-                    timezone: user.timezone)
-            ],
+            [claim.warning],
             store: store, sender: sender, catalog: catalog, runID: options.runID, now: options.now,
             recordDeadline: started + .seconds(options.claimLeaseSeconds) * 0.9, logger: logger)
         summary.action = .sent
@@ -222,11 +217,12 @@ public struct ContentLimitHook: Sendable {
         troubles: [ProviderTrouble]
     ) {
         guard !warnings.isEmpty else { return (0, [:], [], []) }
-        let devices = try await store.activeDevices(userIDs: warnings.map(\.userID))
+        let devices = try await store.activeDevices(userIDs: warnings.map(\.warning.userID))
         let reached = try await store.deliveredDevices(logIDs: warnings.map(\.logID))
         var notifications: [OutgoingNotification] = []
         var owners: [Int] = []
-        for (index, warning) in warnings.enumerated() {
+        for (index, pending) in warnings.enumerated() {
+            let warning = pending.warning
             let message =
                 (catalog.message(warning.type, locale: warning.locale, index: warning.messageIndex)
                 ?? catalog.choose(
@@ -234,10 +230,10 @@ public struct ContentLimitHook: Sendable {
                     previousIndex: nil
                 ).message).rendered(warning.params)
             let deliverable = (devices[warning.userID] ?? []).filter { sender.canDeliver(to: $0.provider) }
-            for device in DeliveryLifecycle.devicesToSend(deliverable, alreadyDelivered: reached[warning.logID] ?? []) {
+            for device in DeliveryLifecycle.devicesToSend(deliverable, alreadyDelivered: reached[pending.logID] ?? []) {
                 notifications.append(
                     OutgoingNotification(
-                        logID: warning.logID, device: device, type: warning.type, period: warning.period,
+                        logID: pending.logID, device: device, type: warning.type, period: warning.period,
                         locale: warning.locale,
                         messageIndex: warning.messageIndex, title: message.title, body: message.body,
                         expiresAt: now + 86_400))
@@ -265,7 +261,7 @@ public struct ContentLimitHook: Sendable {
         }
         let resolutions = warnings.indices.map { i in
             ClaimResolution(
-                logID: warnings[i].logID, period: warnings[i].period, status: statuses[i],
+                logID: warnings[i].logID, period: warnings[i].warning.period, status: statuses[i],
                 detail: byWarning[i].isEmpty && reached[warnings[i].logID] == nil
                     ? "no deliverable device at send time" : nil)
         }
@@ -288,15 +284,16 @@ extension DiaryReminderRunner {
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []
         var overtaken: [PendingWarning] = []
-        for warning in try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
-        where options.shard.contains(userID: warning.userID) {
+        for stored in try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
+        where options.shard.contains(userID: stored.warning.userID) {
+            let warning = stored.warning
             let logs =
                 try await warningsStore.limitSnapshot(userID: warning.userID, periodsFrom: warning.period)?.logs ?? [:]
             switch DeliveryLifecycle.warningOrder(
                 warning.type, period: warning.period, logs: logs, staleBefore: staleBefore)
             {
-            case .send: pending.append(warning)
-            case .overtaken: overtaken.append(warning)
+            case .send: pending.append(stored)
+            case .overtaken: overtaken.append(stored)
             case .waitForLowerWarning: continue  // the next run, once the 90 % warning is recorded
             }
         }
@@ -307,7 +304,8 @@ extension DiaryReminderRunner {
         // A 90 % warning left pending when its period's 100 % warning was claimed never goes out.
         let superseded = overtaken.filter { won.contains($0.logID) }.map {
             ClaimResolution(
-                logID: $0.logID, period: $0.period, status: .superseded, detail: "overtaken by the 100 % warning")
+                logID: $0.logID, period: $0.warning.period, status: .superseded,
+                detail: "overtaken by the 100 % warning")
         }
         if !superseded.isEmpty {
             try await warningsStore.record([], resolutions: superseded, runID: options.runID, now: options.now)

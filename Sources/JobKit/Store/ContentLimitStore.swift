@@ -39,8 +39,8 @@ public struct LimitLogKey: Sendable, Hashable {
     }
 }
 
-/// A quota-warning claim to make.
-public struct LimitClaimRequest: Sendable, Hashable {
+/// A quota warning: whose, which and of which period, and the words it shows.
+public struct QuotaWarning: Sendable, Hashable {
     public let userID: String
     public let type: NotificationType
     public let period: String
@@ -48,54 +48,48 @@ public struct LimitClaimRequest: Sendable, Hashable {
     public let locale: String
     /// The message's numbers, stored so that a deferred or retried warning shows the same ones.
     public let params: [String: String]
-    /// Set when quiet hours defer the warning: it is stored `deferred` until then.
-    public let deliverAfter: Int64?
-}
-
-/// A quota warning this run holds (or deferred).
-public struct LimitClaim: Sendable, Hashable {
-    public let logID: Int64
-    public let messageIndex: Int
-    public let locale: String
-    public let params: [String: String]
-    public let deferred: Bool
-    public let takenOver: Bool
 
     public init(
-        logID: Int64, messageIndex: Int, locale: String, params: [String: String], deferred: Bool, takenOver: Bool
+        userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String,
+        params: [String: String]
     ) {
-        self.logID = logID
-        self.messageIndex = messageIndex
-        self.locale = locale
-        self.params = params
-        self.deferred = deferred
-        self.takenOver = takenOver
-    }
-}
-
-/// A stored quota warning that a run should deliver now (deferred past quiet hours, or left for retry).
-public struct PendingWarning: Sendable, Hashable {
-    public let logID: Int64
-    public let userID: String
-    public let type: NotificationType
-    public let period: String
-    public let messageIndex: Int
-    public let locale: String
-    public let params: [String: String]
-    public let timezone: String
-
-    public init(
-        logID: Int64, userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String,
-        params: [String: String], timezone: String
-    ) {
-        self.logID = logID
         self.userID = userID
         self.type = type
         self.period = period
         self.messageIndex = messageIndex
         self.locale = locale
         self.params = params
-        self.timezone = timezone
+    }
+
+    /// This warning as a claim taken over from the log finds it: with the words its first claim stored, so that
+    /// a retried warning reads as the first try would have (these where the row has none).
+    public func resumed(messageIndex: Int?, locale: String?, params: String?) -> QuotaWarning {
+        QuotaWarning(
+            userID: userID, type: type, period: period, messageIndex: messageIndex ?? self.messageIndex,
+            locale: locale ?? self.locale, params: LimitParams.decode(params))
+    }
+}
+
+/// A stored quota warning that a run should deliver now (deferred past quiet hours, or left for retry).
+public struct PendingWarning: Sendable, Hashable {
+    public let logID: Int64
+    public let warning: QuotaWarning
+
+    public init(logID: Int64, warning: QuotaWarning) {
+        self.logID = logID
+        self.warning = warning
+    }
+}
+
+/// What claiming a quota warning won: the warning as the log now holds it, to send now or, `deferred`, stored
+/// until quiet hours end.
+public struct LimitClaim: Sendable, Hashable {
+    public let warning: PendingWarning
+    public let deferred: Bool
+
+    public init(_ warning: PendingWarning, deferred: Bool) {
+        self.warning = warning
+        self.deferred = deferred
     }
 }
 
@@ -103,10 +97,12 @@ public protocol ContentLimitStore: Sendable {
     /// One read: the user, their settings, whether they have an active device, and quota-warning log rows
     /// with period keys from `periodsFrom` on. `nil` for an unknown user.
     func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot?
-    /// Atomically claims (or defers) a warning. For 100 %, the period's 90 % warning is marked superseded
+    /// Atomically claims a warning, or stores it `deferred` until `deliverAfter` (quiet hours). For 100 %, the period's 90 % warning is marked superseded
     /// (inserted as such, or changed from deferred or retry) so it never arrives afterwards. A 90 % warning
     /// is not claimed once the 100 % one exists. Returns `nil` when another invocation has it.
-    func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64)
+    func claimLimitWarning(
+        _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
+    )
         async throws(JobError) -> LimitClaim?
     /// Warnings to deliver now: deferred ones whose quiet hours ended, `retry` ones and claims of hooks that
     /// died (older than `staleBefore`), from the last day.

@@ -27,11 +27,13 @@ extension SQLiteStore: ContentLimitStore {
         }
     }
 
-    public func claimLimitWarning(_ request: LimitClaimRequest, runID: String, now: Int64, staleBefore: Int64)
+    public func claimLimitWarning(
+        _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
+    )
         async throws(JobError) -> LimitClaim?
     {
         try await write("claiming a quota warning") { db in
-            if request.type == .contentLimit100 {
+            if warning.type == .contentLimit100 {
                 try db.execute(
                     sql: """
                         INSERT INTO notification_logs
@@ -40,16 +42,16 @@ extension SQLiteStore: ContentLimitStore {
                         ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
                             status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
                         WHERE \(DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
-                        """, arguments: [request.userID, request.period, runID, now, now, now])
+                        """, arguments: [warning.userID, warning.period, runID, now, now, now])
             } else if try Bool.fetchOne(
                 db,
                 sql: """
                     SELECT 1 FROM notification_logs WHERE user_id = ? AND notification_type = 'content_limit_100' AND period_key = ?
-                    """, arguments: [request.userID, request.period]) != nil
+                    """, arguments: [warning.userID, warning.period]) != nil
             {
                 return nil
             }
-            let params = LimitParams.encode(request.params)
+            let params = LimitParams.encode(warning.params)
             if let id = try Int64.fetchOne(
                 db,
                 sql: """
@@ -61,16 +63,14 @@ extension SQLiteStore: ContentLimitStore {
                     RETURNING id
                     """,
                 arguments: [
-                    request.userID, request.type.rawValue, request.period,
-                    request.deliverAfter == nil ? "claimed" : "deferred", request.messageIndex, request.locale,
-                    runID, now, now, request.deliverAfter, params,
+                    warning.userID, warning.type.rawValue, warning.period,
+                    deliverAfter == nil ? "claimed" : "deferred", warning.messageIndex, warning.locale,
+                    runID, now, now, deliverAfter, params,
                 ])
             {
-                return LimitClaim(
-                    logID: id, messageIndex: request.messageIndex, locale: request.locale,
-                    params: request.params, deferred: request.deliverAfter != nil, takenOver: false)
+                return LimitClaim(PendingWarning(logID: id, warning: warning), deferred: deliverAfter != nil)
             }
-            guard request.deliverAfter == nil,
+            guard deliverAfter == nil,
                 let row = try Row.fetchOne(
                     db,
                     sql: """
@@ -79,13 +79,14 @@ extension SQLiteStore: ContentLimitStore {
                         WHERE user_id = ? AND notification_type = ? AND period_key = ?
                           AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
                         RETURNING id, message_index, locale, params
-                        """, arguments: [runID, now, now, request.userID, request.type.rawValue, request.period])
+                        """, arguments: [runID, now, now, warning.userID, warning.type.rawValue, warning.period])
             else {
                 return nil
             }
             return LimitClaim(
-                logID: row[0], messageIndex: row[1] ?? request.messageIndex, locale: row[2] ?? request.locale,
-                params: LimitParams.decode(row[3]), deferred: false, takenOver: true)
+                PendingWarning(
+                    logID: row[0], warning: warning.resumed(messageIndex: row[1], locale: row[2], params: row[3])),
+                deferred: false)
         }
     }
 
@@ -95,7 +96,7 @@ extension SQLiteStore: ContentLimitStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params, u.timezone
+                    SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params
                     FROM notification_logs l JOIN users u ON u.id = l.user_id
                     WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
                       AND l.claimed_at >= ?
@@ -104,9 +105,11 @@ extension SQLiteStore: ContentLimitStore {
                     """, arguments: [now - 86_400, limit]
             ).map { row in
                 PendingWarning(
-                    logID: row[0], userID: row[1], type: NotificationType(rawValue: row[2]), period: row[3],
-                    messageIndex: row[4] ?? 0, locale: row[5] ?? CopyCatalog.fallbackLocale,
-                    params: LimitParams.decode(row[6]), timezone: row[7])
+                    logID: row[0],
+                    warning: QuotaWarning(
+                        userID: row[1], type: NotificationType(rawValue: row[2]), period: row[3],
+                        messageIndex: row[4] ?? 0, locale: row[5] ?? CopyCatalog.fallbackLocale,
+                        params: LimitParams.decode(row[6])))
             }
         }
     }
