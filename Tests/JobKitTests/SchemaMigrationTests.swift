@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 
@@ -35,6 +36,35 @@ import Testing
         let ids = SchemaMigrations.all.map(\.id)
         #expect(Set(ids).count == ids.count)
         #expect(ids == ids.sorted())
+    }
+
+    /// A migration, once released, is history: a database records it as applied by its id and never runs it
+    /// again, so changing its text would give a new database a schema that the databases already migrated do
+    /// not have. A change of schema is a new migration. (m009 repeats m001's log columns for this reason.)
+    @Test func releasedMigrationsKeepTheirText() {
+        let released: [String: String] = [
+            "001_initial": "cfdd75c33fb12eb43a3c87bed41cb170b1e0ee22f8c152bfd6d57376f2d29ef2",
+            "002_provider_credentials": "3a98d4b57920186707bd8227980d30c885d4cbed0b285d4a90956c6e140745fe",
+            "003_quiet_hours_and_deferred": "99d28f5145d3070d0d2b171dbafa326eafb5c5db57ac7f33699cfd29d177f50f",
+            "004_janitor_indexes": "e35bbf0752ac961133f7e3dd3eeb92e434de8c19fb59fb62d560938ecb20358d",
+            "005_drop_unused_status_index": "461ee8076b20ec4b0c6df52c4993827df414866279507360e3ca0e5dc8382a17",
+            "006_covering_due_index": "574f65088ed65d6c603eb506f93730260b98e8d3e8862f318f1172b56a8bf867",
+            "007_device_token_shape": "2f456f0bf9054e6671190edfa1eaf6993ee5f1710eeeb5114f3034d627381f68",
+            "008_history_references_by_trigger": "bddd30ae9bbfe143e463bc1ecbe180db3c77ff1bbdad415260b7f7bcf2a02cfc",
+            "009_partitioned_history": "5fcab6f165043cb9bad8af9171bd4c4c424e93bbea0f3a33e14b573eb55396ab",
+            "010_due_set_leases": "3b649d2e7a14862f8c6f2121ecf7b4e57770c5197fc2933a78a01391bc804f38",
+            "011_heap_only_resolutions": "98adaf8ada2f117efab2911837ca35a44c1681bc633aff01109e1d760c530e79",
+        ]
+        for migration in SchemaMigrations.all {
+            let digest = SHA256.hash(data: Data((migration.sqlite + "\u{0}" + migration.postgres).utf8))
+            let hex = digest.map { String(format: "%02x", $0) }.joined()
+            guard let pinned = released[migration.id] else {
+                Issue.record("\(migration.id) is new: pin it once released (\"\(migration.id)\": \"\(hex)\")")
+                continue
+            }
+            #expect(
+                pinned == hex, "\(migration.id) changed: a released migration is history; make the change a new one")
+        }
     }
 
     /// A PostgreSQL database migrated by the earlier list (which ended at 005) is brought to the same version
