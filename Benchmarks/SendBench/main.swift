@@ -65,12 +65,12 @@ let notifications: [OutgoingNotification] = (0..<count).map { i in
     let device =
         isFCM
         ? Device(
-            id: Int64(i), userID: "u\(i)", token: "bench-fcm-token-\(i)", provider: .fcm, platform: "android",
+            id: Int64(i), userID: "u\(i)", token: "bench-fcm-token-\(i)", provider: .fcm, platform: .android,
             apnsEnvironment: nil)
         : Device(
             id: Int64(i), userID: "u\(i)", token: String(format: "%064x", oneToken ? 1 : i + 1), provider: .apns,
-            platform: "ios",
-            apnsEnvironment: "production")
+            platform: .ios,
+            apnsEnvironment: .production)
     return OutgoingNotification(
         logID: nil, device: device, type: .diaryReminder, period: "2026-11-21", locale: "en",
         messageIndex: 0, title: "How was your day?", body: body, expiresAt: expiresAt)

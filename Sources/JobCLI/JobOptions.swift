@@ -127,6 +127,8 @@ public struct HookOptions: ParsableArguments {
 }
 
 extension LimitPeriod: ExpressibleByArgument {}
+extension Platform: ExpressibleByArgument {}
+extension APNsEnvironment: ExpressibleByArgument {}
 extension HealthReport.Format: ExpressibleByArgument {}
 
 /// `token-janitor run`'s own flags; their defaults are ``JanitorOptions``' and their ranges ``JanitorSetting``'s.

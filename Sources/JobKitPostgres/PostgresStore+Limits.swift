@@ -197,7 +197,7 @@ extension PostgresStore: JanitorStore {
             ORDER BY last_seen LIMIT \(limit)
             """)
         {
-            if let device = try Self.device(row) { devices.append(device) }
+            devices.append(try Self.device(row))
         }
         return devices
     }

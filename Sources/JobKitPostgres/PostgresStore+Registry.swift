@@ -23,8 +23,8 @@ extension PostgresStore: DeviceRegistry {
                     """
                     INSERT INTO user_devices
                         (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
-                    VALUES (\(registration.userID), \(registration.token), \(registration.provider.rawValue), \(registration.platform),
-                            \(registration.apnsEnvironment), true, to_timestamp(\(now)), \(registration.appVersion),
+                    VALUES (\(registration.userID), \(registration.token), \(registration.provider.rawValue), \(registration.platform.rawValue),
+                            \(registration.apnsEnvironment?.rawValue), true, to_timestamp(\(now)), \(registration.appVersion),
                             to_timestamp(\(now)), to_timestamp(\(now)))
                     ON CONFLICT (token) DO UPDATE SET
                         user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
@@ -132,8 +132,9 @@ extension PostgresStore: SeedSink {
             users.flatMap { user in
                 user.devices.map {
                     DeviceRow(
-                        user_id: $0.userID, token: $0.token, provider: $0.provider.rawValue, platform: $0.platform,
-                        apns_environment: $0.apnsEnvironment, app_version: $0.appVersion)
+                        user_id: $0.userID, token: $0.token, provider: $0.provider.rawValue,
+                        platform: $0.platform.rawValue,
+                        apns_environment: $0.apnsEnvironment?.rawValue, app_version: $0.appVersion)
                 }
             })
         let entries = Self.json(

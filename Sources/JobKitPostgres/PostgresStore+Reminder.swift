@@ -204,13 +204,10 @@ extension PostgresStore: ReminderStore {
             }
             guard let deviceID, let token, let provider, let platform else { continue }
             current?.hasDevice = true
-            // A provider this build does not know is not a device it can send to (as in activeDevices).
-            if let provider = Provider(rawValue: provider) {
-                current?.devices.append(
-                    Device(
-                        id: deviceID, userID: userID, token: token, provider: provider, platform: platform,
-                        apnsEnvironment: environment))
-            }
+            current?.devices.append(
+                try Device(
+                    storedID: deviceID, userID: userID, token: token, provider: provider, platform: platform,
+                    apnsEnvironment: environment))
         }
         finish()
         return candidates
@@ -304,18 +301,18 @@ extension PostgresStore: ReminderStore {
             WHERE is_active AND user_id = ANY(\(userIDs)::text[]) ORDER BY user_id, id
             """)
         {
-            guard let device = try Self.device(row) else { continue }
+            let device = try Self.device(row)
             result[device.userID, default: []].append(device)
         }
         return result
     }
 
-    static func device(_ row: PostgresRow) throws(JobError) -> Device? {
+    static func device(_ row: PostgresRow) throws(JobError) -> Device {
         let (id, userID, token, provider, platform, environment) = try decode(
             row, (Int64, String, String, String, String, String?).self)
-        guard let provider = Provider(rawValue: provider) else { return nil }
-        return Device(
-            id: id, userID: userID, token: token, provider: provider, platform: platform, apnsEnvironment: environment)
+        return try Device(
+            storedID: id, userID: userID, token: token, provider: provider, platform: platform,
+            apnsEnvironment: environment)
     }
 
     /// ``PreparedQuery``'s kind for ``claimInsertQuery(_:runID:now:)``.
@@ -471,7 +468,7 @@ extension PostgresStore: ReminderStore {
                 SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
                 WHERE user_id = \(userID) AND is_active ORDER BY id
                 """, logger: logger
-            ).collect().compactMap { row in try Self.device(row) }
+            ).collect().map { row in try Self.device(row) }
             return UserSnapshot(
                 userID: id, timezone: timezone, locale: locale, plan: plan,
                 settings: hasSettings

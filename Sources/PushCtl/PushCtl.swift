@@ -170,8 +170,8 @@ struct DeviceCommand: AsyncParsableCommand {
         @Option(help: "User id.") var user: String
         @Option(help: "Device token.") var token: String
         @Option(help: "apns or fcm.") var provider: String
-        @Option(help: "ios or android.") var platform: String
-        @Option(help: "APNs environment: production or sandbox.") var environment: String?
+        @Option(help: "ios or android.") var platform: Platform
+        @Option(help: "APNs environment: production (default) or sandbox.") var environment: APNsEnvironment?
         @Option(help: "App version.") var appVersion: String?
 
         func run() async throws {

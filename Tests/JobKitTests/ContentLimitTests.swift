@@ -135,7 +135,7 @@ import Testing
                 id: id, timezone: zone, contentLimitWarningsEnabled: warnings,
                 quietHoursStart: quiet?.0, quietHoursEnd: quiet?.1), now: 0)
         _ = try await db.store.register(
-            DeviceRegistration(userID: id, token: "phone-\(id)", provider: .fcm, platform: "android"), now: 0)
+            DeviceRegistration(userID: id, token: "phone-\(id)", provider: .fcm, platform: .android), now: 0)
     }
 
     /// A warning claim taken over after its lease ran out carries the words its first claim stored, not the

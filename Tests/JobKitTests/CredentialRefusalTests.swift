@@ -31,8 +31,8 @@ import Testing
                 device: Device(
                     id: Int64(batch * 1000 + i), userID: "u\(batch)-\(i)",
                     token: provider == .apns ? hexToken("c\(batch)", i) : "fcm-\(batch)-\(i)", provider: provider,
-                    platform: provider == .apns ? "ios" : "android",
-                    apnsEnvironment: provider == .apns ? "production" : nil),
+                    platform: provider == .apns ? .ios : .android,
+                    apnsEnvironment: provider == .apns ? .production : nil),
                 type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
                 expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
         }
@@ -72,7 +72,7 @@ import Testing
         for i in 0..<120 {
             try await harness.addUser(
                 "u\(String(format: "%03d", i))",
-                devices: [(hexToken("ab", i), .apns, "ios"), ("fcm-\(i)", .fcm, "android")])
+                devices: [(hexToken("ab", i), .apns, .ios), ("fcm-\(i)", .fcm, .android)])
         }
         try await cacheRefusedCredentials(harness)
         let sender = try await harness.sender()

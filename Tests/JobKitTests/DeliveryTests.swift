@@ -13,8 +13,8 @@ import Testing
         try await harness.addUser(
             "tokyo",
             devices: [
-                (apnsToken, .apns, "ios"), ("droid-1", .fcm, "android"),
-                ("fire-ios-1", .fcm, "ios"),
+                (apnsToken, .apns, .ios), ("droid-1", .fcm, .android),
+                ("fire-ios-1", .fcm, .ios),
             ], zone: "Asia/Tokyo", time: "21:00")
         let summary = try await harness.run(at: "2026-11-21T12:00:00Z", sender: try await harness.sender())
         #expect(summary.sent == 1)
@@ -52,11 +52,11 @@ import Testing
         async throws
     {
         let harness = try await DeliveryHarness.start(backend)
-        let devices: [(String, Provider, String)] = [
-            (hexToken("dead", 1), .apns, "ios"), (hexToken("bad0", 2), .apns, "ios"),
-            (hexToken("fa11", 3), .apns, "ios"),
-            ("dead-fcm", .fcm, "android"), ("bad0-fcm", .fcm, "android"), ("fa11-fcm", .fcm, "android"),
-            (hexToken("7407", 4), .apns, "ios"), (hexToken("cafe", 5), .apns, "ios"),
+        let devices: [(String, Provider, Platform)] = [
+            (hexToken("dead", 1), .apns, .ios), (hexToken("bad0", 2), .apns, .ios),
+            (hexToken("fa11", 3), .apns, .ios),
+            ("dead-fcm", .fcm, .android), ("bad0-fcm", .fcm, .android), ("fa11-fcm", .fcm, .android),
+            (hexToken("7407", 4), .apns, .ios), (hexToken("cafe", 5), .apns, .ios),
         ]
         for (i, device) in devices.enumerated() { try await harness.addUser("u\(i)", devices: [device]) }
         var delivery = harness.delivery()
@@ -89,7 +89,7 @@ import Testing
         let harness = try await DeliveryHarness.start(backend) {
             $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 1)]
         }
-        try await harness.addUser("throttled", devices: [(hexToken("7407", 1), .apns, "ios")])
+        try await harness.addUser("throttled", devices: [(hexToken("7407", 1), .apns, .ios)])
         var delivery = harness.delivery()
         delivery.retry.maxAttempts = 2
         let clock = ManualRetryClock()
@@ -125,8 +125,8 @@ import Testing
             OutgoingNotification(
                 logID: nil,
                 device: Device(
-                    id: 1, userID: "u1", token: hexToken("7407", 1), provider: .apns, platform: "ios",
-                    apnsEnvironment: "production"),
+                    id: 1, userID: "u1", token: hexToken("7407", 1), provider: .apns, platform: .ios,
+                    apnsEnvironment: .production),
                 type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
                 expiresAt: 4_000_000_000)
         ])
@@ -159,7 +159,7 @@ import Testing
         }
         for i in 0..<300 {
             try await harness.addUser(
-                "g\(i)", devices: [(hexToken("ab", i), .apns, "ios"), ("fcm-\(i)", .fcm, "android")])
+                "g\(i)", devices: [(hexToken("ab", i), .apns, .ios), ("fcm-\(i)", .fcm, .android)])
         }
         let sender = try await harness.sender()
         let summary = try await DiaryReminderRunner(store: harness.db.store, sender: sender, logger: quietLogger)
@@ -186,9 +186,9 @@ import Testing
     {
         let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser(
-            "a", devices: [(hexToken("ab", 1), .apns, "ios"), ("f-1", .fcm, "android")], time: "20:00")
+            "a", devices: [(hexToken("ab", 1), .apns, .ios), ("f-1", .fcm, .android)], time: "20:00")
         try await harness.addUser(
-            "b", devices: [(hexToken("ab", 2), .apns, "ios"), ("f-2", .fcm, "android")], time: "20:15")
+            "b", devices: [(hexToken("ab", 2), .apns, .ios), ("f-2", .fcm, .android)], time: "20:15")
         // Two runs, each with its own sender, as two cron processes would be.
         try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         try await harness.run(at: "2026-11-21T20:15:00Z", sender: try await harness.sender())
@@ -206,7 +206,7 @@ import Testing
         for (minute, expectedMints) in [(0, 1), (19, 1), (39, 1), (41, 2), (60, 2), (82, 3)] {
             clock.set(clock.start + Int64(minute) * 60)
             let user = "m\(minute)"
-            try await harness.addUser(user, devices: [(hexToken("ab", minute), .apns, "ios")], time: "20:00")
+            try await harness.addUser(user, devices: [(hexToken("ab", minute), .apns, .ios)], time: "20:00")
             try await harness.run(
                 at: "2026-11-\(10 + minute / 10)T20:00:00Z", sender: try await harness.sender(delivery))
             #expect(harness.simulator.stats.apnsProviderTokens == expectedMints, "after \(minute) minutes")
@@ -230,7 +230,7 @@ import Testing
                 logID: nil,
                 device: Device(
                     id: Int64(i), userID: "u", token: hexToken("ab", i), provider: .apns,
-                    platform: "ios", apnsEnvironment: "production"),
+                    platform: .ios, apnsEnvironment: .production),
                 type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t",
                 body: "b", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
         }
@@ -256,8 +256,8 @@ import Testing
                     logID: nil,
                     device: Device(
                         id: Int64(batch * 100 + i), userID: "u\(batch)-\(i)",
-                        token: hexToken("c\(batch)", i), provider: .apns, platform: "ios",
-                        apnsEnvironment: "production"),
+                        token: hexToken("c\(batch)", i), provider: .apns, platform: .ios,
+                        apnsEnvironment: .production),
                     type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t",
                     body: "b", expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
             }
@@ -281,8 +281,8 @@ import Testing
                 SimulatorRule(prefix: "dead1", kind: .dead, timestampMs: (registered + 3600) * 1000),
             ]
         }
-        try await harness.addUser("back", devices: [(hexToken("dead0", 1), .apns, "ios")], registeredAt: registered)
-        try await harness.addUser("gone", devices: [(hexToken("dead1", 2), .apns, "ios")], registeredAt: registered)
+        try await harness.addUser("back", devices: [(hexToken("dead0", 1), .apns, .ios)], registeredAt: registered)
+        try await harness.addUser("gone", devices: [(hexToken("dead1", 2), .apns, .ios)], registeredAt: registered)
         try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         #expect(
             try await harness.db.strings("SELECT user_id || ' ' || is_active FROM user_devices ORDER BY user_id") == [
@@ -297,8 +297,8 @@ import Testing
     @Test func refusedCredentialsAreRefreshedOnceThenTheProviderStopsAndNoDeviceIsDeactivated() async throws {
         // The simulator's clock runs two hours ahead: every provider token looks expired to it.
         let harness = try await DeliveryHarness.start { $0.clock = { Int64(Date().timeIntervalSince1970) + 7200 } }
-        for i in 0..<5 { try await harness.addUser("c\(i)", devices: [(hexToken("ab", i), .apns, "ios")]) }
-        try await harness.addUser("android", devices: [("fcm-ok", .fcm, "android")])
+        for i in 0..<5 { try await harness.addUser("c\(i)", devices: [(hexToken("ab", i), .apns, .ios)]) }
+        try await harness.addUser("android", devices: [("fcm-ok", .fcm, .android)])
         let logs = CapturedLogs()
         let summary = try await harness.run(
             at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger))
@@ -315,7 +315,7 @@ import Testing
 
     @Test(arguments: Backend.allCases) func thirdPartyAuthErrorsNeverDeactivate(_ backend: Backend) async throws {
         let harness = try await DeliveryHarness.start(backend)
-        try await harness.addUser("ios-via-firebase", devices: [("a0th-token", .fcm, "ios")])
+        try await harness.addUser("ios-via-firebase", devices: [("a0th-token", .fcm, .ios)])
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         #expect(summary.outcomes == ["credentials": 1])
         #expect(try await harness.db.count("SELECT count(*) FROM user_devices WHERE is_active") == 1)
@@ -327,9 +327,9 @@ import Testing
     @Test(arguments: Backend.allCases) func noSecretAndNoFullTokenInAnyLogLine(_ backend: Backend) async throws {
         let harness = try await DeliveryHarness.start(backend)
         let tokens = [hexToken("dead", 1), hexToken("bad0", 2), hexToken("fa11", 3), hexToken("cafe", 4)]
-        for (i, token) in tokens.enumerated() { try await harness.addUser("s\(i)", devices: [(token, .apns, "ios")]) }
+        for (i, token) in tokens.enumerated() { try await harness.addUser("s\(i)", devices: [(token, .apns, .ios)]) }
         try await harness.addUser(
-            "f", devices: [("dead-fcm-token-0123456789", .fcm, "android"), ("a0th-fcm-token-0123456789", .fcm, "ios")])
+            "f", devices: [("dead-fcm-token-0123456789", .fcm, .android), ("a0th-fcm-token-0123456789", .fcm, .ios)])
         let logs = CapturedLogs()
         try await harness.run(
             at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger), logger: logs.logger)
@@ -354,8 +354,8 @@ import Testing
         async throws
     {
         let harness = try await DeliveryHarness.start(backend)
-        try await harness.addUser("apple-only", devices: [(hexToken("ab", 1), .apns, "ios")])
-        try await harness.addUser("both", devices: [(hexToken("ab", 2), .apns, "ios"), ("fcm-2", .fcm, "android")])
+        try await harness.addUser("apple-only", devices: [(hexToken("ab", 1), .apns, .ios)])
+        try await harness.addUser("both", devices: [(hexToken("ab", 2), .apns, .ios), ("fcm-2", .fcm, .android)])
         let summary = try await harness.run(
             at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
         #expect(summary.skipped == ["no_configured_provider": 1])
@@ -368,7 +368,7 @@ import Testing
     @Test(arguments: Backend.allCases) func validateOnlyChecksWithFCMAndDeliversNothing(_ backend: Backend) async throws
     {
         let harness = try await DeliveryHarness.start(backend)
-        try await harness.addUser("v1", devices: [("fcm-live", .fcm, "android"), ("dead-fcm", .fcm, "android")])
+        try await harness.addUser("v1", devices: [("fcm-live", .fcm, .android), ("dead-fcm", .fcm, .android)])
         var delivery = harness.delivery(apns: false)
         delivery.fcm?.validateOnly = true
         let lines = LineBuffer()
@@ -393,7 +393,7 @@ import Testing
 
     @Test(arguments: Backend.allCases) func inFlightStreamsStayWithinTheServerLimit(_ backend: Backend) async throws {
         let harness = try await DeliveryHarness.start(backend) { $0.maxConcurrentStreams = 3 }
-        for i in 0..<200 { try await harness.addUser("l\(i)", devices: [("limit-\(i)", .fcm, "android")]) }
+        for i in 0..<200 { try await harness.addUser("l\(i)", devices: [("limit-\(i)", .fcm, .android)]) }
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         #expect(summary.sent == 200)
         #expect(harness.simulator.stats.errors.isEmpty)
@@ -407,7 +407,7 @@ import Testing
         let harness = try await DeliveryHarness.start()
         let tokens = (0..<64).map { String(format: "order-%02d", $0) }
         for (i, token) in tokens.enumerated() {
-            try await harness.addUser(String(format: "o%02d", i), devices: [(token, .fcm, "android")])
+            try await harness.addUser(String(format: "o%02d", i), devices: [(token, .fcm, .android)])
         }
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         #expect(summary.sent == 64)
@@ -564,7 +564,7 @@ final class ManualClock: @unchecked Sendable {
         let notification = OutgoingNotification(
             logID: nil,
             device: Device(
-                id: 1, userID: "u", token: "ab", provider: .apns, platform: "ios", apnsEnvironment: "production"),
+                id: 1, userID: "u", token: "ab", provider: .apns, platform: .ios, apnsEnvironment: .production),
             type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "Title", body: body,
             expiresAt: 0)
         let data = APNs.payload(for: notification, links: DeepLinks())
@@ -593,7 +593,7 @@ final class ManualClock: @unchecked Sendable {
         let notification = OutgoingNotification(
             logID: nil,
             device: Device(
-                id: 1, userID: "u", token: "ab12", provider: .apns, platform: "ios", apnsEnvironment: "production"),
+                id: 1, userID: "u", token: "ab12", provider: .apns, platform: .ios, apnsEnvironment: .production),
             type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "Title", body: "Body",
             expiresAt: 7)
         let request = APNs.request(

@@ -10,7 +10,7 @@ import Testing
     @Test(arguments: Backend.allCases) func registrationIsAnIdempotentUpsert(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice", tokens: [])
-        let registration = try DeviceRegistration(userID: "alice", token: "AB12cd", provider: .apns, platform: "ios")
+        let registration = try DeviceRegistration(userID: "alice", token: "AB12cd", provider: .apns, platform: .ios)
         let first = try await db.store.register(registration, now: 100)
         let again = try await db.store.register(registration, now: 200)
         #expect(first.change == .created)
@@ -28,7 +28,7 @@ import Testing
         try await db.store.addUser("alice", tokens: ["shared-phone"])
         try await db.store.addUser("bob", tokens: [])
         let moved = try await db.store.register(
-            DeviceRegistration(userID: "bob", token: "shared-phone", provider: .fcm, platform: "android"), now: 50)
+            DeviceRegistration(userID: "bob", token: "shared-phone", provider: .fcm, platform: .android), now: 50)
         #expect(moved.change == .movedFromAnotherUser)
         #expect(try await db.count("SELECT count(*) FROM user_devices WHERE user_id = 'alice'") == 0)
         #expect(try await db.count("SELECT count(*) FROM user_devices WHERE user_id = 'bob' AND is_active") == 1)
@@ -51,7 +51,7 @@ import Testing
             ) == 1)
         #expect(try await db.store.activeDevices(userIDs: ["alice"]).isEmpty)
         let back = try await db.store.register(
-            DeviceRegistration(userID: "alice", token: "phone", provider: .fcm, platform: "android"), now: 20)
+            DeviceRegistration(userID: "alice", token: "phone", provider: .fcm, platform: .android), now: 20)
         #expect(back.change == .reactivated)
         #expect(
             try await db.count(
@@ -69,7 +69,7 @@ import Testing
                 group.addTask {
                     _ = try await db.store.register(
                         DeviceRegistration(
-                            userID: "u\(i % 4 + 1)", token: "race-token", provider: .fcm, platform: "ios"),
+                            userID: "u\(i % 4 + 1)", token: "race-token", provider: .fcm, platform: .ios),
                         now: Int64(i))
                 }
             }
@@ -82,21 +82,39 @@ import Testing
     {
         let db = try await TemporaryDatabase(backend)
         #expect(throws: JobError.self) {
-            try DeviceRegistration(userID: "a", token: "xyz", provider: .apns, platform: "ios")
+            try DeviceRegistration(userID: "a", token: "xyz", provider: .apns, platform: .ios)
         }
         #expect(throws: JobError.self) {
-            try DeviceRegistration(userID: "a", token: "abc", provider: .apns, platform: "android")
+            try DeviceRegistration(userID: "a", token: "abc", provider: .apns, platform: .android)
         }
         #expect(throws: JobError.self) {
-            try DeviceRegistration(userID: "a", token: " ", provider: .fcm, platform: "ios")
+            try DeviceRegistration(userID: "a", token: " ", provider: .fcm, platform: .ios)
         }
-        #expect(throws: JobError.self) {
-            try DeviceRegistration(
-                userID: "a", token: "ab", provider: .apns, platform: "ios", apnsEnvironment: "staging")
-        }
-        let unknown = try DeviceRegistration(userID: "ghost", token: "t", provider: .fcm, platform: "android")
+        let unknown = try DeviceRegistration(userID: "ghost", token: "t", provider: .fcm, platform: .android)
         await #expect(throws: JobError.dataError("unknown user ghost")) { try await db.store.register(unknown, now: 1) }
         #expect(try await db.count("SELECT count(*) FROM user_devices") == 0)
+    }
+
+    /// A device row's provider, platform and APNs environment are closed sets: a value this version does not know
+    /// is an error naming the row, never a default (before, an unknown provider's device was dropped without a
+    /// word, and a platform or environment was any string).
+    @Test func aStoredDeviceWithAValueThisVersionDoesNotKnowIsAnError() throws {
+        let ios = try Device(
+            storedID: 7, userID: "u", token: "ab", provider: "apns", platform: "ios", apnsEnvironment: "sandbox")
+        #expect(ios.provider == .apns && ios.platform == .ios && ios.apnsEnvironment == .sandbox)
+        let android = try Device(
+            storedID: 8, userID: "u", token: "t", provider: "fcm", platform: "android", apnsEnvironment: nil)
+        #expect(android.platform == .android && android.apnsEnvironment == nil)
+        for (provider, platform, environment, problem) in [
+            ("hms", "android", nil, "provider \"hms\""), ("fcm", "windows", nil, "platform \"windows\""),
+            ("apns", "ios", "staging", "apns_environment \"staging\""),
+        ] {
+            #expect(throws: JobError.dataError("user_devices row 9: unknown \(problem)")) {
+                try Device(
+                    storedID: 9, userID: "u", token: "t", provider: provider, platform: platform,
+                    apnsEnvironment: environment)
+            }
+        }
     }
 
     @Test(arguments: Backend.allCases) func theSchemaRejectsWhatTheRulesCannotUse(_ backend: Backend) async throws {
@@ -477,7 +495,7 @@ import Testing
         for user in ["ann", "bob"] { try await db.store.upsertUser(UserProfile(id: user, timezone: "UTC"), now: 0) }
         for (user, token) in [("ann", "aa"), ("ann", "bb"), ("bob", "cc")] {
             _ = try await db.store.register(
-                DeviceRegistration(userID: user, token: token, provider: .apns, platform: "ios"), now: 0)
+                DeviceRegistration(userID: user, token: token, provider: .apns, platform: .ios), now: 0)
         }
         let now: Int64 = 1_000
         for (user, period) in [("ann", "2026-11-01"), ("ann", "2026-11-02"), ("bob", "2026-11-01")] {

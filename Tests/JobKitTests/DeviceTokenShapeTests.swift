@@ -17,14 +17,14 @@ import Testing
     @Test func registrationRefusesAMalformedToken() throws {
         for (token, provider) in Self.malformed {
             #expect(throws: JobError.self, "\(provider) \(token.debugDescription) was accepted") {
-                try DeviceRegistration(userID: "u", token: token, provider: provider, platform: "ios")
+                try DeviceRegistration(userID: "u", token: token, provider: provider, platform: .ios)
             }
         }
         // Upper-case hex as apps often print it is stored lower-case; the FCM alphabet is accepted as it is.
         #expect(
-            try DeviceRegistration(userID: "u", token: "AB12cd", provider: .apns, platform: "ios").token == "ab12cd")
+            try DeviceRegistration(userID: "u", token: "AB12cd", provider: .apns, platform: .ios).token == "ab12cd")
         let fcm = "cXyZ_09-ab:APA91bHk_-Qq"
-        #expect(try DeviceRegistration(userID: "u", token: fcm, provider: .fcm, platform: "android").token == fcm)
+        #expect(try DeviceRegistration(userID: "u", token: fcm, provider: .fcm, platform: .android).token == fcm)
     }
 
     /// The schema's check (migration 007) and ``DeviceToken`` are one rule: generated tokens, good and bad,
@@ -69,7 +69,7 @@ import Testing
         }
         // An update that changes the token is checked too.
         _ = try await db.store.register(
-            DeviceRegistration(userID: "u", token: "ab12", provider: .apns, platform: "ios"), now: 0)
+            DeviceRegistration(userID: "u", token: "ab12", provider: .apns, platform: .ios), now: 0)
         await #expect(throws: (any Error).self) { try await db.execute("UPDATE user_devices SET token = 'ab 12'") }
     }
 
@@ -81,7 +81,7 @@ import Testing
         defer { Task { await harness.stop() } }
         let db = harness.db
         let good = hexToken("aa", 1)
-        try await harness.addUser("u1", devices: [(good, .apns, "ios")])
+        try await harness.addUser("u1", devices: [(good, .apns, .ios)])
         // As a database written before migration 007 would hold them.
         if backend == .sqlite {
             try await db.execute("DROP TRIGGER user_devices_token_shape_on_insert")

@@ -28,7 +28,7 @@ import Testing
             _ = try await db.store.register(
                 DeviceRegistration(
                     userID: id, token: "phone-\(id.unicodeScalars.first!.value)",
-                    provider: .fcm, platform: "android"), now: 0)
+                    provider: .fcm, platform: .android), now: 0)
         }
         await db.store.close()
         return URL(fileURLWithPath: db.path)

@@ -26,7 +26,7 @@ import Testing
     {
         let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser(
-            "u1", devices: [(hexToken("aa", 1), .apns, "ios"), ("android-u1", .fcm, "android")],
+            "u1", devices: [(hexToken("aa", 1), .apns, .ios), ("android-u1", .fcm, .android)],
             time: "20:00")
         let environment = Self.environment(harness)
         let now = instant("2026-11-21T12:00:00Z")
@@ -114,8 +114,8 @@ import Testing
     /// it). A user reachable only through FCM, which is left unconfigured, is skipped by both.
     @Test func eachJobRunInProcessPrintsWhatItsExecutablePrints() async throws {
         let harness = try await DeliveryHarness.start(.sqlite)
-        try await harness.addUser("u1", devices: [(hexToken("aa", 1), .apns, "ios")], time: "20:00")
-        try await harness.addUser("u2", devices: [("android-u2", .fcm, "android")], time: "20:00")
+        try await harness.addUser("u1", devices: [(hexToken("aa", 1), .apns, .ios)], time: "20:00")
+        try await harness.addUser("u2", devices: [("android-u2", .fcm, .android)], time: "20:00")
         let environment = Self.environment(harness).filter { !$0.key.hasPrefix("PUSH_FCM") }
         let now = "2026-11-21T20:00:05Z"
         func inProcess(_ job: String, json: Bool = false, _ body: (JobInvocation) async throws(JobError) -> Void)

@@ -141,7 +141,7 @@ import Testing
         let harness = try await DeliveryHarness.start(.sqlite)
         let now = Int64(Date().timeIntervalSince1970)
         try await harness.addUser(
-            "u-now", devices: [(hexToken("ab", 1), .apns, "ios")], time: LambdaProcessTests.slot(now))
+            "u-now", devices: [(hexToken("ab", 1), .apns, .ios)], time: LambdaProcessTests.slot(now))
         let credentials = harness.simulator.credentials
         let key = try String(contentsOfFile: credentials.apnsKeyFile, encoding: .utf8)
         let server = try await Self.extensionServer(["diary/apns": key], parameters: [:])

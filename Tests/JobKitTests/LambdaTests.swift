@@ -42,9 +42,9 @@ import Testing
         let harness = try await DeliveryHarness.start(backend)
         for i in 0..<4 {
             try await harness.addUser(
-                "eight-\(i)", devices: [(hexToken("a1", i), .apns, "ios"), ("droid-\(i)", .fcm, "android")],
+                "eight-\(i)", devices: [(hexToken("a1", i), .apns, .ios), ("droid-\(i)", .fcm, .android)],
                 time: "20:00")
-            try await harness.addUser("nine-\(i)", devices: [(hexToken("b2", i), .apns, "ios")], time: "21:00")
+            try await harness.addUser("nine-\(i)", devices: [(hexToken("b2", i), .apns, .ios)], time: "21:00")
         }
         let sender = try await harness.sender()
         let handler = DiaryReminderHandler(
@@ -290,7 +290,7 @@ import Testing
         let now = Int64(Date().timeIntervalSince1970)
         try await db.store.upsertUser(UserProfile(id: "u-now", timezone: "UTC", reminderTime: Self.slot(now)), now: 0)
         _ = try await db.store.register(
-            DeviceRegistration(userID: "u-now", token: "token-now", provider: .fcm, platform: "android"), now: 0)
+            DeviceRegistration(userID: "u-now", token: "token-now", provider: .fcm, platform: .android), now: 0)
         let event = LambdaTests.scheduled(Timestamps.format(now))
         let first = try LambdaTests.fields(await api.invoke(event, deadlineMs: (now + 300) * 1000))
         #expect(first.claimed == 1 && first.sent == 1)

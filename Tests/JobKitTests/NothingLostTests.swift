@@ -47,7 +47,7 @@ import Testing
             #expect(!DeliveryLifecycle.canTakeOver(log(status, at: 0), staleBefore: 100), "\(status)")
         }
         let devices = (1...3).map {
-            Device(id: $0, userID: "u", token: "t\($0)", provider: .fcm, platform: "android", apnsEnvironment: nil)
+            Device(id: $0, userID: "u", token: "t\($0)", provider: .fcm, platform: .android, apnsEnvironment: nil)
         }
         #expect(DeliveryLifecycle.devicesToSend(devices, alreadyDelivered: [2]).map(\.id) == [1, 3])
         #expect(DeliveryLifecycle.devicesToSend(devices, alreadyDelivered: []).map(\.id) == [1, 2, 3])
@@ -89,7 +89,7 @@ import Testing
     {
         let harness = try await DeliveryHarness.start(backend)
         let iPhone = hexToken("ab", 1)
-        try await harness.addUser("both", devices: [(iPhone, .apns, "ios"), ("pixel-1", .fcm, "android")])
+        try await harness.addUser("both", devices: [(iPhone, .apns, .ios), ("pixel-1", .fcm, .android)])
         var wrongKey = harness.delivery()
         wrongKey.apns?.keyID = "WRONGKEY01"
         let first = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(wrongKey))
@@ -131,7 +131,7 @@ import Testing
             $0.rules = [SimulatorRule(prefix: "fa11", kind: .flaky, times: RetryPolicy().maxAttempts)]
         }
         let flaky = hexToken("fa11", 1)
-        try await harness.addUser("both", devices: [(flaky, .apns, "ios"), ("pixel-1", .fcm, "android")])
+        try await harness.addUser("both", devices: [(flaky, .apns, .ios), ("pixel-1", .fcm, .android)])
         let first = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
         #expect(first.outcomes == ["delivered": 1, "retry_later": 1])
         #expect(first.retry == 1)
@@ -157,7 +157,7 @@ extension ContentLimitHookTests {
         _ = try await db.store.register(
             DeviceRegistration(
                 userID: "writer", token: "flaky-tablet", provider: .fcm,
-                platform: "android"), now: 0)
+                platform: .android), now: 0)
         let factory = SenderFactory()
         #expect(try await fire(db, factory, used: 27).action == .sent)
         #expect(try await db.strings("SELECT status FROM notification_logs") == ["retry"])
@@ -312,8 +312,8 @@ extension NothingLostTests {
         let harness = try await DeliveryHarness.start(backend) {
             $0.rules = [SimulatorRule(prefix: "7407", kind: .throttle, retryAfter: 2)]
         }
-        for i in 0..<9 { try await harness.addUser("u\(i)", devices: [(hexToken("ab", i), .apns, "ios")]) }
-        try await harness.addUser("u9", devices: [(hexToken("7407", 9), .apns, "ios")])
+        for i in 0..<9 { try await harness.addUser("u\(i)", devices: [(hexToken("ab", i), .apns, .ios)]) }
+        try await harness.addUser("u9", devices: [(hexToken("7407", 9), .apns, .ios)])
         var delivery = harness.delivery(fcm: false)
         delivery.retry.maxAttempts = 2
         let sender = try await harness.sender(delivery)
@@ -351,8 +351,8 @@ extension NothingLostTests {
         let harness = try await DeliveryHarness.start(backend) {
             $0.rules = [SimulatorRule(prefix: "5104", kind: .slow, delayMs: 4_000)]
         }
-        for i in 0..<9 { try await harness.addUser("u\(i)", devices: [(hexToken("ab", i), .apns, "ios")]) }
-        try await harness.addUser("u9", devices: [(hexToken("5104", 9), .apns, "ios")])
+        for i in 0..<9 { try await harness.addUser("u\(i)", devices: [(hexToken("ab", i), .apns, .ios)]) }
+        try await harness.addUser("u9", devices: [(hexToken("5104", 9), .apns, .ios)])
         let sender = try await harness.sender(harness.delivery(fcm: false))
         let finished = NIOLockedValueBox(false)
         let run = Task {
@@ -500,9 +500,9 @@ extension NothingLostTests {
 @Suite struct DryRunAgreementTests {
     @Test(arguments: Backend.allCases) func aDryRunAndExplainSkipWhatTheRealRunSkips(_ backend: Backend) async throws {
         let harness = try await DeliveryHarness.start(backend)
-        try await harness.addUser("ios-only", devices: [(hexToken("ab", 1), .apns, "ios")])
+        try await harness.addUser("ios-only", devices: [(hexToken("ab", 1), .apns, .ios)])
         try await harness.addUser(
-            "both", devices: [(hexToken("ab", 2), .apns, "ios"), ("pixel-both", .fcm, "android")])
+            "both", devices: [(hexToken("ab", 2), .apns, .ios), ("pixel-both", .fcm, .android)])
         let lines = LineBuffer()
         // The dry run's sender from the same configuration as the real run's, by the factory the CLI uses.
         let fcmOnly = harness.delivery(apns: false)

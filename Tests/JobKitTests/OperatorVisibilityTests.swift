@@ -28,7 +28,7 @@ import Testing
             // 127.0.0.1) does not carry.
             if outage == .hostMismatch { configuration.host = "0.0.0.0" }
         }
-        try await harness.addUser("u1", devices: [(hexToken("aa", 1), .apns, "ios"), ("android-u1", .fcm, "android")])
+        try await harness.addUser("u1", devices: [(hexToken("aa", 1), .apns, .ios), ("android-u1", .fcm, .android)])
         let credentials = harness.simulator.credentials
         let live = "https://127.0.0.1:\(harness.simulator.port)"
         let closed = "https://127.0.0.1:1"
@@ -152,7 +152,7 @@ import Testing
     @Test func onlyDeadTokensExitZero() async throws {
         let setup = try await Self.setUp(.none)
         defer { Task { await setup.harness.stop() } }
-        try await setup.harness.addUser("u2", devices: [("dead-u2", .fcm, "android")])
+        try await setup.harness.addUser("u2", devices: [("dead-u2", .fcm, .android)])
         let run = try await Executables.run("diary-reminder", setup.arguments, environment: setup.environment)
         #expect(run.status == 0, "\(run.stderr)")
         #expect(run.stdout.contains("token_dead=1"), "\(run.stdout)")

@@ -159,7 +159,7 @@ import Testing
         try await db.store.upsertUser(
             UserProfile(id: "u-now", timezone: "UTC", reminderTime: LambdaProcessTests.slot(now)), now: 0)
         _ = try await db.store.register(
-            DeviceRegistration(userID: "u-now", token: "token-now", provider: .fcm, platform: "android"), now: 0)
+            DeviceRegistration(userID: "u-now", token: "token-now", provider: .fcm, platform: .android), now: 0)
         let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
         let invocations: [(job: String, event: String, expect: String)] = [
             ("diary-reminder", LambdaTests.scheduled(Timestamps.format(now)), #""claimed":1"#),
@@ -202,7 +202,7 @@ import Testing
         let db = try await TemporaryDatabase(.sqlite)
         try await db.store.upsertUser(UserProfile(id: "u1", timezone: "UTC"), now: 0)
         _ = try await db.store.register(
-            DeviceRegistration(userID: "u1", token: "token-u1", provider: .fcm, platform: "android"), now: 0)
+            DeviceRegistration(userID: "u1", token: "token-u1", provider: .fcm, platform: .android), now: 0)
         let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
         let input = Pipe()
         let started = try Executables.start(

@@ -19,7 +19,7 @@ import Testing
 
     @Test func providerPayloadsAreValidJSONWithSortedKeys() throws {
         let device = Device(
-            id: 1, userID: "u", token: "tok\"en", provider: .fcm, platform: "android", apnsEnvironment: nil)
+            id: 1, userID: "u", token: "tok\"en", provider: .fcm, platform: .android, apnsEnvironment: nil)
         let notification = OutgoingNotification(
             logID: 1, device: device, type: .diaryReminder, period: "2026-11-21", locale: "en",
             messageIndex: 0, title: "Ti\"tle", body: "Body\nline", expiresAt: 100)
@@ -44,10 +44,10 @@ import Testing
         (String(repeating: "\u{7}", count: 2000), String(repeating: "\"", count: 3000)),
     ])
     func aPayloadNeverExceedsTheProvidersLimit(title: String, body: String) throws {
-        for platform in ["ios", "android"] {
+        for platform in Platform.allCases {
             let device = Device(
                 id: 1, userID: "u", token: String(repeating: "ab", count: 32),
-                provider: platform == "ios" ? .apns : .fcm,
+                provider: platform == .ios ? .apns : .fcm,
                 platform: platform, apnsEnvironment: nil)
             let notification = OutgoingNotification(
                 logID: 1, device: device, type: .contentLimit90, period: "2026-11",

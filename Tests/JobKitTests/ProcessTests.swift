@@ -523,6 +523,18 @@ enum Executables {
                 "--provider", "fcm", "--platform", "android",
             ] + database)
         #expect(ghost.status == 65)
+        // A platform or APNs environment outside the closed sets is a usage error naming the flag.
+        for (flag, value) in [("--platform", "windows"), ("--environment", "staging")] {
+            let options = ["--platform": "ios", "--environment": "production"].merging([flag: value]) { $1 }
+            let refused = try await Executables.run(
+                "pushctl",
+                [
+                    "device", "register", "--user", "u1", "--token", "abcdef0123", "--provider", "apns",
+                    "--platform", options["--platform"]!, "--environment", options["--environment"]!,
+                ] + database)
+            #expect(refused.status == 64, "\(flag) \(value): \(refused.status) \(refused.stderr)")
+            #expect(refused.stderr.contains(flag) && refused.stderr.contains(value), "\(refused.stderr)")
+        }
         // Issue 21, item 3: a token of the wrong shape is refused before anything is written.
         for (token, provider, platform) in [
             ("ab cd", "fcm", "android"), ("abc", "apns", "ios"), ("tok/../x", "fcm", "ios"),

@@ -94,7 +94,7 @@ import Testing
 
     func users(_ harness: DeliveryHarness, _ count: Int) async throws {
         for i in 0..<count {
-            try await harness.addUser("q\(i)", devices: [("fcm-quota-\(i)", .fcm, "android")])
+            try await harness.addUser("q\(i)", devices: [("fcm-quota-\(i)", .fcm, .android)])
         }
     }
 

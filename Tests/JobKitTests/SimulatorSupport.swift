@@ -74,7 +74,7 @@ struct DeliveryHarness {
     }
 
     func addUser(
-        _ id: String, devices: [(token: String, provider: Provider, platform: String)], zone: String = "UTC",
+        _ id: String, devices: [(token: String, provider: Provider, platform: Platform)], zone: String = "UTC",
         time: String = "20:00", registeredAt: Int64 = 0
     ) async throws {
         try await db.store.upsertUser(UserProfile(id: id, timezone: zone, reminderTime: time), now: registeredAt)

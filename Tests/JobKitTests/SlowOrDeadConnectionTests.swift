@@ -17,8 +17,8 @@ import Testing
             OutgoingNotification(
                 logID: nil,
                 device: Device(
-                    id: Int64(i), userID: "u\(i)", token: hexToken(prefix, i), provider: .apns, platform: "ios",
-                    apnsEnvironment: "production"),
+                    id: Int64(i), userID: "u\(i)", token: hexToken(prefix, i), provider: .apns, platform: .ios,
+                    apnsEnvironment: .production),
                 type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
                 expiresAt: Int64(Date().timeIntervalSince1970) + 3600)
         }

@@ -213,7 +213,7 @@ extension JobStore {
         let safeID = String(id.map { $0.isASCII && ($0.isLetter || $0.isNumber) ? $0 : "_" })
         for token in tokens ?? ["token-\(safeID)-1"] {
             _ = try await register(
-                DeviceRegistration(userID: id, token: token, provider: .fcm, platform: "android"), now: now)
+                DeviceRegistration(userID: id, token: token, provider: .fcm, platform: .android), now: now)
         }
     }
 }

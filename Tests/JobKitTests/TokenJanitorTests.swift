@@ -29,7 +29,7 @@ import Testing
         _ = try await db.store.register(
             DeviceRegistration(
                 userID: user, token: provider == .apns ? token.lowercased() : token,
-                provider: provider, platform: provider == .apns ? "ios" : "android"),
+                provider: provider, platform: provider == .apns ? .ios : .android),
             now: now - seenDaysAgo * day)
     }
 
@@ -189,8 +189,8 @@ import Testing
         let end = instant("2026-11-22T00:00:00Z")
         for user in ["a", "b", "c"] { try await db.store.upsertUser(UserProfile(id: user, timezone: "UTC"), now: 0) }
         for (user, token, provider, platform) in [
-            ("a", "ab01", Provider.apns, "ios"), ("b", "fcm-b", .fcm, "android"),
-            ("c", "fcm-c", .fcm, "ios"),
+            ("a", "ab01", Provider.apns, Platform.ios), ("b", "fcm-b", .fcm, .android),
+            ("c", "fcm-c", .fcm, .ios),
         ] {
             _ = try await db.store.register(
                 DeviceRegistration(userID: user, token: token, provider: provider, platform: platform), now: 0)

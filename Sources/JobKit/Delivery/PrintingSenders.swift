@@ -152,8 +152,8 @@ struct NotificationLine: Encodable {
         device = fullToken ? notification.device.token : Redaction.maskToken(notification.device.token)
         deviceID = notification.device.id
         provider = notification.device.provider.rawValue
-        platform = notification.device.platform
-        apnsEnvironment = notification.device.apnsEnvironment
+        platform = notification.device.platform.rawValue
+        apnsEnvironment = notification.device.apnsEnvironment?.rawValue
         type = notification.type.rawValue
         period = notification.period
         locale = notification.locale

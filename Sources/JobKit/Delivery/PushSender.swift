@@ -61,7 +61,7 @@ public final class PushSender: Sender {
                 provider: ProviderProtocol(
                     name: "apns",
                     endpoint: {
-                        $0.apnsEnvironment == "sandbox"
+                        $0.apnsEnvironment == .sandbox
                             ? apnsConfiguration.sandboxEndpoint : apnsConfiguration.productionEndpoint
                     },
                     authorization: APNs.authorization(jwt:),

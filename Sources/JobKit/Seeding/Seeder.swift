@@ -159,15 +159,15 @@ public struct Seeder: Sendable {
             if roll < 50 {
                 let token = String((0..<64).map { _ in hex[Int(random.next() % 16)] })
                 return try DeviceRegistration(
-                    userID: userID, token: token, provider: .apns, platform: "ios",
-                    apnsEnvironment: "production", appVersion: "3.2.0")
+                    userID: userID, token: token, provider: .apns, platform: .ios,
+                    apnsEnvironment: .production, appVersion: "3.2.0")
             }
             let token =
                 String((0..<22).map { _ in base64url[Int(random.next() % 64)] }) + ":APA91b"
                 + String((0..<134).map { _ in base64url[Int(random.next() % 64)] })
             return try DeviceRegistration(
                 userID: userID, token: token, provider: .fcm,
-                platform: roll < 55 ? "ios" : "android", appVersion: "3.2.0")
+                platform: roll < 55 ? .ios : .android, appVersion: "3.2.0")
         } catch {
             preconditionFailure("generated an invalid device: \(error)")
         }

@@ -11,19 +11,33 @@ public struct Provider: RawRepresentable, Hashable, Sendable, Codable, CustomStr
     public var description: String { rawValue }
 }
 
+/// A device's operating system. APNs serves iOS devices only; an FCM message carries the `android` or the
+/// `apns` block by it.
+public enum Platform: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    case ios, android
+    public var description: String { rawValue }
+}
+
+/// Which APNs host an APNs token belongs to: apps from the App Store and TestFlight use production, development
+/// builds the sandbox.
+public enum APNsEnvironment: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    case production, sandbox
+    public var description: String { rawValue }
+}
+
 /// One active device of a user, as senders need it.
 public struct Device: Sendable, Hashable {
     public let id: Int64
     public let userID: String
     public let token: String
     public let provider: Provider
-    /// `ios` or `android`.
-    public let platform: String
-    /// `production` or `sandbox` for APNs devices.
-    public let apnsEnvironment: String?
+    public let platform: Platform
+    /// Set for APNs devices.
+    public let apnsEnvironment: APNsEnvironment?
 
     public init(
-        id: Int64, userID: String, token: String, provider: Provider, platform: String, apnsEnvironment: String?
+        id: Int64, userID: String, token: String, provider: Provider, platform: Platform,
+        apnsEnvironment: APNsEnvironment?
     ) {
         self.id = id
         self.userID = userID
@@ -31,6 +45,26 @@ public struct Device: Sendable, Hashable {
         self.provider = provider
         self.platform = platform
         self.apnsEnvironment = apnsEnvironment
+    }
+
+    /// A device row as a store reads it. The schema's checks allow only values this version knows, so a value
+    /// it does not know (a row written by a newer version) is a ``JobError/dataError(_:)`` naming the row, never
+    /// a default.
+    public init(
+        storedID id: Int64, userID: String, token: String, provider: String, platform: String,
+        apnsEnvironment: String?
+    ) throws(JobError) {
+        func known<Value>(_ value: Value?, _ column: String, _ text: String) throws(JobError) -> Value {
+            guard let value else { throw .dataError("user_devices row \(id): unknown \(column) \"\(text)\"") }
+            return value
+        }
+        self.init(
+            id: id, userID: userID, token: token,
+            provider: try known(Provider(rawValue: provider), "provider", provider),
+            platform: try known(Platform(rawValue: platform), "platform", platform),
+            apnsEnvironment: try apnsEnvironment.map { (text) throws(JobError) in
+                try known(APNsEnvironment(rawValue: text), "apns_environment", text)
+            })
     }
 }
 
@@ -290,32 +324,27 @@ public struct DeviceRegistration: Sendable, Hashable {
     public let userID: String
     public let token: String
     public let provider: Provider
-    public let platform: String
-    public let apnsEnvironment: String?
+    public let platform: Platform
+    /// Set for APNs devices (production unless given), `nil` for FCM ones.
+    public let apnsEnvironment: APNsEnvironment?
     public let appVersion: String?
 
     /// Validates the combination; a bad one is a ``JobError/dataError(_:)``.
     public init(
-        userID: String, token: String, provider: Provider, platform: String,
-        apnsEnvironment: String? = nil, appVersion: String? = nil
+        userID: String, token: String, provider: Provider, platform: Platform,
+        apnsEnvironment: APNsEnvironment? = nil, appVersion: String? = nil
     ) throws(JobError) {
         guard !userID.isEmpty else { throw .dataError("device registration: the user id is empty") }
         let token = token.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard ["ios", "android"].contains(platform) else {
-            throw .dataError("device registration: platform must be ios or android, got \(platform)")
-        }
         if provider == .apns {
-            guard platform == "ios" else { throw .dataError("device registration: APNs devices are iOS devices") }
+            guard platform == .ios else { throw .dataError("device registration: APNs devices are iOS devices") }
         }
         // APNs tokens are hexadecimal in either case as apps print them; stored lower-case.
         let normalized = provider == .apns ? token.lowercased() : token
         if let problem = DeviceToken.problem(normalized, provider: provider) {
             throw .dataError("device registration: \(problem)")
         }
-        let environment = provider == .apns ? (apnsEnvironment ?? "production") : nil
-        if let environment, !["production", "sandbox"].contains(environment) {
-            throw .dataError("device registration: APNs environment must be production or sandbox, got \(environment)")
-        }
+        let environment = provider == .apns ? (apnsEnvironment ?? .production) : nil
         self.userID = userID
         self.token = normalized
         self.provider = provider

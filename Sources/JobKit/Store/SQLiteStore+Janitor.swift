@@ -41,10 +41,10 @@ extension SQLiteStore: JanitorStore {
                     WHERE is_active = 1 AND provider = 'fcm' AND last_seen < ? AND last_seen >= ?
                     ORDER BY last_seen LIMIT ?
                     """, arguments: [seenBefore, notBefore, limit]
-            ).map { row in
-                Device(
-                    id: row[0], userID: row[1], token: row[2], provider: .fcm, platform: row[4], apnsEnvironment: row[5]
-                )
+            ).map { row throws(JobError) in
+                try Device(
+                    storedID: row[0], userID: row[1], token: row[2], provider: row[3], platform: row[4],
+                    apnsEnvironment: row[5])
             }
         }
     }

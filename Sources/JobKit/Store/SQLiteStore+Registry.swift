@@ -27,7 +27,8 @@ extension SQLiteStore: DeviceRegistry {
                     """,
                 arguments: [
                     registration.userID, registration.token, registration.provider.rawValue,
-                    registration.platform, registration.apnsEnvironment, now, registration.appVersion,
+                    registration.platform.rawValue, registration.apnsEnvironment?.rawValue, now,
+                    registration.appVersion,
                     now, now,
                 ])!
             return RegistrationResult(
@@ -139,7 +140,7 @@ extension SQLiteStore: SeedSink {
                 for registration in user.devices {
                     try device.execute(arguments: [
                         registration.userID, registration.token, registration.provider.rawValue,
-                        registration.platform, registration.apnsEnvironment, now,
+                        registration.platform.rawValue, registration.apnsEnvironment?.rawValue, now,
                         registration.appVersion, now, now,
                     ])
                 }

@@ -453,9 +453,8 @@ extension SQLiteStore: ReminderStore {
                 let statement = try RawStatement(db.cachedStatement(sql: sql))
                 try statement.bind(userIDs[range].map { $0.databaseValue })
                 try statement.step { row in
-                    guard let provider = Provider(rawValue: row.string(3)) else { return }
-                    let device = Device(
-                        id: row.int64(0), userID: row.string(1), token: row.string(2), provider: provider,
+                    let device = try Device(
+                        storedID: row.int64(0), userID: row.string(1), token: row.string(2), provider: row.string(3),
                         platform: row.string(4), apnsEnvironment: row.optionalString(5))
                     result[device.userID, default: []].append(device)
                 }
@@ -540,10 +539,9 @@ extension SQLiteStore: ReminderStore {
                     SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
                     WHERE user_id = ? AND is_active = 1 ORDER BY id
                     """, arguments: [userID]
-            ).compactMap { device -> Device? in
-                guard let provider = Provider(rawValue: device[3]) else { return nil }
-                return Device(
-                    id: device[0], userID: device[1], token: device[2], provider: provider,
+            ).map { device throws(JobError) in
+                try Device(
+                    storedID: device[0], userID: device[1], token: device[2], provider: device[3],
                     platform: device[4], apnsEnvironment: device[5])
             }
             return UserSnapshot(

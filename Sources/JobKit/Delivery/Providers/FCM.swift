@@ -76,7 +76,7 @@ enum FCM {
         return PayloadFitting.fit(title: notification.title, body: notification.body, maxBytes: maxPayloadBytes) {
             title, body in
             let platform: (String, PayloadJSON)
-            if notification.device.platform == "android" {
+            if notification.device.platform == .android {
                 platform = (
                     "android",
                     [
