@@ -114,7 +114,7 @@ extension PostgresStore: ContentLimitStore {
             return PendingWarning(
                 logID: id,
                 warning: QuotaWarning(
-                    userID: userID, type: NotificationType(rawValue: type), period: period,
+                    userID: userID, type: try NotificationType(storedIn: id, type), period: period,
                     messageIndex: messageIndex ?? 0, locale: locale ?? CopyCatalog.fallbackLocale,
                     params: LimitParams.decode(params)))
         }

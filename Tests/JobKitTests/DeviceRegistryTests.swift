@@ -95,28 +95,6 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM user_devices") == 0)
     }
 
-    /// A device row's provider, platform and APNs environment are closed sets: a value this version does not know
-    /// is an error naming the row, never a default (before, an unknown provider's device was dropped without a
-    /// word, and a platform or environment was any string).
-    @Test func aStoredDeviceWithAValueThisVersionDoesNotKnowIsAnError() throws {
-        let ios = try Device(
-            storedID: 7, userID: "u", token: "ab", provider: "apns", platform: "ios", apnsEnvironment: "sandbox")
-        #expect(ios.provider == .apns && ios.platform == .ios && ios.apnsEnvironment == .sandbox)
-        let android = try Device(
-            storedID: 8, userID: "u", token: "t", provider: "fcm", platform: "android", apnsEnvironment: nil)
-        #expect(android.platform == .android && android.apnsEnvironment == nil)
-        for (provider, platform, environment, problem) in [
-            ("hms", "android", nil, "provider \"hms\""), ("fcm", "windows", nil, "platform \"windows\""),
-            ("apns", "ios", "staging", "apns_environment \"staging\""),
-        ] {
-            #expect(throws: JobError.dataError("user_devices row 9: unknown \(problem)")) {
-                try Device(
-                    storedID: 9, userID: "u", token: "t", provider: provider, platform: platform,
-                    apnsEnvironment: environment)
-            }
-        }
-    }
-
     @Test(arguments: Backend.allCases) func theSchemaRejectsWhatTheRulesCannotUse(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice")

@@ -80,8 +80,7 @@ public struct CopyCatalog: Sendable {
         var problems: [String] = []
         var table: [NotificationType: [String: (tag: String, list: [CopyMessage])]] = [:]
         for (typeName, locales) in raw.sorted(by: { $0.key < $1.key }) {
-            let type = NotificationType(rawValue: typeName)
-            guard NotificationType.all.contains(type) else {
+            guard let type = NotificationType(rawValue: typeName) else {
                 problems.append(
                     "\(typeName): unknown notification type (known: \(NotificationType.all.map(\.rawValue).joined(separator: ", ")))"
                 )

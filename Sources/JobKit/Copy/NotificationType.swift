@@ -1,16 +1,23 @@
 /// The kind of a notification: the middle part of the notification log's unique key.
-public struct NotificationType: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-
+/// A closed set, as the schema's check: a name this version does not know is no `NotificationType`.
+public enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable, CustomStringConvertible {
     /// The daily diary reminder; period key `YYYY-MM-DD` (the user's local date).
-    public static let diaryReminder = NotificationType(rawValue: "diary_reminder")
+    case diaryReminder = "diary_reminder"
     /// Content quota at 90 %; period key `YYYY-MM` or `YYYY`.
-    public static let contentLimit90 = NotificationType(rawValue: "content_limit_90")
+    case contentLimit90 = "content_limit_90"
     /// Content quota reached; period key `YYYY-MM` or `YYYY`.
-    public static let contentLimit100 = NotificationType(rawValue: "content_limit_100")
+    case contentLimit100 = "content_limit_100"
 
-    public static let all: [NotificationType] = [.diaryReminder, .contentLimit90, .contentLimit100]
+    public static let all: [NotificationType] = allCases
+
+    /// A log row's type as a store reads it; a name this version does not know is a ``JobError/dataError(_:)``
+    /// naming the row.
+    public init(storedIn logID: Int64, _ name: String) throws(JobError) {
+        guard let type = NotificationType(rawValue: name) else {
+            throw .dataError("notification_logs row \(logID): unknown notification_type \"\(name)\"")
+        }
+        self = type
+    }
 
     /// Placeholders a message of this type may use.
     var allowedPlaceholders: Set<String> {

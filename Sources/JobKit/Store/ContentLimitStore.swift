@@ -146,7 +146,10 @@ extension LimitSnapshot {
             guard row.isAtEnd else {
                 throw DecodingError.dataCorrupted(.init(codingPath: row.codingPath, debugDescription: "a ninth field"))
             }
-            key = LimitLogKey(type: NotificationType(rawValue: type), period: period)
+            guard let type = NotificationType(rawValue: type) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: row.codingPath, debugDescription: "unknown type"))
+            }
+            key = LimitLogKey(type: type, period: period)
             state = LogState(
                 id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt, messageIndex: messageIndex,
                 locale: locale, runID: runID)

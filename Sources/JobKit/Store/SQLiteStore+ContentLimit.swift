@@ -103,11 +103,11 @@ extension SQLiteStore: ContentLimitStore {
                       AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore, table: "l"))
                     ORDER BY l.claimed_at LIMIT ?
                     """, arguments: [now - 86_400, limit]
-            ).map { row in
+            ).map { row throws(JobError) in
                 PendingWarning(
                     logID: row[0],
                     warning: QuotaWarning(
-                        userID: row[1], type: NotificationType(rawValue: row[2]), period: row[3],
+                        userID: row[1], type: try NotificationType(storedIn: row[0], row[2]), period: row[3],
                         messageIndex: row[4] ?? 0, locale: row[5] ?? CopyCatalog.fallbackLocale,
                         params: LimitParams.decode(row[6])))
             }
