@@ -354,7 +354,7 @@ extension PostgresStore: ReminderStore {
                nullif(r.provider_message_id, ''), r.attempts, nullif(r.latency_ms, -1), \(runID),
                to_timestamp(\(now))
         FROM unnest(\(deliveries.map(\.logID))::int8[], \(deliveries.map(\.deviceID))::int8[],
-                    \(deliveries.map(\.report.channel))::text[], \(deliveries.map(\.report.outcome.rawValue))::text[],
+                    \(deliveries.map(\.report.channel.rawValue))::text[], \(deliveries.map(\.report.outcome.rawValue))::text[],
                     \(deliveries.map { $0.report.reason ?? "" })::text[],
                     \(deliveries.map { $0.report.providerMessageID ?? "" })::text[],
                     \(deliveries.map { Int32(clamping: max(1, $0.report.attempts)) })::int4[],

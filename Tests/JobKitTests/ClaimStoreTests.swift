@@ -32,7 +32,7 @@ import Testing
             [
                 DeliveryRecord(
                     logID: earlier[0].logID, deviceID: try device("u000"),
-                    report: DeliveryReport(channel: "fcm", outcome: .delivered))
+                    report: DeliveryReport(channel: .fcm, outcome: .delivered))
             ],
             resolutions: [
                 ClaimResolution(logID: earlier[0].logID, period: earlier[0].period, status: .retry, detail: "later"),
@@ -67,7 +67,7 @@ import Testing
                 DeliveryRecord(
                     logID: claim.logID, deviceID: try device(claim.userID),
                     report: DeliveryReport(
-                        channel: "fcm", outcome: dead ? .tokenDead : .delivered,
+                        channel: .fcm, outcome: dead ? .tokenDead : .delivered,
                         reason: dead ? "UNREGISTERED" : nil)))
             let status: ClaimStatus = index % 50 == 7 ? .retry : index % 50 == 8 ? .failed : .sent
             resolutions.append(

@@ -48,7 +48,7 @@ import Testing
         var received: Bool { self == .ok || self == .timeoutDelivered }
 
         func report(_ notification: OutgoingNotification) -> DeliveryReport {
-            let channel = notification.device.provider.rawValue
+            let channel = DeliveryChannel(notification.device.provider)
             switch self {
             case .ok: return DeliveryReport(channel: channel, outcome: .delivered)
             case .dead: return DeliveryReport(channel: channel, outcome: .tokenDead, reason: "Unregistered")

@@ -210,7 +210,7 @@ import Testing
             [
                 DeliveryRecord(
                     logID: claims[0].logID, deviceID: Int64(device),
-                    report: DeliveryReport(channel: "fcm", outcome: .delivered))
+                    report: DeliveryReport(channel: .fcm, outcome: .delivered))
             ],
             resolutions: [ClaimResolution(logID: claims[0].logID, period: "2027-06-10", status: .sent, detail: nil)],
             runID: "r", now: later)

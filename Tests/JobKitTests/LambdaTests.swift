@@ -161,7 +161,7 @@ import Testing
     @Test func anInvocationThatLeavesDueWorkToAProviderFails() async throws {
         struct RefusingSender: Sender {
             func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
-                batch.map { _ in DeliveryReport(channel: "apns", outcome: .credentials, reason: "InvalidProviderToken")
+                batch.map { _ in DeliveryReport(channel: .apns, outcome: .credentials, reason: "InvalidProviderToken")
                 }
             }
         }

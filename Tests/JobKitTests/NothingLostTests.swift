@@ -262,7 +262,7 @@ actor LockingSender: Sender {
                 await lock.release()
             }
         }
-        return batch.map { DeliveryReport(channel: $0.device.provider.rawValue, outcome: .delivered) }
+        return batch.map { DeliveryReport(channel: DeliveryChannel($0.device.provider), outcome: .delivered) }
     }
 }
 

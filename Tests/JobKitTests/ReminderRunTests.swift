@@ -74,7 +74,7 @@ import Testing
             batches += 1
             try? await Task.sleep(for: .seconds(60))
             if Task.isCancelled { cancelled += 1 }
-            return batch.map { _ in DeliveryReport(channel: "apns", outcome: .retryLater, reason: "cancelled") }
+            return batch.map { _ in DeliveryReport(channel: .apns, outcome: .retryLater, reason: "cancelled") }
         }
     }
 

@@ -177,7 +177,7 @@ actor RecordingSender: Sender {
                     ? .retryLater
                     : token.hasPrefix("auth") ? .credentials : .delivered
             return DeliveryReport(
-                channel: notification.device.provider.rawValue, outcome: outcome,
+                channel: DeliveryChannel(notification.device.provider), outcome: outcome,
                 reason: outcome == .tokenDead ? "Unregistered" : nil)
         }
     }

@@ -79,7 +79,8 @@ public struct TokenCheckingSender: Sender {
         var reports = [DeliveryReport?](repeating: nil, count: batch.count)
         let refused = invalid.map {
             DeliveryReport(
-                channel: batch[$0].device.provider.rawValue, outcome: .tokenDead, reason: DeviceToken.invalidReason,
+                channel: DeliveryChannel(batch[$0].device.provider), outcome: .tokenDead,
+                reason: DeviceToken.invalidReason,
                 attempts: 1)
         }
         for (index, report) in zip(invalid, refused) { reports[index] = report }

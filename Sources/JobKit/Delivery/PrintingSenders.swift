@@ -39,7 +39,7 @@ public struct DryRunSender: Sender {
                 )
             }
         }
-        return batch.map { _ in DeliveryReport(channel: "dry-run", outcome: .delivered) }
+        return batch.map { _ in DeliveryReport(channel: .dryRun, outcome: .delivered) }
     }
 
     private func quoted(_ text: String) -> String {
@@ -118,7 +118,7 @@ public final class OutboxSender: Sender {
         }
         return batch.map { _ in
             DeliveryReport(
-                channel: "outbox", outcome: written ? .delivered : .retryLater,
+                channel: .outbox, outcome: written ? .delivered : .retryLater,
                 reason: written ? nil : "outbox write failed")
         }
     }

@@ -39,7 +39,9 @@ public struct RetryPolicy: Sendable, Hashable {
 
 /// The requests and answers of one provider, plugged into ``ProviderClient``.
 struct ProviderProtocol: Sendable {
-    let name: String
+    let provider: Provider
+    var name: String { provider.rawValue }
+    var channel: DeliveryChannel { DeliveryChannel(provider) }
     let endpoint: @Sendable (Device) -> Endpoint
     /// The `authorization` header's value for a credential: built once per pass, not once per request.
     let authorization: @Sendable (_ credential: String) -> String
@@ -113,7 +115,7 @@ actor ProviderClient {
         func finish(_ i: Int, _ verdict: ProviderVerdict) {
             newlyFinished.append(i)
             reports[i] = Self.report(
-                provider.name, verdict, attempts: attempts[i], latencyMs: latency[i],
+                provider.channel, verdict, attempts: attempts[i], latencyMs: latency[i],
                 ambiguous: ambiguous[i])
         }
 
@@ -277,13 +279,13 @@ actor ProviderClient {
             pending = retryNow + retryLater
         }
         return reports.map {
-            $0 ?? DeliveryReport(channel: provider.name, outcome: .retryLater, reason: "not attempted")
+            $0 ?? DeliveryReport(channel: provider.channel, outcome: .retryLater, reason: "not attempted")
         }
     }
 
     /// The report of a notification whose last attempt (of `attempts`) got `verdict`.
     private static func report(
-        _ channel: String, _ verdict: ProviderVerdict, attempts: Int, latencyMs: Int?,
+        _ channel: DeliveryChannel, _ verdict: ProviderVerdict, attempts: Int, latencyMs: Int?,
         ambiguous: Int
     ) -> DeliveryReport {
         DeliveryReport(
@@ -311,7 +313,7 @@ actor ProviderClient {
                     finals.append(indices[k])
                     reports.append(
                         report(
-                            provider.name, verdict, attempts: attempts[k] + 1,
+                            provider.channel, verdict, attempts: attempts[k] + 1,
                             latencyMs: Int(response.latency.nanoseconds / 1_000_000),
                             ambiguous: ambiguous[k]))
                 case .retryLater:

@@ -59,7 +59,7 @@ public final class PushSender: Sender {
             let topic = apnsConfiguration.topic
             apns = ProviderClient(
                 provider: ProviderProtocol(
-                    name: "apns",
+                    provider: .apns,
                     endpoint: {
                         $0.apnsEnvironment == .sandbox
                             ? apnsConfiguration.sandboxEndpoint : apnsConfiguration.productionEndpoint
@@ -88,7 +88,7 @@ public final class PushSender: Sender {
                 })
             fcm = ProviderClient(
                 provider: ProviderProtocol(
-                    name: "fcm",
+                    provider: .fcm,
                     endpoint: { _ in fcmConfiguration.endpoint },
                     authorization: FCM.authorization(accessToken:),
                     request: { [path = FCM.path(projectID: account.projectID)] notification, authorization, _ in
@@ -127,8 +127,11 @@ public final class PushSender: Sender {
         var reports = [DeliveryReport?](repeating: nil, count: batch.count)
         for (i, report) in zip(apnsIndices, await apnsReports) { reports[i] = report }
         for (i, report) in zip(fcmIndices, await fcmReports) { reports[i] = report }
-        return reports.map {
-            $0 ?? DeliveryReport(channel: "none", outcome: .credentials, reason: "provider not configured")
+        // A client answers every notification it is given; a missing answer is left for a later run, never lost.
+        return zip(batch, reports).map { notification, report in
+            report
+                ?? DeliveryReport(
+                    channel: DeliveryChannel(notification.device.provider), outcome: .retryLater, reason: "no answer")
         }
     }
 
@@ -146,7 +149,8 @@ public final class PushSender: Sender {
         guard let client else {
             return items.map {
                 DeliveryReport(
-                    channel: $0.device.provider.rawValue, outcome: .credentials, reason: "provider not configured")
+                    channel: DeliveryChannel($0.device.provider), outcome: .credentials,
+                    reason: "provider not configured")
             }
         }
         return await client.send(items, finished: finished)

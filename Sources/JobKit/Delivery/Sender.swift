@@ -52,10 +52,19 @@ public struct OutgoingNotification: Sendable, Hashable {
     }
 }
 
+/// Where a notification went: a provider, the outbox, or nowhere (a dry run). The history records the first three
+/// (`notification_deliveries.provider`).
+public enum DeliveryChannel: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case apns, fcm, outbox
+    case dryRun = "dry-run"
+
+    public init(_ provider: Provider) { self = provider == .apns ? .apns : .fcm }
+    public var description: String { rawValue }
+}
+
 /// The sender's answer for one notification.
 public struct DeliveryReport: Sendable, Hashable {
-    /// What to record as the delivery's provider (`apns`, `fcm`, `outbox`).
-    public let channel: String
+    public let channel: DeliveryChannel
     public let outcome: DeliveryOutcome
     /// The provider's reason (`Unregistered`, `UNAVAILABLE`, …), if any.
     public let reason: String?
@@ -69,7 +78,7 @@ public struct DeliveryReport: Sendable, Hashable {
     public let ambiguousAttempts: Int
 
     public init(
-        channel: String, outcome: DeliveryOutcome, reason: String? = nil, providerMessageID: String? = nil,
+        channel: DeliveryChannel, outcome: DeliveryOutcome, reason: String? = nil, providerMessageID: String? = nil,
         attempts: Int = 1, latencyMs: Int? = nil, tokenInvalidSince: Int64? = nil, ambiguousAttempts: Int = 0
     ) {
         self.tokenInvalidSince = tokenInvalidSince

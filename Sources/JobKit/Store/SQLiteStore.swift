@@ -477,7 +477,7 @@ extension SQLiteStore: ReminderStore {
                 let report = delivery.report
                 values.append(delivery.logID.databaseValue)
                 values.append(delivery.deviceID.databaseValue)
-                values.append(report.channel.databaseValue)
+                values.append(report.channel.rawValue.databaseValue)
                 values.append(report.outcome.rawValue.databaseValue)
                 values.append(report.reason.databaseValue)
                 values.append(report.providerMessageID.databaseValue)
