@@ -451,8 +451,8 @@ public struct DiaryReminderRunner: Sendable {
                 delivered.invalidTokens += 1
             }
             ProviderTrouble.add(report, to: &delivered.troubles)
-            delivered.outcomesByProvider[report.channel.rawValue, default: [:]][report.outcome.rawValue, default: 0] +=
-                1
+            let channel = report.channel.rawValue
+            delivered.outcomesByProvider[channel, default: [:]][report.outcome.rawValue, default: 0] += 1
             deliveries.append(
                 DeliveryRecord(
                     logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,

@@ -61,8 +61,8 @@ public struct QuotaWarning: Sendable, Hashable {
         self.params = params
     }
 
-    /// This warning as a claim taken over from the log finds it: with the words its first claim stored, so that
-    /// a retried warning reads as the first try would have (these where the row has none).
+    /// The warning a takeover of its log row sends: with the words the row's first claim stored (this warning's
+    /// where the row has none), so that a retried warning reads as the first try would have.
     public func resumed(messageIndex: Int?, locale: String?, params: String?) -> QuotaWarning {
         QuotaWarning(
             userID: userID, type: type, period: period, messageIndex: messageIndex ?? self.messageIndex,
@@ -97,9 +97,11 @@ public protocol ContentLimitStore: Sendable {
     /// One read: the user, their settings, whether they have an active device, and quota-warning log rows
     /// with period keys from `periodsFrom` on. `nil` for an unknown user.
     func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot?
-    /// Atomically claims a warning, or stores it `deferred` until `deliverAfter` (quiet hours). For 100 %, the period's 90 % warning is marked superseded
-    /// (inserted as such, or changed from deferred or retry) so it never arrives afterwards. A 90 % warning
-    /// is not claimed once the 100 % one exists. Returns `nil` when another invocation has it.
+    /// Atomically claims a warning, or stores it `deferred` until `deliverAfter` (quiet hours). For 100 %, the
+    /// period's 90 % warning is marked superseded (inserted as such, or changed from deferred or retry) so it
+    /// never arrives afterwards. A 90 % warning is not claimed once the 100 % one exists. A claim taken over
+    /// keeps the words its row holds (``QuotaWarning/resumed(messageIndex:locale:params:)``). Returns `nil` when
+    /// another invocation has it.
     func claimLimitWarning(
         _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
     )
