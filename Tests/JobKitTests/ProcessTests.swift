@@ -524,14 +524,14 @@ enum Executables {
             ] + database)
         #expect(ghost.status == 65)
         // A platform or APNs environment outside the closed sets is a usage error naming the flag.
-        for (flag, value) in [("--platform", "windows"), ("--environment", "staging")] {
-            let options = ["--platform": "ios", "--environment": "production"].merging([flag: value]) { $1 }
+        for (flag, value, device) in [
+            ("--platform", "windows", ["--platform", "windows", "--environment", "production"]),
+            ("--environment", "staging", ["--platform", "ios", "--environment", "staging"]),
+        ] {
             let refused = try await Executables.run(
                 "pushctl",
-                [
-                    "device", "register", "--user", "u1", "--token", "abcdef0123", "--provider", "apns",
-                    "--platform", options["--platform"]!, "--environment", options["--environment"]!,
-                ] + database)
+                ["device", "register", "--user", "u1", "--token", "abcdef0123", "--provider", "apns"] + device
+                    + database)
             #expect(refused.status == 64, "\(flag) \(value): \(refused.status) \(refused.stderr)")
             #expect(refused.stderr.contains(flag) && refused.stderr.contains(value), "\(refused.stderr)")
         }
