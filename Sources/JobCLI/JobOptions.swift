@@ -129,6 +129,9 @@ public struct HookOptions: ParsableArguments {
 extension LimitPeriod: ExpressibleByArgument {}
 extension Platform: ExpressibleByArgument {}
 extension APNsEnvironment: ExpressibleByArgument {}
+extension Provider: ExpressibleByArgument {
+    public static var allValueStrings: [String] { all.map(\.rawValue) }
+}
 extension HealthReport.Format: ExpressibleByArgument {}
 
 /// `token-janitor run`'s own flags; their defaults are ``JanitorOptions``' and their ranges ``JanitorSetting``'s.

@@ -169,16 +169,13 @@ struct DeviceCommand: AsyncParsableCommand {
         @OptionGroup var db: StoreOptions
         @Option(help: "User id.") var user: String
         @Option(help: "Device token.") var token: String
-        @Option(help: "apns or fcm.") var provider: String
-        @Option(help: "ios or android.") var platform: Platform
-        @Option(help: "APNs environment: production (default) or sandbox.") var environment: APNsEnvironment?
+        @Option(help: "The push provider.") var provider: Provider
+        @Option(help: "The device's operating system.") var platform: Platform
+        @Option(help: "The APNs environment of an APNs token (default production).") var environment: APNsEnvironment?
         @Option(help: "App version.") var appVersion: String?
 
         func run() async throws {
             try await withExitCode("pushctl device register") { () async throws(JobError) in
-                guard let provider = Provider(rawValue: provider) else {
-                    throw .usage("--provider must be apns or fcm")
-                }
                 let registration = try DeviceRegistration(
                     userID: user, token: token, provider: provider, platform: platform,
                     apnsEnvironment: environment, appVersion: appVersion)

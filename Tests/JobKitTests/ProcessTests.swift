@@ -523,15 +523,15 @@ enum Executables {
                 "--provider", "fcm", "--platform", "android",
             ] + database)
         #expect(ghost.status == 65)
-        // A platform or APNs environment outside the closed sets is a usage error naming the flag.
+        // A provider, platform or APNs environment outside the closed sets is a usage error naming the flag
+        // and the value.
         for (flag, value, device) in [
-            ("--platform", "windows", ["--platform", "windows", "--environment", "production"]),
-            ("--environment", "staging", ["--platform", "ios", "--environment", "staging"]),
+            ("--provider", "gcm", ["--provider", "gcm", "--platform", "android"]),
+            ("--platform", "windows", ["--provider", "apns", "--platform", "windows", "--environment", "production"]),
+            ("--environment", "staging", ["--provider", "apns", "--platform", "ios", "--environment", "staging"]),
         ] {
             let refused = try await Executables.run(
-                "pushctl",
-                ["device", "register", "--user", "u1", "--token", "abcdef0123", "--provider", "apns"] + device
-                    + database)
+                "pushctl", ["device", "register", "--user", "u1", "--token", "abcdef0123"] + device + database)
             #expect(refused.status == 64, "\(flag) \(value): \(refused.status) \(refused.stderr)")
             #expect(refused.stderr.contains(flag) && refused.stderr.contains(value), "\(refused.stderr)")
         }

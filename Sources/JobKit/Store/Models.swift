@@ -2,12 +2,14 @@
 public struct Provider: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
     public let rawValue: String
     public init?(rawValue: String) {
-        guard ["apns", "fcm"].contains(rawValue) else { return nil }
-        self.rawValue = rawValue
+        guard let known = Provider.all.first(where: { $0.rawValue == rawValue }) else { return nil }
+        self = known
     }
     private init(_ raw: String) { rawValue = raw }
     public static let apns = Provider("apns")
     public static let fcm = Provider("fcm")
+    /// Every provider this version sends to.
+    public static let all = [apns, fcm]
     public var description: String { rawValue }
 }
 
