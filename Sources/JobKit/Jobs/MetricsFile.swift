@@ -41,56 +41,56 @@ public struct MetricsFile: Sendable {
             ("failed", summary.failed), ("retry", summary.retry),
         ]
         for (state, count) in users {
-            registry.makeGauge(
-                name: "diary_push_run_users", labels: [("job", job), ("state", state)],
+            registry.gauge(
+                "diary_push_run_users", labels: [("job", job), ("state", state)],
                 help: "Users of the last run by state (due, claimed, sent, partial, failed, retry, …)."
             ).set(Int64(count))
         }
-        registry.makeGauge(
-            name: "diary_push_run_devices_pending_retry", labels: [("job", job)],
+        registry.gauge(
+            "diary_push_run_devices_pending_retry", labels: [("job", job)],
             help: "Devices the last run left for later runs."
         ).set(Int64(summary.devicesPendingRetry))
-        registry.makeGauge(
-            name: "diary_push_run_ambiguous_attempts", labels: [("job", job)],
+        registry.gauge(
+            "diary_push_run_ambiguous_attempts", labels: [("job", job)],
             help: "Device attempts of the last run whose fate is unknown (no answer)."
         ).set(Int64(summary.ambiguous))
-        registry.makeGauge(
-            name: "diary_push_run_invalid_tokens", labels: [("job", job)],
+        registry.gauge(
+            "diary_push_run_invalid_tokens", labels: [("job", job)],
             help: "Stored tokens of the wrong shape the last run deactivated."
         ).set(Int64(summary.invalidTokens))
         for (provider, outcome, count) in deliveries(summary) {
-            registry.makeGauge(
-                name: "diary_push_run_deliveries",
+            registry.gauge(
+                "diary_push_run_deliveries",
                 labels: [("job", job), ("provider", provider), ("outcome", outcome)],
                 help: "Device attempts of the last run by provider and outcome."
             ).set(Int64(count))
         }
         for (reason, count) in summary.skipped.sorted(by: { $0.key < $1.key }) {
-            registry.makeGauge(
-                name: "diary_push_run_skipped_users", labels: [("job", job), ("reason", reason)],
+            registry.gauge(
+                "diary_push_run_skipped_users", labels: [("job", job), ("reason", reason)],
                 help: "Users the last run did not remind, by reason."
             ).set(Int64(count))
         }
         if let leased = summary.bucketsLeased {
             // Runners sharing the slot's due set (``DueSetBuckets``): how much of it this one took, and
             // beside how many others.
-            registry.makeGauge(
-                name: "diary_push_run_buckets", labels: [("job", job), ("kind", "leased")],
+            registry.gauge(
+                "diary_push_run_buckets", labels: [("job", job), ("kind", "leased")],
                 help: "Buckets of the due set the last run leased, and the due set's buckets in all."
             ).set(Int64(leased))
-            registry.makeGauge(
-                name: "diary_push_run_buckets", labels: [("job", job), ("kind", "total")],
+            registry.gauge(
+                "diary_push_run_buckets", labels: [("job", job), ("kind", "total")],
                 help: "Buckets of the due set the last run leased, and the due set's buckets in all."
             ).set(Int64(summary.buckets ?? 0))
-            registry.makeGauge(
-                name: "diary_push_run_other_runners", labels: [("job", job)],
+            registry.gauge(
+                "diary_push_run_other_runners", labels: [("job", job)],
                 help: "Other runners that leased buckets of the last run's due set."
             ).set(Int64(summary.otherRunners))
         }
         troubles(registry, summary.troubles, job: job)
         for (provider, count) in summary.credentialMints.sorted(by: { $0.key < $1.key }) {
-            registry.makeGauge(
-                name: "diary_push_run_credential_mints", labels: [("job", job), ("provider", provider)],
+            registry.gauge(
+                "diary_push_run_credential_mints", labels: [("job", job), ("provider", provider)],
                 help: "Provider credentials the last run minted (cached ones cost none)."
             ).set(Int64(count))
         }
@@ -109,8 +109,8 @@ public struct MetricsFile: Sendable {
             ("partitions_dropped", summary.partitionsDropped.count),
         ]
         for (action, count) in figures {
-            registry.makeGauge(
-                name: "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
+            registry.gauge(
+                "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
                 help: "What the last janitor run did, by action."
             ).set(Int64(count))
         }
@@ -123,21 +123,21 @@ public struct MetricsFile: Sendable {
         _ figures: (PrometheusCollectorRegistry) -> Void
     ) -> String {
         let registry = PrometheusCollectorRegistry()
-        registry.makeGauge(
-            name: "diary_push_last_run_timestamp_seconds", labels: [("job", job)],
+        registry.gauge(
+            "diary_push_last_run_timestamp_seconds", labels: [("job", job)],
             help: "When the last run ran (its --now), Unix seconds."
         ).set(Int64(now))
-        registry.makeGauge(
-            name: "diary_push_last_run_exit_code", labels: [("job", job)],
+        registry.gauge(
+            "diary_push_last_run_exit_code", labels: [("job", job)],
             help: "The last run's exit code (sysexits; 0 ok)."
         ).set(Int64(exitCode))
-        registry.makeGauge(
-            name: "diary_push_run_duration_seconds", labels: [("job", job)],
+        registry.gauge(
+            "diary_push_run_duration_seconds", labels: [("job", job)],
             help: "How long the last run took."
         ).set(durationSeconds)
         if let lastSuccess = exitCode == 0 ? Double(now) : previousLastSuccess {
-            registry.makeGauge(
-                name: lastSuccessName, labels: [("job", job)],
+            registry.gauge(
+                lastSuccessName, labels: [("job", job)],
                 help: "When the job last succeeded (exit 0), Unix seconds: alert when it is too old."
             ).set(lastSuccess)
         }
@@ -147,10 +147,10 @@ public struct MetricsFile: Sendable {
 
     private static func troubles(_ registry: PrometheusCollectorRegistry, _ troubles: [ProviderTrouble], job: String) {
         for cause in [ProviderTrouble.Cause.credentials, .unavailable] {
-            for provider in ["apns", "fcm"] {
+            for provider in Provider.all.map(\.rawValue) {
                 let devices = troubles.first { $0.provider == provider && $0.cause == cause }?.devices ?? 0
-                registry.makeGauge(
-                    name: "diary_push_run_devices_left",
+                registry.gauge(
+                    "diary_push_run_devices_left",
                     labels: [("job", job), ("provider", provider), ("cause", cause.rawValue)],
                     help: "Due devices the last run left to later runs because of a provider, by cause."
                 ).set(Int64(devices))
@@ -221,5 +221,13 @@ extension RunSummary: MeteredSummary {
 extension JanitorSummary: MeteredSummary {
     public func recordFigures(job: String, into registry: PrometheusCollectorRegistry) {
         MetricsFile.janitorFigures(self, job: job, into: registry)
+    }
+}
+
+extension PrometheusCollectorRegistry {
+    /// A gauge with its labels and `# HELP` line. Its name stays one literal, spelled as docs/alerts.yml and
+    /// dashboards spell it, rather than composed of a namespace, a name and a unit.
+    fileprivate func gauge(_ name: String, labels: [(String, String)], help: String) -> Gauge {
+        makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help), labels: labels)
     }
 }
