@@ -224,7 +224,7 @@ public final class PushSimulator: Sendable {
     private func setReading(_ on: Bool) async {
         let channels = [channel] + connections.withLockedValue { Array($0.values) }
         for channel in channels {
-            try? await channel.setOption(ChannelOptions.autoRead, value: on)
+            try? await channel.setOption(ChannelOptions.autoRead, value: on).get()
         }
     }
 
