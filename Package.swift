@@ -152,6 +152,7 @@ let package = Package(
                 "ContentLimitQuietPath",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]

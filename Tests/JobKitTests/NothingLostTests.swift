@@ -446,7 +446,7 @@ extension NothingLostTests {
     @Test(arguments: Backend.allCases) func warningClaimsAndSupersedesAreTheLifecycles(_ backend: Backend) async throws
     {
         let db = try await TemporaryDatabase(backend)
-        let store = try #require(db.store as? any ContentLimitStore)
+        let store: any ContentLimitStore = db.store
         let rows = Self.rows()
         try await Self.insert(rows, type: .contentLimit90, period: "2026-11", into: db)
         func describe(_ row: Row) -> String {
@@ -472,7 +472,7 @@ extension NothingLostTests {
 
         // On a fresh copy: the hook's 100 % warning supersedes exactly the 90 % rows not yet on their way.
         let fresh = try await TemporaryDatabase(backend)
-        let freshStore = try #require(fresh.store as? any ContentLimitStore)
+        let freshStore: any ContentLimitStore = fresh.store
         try await Self.insert(rows, type: .contentLimit90, period: "2026-11", into: fresh)
         for row in rows {
             _ = try await freshStore.claimLimitWarning(

@@ -287,7 +287,7 @@ enum Executables {
     @Test func emptyFilesAndDirectoriesAreRefusedAndNewFilesAreTheOwnersOnly() async throws {
         let db = try await TemporaryDatabase()
         let empty = db.directory.appendingPathComponent("empty.sqlite").path
-        FileManager.default.createFile(atPath: empty, contents: nil)
+        #expect(FileManager.default.createFile(atPath: empty, contents: nil))
         let folder = db.directory.appendingPathComponent("a-folder").path
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let now = ["--now", "2026-11-21T20:00:00Z"]

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import NIOHPACK
@@ -109,9 +110,10 @@ import Testing
     }
 
     func outcomes(_ future: EventLoopFuture<[HTTP2Batch.Outcome]>) -> [HTTP2Batch.Outcome]? {
-        var result: [HTTP2Batch.Outcome]?
-        future.whenSuccess { result = $0 }
-        return result
+        // The embedded loop completes a fulfilled future's callbacks at once, on this thread.
+        let result = NIOLockedValueBox<[HTTP2Batch.Outcome]?>(nil)
+        future.whenSuccess { outcomes in result.withLockedValue { $0 = outcomes } }
+        return result.withLockedValue { $0 }
     }
 
     /// Each outcome's failure (`nil` for an answer); `nil` while the batch is not complete.

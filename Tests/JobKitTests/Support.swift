@@ -141,7 +141,7 @@ struct TemporaryDatabase: Sendable {
 
     /// A new, empty database on the test server; its URL.
     static func createPostgresDatabase() async throws -> String {
-        let admin = try await Backend.postgresAdminURL
+        let admin = try Backend.postgresAdminURL
         let location = try PostgresLocation.parse(admin)
         let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let connection = try await PostgresConnection.connect(

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -18,19 +19,19 @@ import Testing
         let channel = try channel()
         let first = channel.eventLoop.makePromise(of: Void.self)
         let second = channel.eventLoop.makePromise(of: Void.self)
-        var completed = 0
-        first.futureResult.whenSuccess { completed += 1 }
-        second.futureResult.whenSuccess { completed += 1 }
+        let completed = NIOLockedValueBox(0)
+        first.futureResult.whenSuccess { completed.withLockedValue { $0 += 1 } }
+        second.futureResult.whenSuccess { completed.withLockedValue { $0 += 1 } }
         channel.write(bytes("HEADERS|"), promise: first)
         channel.write(bytes("DATA-HEADER|"), promise: nil)
         channel.write(bytes("payload"), promise: second)
         // Nothing leaves before the flush.
         #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
-        #expect(completed == 0)
+        #expect(completed.withLockedValue { $0 } == 0)
         channel.flush()
         #expect(try channel.readOutbound(as: ByteBuffer.self) == bytes("HEADERS|DATA-HEADER|payload"))
         #expect(try channel.readOutbound(as: ByteBuffer.self) == nil)
-        #expect(completed == 2)
+        #expect(completed.withLockedValue { $0 } == 2)
         // The next flush starts a new buffer.
         channel.write(bytes("next"), promise: nil)
         channel.flush()
