@@ -87,7 +87,7 @@ public struct HookOptions: ParsableArguments {
     public var used: Int?
     @Option(parsing: .unconditional, help: "The plan's limit (missing or ≤ 0: unlimited, nothing to do).")
     public var limit: Int?
-    @Option(help: "monthly (default) or annual.") public var period: LimitPeriod?
+    @Option(help: "The quota's period (default monthly).") public var period: LimitPeriod?
     @Option(
         help: ArgumentHelp("Read one JSON event from this file (- for stdin) instead of the flags.", valueName: "file"))
     public var event: String?

@@ -37,7 +37,8 @@ struct Report: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The report's end instant, ISO 8601 (default: the clock).", valueName: "iso8601"))
     var now: String?
     @Option(help: "How many days back (1…400).") var days = 30
-    @Option(help: "text, json or html (one self-contained file with charts).") var format: HealthReport.Format = .text
+    @Option(help: "The report's format; html is one self-contained file with charts.")
+    var format: HealthReport.Format = .text
     @Option(help: ArgumentHelp("Write to this file instead of stdout.", valueName: "path")) var output: String?
 
     func run() async throws {
