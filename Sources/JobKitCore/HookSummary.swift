@@ -31,7 +31,7 @@ public struct HookSummary: Sendable, Codable, Hashable {
     public var reason: String?
     public var deliverAfter: String?
     public var notifications = 0
-    public var outcomes: [String: Int] = [:]
+    public var outcomes: [DeliveryOutcome: Int] = [:]
     /// Each decision step (filled for --explain).
     public var steps: [String] = []
     /// Devices left for later runs because a provider refused our credentials or was unavailable.
@@ -63,8 +63,8 @@ public struct HookSummary: Sendable, Codable, Hashable {
         object.add(
             "outcomes",
             raw: "{"
-                + outcomes.sorted { $0.key < $1.key }
-                .map { SummaryJSON.quoted($0.key) + ":" + String($0.value) }.joined(separator: ",") + "}")
+                + outcomes.sorted { $0.key.rawValue < $1.key.rawValue }
+                .map { SummaryJSON.quoted($0.key.rawValue) + ":" + String($0.value) }.joined(separator: ",") + "}")
         if let period { object.add("period", string: period) }
         if let reason { object.add("reason", string: reason) }
         object.add("run_id", string: runID)
@@ -78,7 +78,7 @@ public struct HookSummary: Sendable, Codable, Hashable {
                         var member = SummaryJSON()
                         member.add("cause", string: trouble.cause.rawValue)
                         member.add("devices", raw: String(trouble.devices))
-                        member.add("provider", string: trouble.provider)
+                        member.add("provider", string: trouble.provider.rawValue)
                         member.add(
                             "reasons", raw: "[" + trouble.reasons.map(SummaryJSON.quoted).joined(separator: ",") + "]")
                         return member.text
@@ -99,8 +99,7 @@ public struct HookSummary: Sendable, Codable, Hashable {
         if let deliverAfter { line += " deliver_after=\(deliverAfter)" }
         if notifications > 0 {
             line +=
-                " notifications=\(notifications) outcomes["
-                + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
+                " notifications=\(notifications) outcomes[\(outcomes.countsText)]"
         }
         for trouble in troubles { line += " LEFT[\(trouble.provider) \(trouble.cause.rawValue)=\(trouble.devices)]" }
         return line + " \(durationMs)ms"

@@ -14,13 +14,14 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
     /// Distinct reasons kept per trouble, the first seen.
     public static let reasonsKept = 3
 
-    public let provider: String
+    /// The provider, or the outbox when writing it failed.
+    public let provider: DeliveryChannel
     public let cause: Cause
     public var devices: Int
     /// The first distinct reasons, as the provider or the transport gave them.
     public var reasons: [String]
 
-    public init(provider: String, cause: Cause, devices: Int = 0, reasons: [String] = []) {
+    public init(provider: DeliveryChannel, cause: Cause, devices: Int = 0, reasons: [String] = []) {
         self.provider = provider
         self.cause = cause
         self.devices = devices
@@ -28,7 +29,9 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
     }
 
     /// Counts one device left pending for `cause`, keeping the first few distinct reasons.
-    public static func add(provider: String, cause: Cause, reason: String?, to troubles: inout [ProviderTrouble]) {
+    public static func add(
+        provider: DeliveryChannel, cause: Cause, reason: String?, to troubles: inout [ProviderTrouble]
+    ) {
         let index: Int
         if let found = troubles.firstIndex(where: { $0.provider == provider && $0.cause == cause }) {
             index = found
@@ -56,7 +59,7 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
                 merged.append(trouble)
             }
         }
-        return merged.sorted { ($0.provider, $0.cause.rawValue) < ($1.provider, $1.cause.rawValue) }
+        return merged.sorted { ($0.provider.rawValue, $0.cause.rawValue) < ($1.provider.rawValue, $1.cause.rawValue) }
     }
 
     /// The sysexits code of a run that did all it could and left these: 0 when nothing was left for a provider
@@ -68,13 +71,7 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
     }
 
     /// The provider's name as people write it.
-    public var providerName: String {
-        switch provider {
-        case "apns": "APNs"
-        case "fcm": "FCM"
-        default: provider
-        }
-    }
+    public var providerName: String { provider.displayName }
 
     /// One sentence: what happened, how many devices, the first reasons.
     public var summary: String {
@@ -87,13 +84,13 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
     public var advice: String {
         let text = reasons.joined(separator: " ").lowercased()
         switch (provider, cause) {
-        case ("apns", .credentials):
+        case (.apns, .credentials):
             return
                 "check PUSH_APNS_KEY_ID, PUSH_APNS_TEAM_ID and the .p8 key (a revoked key, or a key id that is not the key's, is refused) and PUSH_APNS_TOPIC"
-        case ("fcm", .credentials) where text.contains("third_party_auth"):
+        case (.fcm, .credentials) where text.contains("third_party_auth"):
             return
                 "the APNs key or certificate uploaded to the Firebase project is wrong: replace it in the Firebase console"
-        case ("fcm", .credentials):
+        case (.fcm, .credentials):
             return
                 "check the service account (PUSH_FCM_SERVICE_ACCOUNT_FILE): a deleted or disabled key, another project, or no Firebase Cloud Messaging permission; the OAuth endpoint's answer is in the reasons"
         case (_, .credentials):

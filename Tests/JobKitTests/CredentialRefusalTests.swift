@@ -82,7 +82,7 @@ import Testing
             options)
         await sender.shutdown()
         #expect(summary.sent == 120)
-        #expect(summary.outcomes == ["delivered": 240])
+        #expect(summary.outcomes == [.delivered: 240])
         #expect(harness.simulator.stats.apnsProviderTokens == 1)
         #expect(harness.simulator.stats.oauthExchanges == 1)
         await harness.stop()

@@ -18,7 +18,7 @@ import Testing
             ], zone: "Asia/Tokyo", time: "21:00")
         let summary = try await harness.run(at: "2026-11-21T12:00:00Z", sender: try await harness.sender())
         #expect(summary.sent == 1)
-        #expect(summary.outcomes == ["delivered": 3])
+        #expect(summary.outcomes == [.delivered: 3])
         let accepted = Dictionary(uniqueKeysWithValues: harness.simulator.accepted().map { ($0.token, $0) })
         let endOfTokyoDay = instant("2026-11-21T15:00:00Z")
         let apns = try #require(accepted[apnsToken])
@@ -303,7 +303,7 @@ import Testing
         let summary = try await harness.run(
             at: "2026-11-21T20:00:00Z", sender: try await harness.sender(logger: logs.logger))
         // FCM's OAuth assertion is also "from the past" for this simulator: its user is held back too.
-        #expect(summary.outcomes["credentials"] == 6)
+        #expect(summary.outcomes[.credentials] == 6)
         #expect(summary.retry == 6)
         #expect(summary.sent == 0)
         #expect(harness.simulator.stats.errors["ExpiredProviderToken"] == 10)  // first try and one refresh
@@ -317,7 +317,7 @@ import Testing
         let harness = try await DeliveryHarness.start(backend)
         try await harness.addUser("ios-via-firebase", devices: [("a0th-token", .fcm, .ios)])
         let summary = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
-        #expect(summary.outcomes == ["credentials": 1])
+        #expect(summary.outcomes == [.credentials: 1])
         #expect(try await harness.db.count("SELECT count(*) FROM user_devices WHERE is_active") == 1)
         #expect(
             try await harness.db.strings("SELECT reason FROM notification_deliveries") == ["THIRD_PARTY_AUTH_ERROR"])
@@ -358,7 +358,7 @@ import Testing
         try await harness.addUser("both", devices: [(hexToken("ab", 2), .apns, .ios), ("fcm-2", .fcm, .android)])
         let summary = try await harness.run(
             at: "2026-11-21T20:00:00Z", sender: try await harness.sender(harness.delivery(apns: false)))
-        #expect(summary.skipped == ["no_configured_provider": 1])
+        #expect(summary.skipped == [.noConfiguredProvider: 1])
         #expect(summary.sent == 1)
         #expect(try await harness.db.strings("SELECT user_id FROM notification_logs") == ["both"])
         #expect(harness.simulator.accepted().map(\.token) == ["fcm-2"])
@@ -376,7 +376,7 @@ import Testing
         let summary = try await DiaryReminderRunner(store: harness.db.store, sender: sender, logger: quietLogger)
             .run(ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"), dryRun: true))
         await sender.shutdown()
-        #expect(summary.outcomes == ["delivered": 1, "token_dead": 1])
+        #expect(summary.outcomes == [.delivered: 1, .tokenDead: 1])
         // Issue 24: nothing was claimed or sent, and the summary says so.
         #expect(
             summary.text.contains("would_claim=1 would_send=") && !summary.text.contains(" claimed=")

@@ -91,7 +91,7 @@ import Testing
         #expect(summaries.map(\.claimed).reduce(0, +) == 1_500)
         // Each due user was read by one runner: no candidate read was for a user another runner had.
         #expect(summaries.map(\.candidates).reduce(0, +) == 1_500, "\(summaries.map(\.text))")
-        #expect(summaries.allSatisfy { ($0.skipped["claim_lost"] ?? 0) + ($0.skipped["already_reminded"] ?? 0) == 0 })
+        #expect(summaries.allSatisfy { ($0.skipped[.claimLost] ?? 0) + ($0.skipped[.alreadyReminded] ?? 0) == 0 })
         #expect(summaries.allSatisfy { $0.buckets == 9 })  // 1,500 keys, pages of 20, 8 pages a bucket
         #expect(summaries.map { $0.bucketsLeased ?? 0 }.reduce(0, +) == 9)
         for summary in summaries { #expect(summary.otherRunners == 1_500 - summary.candidates) }

@@ -133,15 +133,15 @@ import Testing
         let flaky = hexToken("fa11", 1)
         try await harness.addUser("both", devices: [(flaky, .apns, .ios), ("pixel-1", .fcm, .android)])
         let first = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender())
-        #expect(first.outcomes == ["delivered": 1, "retry_later": 1])
+        #expect(first.outcomes == [.delivered: 1, .retryLater: 1])
         #expect(first.retry == 1)
         let second = try await harness.run(at: "2026-11-21T20:15:00Z", sender: try await harness.sender())
-        #expect(second.outcomes == ["delivered": 1])
+        #expect(second.outcomes == [.delivered: 1])
         #expect(harness.simulator.accepted().map(\.token) == ["pixel-1", flaky])
         #expect(try await harness.db.strings("SELECT status FROM notification_logs") == ["sent"])
         // Done: a third run in the window sends nothing.
         let third = try await harness.run(at: "2026-11-21T20:30:00Z", sender: try await harness.sender())
-        #expect(third.notifications == 0 && third.skipped == ["already_reminded": 1])
+        #expect(third.notifications == 0 && third.skipped == [.alreadyReminded: 1])
         await harness.stop()
     }
 }
@@ -520,7 +520,7 @@ extension NothingLostTests {
         let real = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(fcmOnly))
 
         #expect(
-            preview.skipped == real.skipped && preview.skipped["no_configured_provider"] == 1,
+            preview.skipped == real.skipped && preview.skipped[.noConfiguredProvider] == 1,
             "\(preview.skipped) \(real.skipped)")
         #expect(preview.notifications == real.notifications && real.notifications == 1)
         #expect(

@@ -112,7 +112,7 @@ import Testing
         delivery.fcm?.rate = ProviderRate(perSecond: 25, ramp: .zero)
         let summary = try await harness.run(at: Self.slot, sender: try await harness.sender(delivery))
         #expect(summary.sent == 120)
-        #expect(summary.outcomes == ["delivered": 120])
+        #expect(summary.outcomes == [.delivered: 120])
         let stats = harness.simulator.stats
         #expect(stats.fcmOverQuota == 0)
         #expect(stats.fcmBusiestWindow <= 100)

@@ -108,7 +108,7 @@ import Testing
         let late = try await run(db, sender, at: "2026-11-21T20:00:07Z")
         #expect(early.sent == 1)
         #expect(late.sent == 0)
-        #expect(late.skipped == ["already_reminded": 1])
+        #expect(late.skipped == [.alreadyReminded: 1])
         #expect(await sender.users() == ["u20"])
         #expect(
             try await db.count(
@@ -206,8 +206,8 @@ import Testing
         let summary = try await run(db, sender, at: "2026-11-21T20:00:00Z")
         #expect(
             summary.skipped == [
-                "already_reminded": 3, "wrote_today": 1, "no_active_device": 2,
-                "invalid_timezone": 1, "invalid_reminder_time": 1,
+                .alreadyReminded: 3, .wroteToday: 1, .noActiveDevice: 2,
+                .invalidTimezone: 1, .invalidReminderTime: 1,
             ])
         #expect(summary.candidates == 8)
         #expect(summary.due == 0)
@@ -407,7 +407,7 @@ import Testing
         let sender = RecordingSender()
         let summary = try await runner(db, sender).run(ReminderRunOptions(now: now))
         #expect(summary.takenOver == 1)
-        #expect(summary.skipped == ["claim_in_progress": 1])
+        #expect(summary.skipped == [.claimInProgress: 1])
         let sent = await sender.sent
         #expect(sent.map(\.device.token) == ["tablet"])
         #expect(sent.first?.messageIndex == 1)  // the words the first run chose
@@ -438,7 +438,7 @@ import Testing
         let second = try await run(db, sender, at: "2026-11-21T20:15:00Z")
         #expect(second.takenOver == 2)
         // gone's only device was deactivated.
-        #expect(second.skipped == ["no_active_device": 1])
+        #expect(second.skipped == [.noActiveDevice: 1])
         #expect(await sender.sent.filter { $0.device.userID == "unlucky" }.count == 2)
         // half's reached device is never sent to again; only the pending one is.
         #expect(

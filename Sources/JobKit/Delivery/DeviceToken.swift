@@ -100,5 +100,5 @@ public struct TokenCheckingSender: Sender {
     public func beginRun(finishBy: ContinuousClock.Instant?) async { await inner.beginRun(finishBy: finishBy) }
     public func shutdown() async { await inner.shutdown() }
     public func channelFailure() async -> JobError? { await inner.channelFailure() }
-    public func credentialMints() async -> [String: Int] { await inner.credentialMints() }
+    public func credentialMints() async -> [Provider: Int] { await inner.credentialMints() }
 }

@@ -156,10 +156,10 @@ public final class PushSender: Sender {
         return await client.send(items, finished: finished)
     }
 
-    public func credentialMints() async -> [String: Int] {
-        var mints: [String: Int] = [:]
-        if let apns { mints["apns"] = await apns.mints }
-        if let fcm { mints["fcm"] = await fcm.mints }
+    public func credentialMints() async -> [Provider: Int] {
+        var mints: [Provider: Int] = [:]
+        if let apns { mints[.apns] = await apns.mints }
+        if let fcm { mints[.fcm] = await fcm.mints }
         return mints
     }
 

@@ -1,19 +1,5 @@
 import Foundation
 
-/// How one device attempt ended, after the sender has classified the provider's answer.
-public enum DeliveryOutcome: String, Sendable, Hashable, Codable, CaseIterable {
-    /// Accepted by the provider (or handed to the outbox).
-    case delivered
-    /// The token is dead: the device is deactivated.
-    case tokenDead = "token_dead"
-    /// A transient failure (429, 500, 503, timeout) that outlasted the run's retry budget.
-    case retryLater = "retry_later"
-    /// Our credentials were refused: never a reason to deactivate a device.
-    case credentials
-    /// The provider rejected the request itself (a bug on our side): never resent unchanged.
-    case rejected
-}
-
 /// One notification to one device.
 public struct OutgoingNotification: Sendable, Hashable {
     /// The claim this belongs to (`nil` in a dry run, which claims nothing).
@@ -52,14 +38,8 @@ public struct OutgoingNotification: Sendable, Hashable {
     }
 }
 
-/// Where a notification went: a provider, the outbox, or nowhere (a dry run). The history records the first three
-/// (`notification_deliveries.provider`).
-public enum DeliveryChannel: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
-    case apns, fcm, outbox
-    case dryRun = "dry-run"
-
+extension DeliveryChannel {
     public init(_ provider: Provider) { self = provider == .apns ? .apns : .fcm }
-    public var description: String { rawValue }
 }
 
 /// The sender's answer for one notification.
@@ -117,8 +97,8 @@ public protocol Sender: Sendable {
     /// not be written: a full disk): the run stops claiming, records what it has, and fails with it.
     /// Provider answers are reports, never this.
     func channelFailure() async -> JobError?
-    /// Credentials minted so far by provider (`apns`, `fcm`): a metric.
-    func credentialMints() async -> [String: Int]
+    /// Credentials minted so far by provider: a metric.
+    func credentialMints() async -> [Provider: Int]
 }
 
 extension Sender {
@@ -129,5 +109,5 @@ extension Sender {
     public func beginRun(finishBy: ContinuousClock.Instant?) async {}
     public func shutdown() async {}
     public func channelFailure() async -> JobError? { nil }
-    public func credentialMints() async -> [String: Int] { [:] }
+    public func credentialMints() async -> [Provider: Int] { [:] }
 }

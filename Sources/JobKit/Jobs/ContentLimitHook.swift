@@ -213,7 +213,7 @@ public struct ContentLimitHook: Sendable {
         catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: ContinuousClock.Instant,
         logger: Logger
     ) async throws(JobError) -> (
-        notifications: Int, outcomes: [String: Int], statuses: [ClaimStatus],
+        notifications: Int, outcomes: [DeliveryOutcome: Int], statuses: [ClaimStatus],
         troubles: [ProviderTrouble]
     ) {
         guard !warnings.isEmpty else { return (0, [:], [], []) }
@@ -244,12 +244,12 @@ public struct ContentLimitHook: Sendable {
         guard reports.count == notifications.count else {
             throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
         }
-        var outcomes: [String: Int] = [:]
+        var outcomes: [DeliveryOutcome: Int] = [:]
         var byWarning = Array(repeating: [DeliveryOutcome](), count: warnings.count)
         var records: [DeliveryRecord] = []
         var troubles: [ProviderTrouble] = []
         for (i, report) in reports.enumerated() {
-            outcomes[report.outcome.rawValue, default: 0] += 1
+            outcomes[report.outcome, default: 0] += 1
             ProviderTrouble.add(report, to: &troubles)
             byWarning[owners[i]].append(report.outcome)
             records.append(

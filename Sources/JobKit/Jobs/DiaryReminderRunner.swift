@@ -444,15 +444,14 @@ public struct DiaryReminderRunner: Sendable {
         deliveries.reserveCapacity(reports.count)
         for (i, report) in reports.enumerated() {
             outcomes[owners[i]].append(report.outcome)
-            delivered.outcomes[report.outcome.rawValue, default: 0] += 1
+            delivered.outcomes[report.outcome, default: 0] += 1
             if !DeliveryLifecycle.isFinal(report.outcome) { delivered.devicesPendingRetry += 1 }
             delivered.ambiguous += report.ambiguousAttempts
             if report.outcome == .tokenDead && report.reason == DeviceToken.invalidReason {
                 delivered.invalidTokens += 1
             }
             ProviderTrouble.add(report, to: &delivered.troubles)
-            let channel = report.channel.rawValue
-            delivered.outcomesByProvider[channel, default: [:]][report.outcome.rawValue, default: 0] += 1
+            delivered.outcomesByProvider[report.channel, default: [:]][report.outcome, default: 0] += 1
             deliveries.append(
                 DeliveryRecord(
                     logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
@@ -536,10 +535,10 @@ struct ClaimedPage: Sendable {
 /// What sending and recording one page did, merged into the run's summary when it is collected.
 struct DeliveredPage: Sendable {
     var notifications = 0
-    var outcomes: [String: Int] = [:]
+    var outcomes: [DeliveryOutcome: Int] = [:]
     var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0, ambiguous = 0, invalidTokens = 0
     var troubles: [ProviderTrouble] = []
-    var outcomesByProvider: [String: [String: Int]] = [:]
+    var outcomesByProvider: [DeliveryChannel: [DeliveryOutcome: Int]] = [:]
     var send = Duration.zero, record = Duration.zero
 
     func merge(into summary: inout RunSummary, phases: inout Phases) {

@@ -61,13 +61,13 @@ public struct MetricsFile: Sendable {
         for (provider, outcome, count) in deliveries(summary) {
             registry.gauge(
                 "diary_push_run_deliveries",
-                labels: [("job", job), ("provider", provider), ("outcome", outcome)],
+                labels: [("job", job), ("provider", provider.rawValue), ("outcome", outcome.rawValue)],
                 help: "Device attempts of the last run by provider and outcome."
             ).set(Int64(count))
         }
         for (reason, count) in summary.skipped.sorted(by: { $0.key < $1.key }) {
             registry.gauge(
-                "diary_push_run_skipped_users", labels: [("job", job), ("reason", reason)],
+                "diary_push_run_skipped_users", labels: [("job", job), ("reason", reason.rawValue)],
                 help: "Users the last run did not remind, by reason."
             ).set(Int64(count))
         }
@@ -88,9 +88,9 @@ public struct MetricsFile: Sendable {
             ).set(Int64(summary.otherRunners))
         }
         troubles(registry, summary.troubles, job: job)
-        for (provider, count) in summary.credentialMints.sorted(by: { $0.key < $1.key }) {
+        for (provider, count) in summary.credentialMints.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             registry.gauge(
-                "diary_push_run_credential_mints", labels: [("job", job), ("provider", provider)],
+                "diary_push_run_credential_mints", labels: [("job", job), ("provider", provider.rawValue)],
                 help: "Provider credentials the last run minted (cached ones cost none)."
             ).set(Int64(count))
         }
@@ -147,11 +147,11 @@ public struct MetricsFile: Sendable {
 
     private static func troubles(_ registry: PrometheusCollectorRegistry, _ troubles: [ProviderTrouble], job: String) {
         for cause in [ProviderTrouble.Cause.credentials, .unavailable] {
-            for provider in Provider.all.map(\.rawValue) {
+            for provider in Provider.all.map(DeliveryChannel.init) {
                 let devices = troubles.first { $0.provider == provider && $0.cause == cause }?.devices ?? 0
                 registry.gauge(
                     "diary_push_run_devices_left",
-                    labels: [("job", job), ("provider", provider), ("cause", cause.rawValue)],
+                    labels: [("job", job), ("provider", provider.rawValue), ("cause", cause.rawValue)],
                     help: "Due devices the last run left to later runs because of a provider, by cause."
                 ).set(Int64(devices))
             }
@@ -159,9 +159,9 @@ public struct MetricsFile: Sendable {
     }
 
     /// Attempts by provider and outcome, every outcome listed for every provider that had attempts.
-    private static func deliveries(_ summary: RunSummary) -> [(String, String, Int)] {
-        summary.outcomesByProvider.sorted { $0.key < $1.key }.flatMap { provider, counts in
-            DeliveryOutcome.allCases.map { (provider, $0.rawValue, counts[$0.rawValue] ?? 0) }
+    private static func deliveries(_ summary: RunSummary) -> [(DeliveryChannel, DeliveryOutcome, Int)] {
+        summary.outcomesByProvider.sorted { $0.key.rawValue < $1.key.rawValue }.flatMap { channel, counts in
+            DeliveryOutcome.allCases.map { (channel, $0, counts[$0] ?? 0) }
         }
     }
 

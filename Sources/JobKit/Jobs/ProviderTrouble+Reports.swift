@@ -14,7 +14,7 @@ extension ProviderTrouble {
     /// Counts `report`'s device if it was left for a later run.
     static func add(_ report: DeliveryReport, to troubles: inout [ProviderTrouble]) {
         guard let cause = cause(of: report) else { return }
-        add(provider: report.channel.rawValue, cause: cause, reason: report.reason, to: &troubles)
+        add(provider: report.channel, cause: cause, reason: report.reason, to: &troubles)
     }
 
     /// The error a run that left these reports to cron and Lambda (after printing its summary); nil when it

@@ -46,17 +46,17 @@ public struct RunSummary: Sendable, Codable, Hashable {
     /// Devices left for later runs, by provider and cause (credentials refused, provider unavailable).
     public var troubles: [ProviderTrouble] = []
     /// Provider credentials minted during the run, by provider (0 when the cached ones were used).
-    public var credentialMints: [String: Int] = [:]
+    public var credentialMints: [Provider: Int] = [:]
     /// Quota warnings delivered by this run (deferred past quiet hours, or retried).
     public var warningsDelivered = 0
     /// Device attempts.
     public var notifications = 0
     /// Device attempts by outcome.
-    public var outcomes: [String: Int] = [:]
-    /// Device attempts by provider (`apns`, `fcm`, `outbox`, …), then outcome.
-    public var outcomesByProvider: [String: [String: Int]] = [:]
+    public var outcomes: [DeliveryOutcome: Int] = [:]
+    /// Device attempts by channel (`apns`, `fcm`, `outbox`, …), then outcome.
+    public var outcomesByProvider: [DeliveryChannel: [DeliveryOutcome: Int]] = [:]
     /// Users not reminded, by reason.
-    public var skipped: [String: Int] = [:]
+    public var skipped: [SkipReason: Int] = [:]
     /// True when the run stopped selecting because its time budget ran out; the rest is left to the next run.
     public var stoppedEarly = false
     /// Why the run did nothing at all (a stale scheduled event), if so.
@@ -74,7 +74,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
 
     mutating func skip(_ reason: SkipReason, _ count: Int = 1) {
         guard count > 0 else { return }
-        skipped[reason.rawValue, default: 0] += count
+        skipped[reason, default: 0] += count
     }
 
     /// One JSON object on one line, keys sorted. A dry run claims and sends nothing: its counts are
@@ -109,13 +109,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
         if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }
         parts.append("notifications=\(notifications)")
         if !outcomes.isEmpty {
-            parts.append(
-                "outcomes[" + outcomes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-                    + "]")
+            parts.append("outcomes[\(outcomes.countsText)]")
         }
-        parts.append(
-            "skipped[" + skipped.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") + "]"
-        )
+        parts.append("skipped[\(skipped.countsText)]")
         for trouble in troubles {
             parts.append("LEFT[\(trouble.provider) \(trouble.cause.rawValue)=\(trouble.devices)]")
         }

@@ -1,5 +1,5 @@
 /// Why a candidate is not reminded. The raw values appear in summaries and JSON.
-public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, Comparable {
+public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, CodingKeyRepresentable, Comparable {
     case noSettings = "no_settings"
     case disabled
     case invalidTimezone = "invalid_timezone"

@@ -1,5 +1,5 @@
 /// A push provider.
-public struct Provider: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+public struct Provider: RawRepresentable, Hashable, Sendable, Codable, CodingKeyRepresentable, CustomStringConvertible {
     public let rawValue: String
     public init?(rawValue: String) {
         guard let known = Provider.all.first(where: { $0.rawValue == rawValue }) else { return nil }
