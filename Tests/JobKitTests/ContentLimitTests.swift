@@ -97,6 +97,42 @@ import Testing
             #expect(throws: Never.self) { try ContentLimitEvent.parse(json: Data((base + good + "}").utf8)) }
         }
     }
+
+    /// Each bad event is refused with what is wrong in it (65). Before, a fraction or an oversized number was
+    /// "The given data was not valid JSON.", an array "wrong type for  (…)", and a key given twice was accepted:
+    /// `{"user_id":"a",…,"user_id":"b"}` warned whichever user the decoder took, where the backend may have meant
+    /// the other.
+    @Test func badEventsSayWhatIsWrong() {
+        let cases: [(event: String, message: String)] = [
+            ("[1,2]", #"event: not a JSON object {"user_id", "used", "limit", "period"}"#),
+            (#""u1""#, #"event: not a JSON object {"user_id", "used", "limit", "period"}"#),
+            (#"{"user_id":"u1","used":9.5,"limit":10}"#, "event: used must be a whole number, got 9.5"),
+            (#"{"user_id":"u1","used":1e308,"limit":10}"#, "event: used is out of range: 1e308"),
+            (#"{"user_id":"u1","used":99999999999999999999}"#, "event: used is out of range: 99999999999999999999"),
+            (#"{"user_id":"u1","used":"9","limit":10}"#, "event: used must be a whole number, got a string"),
+            (#"{"user_id":"u1","used":9,"limit":"10"}"#, "event: limit must be a whole number or null, got a string"),
+            (#"{"user_id":"u1","used":9,"limit":10.5}"#, "event: limit must be a whole number or null, got 10.5"),
+            (#"{"user_id":7,"used":9}"#, "event: user_id must be a string, got 7"),
+            (#"{"user_id":"u1","used":9,"period":5}"#, "event: period must be monthly or annual, got 5"),
+            (#"{"user_id":"u1","used":9,"period":"weekly"}"#, "event: period must be monthly or annual, got weekly"),
+            (#"{"used":9}"#, "event: missing user_id"),
+            (#"{"user_id":"u1","limit":10}"#, "event: missing used"),
+            (#"{"user_id":"u1","used":-1}"#, "event: used must not be negative, got -1"),
+            (#"{"user_id":"a","used":9,"limit":10,"user_id":"b"}"#, "event: user_id appears twice"),
+            (#"{"user_id":"u1","used":9,"meta":{"k":1,"k":2}}"#, "event: meta.k appears twice"),
+        ]
+        for (event, message) in cases {
+            #expect(throws: JobError.dataError(message), "\(event)") {
+                try ContentLimitEvent.parse(json: Data(event.utf8))
+            }
+        }
+        // A whole number may be written with a fraction or an exponent (Python writes 27.0 for a float).
+        for (written, used) in [("27", 27), ("27.0", 27), ("2.7e1", 27), ("-0", 0)] {
+            let event = try? ContentLimitEvent.parse(
+                json: Data(#"{"user_id":"u1","used":\#(written),"limit":null}"#.utf8))
+            #expect(event == (try? ContentLimitEvent(userID: "u1", used: used, limit: nil)), "\(written)")
+        }
+    }
 }
 
 @Suite struct ContentLimitHookTests {

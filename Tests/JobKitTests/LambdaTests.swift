@@ -267,6 +267,22 @@ import Testing
             try ScheduledEvent.decode(lambdaPayload: Array(#"{"time":"yesterday"}"#.utf8))
         }
         #expect(throws: JobError.self) { try ScheduledEvent.decode(lambdaPayload: Array("[1,2]".utf8)) }
+        // A key given twice is refused, wherever it is: which of the two a reader would take is not for us to guess.
+        for (event, message) in [
+            (#"{"time":"2026-11-21T20:15:00Z","time":"2026-11-22T20:15:00Z"}"#, "event: time appears twice"),
+            (
+                #"{"time":"2026-11-21T20:15:00Z","detail":{"dry_run":false,"dry_run":true}}"#,
+                "event: detail.dry_run appears twice"
+            ),
+            (
+                #"{"time":"2026-11-21T20:15:00Z","detail":{"probe_max":2.5}}"#,
+                "event: detail.probe_max must be true, false, a whole number or a string, got 2.5"
+            ),
+        ] {
+            #expect(throws: JobError.dataError(message), "\(event)") {
+                try ScheduledEvent.decode(lambdaPayload: Array(event.utf8))
+            }
+        }
         #expect(throws: JobError.dataError("event: diary-reminder does not know detail.probe (accepted: none)")) {
             try scheduler.checkDetail(known: [], job: "diary-reminder")
         }

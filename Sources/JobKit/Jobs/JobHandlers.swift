@@ -82,21 +82,10 @@ extension ContentLimitEvent: LambdaEvent {
 /// `"time": "<aws.scheduler.scheduled-time>"`): its `time` is the run's instant. `detail` may carry a
 /// job's settings (the janitor's); a job rejects keys it does not know, so a typo is not ignored.
 public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
-    public enum Value: Sendable, Hashable, Decodable {
+    public enum Value: Sendable, Hashable {
         case bool(Bool)
         case int(Int)
         case string(String)
-
-        public init(from decoder: any Decoder) throws {
-            let container = try decoder.singleValueContainer()
-            if let value = try? container.decode(Bool.self) {
-                self = .bool(value)
-            } else if let value = try? container.decode(Int.self) {
-                self = .int(value)
-            } else {
-                self = .string(try container.decode(String.self))
-            }
-        }
     }
 
     public var time: Int64
@@ -108,23 +97,29 @@ public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
     }
 
     public static func decode(lambdaPayload: [UInt8]) throws(JobError) -> ScheduledEvent {
-        struct Raw: Decodable {
-            let time: String?
-            let detail: [String: Value]?
-        }
-        let raw: Raw
-        try JSONValue.requireStrict(Data(lambdaPayload), what: "event")
-        do {
-            raw = try JSONDecoder().decode(Raw.self, from: Data(lambdaPayload))
-        } catch {
-            throw .dataError(
-                "event: not a scheduled event (a JSON object with \"time\" and an optional \"detail\" object of booleans, numbers and strings)"
-            )
-        }
-        guard let text = raw.time else {
+        let event = try JSONValue.strict(Data(lambdaPayload), what: "event")
+        let shape =
+            "event: not a scheduled event (a JSON object with \"time\" and an optional \"detail\" object of booleans, numbers and strings)"
+        guard event.isObject else { throw .dataError(shape) }
+        guard let timeValue = event["time"], !timeValue.isNull else {
             throw .dataError(
                 "event: missing \"time\" (an EventBridge Scheduler input needs \"time\": \"<aws.scheduler.scheduled-time>\")"
             )
+        }
+        guard let text = timeValue.string else { throw .dataError(shape) }
+        var detail: [String: Value] = [:]
+        if let value = event["detail"], !value.isNull {
+            guard let members = value.members else { throw .dataError(shape) }
+            for (key, member) in members {
+                switch (member, member.wholeNumber) {
+                case (.bool(let flag), _): detail[key] = .bool(flag)
+                case (.string(let string), _): detail[key] = .string(string)
+                case (_, .whole(let number)): detail[key] = .int(number)
+                default:
+                    throw .dataError(
+                        "event: detail.\(key) must be true, false, a whole number or a string, got \(member.described)")
+                }
+            }
         }
         guard let time = Timestamps.parse(text) else {
             throw .dataError("event: \"time\" is not an ISO 8601 instant: \(text)")
@@ -132,7 +127,7 @@ public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
         guard Timestamps.supportedRange.contains(time) else {
             throw .dataError("event: \"time\" \(text) is outside the supported range, \(Timestamps.supportedRangeText)")
         }
-        return ScheduledEvent(time: time, detail: raw.detail ?? [:])
+        return ScheduledEvent(time: time, detail: detail)
     }
 
     /// Fails when `detail` has a key outside `known`.

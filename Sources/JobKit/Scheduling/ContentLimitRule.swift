@@ -40,22 +40,40 @@ public struct ContentLimitEvent: Sendable, Hashable, Codable {
         }
     }
 
-    /// Parses one JSON event (`{"user_id":…, "used":…, "limit":…, "period":…}`); anything else is a
-    /// ``JobError/dataError(_:)`` that says what is wrong.
+    /// Parses one JSON event (`{"user_id":…, "used":…, "limit":…, "period":…}`, other keys ignored); anything
+    /// else is a ``JobError/dataError(_:)`` that says what is wrong.
     public static func parse(json: Data) throws(JobError) -> ContentLimitEvent {
-        try JSONValue.requireStrict(json, what: "event")
+        let event = try JSONValue.strict(json, what: "event")
+        guard event.isObject else {
+            throw .dataError(#"event: not a JSON object {"user_id", "used", "limit", "period"}"#)
+        }
+        guard let user = event["user_id"] else { throw .dataError("event: missing user_id") }
+        guard let userID = user.string else {
+            throw .dataError("event: user_id must be a string, got \(user.described)")
+        }
+        guard let usedValue = event["used"] else { throw .dataError("event: missing used") }
+        let used = try whole(usedValue, "used", "a whole number")
+        var limit: Int?
+        if let value = event["limit"], !value.isNull { limit = try whole(value, "limit", "a whole number or null") }
+        var period = LimitPeriod.monthly
+        if let value = event["period"], !value.isNull {
+            guard let known = value.string.flatMap(LimitPeriod.init(rawValue:)) else {
+                throw .dataError("event: period must be monthly or annual, got \(value.string ?? value.described)")
+            }
+            period = known
+        }
         do {
-            return try JSONDecoder().decode(ContentLimitEvent.self, from: json)
-        } catch let DecodingError.keyNotFound(key, _) {
-            throw .dataError("event: missing \(key.stringValue)")
-        } catch let DecodingError.typeMismatch(_, context) {
-            throw .dataError(
-                "event: wrong type for \(context.codingPath.map(\.stringValue).joined(separator: ".")) (user_id is a string; used and limit are whole numbers)"
-            )
-        } catch let DecodingError.dataCorrupted(context) {
-            throw .dataError("event: \(context.debugDescription)")
+            return try ContentLimitEvent(userID: userID, used: used, limit: limit, period: period)
         } catch {
-            throw .dataError("event: not a JSON object {\"user_id\", \"used\", \"limit\", \"period\"}")
+            throw .dataError("event: \(error.message)")
+        }
+    }
+
+    private static func whole(_ value: JSONValue, _ key: String, _ expected: String) throws(JobError) -> Int {
+        switch value.wholeNumber {
+        case .whole(let number): return number
+        case .outOfRange: throw .dataError("event: \(key) is out of range: \(value.described)")
+        case .fraction, nil: throw .dataError("event: \(key) must be \(expected), got \(value.described)")
         }
     }
 }

@@ -9,8 +9,9 @@ import struct Foundation.Data
 /// BENCHMARKS.md measured otherwise: this reader takes the providers' answers on the delivery path
 /// (`{"name":…}`, `{"reason":…}`) and, in the simulator, every request body — `JSONDecoder` cost ~5 µs an
 /// answer and `JSONSerialization` ~5 µs a request body, both among the largest items of their threads'
-/// profiles — and ``requireStrict(_:what:)`` checks an event's text before `JSONDecoder` reads it (which
-/// would take a duplicate key or a trailing comma). The payload writer is `PayloadJSON`; the simulator's
+/// profiles — and the events a job is invoked with (``strict(_:what:)``), as their strictness needs the document
+/// as written: `JSONDecoder` takes a key given twice or a trailing comma, and says "not valid JSON" of a number that
+/// is not whole or does not fit. The payload writer is `PayloadJSON`; the simulator's
 /// writer of these values is in the simulator.
 package enum JSONValue: Sendable {
     case null
@@ -91,6 +92,11 @@ package enum JSONValue: Sendable {
     }
 
     package var isObject: Bool { members != nil }
+
+    package var isNull: Bool {
+        if case .null = self { return true }
+        return false
+    }
 
     /// Appends `text` as a JSON string literal, escaped as the payloads are (``PayloadJSON``).
     package static func write(string text: String, into bytes: inout [UInt8]) {
@@ -341,16 +347,68 @@ private struct Reader {
 }
 
 extension JSONValue {
-    /// Checks that `data` is one strict JSON document (RFC 8259, valid UTF-8 throughout, numbers as the grammar
-    /// writes them) before a lenient decoder reads the fields it knows: `27.0.5`, `-`, `01` or invalid UTF-8 in a
-    /// field the decoder would skip are bad input too (65), never silently accepted.
-    static func requireStrict(_ data: Data, what: String) throws(JobError) {
-        let result = data.withUnsafeBytes { bytes -> Result<Void, SyntaxError> in
-            do throws(SyntaxError) {
-                _ = try JSONValue(parsing: bytes)
-                return .success(())
-            } catch { return .failure(error) }
+    /// `data` as one strict JSON document (RFC 8259, valid UTF-8 throughout, numbers as the grammar writes them)
+    /// in which no object has the same key twice; anything else is bad input (65) prefixed with `what`. `27.0.5`,
+    /// `-`, `01` or invalid UTF-8 in a field the reader skips are bad input too, never silently accepted; so is
+    /// `{"user_id":"a",…,"user_id":"b"}`, as which of the two is meant is not for us to guess.
+    static func strict(_ data: Data, what: String) throws(JobError) -> JSONValue {
+        let result = data.withUnsafeBytes { bytes -> Result<JSONValue, SyntaxError> in
+            do throws(SyntaxError) { return .success(try JSONValue(parsing: bytes)) } catch { return .failure(error) }
         }
-        if case .failure(let error) = result { throw .dataError("\(what): \(error)") }
+        let document: JSONValue
+        switch result {
+        case .success(let value): document = value
+        case .failure(let error): throw .dataError("\(what): \(error)")
+        }
+        if let path = document.repeatedKey() { throw .dataError("\(what): \(path) appears twice") }
+        return document
+    }
+
+    /// The dotted path of the first key that appears twice in one object, anywhere in the document.
+    func repeatedKey(under path: String = "") -> String? {
+        switch self {
+        case .object(let members):
+            var seen = Set<String>()
+            for (key, value) in members {
+                let keyPath = path.isEmpty ? key : path + "." + key
+                guard seen.insert(key).inserted else { return keyPath }
+                if let repeated = value.repeatedKey(under: keyPath) { return repeated }
+            }
+            return nil
+        case .array(let elements):
+            return elements.lazy.compactMap { $0.repeatedKey(under: path) }.first
+        default:
+            return nil
+        }
+    }
+
+    /// A number whose value is whole, however written (`27`, `27.0`, `2.7e1`: Python writes a float as `27.0`),
+    /// within `Int`'s range (beyond 2^53 only when written as an integer, as a `Double` is no longer exact there).
+    /// `.fraction` for `9.5`, `.outOfRange` for `1e308`; nil for anything that is not a number.
+    var wholeNumber: WholeNumber? {
+        guard case .number(let text) = self else { return nil }
+        if let value = Int(text) { return .whole(value) }
+        guard let value = Double(text) else { return .outOfRange }
+        guard value.rounded(.towardZero) == value else { return .fraction }
+        guard abs(value) <= 9_007_199_254_740_992 else { return .outOfRange }
+        return .whole(Int(value))
+    }
+
+    enum WholeNumber: Equatable {
+        case whole(Int)
+        case fraction
+        case outOfRange
+    }
+
+    /// The value for a message: a number as written, otherwise what kind of value it is.
+    var described: String {
+        switch self {
+        case .null: "null"
+        case .bool: "true or false"
+        case .number(let text): text
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
     }
 }
