@@ -10,7 +10,7 @@ extension PostgresStore: DeviceRegistry {
                 try await connection.query("SELECT 1 FROM users WHERE id = \(registration.userID)", logger: logger)
                     .collect().first != nil
             else {
-                throw JobError.dataError("unknown user \(registration.userID)")
+                throw JobError.unknownUser(registration.userID)
             }
             // Locks the token's row (if any) until commit, so the change reported is the one made.
             let previous = try await connection.query(
@@ -74,11 +74,13 @@ extension PostgresStore: AppDataStore {
     }
 
     public func recordEntry(userID: String, at: Int64) async throws(JobError) {
-        _ = try await write(
+        let inserted = try await write(
             "recording a diary entry",
             """
-            INSERT INTO diary_entries (user_id, created_at) VALUES (\(userID), to_timestamp(\(at)))
+            INSERT INTO diary_entries (user_id, created_at) SELECT id, to_timestamp(\(at)) FROM users WHERE id = \(userID)
+            RETURNING 1
             """)
+        guard !inserted.isEmpty else { throw .unknownUser(userID) }
     }
 
     private func insertProfiles(_ profiles: [UserProfile], now: Int64, context: String) async throws(JobError) {

@@ -95,6 +95,18 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM user_devices") == 0)
     }
 
+    /// A diary entry of an unknown user is refused as one, on both stores. Before, `pushctl entry add --user ghost`
+    /// said "recording a diary entry: FOREIGN KEY constraint failed" (SQLite) or the server's violation (PostgreSQL).
+    @Test(arguments: Backend.allCases) func anEntryOfAnUnknownUserIsRefusedAsOne(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        await #expect(throws: JobError.dataError("unknown user ghost")) {
+            try await db.store.recordEntry(userID: "ghost", at: 1)
+        }
+        try await db.store.addUser("alice")
+        try await db.store.recordEntry(userID: "alice", at: 1)
+        #expect(try await db.count("SELECT count(*) FROM diary_entries") == 1)
+    }
+
     @Test(arguments: Backend.allCases) func theSchemaRejectsWhatTheRulesCannotUse(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         try await db.store.addUser("alice")

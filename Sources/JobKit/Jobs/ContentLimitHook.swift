@@ -80,7 +80,7 @@ public struct ContentLimitHook: Sendable {
         let utcYesterday = ZoneClock.split(wallSeconds: options.now - 86_400).date
         let floor = event.period == .monthly ? utcYesterday.monthKey : LocalDate.pad(utcYesterday.year, 4)
         guard let user = try await store.limitSnapshot(userID: event.userID, periodsFrom: floor) else {
-            throw .dataError("unknown user \(event.userID)")
+            throw .unknownUser(event.userID)
         }
         guard let type = threshold else { return finish("below 90 %") }
 

@@ -59,7 +59,7 @@ extension DiaryReminderRunner {
             return explanation
         }
         guard let user = try await store.userSnapshot(userID: userID) else {
-            throw .dataError("unknown user \(userID)")
+            throw .unknownUser(userID)
         }
         explanation.step(
             "rule window", "early \(options.rule.early / 60) min, catch-up \(options.rule.catchUp / 60) min", nil)

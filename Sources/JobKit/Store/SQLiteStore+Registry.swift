@@ -6,7 +6,7 @@ extension SQLiteStore: DeviceRegistry {
             guard
                 try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [registration.userID]) != nil
             else {
-                throw JobError.dataError("unknown user \(registration.userID)")
+                throw JobError.unknownUser(registration.userID)
             }
             let previous = try Row.fetchOne(
                 db, sql: "SELECT user_id, is_active FROM user_devices WHERE token = ?",
@@ -119,7 +119,9 @@ extension SQLiteStore: AppDataStore {
     public func recordEntry(userID: String, at: Int64) async throws(JobError) {
         try await write("recording a diary entry") { db in
             try db.execute(
-                sql: "INSERT INTO diary_entries (user_id, created_at) VALUES (?, ?)", arguments: [userID, at])
+                sql: "INSERT INTO diary_entries (user_id, created_at) SELECT id, ? FROM users WHERE id = ?",
+                arguments: [at, userID])
+            guard db.changesCount == 1 else { throw JobError.unknownUser(userID) }
         }
     }
 }
