@@ -125,6 +125,11 @@ struct UserCommand: AsyncParsableCommand {
         enum Toggle: String, ExpressibleByArgument { case on, off }
 
         func validate() throws {
+            guard UserProfile.idLength.contains(id.unicodeScalars.count) else {
+                throw ValidationError(
+                    "--id: a user id is \(UserProfile.idLength.lowerBound) to \(UserProfile.idLength.upperBound) characters, got \(id.unicodeScalars.count)"
+                )
+            }
             guard ZoneClock(identifier: timezone) != nil else {
                 throw ValidationError("--timezone: unknown IANA time zone \(timezone)")
             }

@@ -507,6 +507,18 @@ enum Executables {
             "pushctl", ["user", "set", "--id", "u2", "--timezone", "Tokyo"] + database)
         #expect(badZone.status == 64)
         #expect(badZone.stderr.contains("unknown IANA time zone"))
+        // A user id the schema cannot hold is a usage error naming the flag, before anything is opened (it was a 65
+        // with the store's "CHECK constraint failed: length(id) BETWEEN 1 AND 128").
+        for id in ["", String(repeating: "é", count: 129)] {
+            let badID = try await Executables.run(
+                "pushctl", ["user", "set", "--id", id, "--timezone", "Asia/Tokyo"] + database)
+            #expect(badID.status == 64, "\(badID.status) \(badID.stderr)")
+            #expect(badID.stderr.contains("--id: a user id is 1 to 128 characters"), "\(badID.stderr)")
+        }
+        #expect(
+            try await Executables.run(
+                "pushctl", ["user", "set", "--id", String(repeating: "é", count: 128), "--timezone", "UTC"] + database
+            ).status == 0)
         let register = try await Executables.run(
             "pushctl",
             [

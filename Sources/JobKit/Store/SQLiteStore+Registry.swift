@@ -54,6 +54,9 @@ extension SQLiteStore: DeviceRegistry {
 
 /// A user and their notification settings, as the app backend keeps them.
 public struct UserProfile: Sendable, Hashable, Codable {
+    /// The characters (Unicode scalars) a user id may have: the schema's `CHECK (length(id) BETWEEN 1 AND 128)`.
+    public static let idLength = 1...128
+
     public var id: String
     public var timezone: String
     public var locale: String
