@@ -34,7 +34,8 @@ import Testing
         #expect(throws: JobError.dataError("notification_logs row 5: unknown notification_type \"streak\"")) {
             try NotificationType(storedIn: 5, "streak")
         }
-        #expect(NotificationType.all.map(\.rawValue) == ["diary_reminder", "content_limit_90", "content_limit_100"])
+        #expect(
+            NotificationType.allCases.map(\.rawValue) == ["diary_reminder", "content_limit_90", "content_limit_100"])
     }
 
     /// The summaries count by closed sets (outcome, channel, skip reason, provider): typed keys, written as JSON

@@ -82,7 +82,7 @@ public struct CopyCatalog: Sendable {
         for (typeName, locales) in raw.sorted(by: { $0.key < $1.key }) {
             guard let type = NotificationType(rawValue: typeName) else {
                 problems.append(
-                    "\(typeName): unknown notification type (known: \(NotificationType.all.map(\.rawValue).joined(separator: ", ")))"
+                    "\(typeName): unknown notification type (known: \(NotificationType.allCases.map(\.rawValue).joined(separator: ", ")))"
                 )
                 continue
             }
@@ -100,7 +100,7 @@ public struct CopyCatalog: Sendable {
                 table[type, default: [:]][tag.lowercased()] = (tag, list)
             }
         }
-        for type in NotificationType.all where table[type]?[Self.fallbackLocale] == nil {
+        for type in NotificationType.allCases where table[type]?[Self.fallbackLocale] == nil {
             problems.append("\(type.rawValue).\(Self.fallbackLocale): missing (every type needs the fallback locale)")
         }
         guard problems.isEmpty else {

@@ -8,8 +8,6 @@ public enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable,
     /// Content quota reached; period key `YYYY-MM` or `YYYY`.
     case contentLimit100 = "content_limit_100"
 
-    public static let all: [NotificationType] = allCases
-
     /// A log row's type as a store reads it; a name this version does not know is a ``JobError/dataError(_:)``
     /// naming the row.
     public init(storedIn logID: Int64, _ name: String) throws(JobError) {
