@@ -289,6 +289,33 @@ import Testing
                 "2026-11-21 diary_reminder: 3 0 2 1 0 0 0 0",
             ])
     }
+
+    /// The text and HTML tables show every column the chart does: a claim still in progress (a run in flight, or
+    /// one that died and awaits takeover) was counted in `claimed` and in no other column, so the row did not add
+    /// up. Each count is right-aligned under its column's name (they were one column to the left of it). An empty
+    /// section of the text says so, as the HTML's does.
+    @Test func theTablesShowClaimsInProgressAndEmptySectionsSayNone() {
+        var figures = HealthFigures()
+        figures.claims = [("2026-11-21", "diary_reminder", "claimed", 2), ("2026-11-21", "diary_reminder", "sent", 5)]
+        let report = HealthReport(
+            from: instant("2026-11-15T00:00:00Z"), to: instant("2026-11-22T00:00:00Z"), figures: figures)
+        let lines = report.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        #expect(
+            lines[2]
+                == "day         type               claimed sent partial failed deferred retry superseded in progress")
+        #expect(
+            lines[3]
+                == "2026-11-21  diary_reminder           7    5       0      0        0     0          0           2")
+        for section in [
+            "deliveries by provider/outcome:", "invalid-token rate by day:", "active devices by platform/provider:",
+            "deactivations by reason:", "last run of each job:",
+        ] {
+            let index = try? #require(lines.firstIndex(of: section), "\(section)")
+            #expect(index.map { lines[$0 + 1] } == "  none", "\(section)")
+        }
+        #expect(report.html.contains("<th>superseded</th><th>in progress</th></tr>"))
+        #expect(report.html.contains("<td>0</td><td>2</td></tr>"))
+    }
 }
 
 /// One declaration per janitor setting: keys and flags are distinct and derived from each other, every

@@ -37,8 +37,8 @@ extension HealthReport {
             <h2>Invalid-token rate</h2>
             \(rateLine(days: dayList))
             <h2>Per day and notification type</h2>
-            \(table(["day", "type", "claimed", "sent", "partial", "failed", "deferred", "retry", "superseded"],
-                volume.map { [$0.day, $0.type] + [$0.claimed, $0.sent, $0.partial, $0.failed, $0.deferred, $0.retry, $0.superseded].map(String.init) }))
+            \(table(["day", "type"] + DayType.columns.map(\.name),
+                volume.map { row in [row.day, row.type] + DayType.columns.map { String($0.value(row)) } }))
             <h2>Deliveries by provider and outcome</h2>
             \(table(["provider/outcome", "deliveries"], deliveries.map { [$0.key, String($0.count)] }))
             <h2>Active devices</h2>

@@ -17,6 +17,16 @@ public struct HealthReport: Sendable, Codable, Hashable {
         }
 
         /// `count` rows in `status` (a state this version does not know counts in ``claimed`` only).
+        /// The table's count columns, in order (the text and the HTML table). Every one but `claimed`, which
+        /// counts every row, is a state the chart stacks.
+        static var columns: [(name: String, value: (DayType) -> Int)] {
+            [
+                ("claimed", \.claimed), ("sent", \.sent), ("partial", \.partial), ("failed", \.failed),
+                ("deferred", \.deferred), ("retry", \.retry), ("superseded", \.superseded),
+                ("in progress", \.inProgress),
+            ]
+        }
+
         mutating func add(_ count: Int, _ status: ClaimStatus) {
             claimed += count
             switch status {
@@ -216,26 +226,30 @@ extension HealthReport {
     public var json: String { JSONLine.encode(self) }
 
     public var text: String {
+        let columns = DayType.columns
         var lines = [
             "delivery health \(from) … \(to) (\(days) days)", "",
-            "day         type                claimed  sent partial failed deferred retry superseded",
+            "day         " + pad("type", 18, left: true) + columns.map { " " + $0.name }.joined(),
         ]
         for row in volume {
             lines.append(
-                "\(row.day)  \(row.type.padding(toLength: 18, withPad: " ", startingAt: 0)) \(pad(row.claimed, 7)) \(pad(row.sent, 5)) \(pad(row.partial, 7)) \(pad(row.failed, 6)) \(pad(row.deferred, 8)) \(pad(row.retry, 5)) \(pad(row.superseded, 10))"
-            )
+                "\(row.day)  " + pad(row.type, 18, left: true)
+                    + columns.map { " " + pad(String($0.value(row)), $0.name.count) }.joined())
         }
-        lines += ["", "deliveries by provider/outcome:"] + deliveries.map { "  \($0.key): \($0.count)" }
-        lines +=
-            ["", "invalid-token rate by day:"]
-            + invalidTokenRate.map {
-                "  \($0.day): \(String(format: "%.2f", $0.rate * 100)) % (\($0.tokenDead) of \($0.deliveries))"
-            }
-        lines += ["", "active devices by platform/provider:"] + activeDevices.map { "  \($0.key): \($0.count)" }
-        lines += ["", "deactivations by reason:"] + deactivations.map { "  \($0.key): \($0.count)" }
-        lines +=
-            ["", "last run of each job:"]
-            + lastRuns.map { "  \($0.job): \($0.runAt) \($0.outcome) \($0.durationMs.map { "\($0) ms" } ?? "")" }
+        func section(_ title: String, _ rows: [String]) -> [String] {
+            ["", title] + (rows.isEmpty ? ["  none"] : rows.map { "  " + $0 })
+        }
+        lines += section("deliveries by provider/outcome:", deliveries.map { "\($0.key): \($0.count)" })
+        lines += section(
+            "invalid-token rate by day:",
+            invalidTokenRate.map {
+                "\($0.day): \(String(format: "%.2f", $0.rate * 100)) % (\($0.tokenDead) of \($0.deliveries))"
+            })
+        lines += section("active devices by platform/provider:", activeDevices.map { "\($0.key): \($0.count)" })
+        lines += section("deactivations by reason:", deactivations.map { "\($0.key): \($0.count)" })
+        lines += section(
+            "last run of each job:",
+            lastRuns.map { "\($0.job): \($0.runAt) \($0.outcome) \($0.durationMs.map { "\($0) ms" } ?? "")" })
         lines += [
             "",
             "does the reminder work? (wrote within 3 h / that local day, 95 % interval; messages assigned at random)",
@@ -251,8 +265,9 @@ extension HealthReport {
         return lines.joined(separator: "\n")
     }
 
-    private func pad(_ value: Int, _ width: Int) -> String {
-        let text = String(value)
-        return String(repeating: " ", count: max(0, width - text.count)) + text
+    /// `text` padded with spaces to `width`: right-aligned (numbers), or left-aligned.
+    private func pad(_ text: String, _ width: Int, left: Bool = false) -> String {
+        let padding = String(repeating: " ", count: max(0, width - text.count))
+        return left ? text + padding : padding + text
     }
 }
