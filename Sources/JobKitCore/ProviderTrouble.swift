@@ -84,6 +84,9 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
     public var advice: String {
         let text = reasons.joined(separator: " ").lowercased()
         switch (provider, cause) {
+        case (.outbox, _), (.dryRun, _):
+            return
+                "the outbox file could not be written: free space on its disk, or check its path and permissions; the devices are written by the next runs inside the catch-up window"
         case (.apns, .credentials):
             return
                 "check PUSH_APNS_KEY_ID, PUSH_APNS_TEAM_ID and the .p8 key (a revoked key, or a key id that is not the key's, is refused) and PUSH_APNS_TOPIC"

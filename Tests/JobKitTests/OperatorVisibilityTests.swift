@@ -307,6 +307,8 @@ import Testing
             environment: fixed)
         #expect(unwritable.status == 0, "\(unwritable.stderr)")
         #expect(unwritable.stderr.contains("metrics not written"), "\(unwritable.stderr)")
+        // Saying why as the system does (it said "You don't have permission." of a directory that does not exist).
+        #expect(unwritable.stderr.contains("No such file or directory"), "\(unwritable.stderr)")
 
         // The heartbeat: start and fail, then start and success, each end with the summary as its body.
         let pings = recorder.requests

@@ -382,6 +382,14 @@ enum Executables {
         #expect(limited.status == 74, "\(limited.status) \(limited.stderr)")
         #expect(
             limited.stderr.contains("outbox") && limited.stderr.contains("could not be written"), "\(limited.stderr)")
+        // What the system said (EFBIG here, ENOSPC on a full disk), not Foundation's "The operation could not be
+        // completed. (NSCocoaErrorDomain error 512.)"; and advice about the outbox's disk, not a provider's network.
+        #expect(
+            limited.stderr.contains("(File too large)") && !limited.stderr.contains("NSCocoaErrorDomain"),
+            "\(limited.stderr)")
+        #expect(
+            limited.stderr.contains("advice=the outbox file could not be written")
+                && !limited.stderr.contains("network path"), "\(limited.stderr)")
         #expect(try String(contentsOf: outbox, encoding: .utf8) == earlier, "the outbox holds part of the failed page")
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'retry'") == 20)
         #expect(try await db.count("SELECT count(*) FROM job_runs WHERE outcome = 'failed'") == 1)

@@ -294,7 +294,7 @@ import Testing
     /// one that died and awaits takeover) was counted in `claimed` and in no other column, so the row did not add
     /// up. Each count is right-aligned under its column's name (they were one column to the left of it). An empty
     /// section of the text says so, as the HTML's does.
-    @Test func theTablesShowClaimsInProgressAndEmptySectionsSayNone() {
+    @Test func theTablesShowClaimsInProgressAndEmptySectionsSayNone() throws {
         var figures = HealthFigures()
         figures.claims = [("2026-11-21", "diary_reminder", "claimed", 2), ("2026-11-21", "diary_reminder", "sent", 5)]
         let report = HealthReport(
@@ -310,8 +310,8 @@ import Testing
             "deliveries by provider/outcome:", "invalid-token rate by day:", "active devices by platform/provider:",
             "deactivations by reason:", "last run of each job:",
         ] {
-            let index = try? #require(lines.firstIndex(of: section), "\(section)")
-            #expect(index.map { lines[$0 + 1] } == "  none", "\(section)")
+            let index = try #require(lines.firstIndex(of: section), "\(section)")
+            #expect(lines[index + 1] == "  none", "\(section)")
         }
         #expect(report.html.contains("<th>superseded</th><th>in progress</th></tr>"))
         #expect(report.html.contains("<td>0</td><td>2</td></tr>"))

@@ -107,11 +107,11 @@ public final class OutboxSender: Sender {
                         try handle.synchronize()
                     } catch {
                         restored =
-                            "cutting the file back to \(start) bytes failed too (\(error.localizedDescription)): its last line may be torn"
+                            "cutting the file back to \(start) bytes failed too (\(systemReason(error))): its last line may be torn"
                     }
                 }
                 failure = .ioError(
-                    "the outbox \(path) could not be written (\(error.localizedDescription)); the notifications not written are left for the next run, and \(restored)"
+                    "the outbox \(path) could not be written (\(systemReason(error))); the notifications not written are left for the next run, and \(restored)"
                 )
                 return false
             }

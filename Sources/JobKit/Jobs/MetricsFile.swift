@@ -181,20 +181,19 @@ public struct MetricsFile: Sendable {
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(ProcessInfo.processInfo.processIdentifier).tmp")
         do {
-            guard
-                FileManager.default.createFile(
-                    atPath: temporary.path, contents: nil, attributes: [.posixPermissions: 0o644])
-            else {
-                throw CocoaError(.fileWriteNoPermission)
-            }
-            let handle = try FileHandle(forWritingTo: temporary)
+            // open(2) and fchmod(2), not FileManager.createFile, whose Bool loses errno. 0644 whatever the umask:
+            // the scraper reads the file as another user.
+            let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             defer { try? handle.close() }
+            guard fchmod(descriptor, 0o644) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
             try handle.write(contentsOf: Data(text.utf8))
             try handle.synchronize()
             guard rename(temporary.path, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         } catch {
             try? FileManager.default.removeItem(at: temporary)
-            throw .ioError("cannot write the metrics file \(path): \(error.localizedDescription)")
+            throw .ioError("cannot write the metrics file \(path): \(systemReason(error))")
         }
     }
 
