@@ -85,6 +85,37 @@ import Testing
         }
     }
 
+    /// A catalog that is not one says where: a syntax error by its byte, a key given twice (the decoder kept one of
+    /// the two without a word) or a value of the wrong shape by its path. Before, each was "The operation could not
+    /// be completed. The data isn't in the correct format.", or no error at all for the key given twice.
+    @Test func aMalformedCatalogSaysWhere() {
+        let reminders = #"[{"title": "a", "body": "b"}, {"title": "c", "body": "d"}]"#
+        let cases: [(json: String, message: String)] = [
+            (#"{"diary_reminder": {"en": "#, "c.json: invalid JSON at byte 26: expected a value, found the end"),
+            (
+                #"{"diary_reminder": {"en": [{"title": "a", "body": "b", "title": "c"}, {"title": "c", "body": "d"}]}}"#,
+                "c.json: diary_reminder.en[0].title appears twice"
+            ),
+            (
+                #"{"diary_reminder": {"en": \#(reminders)}, "diary_reminder": {"ja": \#(reminders)}}"#,
+                "c.json: diary_reminder appears twice"
+            ),
+            (
+                #"{"diary_reminder": {"en": {"title": "a", "body": "b"}}}"#,
+                "c.json: not a copy catalog (expected {type: {locale: [{title, body}]}}): diary_reminder.en: expected an array"
+            ),
+            (
+                #"{"diary_reminder": {"en": [{"title": "a"}, {"title": "c", "body": "d"}]}}"#,
+                "c.json: not a copy catalog (expected {type: {locale: [{title, body}]}}): diary_reminder.en[0]: missing body"
+            ),
+        ]
+        for (json, message) in cases {
+            #expect(throws: JobError.dataError(message), "\(json)") {
+                try CopyCatalog(json: Data(json.utf8), source: "c.json")
+            }
+        }
+    }
+
     /// Issue 21, item 4: copy that loses its numbers or shows a literal brace is refused, and so is a title
     /// whose bytes (not characters) exceed the bound; every problem at once.
     @Test func copyThatWouldRenderWrongIsRefused() {

@@ -69,12 +69,15 @@ public struct CopyCatalog: Sendable {
     }
 
     public init(json: Data, source: String) throws(JobError) {
+        // Strict first: the byte of a syntax error, and a key given twice (which the decoder would settle by
+        // keeping one without a word).
+        _ = try JSONValue.strict(json, what: source)
         let raw: [String: [String: [CopyMessage]]]
         do {
             raw = try JSONDecoder().decode([String: [String: [CopyMessage]]].self, from: json)
         } catch {
             throw .dataError(
-                "\(source): not a copy catalog (expected {type: {locale: [{title, body}]}}): \(error.localizedDescription)"
+                "\(source): not a copy catalog (expected {type: {locale: [{title, body}]}}): \(JSONLine.problem(error))"
             )
         }
         var problems: [String] = []

@@ -376,7 +376,10 @@ extension JSONValue {
             }
             return nil
         case .array(let elements):
-            return elements.lazy.compactMap { $0.repeatedKey(under: path) }.first
+            for (index, element) in elements.enumerated() {
+                if let repeated = element.repeatedKey(under: "\(path)[\(index)]") { return repeated }
+            }
+            return nil
         default:
             return nil
         }

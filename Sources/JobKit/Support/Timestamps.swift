@@ -33,6 +33,30 @@ enum JSONLine {
         try? JSONDecoder().decode(type, from: Data(text.utf8))
     }
 
+    /// Where a decoded document went wrong and how, by its path: `diary_reminder.en[0]: missing body`,
+    /// `diary_reminder.en: expected an array` (`JSONDecoder`'s own text says neither).
+    static func problem(_ error: any Error) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            let text = keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return text.isEmpty ? "the document" : String(text.drop { $0 == "." })
+        }
+        func kind(_ type: Any.Type) -> String {
+            let name = String(describing: type)
+            if name.hasPrefix("Array") { return "an array" }
+            if name.hasPrefix("Dictionary") || name.hasPrefix("KeyedDecodingContainer") { return "an object" }
+            if name == "String" { return "a string" }
+            return name
+        }
+        switch error as? DecodingError {
+        case .typeMismatch(let type, let context): return "\(path(context.codingPath)): expected \(kind(type))"
+        case .valueNotFound(let type, let context):
+            return "\(path(context.codingPath)): expected \(kind(type)), found null"
+        case .keyNotFound(let key, let context): return "\(path(context.codingPath)): missing \(key.stringValue)"
+        case .dataCorrupted(let context): return "\(path(context.codingPath)): \(context.debugDescription)"
+        default: return "\(error)"
+        }
+    }
+
     /// A JSON string literal.
     static func quote(_ text: String) -> String {
         encode(text)
