@@ -89,6 +89,32 @@ import Testing
     }
 
     /// A replacement that is refused too is final: the provider stops for the run, and nothing is deactivated.
+    /// A service-account file that is not one says what it lacks (78), never its contents: before, the message
+    /// listed the six fields it needs, whichever was missing or of the wrong kind.
+    @Test func aServiceAccountFileThatIsNotOneSaysWhatItLacks() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("sa.json")
+        let needs =
+            "is not a service-account key file (needs type, project_id, private_key_id, private_key, client_email, token_uri)"
+        for (json, problem) in [
+            (
+                #"{"type":"service_account","project_id":"p","private_key":"SECRET","client_email":"e","token_uri":"https://o"}"#,
+                "missing private_key_id"
+            ),
+            (
+                #"{"type":"service_account","project_id":7,"private_key_id":"k","private_key":"SECRET","client_email":"e","token_uri":"https://o"}"#,
+                "project_id: expected a string"
+            ),
+        ] {
+            try Data(json.utf8).write(to: file)
+            #expect(throws: JobError.config("\(file.path) \(needs): \(problem)")) {
+                try ServiceAccount.load(path: file.path)
+            }
+        }
+    }
+
     @Test func aRefusedReplacementStopsTheProvider() async throws {
         // The simulator's clock runs two hours ahead: every APNs provider token looks expired to it.
         let harness = try await DeliveryHarness.start { $0.clock = { Int64(Date().timeIntervalSince1970) + 7200 } }

@@ -51,7 +51,9 @@ enum JSONLine {
         case .typeMismatch(let type, let context): return "\(path(context.codingPath)): expected \(kind(type))"
         case .valueNotFound(let type, let context):
             return "\(path(context.codingPath)): expected \(kind(type)), found null"
-        case .keyNotFound(let key, let context): return "\(path(context.codingPath)): missing \(key.stringValue)"
+        case .keyNotFound(let key, let context):
+            return context.codingPath.isEmpty
+                ? "missing \(key.stringValue)" : "\(path(context.codingPath)): missing \(key.stringValue)"
         case .dataCorrupted(let context): return "\(path(context.codingPath)): \(context.debugDescription)"
         default: return "\(error)"
         }

@@ -47,7 +47,7 @@ public struct ServiceAccount: Sendable, Hashable, Decodable {
             account = try JSONDecoder().decode(ServiceAccount.self, from: data)
         } catch {
             throw .config(
-                "\(path) is not a service-account key file (needs type, project_id, private_key_id, private_key, client_email, token_uri)"
+                "\(path) is not a service-account key file (needs type, project_id, private_key_id, private_key, client_email, token_uri): \(JSONLine.problem(error))"
             )
         }
         guard account.type == "service_account" else {
