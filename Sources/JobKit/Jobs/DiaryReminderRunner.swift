@@ -654,7 +654,7 @@ struct DeliveryPipeline {
 
 /// Time spent per phase of a run.
 struct Phases {
-    enum Phase: String { case select, claim, send, record }
+    typealias Phase = RunPhase
     private var spent: [Phase: Duration] = [:]
 
     mutating func measure<T>(_ phase: Phase, _ body: () async throws(JobError) -> T) async throws(JobError) -> T {
@@ -673,8 +673,8 @@ struct Phases {
         spent[phase, default: .zero] += duration
     }
 
-    var milliseconds: [String: Int] {
-        Dictionary(uniqueKeysWithValues: spent.map { ($0.key.rawValue, Self.milliseconds($0.value)) })
+    var milliseconds: [RunPhase: Int] {
+        spent.mapValues(Self.milliseconds)
     }
 
     static func milliseconds(_ duration: Duration) -> Int {

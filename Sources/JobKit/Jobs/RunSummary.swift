@@ -62,8 +62,8 @@ public struct RunSummary: Sendable, Codable, Hashable {
     /// Why the run did nothing at all (a stale scheduled event), if so.
     public var notRun: String?
     public var durationMs = 0
-    /// Where the time went: select, claim, send, record (milliseconds).
-    public var phasesMs: [String: Int] = [:]
+    /// Where the time went, in milliseconds.
+    public var phasesMs: [RunPhase: Int] = [:]
 
     public init(job: String, runID: String, now: Int64, dryRun: Bool) {
         self.job = job
@@ -120,4 +120,16 @@ public struct RunSummary: Sendable, Codable, Hashable {
         parts.append("run=\(runID) \(durationMs)ms")
         return parts.joined(separator: " ")
     }
+}
+
+/// A phase of a reminder run, as ``RunSummary/phasesMs`` times it.
+public enum RunPhase: String, Sendable, Hashable, Codable, CodingKeyRepresentable, CaseIterable {
+    /// Reading the due set (candidates, their logs and devices).
+    case select
+    /// Claiming the due users' log rows.
+    case claim
+    /// Waiting for the senders' answers (for the pending quota warnings a run delivers first, recording them too).
+    case send
+    /// Recording the reminders' answers and resolving their claims.
+    case record
 }
