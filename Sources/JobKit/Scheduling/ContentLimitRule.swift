@@ -23,6 +23,8 @@ public struct ContentLimitEvent: Sendable, Hashable, Codable {
         self.period = period
     }
 
+    /// An event inside a caller's own `Decodable` payload: the same rules for each field, with the decoder's own
+    /// leniency (`JSONDecoder` takes a key given twice). ``parse(json:)`` is the strict reader the jobs use.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         let period = try container.decodeIfPresent(String.self, forKey: .period) ?? "monthly"
