@@ -16,7 +16,6 @@ public struct HealthReport: Sendable, Codable, Hashable {
             self.type = type
         }
 
-        /// `count` rows in `status` (a state this version does not know counts in ``claimed`` only).
         /// The table's count columns, in order (the text and the HTML table). Every one but `claimed`, which
         /// counts every row, is a state the chart stacks.
         static var columns: [(name: String, value: (DayType) -> Int)] {
@@ -27,6 +26,7 @@ public struct HealthReport: Sendable, Codable, Hashable {
             ]
         }
 
+        /// `count` rows in `status` (a state this version does not know counts in ``claimed`` only).
         mutating func add(_ count: Int, _ status: ClaimStatus) {
             claimed += count
             switch status {
