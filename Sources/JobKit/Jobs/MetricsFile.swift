@@ -180,17 +180,18 @@ public struct MetricsFile: Sendable {
         let url = URL(fileURLWithPath: path)
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(ProcessInfo.processInfo.processIdentifier).tmp")
+        func lastError() -> POSIXError { POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         do {
             // open(2) and fchmod(2), not FileManager.createFile, whose Bool loses errno. 0644 whatever the umask:
             // the scraper reads the file as another user.
             let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            guard descriptor >= 0 else { throw lastError() }
             let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
             defer { try? handle.close() }
-            guard fchmod(descriptor, 0o644) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            guard fchmod(descriptor, 0o644) == 0 else { throw lastError() }
             try handle.write(contentsOf: Data(text.utf8))
             try handle.synchronize()
-            guard rename(temporary.path, path) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            guard rename(temporary.path, path) == 0 else { throw lastError() }
         } catch {
             try? FileManager.default.removeItem(at: temporary)
             throw .ioError("cannot write the metrics file \(path): \(systemReason(error))")

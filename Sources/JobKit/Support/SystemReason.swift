@@ -4,9 +4,7 @@ import Foundation
 /// Foundation's own text is "The operation could not be completed. (NSCocoaErrorDomain error 512.)".
 func systemReason(_ error: any Error) -> String {
     let error = error as NSError
-    for candidate in [error, error.userInfo[NSUnderlyingErrorKey] as? NSError]
-    where candidate?.domain == NSPOSIXErrorDomain {
-        return String(cString: strerror(Int32(candidate!.code)))
-    }
-    return error.localizedDescription
+    let posix = error.domain == NSPOSIXErrorDomain ? error : error.userInfo[NSUnderlyingErrorKey] as? NSError
+    guard let posix, posix.domain == NSPOSIXErrorDomain else { return error.localizedDescription }
+    return String(cString: strerror(Int32(posix.code)))
 }
