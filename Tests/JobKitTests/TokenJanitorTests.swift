@@ -316,6 +316,21 @@ import Testing
         #expect(report.html.contains("<th>superseded</th><th>in progress</th></tr>"))
         #expect(report.html.contains("<td>0</td><td>2</td></tr>"))
     }
+
+    /// A run recorded without a duration ended its "last run" line with a space.
+    @Test func noLineOfTheTextReportEndsInASpace() throws {
+        var figures = HealthFigures()
+        figures.lastRuns = [
+            ("diary-reminder", instant("2026-11-21T20:00:00Z"), "ok", nil),
+            ("token-janitor", instant("2026-11-21T03:00:00Z"), "ok", 1_250),
+        ]
+        let report = HealthReport(
+            from: instant("2026-11-15T00:00:00Z"), to: instant("2026-11-22T00:00:00Z"), figures: figures)
+        let lines = report.text.split(separator: "\n").map(String.init)
+        #expect(lines.filter { $0.hasSuffix(" ") } == [])
+        #expect(lines.contains("  diary-reminder: 2026-11-21T20:00:00Z ok"))
+        #expect(lines.contains("  token-janitor: 2026-11-21T03:00:00Z ok 1250 ms"))
+    }
 }
 
 /// One declaration per janitor setting: keys and flags are distinct and derived from each other, every

@@ -249,7 +249,7 @@ extension HealthReport {
         lines += section("deactivations by reason:", deactivations.map { "\($0.key): \($0.count)" })
         lines += section(
             "last run of each job:",
-            lastRuns.map { "\($0.job): \($0.runAt) \($0.outcome) \($0.durationMs.map { "\($0) ms" } ?? "")" })
+            lastRuns.map { "\($0.job): \($0.runAt) \($0.outcome)\($0.durationMs.map { " \($0) ms" } ?? "")" })
         lines += [
             "",
             "does the reminder work? (wrote within 3 h / that local day, 95 % interval; messages assigned at random)",
