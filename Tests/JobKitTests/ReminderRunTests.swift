@@ -554,6 +554,43 @@ import Testing
         #expect(Set(await sender.users()).count == 60)
         #expect(await sender.users().count == 60)
     }
+
+    /// `--explain` with `--shard` (or `PUSH_SHARD`) answers for that shard's run: it said "would be reminded now"
+    /// to the operator of a shard whose run passes the user over.
+    @Test(arguments: Backend.allCases) func explainAnswersForItsShard(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        for i in 0..<12 { try await db.store.addUser("s\(i)") }
+        let now = instant("2026-11-21T20:00:00Z")
+        var explainedDue: [String: Int] = [:]
+        for index in 1...3 {
+            var options = ReminderRunOptions(now: now)
+            options.shard = Shard(index: index, count: 3)
+            for i in 0..<12 {
+                let explanation = try await DiaryReminderRunner(
+                    store: db.store, sender: RecordingSender(), logger: quietLogger
+                )
+                .explain(userID: "s\(i)", options: options)
+                let owner = Shard.holding(userID: "s\(i)", count: 3)
+                #expect(explanation.due == (owner.index == index), "s\(i) in \(owner), asked as \(index)/3")
+                if explanation.due {
+                    explainedDue["s\(i)"] = index
+                } else {
+                    #expect(explanation.skipReason == .otherShard)
+                    #expect(explanation.verdict == "not reminded by this run: shard \(owner) handles this user")
+                    #expect(explanation.text.contains("FAIL shard"), "\(explanation.text)")
+                }
+            }
+        }
+        #expect(explainedDue.count == 12)
+        // The run of the shard that explain names is the one that reminds the user.
+        for index in 1...3 {
+            let sender = RecordingSender()
+            var options = ReminderRunOptions(now: now)
+            options.shard = Shard(index: index, count: 3)
+            _ = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger).run(options)
+            #expect(Set(await sender.users()) == Set(explainedDue.filter { $0.value == index }.keys))
+        }
+    }
 }
 
 @Suite struct ReminderPagingTests {

@@ -63,6 +63,14 @@ extension DiaryReminderRunner {
         }
         explanation.step(
             "rule window", "early \(options.rule.early / 60) min, catch-up \(options.rule.catchUp / 60) min", nil)
+        // As the run does, before any rule: a user of another shard is that shard's run's to remind.
+        if options.shard.count > 1 {
+            let owner = Shard.holding(userID: userID, count: options.shard.count)
+            explanation.step("shard", "\(owner) (this run is \(options.shard))", owner == options.shard)
+            if owner != options.shard {
+                return finish(.otherShard, "not reminded by this run: shard \(owner) handles this user")
+            }
+        }
         guard let settings = user.settings else {
             explanation.step("notification settings", "no notification_settings row", false)
             return finish(.noSettings, "not reminded: the user has no notification settings")

@@ -17,6 +17,9 @@ public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, Codin
     /// The day's log row is in a state this version does not know (written by a newer version): nothing is
     /// sent, as sending could remind twice.
     case unknownClaimState = "unknown_claim_state"
+    /// Another shard's run handles this user: only `--explain` with `--shard` says so (a run passes such users
+    /// over before any rule and counts them as `other_shards`).
+    case otherShard = "other_shard"
 
     public static func < (lhs: SkipReason, rhs: SkipReason) -> Bool { lhs.rawValue < rhs.rawValue }
 }

@@ -30,7 +30,16 @@ public struct Shard: Sendable, Hashable, CustomStringConvertible {
     }
 
     public func contains(userID: String) -> Bool {
-        count == 1 || Int(StableHash.fnv1a(userID) % UInt64(count)) == index - 1
+        count == 1 || Self.index(of: userID, count: count) == index
+    }
+
+    /// The one of `count` shards that holds `userID`.
+    public static func holding(userID: String, count: Int) -> Shard {
+        Shard(index: index(of: userID, count: count), count: count)
+    }
+
+    private static func index(of userID: String, count: Int) -> Int {
+        Int(StableHash.fnv1a(userID) % UInt64(count)) + 1
     }
 
     public var description: String { "\(index)/\(count)" }
