@@ -84,14 +84,15 @@ public struct CommonOptions: ParsableArguments {
         return options
     }
 
-    /// The run's instant: `--now`, or the system clock read once here, at the edge.
-    public func resolvedNow() throws(JobError) -> Int64 {
+    /// The run's instant: `--now` (or the flag named `flag` that holds it), or the system clock read once here,
+    /// at the edge.
+    public func resolvedNow(flag: String = "--now") throws(JobError) -> Int64 {
         guard let now else { return Int64(Date().timeIntervalSince1970) }
         guard let instant = Timestamps.parse(now) else {
-            throw .usage("--now: not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(now)")
+            throw .usage("\(flag): not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(now)")
         }
         guard Timestamps.supportedRange.contains(instant) else {
-            throw .usage("--now: \(now) is outside the supported range, \(Timestamps.supportedRangeText)")
+            throw .usage("\(flag): \(now) is outside the supported range, \(Timestamps.supportedRangeText)")
         }
         return instant
     }
@@ -186,15 +187,18 @@ public struct DeliveryOptions: ParsableArguments {
     public var fcmAndroidChannelID: String?
     @Option(help: ArgumentHelp("Extra trusted CA certificates, PEM (env PUSH_CA_FILE).", valueName: "path")) public
         var caFile: String?
-    @Option(help: "Seconds a run may spend retrying transient provider errors (default 60).") public
+    @Option(parsing: .unconditional, help: "Seconds a run may spend retrying transient provider errors (default 60).")
+    public
         var retryBudgetSeconds: Int?
     @Option(help: ArgumentHelp("Base of deep links (default diary://).", valueName: "url")) public var deepLinkBase:
         String?
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp("APNs requests per second at most (env PUSH_APNS_RATE; default 0: unpaced).", valueName: "n")
     )
     public var apnsRate: Int?
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "FCM requests per second at most (env PUSH_FCM_RATE; default 9000; 0: unpaced).", valueName: "n"))
     public var fcmRate: Int?

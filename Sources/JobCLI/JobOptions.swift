@@ -27,7 +27,8 @@ extension CommonOptions {
     }
 }
 
-/// `diary-reminder`'s own flags.
+/// `diary-reminder`'s own flags. Its numbers, like every job's, are parsed `.unconditional`: `--early-minutes -1`
+/// is then checked against the range, as `--early-minutes=-1` is, instead of being a "missing value".
 public struct ReminderOptions: ParsableArguments {
     @Flag(name: .long, help: "Decide and print what would be sent; claim, send and write nothing.")
     public var dryRun = false
@@ -35,11 +36,17 @@ public struct ReminderOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp("Explain each rule for this user at --now, and the verdict.", valueName: "user-id"))
     public var explain: String?
-    @Option(name: .long, help: "Minutes before the reminder time a run may already send (default 2).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "Minutes before the reminder time a run may already send (default 2).")
     public var earlyMinutes: Int?
-    @Option(name: .long, help: "Minutes after the reminder time a late run still sends (default 60).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "Minutes after the reminder time a late run still sends (default 60).")
     public var catchUpMinutes: Int?
-    @Option(name: .long, help: "Minutes after which a dead run's unfinished claim is taken over (default 10).")
+    @Option(
+        name: .long, parsing: .unconditional,
+        help: "Minutes after which a dead run's unfinished claim is taken over (default 10).")
     public var claimLeaseMinutes: Int?
     @Option(name: .long, help: ArgumentHelp("Copy catalog JSON replacing the built-in one.", valueName: "path"))
     public var copyCatalog: String?
@@ -139,19 +146,23 @@ public struct JanitorRunOptions: ParsableArguments {
     private static let defaults = JanitorOptions(now: 0)
 
     @Flag(help: "Print what would change, with counts; change nothing.") public var dryRun = false
-    @Option(help: "Deactivate devices not seen for this many days (reason stale).")
+    @Option(parsing: .unconditional, help: "Deactivate devices not seen for this many days (reason stale).")
     public var staleDays = defaults.staleDays
     @Flag(
         help:
             "Ask FCM (validate_only) whether long-unseen FCM tokens are still registered; deactivate those that are not."
     )
     public var probe = false
-    @Option(help: "Probe FCM devices not seen for this many days.") public var probeAfterDays = defaults.probeAfterDays
-    @Option(help: "At most this many probes per run.") public var probeMax = defaults.probeMax
-    @Option(help: "At most this many probes per second.") public var probeRate = defaults.probeRate
-    @Option(help: "Delete delivery records older than this many days.")
+    @Option(parsing: .unconditional, help: "Probe FCM devices not seen for this many days.") public var probeAfterDays =
+        defaults.probeAfterDays
+    @Option(parsing: .unconditional, help: "At most this many probes per run.") public var probeMax = defaults.probeMax
+    @Option(parsing: .unconditional, help: "At most this many probes per second.") public var probeRate = defaults
+        .probeRate
+    @Option(parsing: .unconditional, help: "Delete delivery records older than this many days.")
     public var deliveryRetentionDays = defaults.deliveryRetentionDays
-    @Option(help: "Delete notification log rows older than this many days whose period has ended (≥ 35).")
+    @Option(
+        parsing: .unconditional,
+        help: "Delete notification log rows older than this many days whose period has ended (≥ 35).")
     public var logRetentionDays = defaults.logRetentionDays
     @Flag(
         help:
@@ -160,9 +171,10 @@ public struct JanitorRunOptions: ParsableArguments {
     public var keepPartitions = false
     @Flag(help: "Also delete device rows inactive for --purge-after-days (off by default: they are history).")
     public var purge = false
-    @Option(help: "Days a device must have been inactive before --purge deletes it.")
+    @Option(parsing: .unconditional, help: "Days a device must have been inactive before --purge deletes it.")
     public var purgeAfterDays = defaults.purgeAfterDays
-    @Option(help: "Rows per batch; each batch is one short transaction.") public var batchSize = defaults.batchSize
+    @Option(parsing: .unconditional, help: "Rows per batch; each batch is one short transaction.") public
+        var batchSize = defaults.batchSize
     @Option(
         help: ArgumentHelp("Probe only this slice of the users' devices, e.g. 2/4 (env PUSH_SHARD).", valueName: "K/N"))
     public var shard: String?

@@ -82,6 +82,9 @@ extension JobInvocation {
     /// undelivered by a provider (77 or 69).
     @discardableResult
     public func diaryReminder(_ request: DiaryReminderRequest) async throws(JobError) -> RunSummary? {
+        if let userID = request.explain, let problem = UserProfile.idProblem(userID) {
+            throw .usage("--explain: \(problem)")
+        }
         var settings = try DiaryReminderHandler.Settings.resolve(
             config, earlyMinutes: request.earlyMinutes, catchUpMinutes: request.catchUpMinutes,
             claimLeaseMinutes: request.claimLeaseMinutes, shard: request.shard)

@@ -23,10 +23,11 @@ extension StoreOptions {
     }
 }
 
-func clockNow(_ text: String?) throws(JobError) -> Int64 {
+/// The instant of `flag` (`--now`, `--at`, …), or the clock's without one.
+func clockNow(_ text: String?, flag: String = "--now") throws(JobError) -> Int64 {
     var common = CommonOptions()
     common.now = text
-    return try common.resolvedNow()
+    return try common.resolvedNow(flag: flag)
 }
 
 struct Migrate: AsyncParsableCommand {
@@ -55,7 +56,7 @@ struct Seed: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Add synthetic users (zones, reminder times, 1–3 devices, some who wrote today).")
     @OptionGroup var db: StoreOptions
-    @Option(help: "How many users.") var users: Int
+    @Option(parsing: .unconditional, help: "How many users.") var users: Int
     @Option(help: "Seed of the generator: the same seed gives the same users.") var randomSeed: UInt64 = 1
     @Option(
         help: ArgumentHelp(
@@ -63,9 +64,9 @@ struct Seed: AsyncParsableCommand {
     var now: String?
     @Option(help: ArgumentHelp("Make --due-count users due at this instant, and nobody else.", valueName: "iso8601"))
     var dueAt: String?
-    @Option(help: "How many users are due at --due-at.") var dueCount: Int = 0
+    @Option(parsing: .unconditional, help: "How many users are due at --due-at.") var dueCount: Int = 0
     @Option(help: "User id prefix.") var idPrefix = "user-"
-    @Option(help: "Share of users with an entry today (0–1).") var wroteTodayShare = 0.2
+    @Option(parsing: .unconditional, help: "Share of users with an entry today (0–1).") var wroteTodayShare = 0.2
 
     func validate() throws {
         guard users >= 0 else { throw ValidationError("--users must not be negative") }
@@ -79,7 +80,7 @@ struct Seed: AsyncParsableCommand {
     func run() async throws {
         try await withExitCode("pushctl seed") { () async throws(JobError) in
             var dueInstant: Int64?
-            if let dueAt { dueInstant = try clockNow(dueAt) }
+            if let dueAt { dueInstant = try clockNow(dueAt, flag: "--due-at") }
             let today: Int64
             if let now {
                 today = try clockNow(now)
@@ -125,11 +126,11 @@ struct UserCommand: AsyncParsableCommand {
         enum Toggle: String, ExpressibleByArgument { case on, off }
 
         func validate() throws {
-            guard UserProfile.idLength.contains(id.unicodeScalars.count) else {
-                throw ValidationError(
-                    "--id: a user id is \(UserProfile.idLength.lowerBound) to \(UserProfile.idLength.upperBound) characters, got \(id.unicodeScalars.count)"
-                )
+            if let problem = UserProfile.idProblem(id) { throw ValidationError("--id: \(problem)") }
+            guard UserProfile.isLocale(locale) else {
+                throw ValidationError("--locale: not a BCP 47 locale (e.g. ja or pt-BR): \"\(locale)\"")
             }
+            guard !plan.isEmpty else { throw ValidationError("--plan: empty") }
             guard ZoneClock(identifier: timezone) != nil else {
                 throw ValidationError("--timezone: unknown IANA time zone \(timezone)")
             }
@@ -199,6 +200,10 @@ struct DeviceCommand: AsyncParsableCommand {
         @Option(help: "Device token.") var token: String
         @Option(help: "Recorded deactivation reason.") var reason = "logout"
 
+        func validate() throws {
+            guard !token.isEmpty else { throw ValidationError("--token: empty") }
+        }
+
         func run() async throws {
             try await withExitCode("pushctl device unregister") { () async throws(JobError) in
                 let now = try clockNow(nil)
@@ -223,7 +228,7 @@ struct EntryCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await withExitCode("pushctl entry add") { () async throws(JobError) in
-                let instant = try clockNow(at)
+                let instant = try clockNow(at, flag: "--at")
                 try await db.with { store throws(JobError) in try await store.recordEntry(userID: user, at: instant) }
                 print("recorded an entry for \(user)")
             }

@@ -36,7 +36,7 @@ struct Report: AsyncParsableCommand {
     @OptionGroup var store: StoreOptions
     @Option(help: ArgumentHelp("The report's end instant, ISO 8601 (default: the clock).", valueName: "iso8601"))
     var now: String?
-    @Option(help: "How many days back (1…400).") var days = 30
+    @Option(parsing: .unconditional, help: "How many days back (1…400).") var days = 30
     @Option(help: "The report's format; html is one self-contained file with charts.")
     var format: HealthReport.Format = .text
     @Option(help: ArgumentHelp("Write to this file instead of stdout.", valueName: "path")) var output: String?

@@ -243,6 +243,32 @@ enum Executables {
                 "no database"
             ),
             (["--database", db.path, "--explain", "ghost"] + now, [:], 65, "unknown user ghost"),
+            // A user id no user can have is a usage error naming the flag (it was "unknown user " and nothing).
+            (["--database", db.path, "--explain", ""] + now, [:], 64, "--explain: a user id is 1 to 128 characters"),
+            // A negative number after a space is checked against its range (it was ArgumentParser's "Missing value").
+            (
+                ["--database", db.path, "--dry-run", "--early-minutes", "-1"] + now, [:], 64,
+                "--early-minutes must be within 0…14, got -1"
+            ),
+            (
+                ["--database", db.path, "--dry-run", "--retry-budget-seconds", "-1"] + now, [:], 64,
+                "--retry-budget-seconds must be within 0…3600, got -1"
+            ),
+            (
+                ["--database", db.path, "--dry-run", "--fcm-rate", "-5"] + now, [:], 64,
+                "--fcm-rate must be within 0…1000000, got -5"
+            ),
+            // A provider's rate and endpoint are checked also while the provider is not configured (both were
+            // taken silently, to fail only once its credentials were added).
+            (
+                ["--database", db.path, "--dry-run", "--apns-rate=-5"] + now, [:], 64,
+                "--apns-rate must be within 0…1000000, got -5"
+            ),
+            (["--database", db.path, "--dry-run"] + now, ["PUSH_FCM_RATE": "fast"], 78, "PUSH_FCM_RATE"),
+            (
+                ["--database", db.path, "--dry-run", "--apns-endpoint", "http://plain"] + now, [:], 64,
+                "not an https URL"
+            ),
             (
                 ["--database", db.path, "--copy-catalog", "/nonexistent.json", "--dry-run"] + now, [:], 66,
                 "copy catalog"
@@ -275,9 +301,17 @@ enum Executables {
                         "\(setting.flag) must be a whole number within \(range.lowerBound)…\(range.upperBound)"),
                     "\(result.stderr)")
             }
+            // A negative number after a space too (it was ArgumentParser's "Missing value for '--stale-days'").
+            let negative = try await Executables.run("token-janitor", now + [setting.flag, "-1"])
+            #expect(negative.status == 64, "\(setting.flag) -1: \(negative.stderr)")
+            #expect(
+                negative.stderr.contains("\(setting.flag) must be a whole number within"), "\(negative.stderr)")
             let good = try await Executables.run("token-janitor", now + [setting.flag, "\(range.lowerBound)"])
             #expect(good.status == 0, "\(setting.flag) \(range.lowerBound): \(good.stderr)")
         }
+        let days = try await Executables.run("token-janitor", ["report", "--database", db.path, "--days", "-3"])
+        #expect(days.status == 64, "\(days.stderr)")
+        #expect(days.stderr.contains("--days must be within 1…400"), "\(days.stderr)")
         #expect(try await db.count("SELECT count(*) FROM job_runs") == 0)
     }
 
@@ -568,6 +602,33 @@ enum Executables {
             #expect(malformed.status == 65, "\(token): \(malformed.status) \(malformed.stderr)")
             #expect(malformed.stderr.contains("token"))
         }
+        // Each flag's value is checked as a usage error that names the flag: the instants named after their
+        // own flag (both were "--now"), the counts also when negative after a space, the locale before the
+        // store's CHECK, an empty token before the store.
+        for (arguments, flag) in [
+            (["entry", "add", "--user", "u1", "--at", "yesterday"], "--at: not an ISO 8601 instant"),
+            (["seed", "--users", "5", "--due-count", "1", "--due-at", "soon"], "--due-at: not an ISO 8601 instant"),
+            (["seed", "--users", "-1"], "--users must not be negative"),
+            (["seed", "--users", "5", "--due-count", "-1", "--due-at", "2026-11-21T12:00:00Z"], "--due-count"),
+            (["user", "set", "--id", "u3", "--timezone", "UTC", "--locale", ""], "--locale: not a BCP 47 locale"),
+            (["user", "set", "--id", "u3", "--timezone", "UTC", "--locale", "en US"], "--locale: not a BCP 47 locale"),
+            (["user", "set", "--id", "u3", "--timezone", "UTC", "--plan", ""], "--plan: empty"),
+            (["device", "unregister", "--token", ""], "--token: empty"),
+        ] {
+            let refused = try await Executables.run("pushctl", arguments + database)
+            #expect(refused.status == 64, "\(arguments): \(refused.status) \(refused.stderr)")
+            #expect(refused.stderr.contains(flag), "\(arguments): \(refused.stderr)")
+        }
+        // An APNs environment given for an FCM token was dropped silently; FCM tokens have none.
+        let fcmSandbox = try await Executables.run(
+            "pushctl",
+            [
+                "device", "register", "--user", "u1", "--token", "fcm-token-1", "--provider", "fcm",
+                "--platform", "ios", "--environment", "sandbox",
+            ] + database)
+        #expect(fcmSandbox.status == 65, "\(fcmSandbox.stderr)")
+        #expect(fcmSandbox.stderr.contains("an APNs environment is for APNs tokens"), "\(fcmSandbox.stderr)")
+        #expect(try await db.count("SELECT count(*) FROM users") == 2)
         let explain = try await Executables.run(
             "diary-reminder",
             [

@@ -95,6 +95,13 @@ extension DeliveryConfiguration {
                 key, flag: flag, default: Int(value?.perSecond ?? 0), range: 0...1_000_000)
             return perSecond == 0 ? nil : ProviderRate(perSecond: Double(perSecond))
         }
+        // Each provider's endpoints and rate are checked whether or not its credentials are set, so that a bad
+        // value fails now rather than on the day the credentials are added.
+        let apnsProduction = try endpoint(.apnsEndpoint, flags.apnsEndpoint)
+        let apnsSandbox = try endpoint(.apnsSandboxEndpoint, flags.apnsSandboxEndpoint)
+        let apnsRate = try rate(.apnsRate, flags.apnsRate, default: nil)
+        let fcmEndpoint = try endpoint(.fcmEndpoint, flags.fcmEndpoint)
+        let fcmRate = try rate(.fcmRate, flags.fcmRate, default: .fcmDefault)
         let apnsKeys: [(ConfigKey, String?)] = [
             (.apnsKeyFile, flags.apnsKeyFile), (.apnsKeyID, flags.apnsKeyID),
             (.apnsTeamID, flags.apnsTeamID), (.apnsTopic, flags.apnsTopic),
@@ -108,21 +115,19 @@ extension DeliveryConfiguration {
             var apns = APNsConfiguration(
                 keyFile: apnsValues[0]!, keyID: apnsValues[1]!, teamID: apnsValues[2]!,
                 topic: apnsValues[3]!)
-            if let production = try endpoint(.apnsEndpoint, flags.apnsEndpoint) { apns.productionEndpoint = production }
-            if let sandbox = try endpoint(.apnsSandboxEndpoint, flags.apnsSandboxEndpoint) {
-                apns.sandboxEndpoint = sandbox
-            }
-            apns.rate = try rate(.apnsRate, flags.apnsRate, default: nil)
+            if let apnsProduction { apns.productionEndpoint = apnsProduction }
+            if let apnsSandbox { apns.sandboxEndpoint = apnsSandbox }
+            apns.rate = apnsRate
             delivery.apns = apns
         }
         if let file = config.string(.fcmServiceAccountFile, flag: flags.fcmServiceAccountFile) {
             var fcm = FCMConfiguration(serviceAccountFile: file)
-            if let fcmEndpoint = try endpoint(.fcmEndpoint, flags.fcmEndpoint) { fcm.endpoint = fcmEndpoint }
+            if let fcmEndpoint { fcm.endpoint = fcmEndpoint }
             if let channel = config.string(.fcmAndroidChannelID, flag: flags.fcmAndroidChannelID) {
                 fcm.androidChannelID = channel
             }
             fcm.validateOnly = flags.validateOnly
-            fcm.rate = try rate(.fcmRate, flags.fcmRate, default: .fcmDefault)
+            fcm.rate = fcmRate
             delivery.fcm = fcm
         }
         delivery.tls.additionalCAFile = config.string(.caFile, flag: flags.caFile)

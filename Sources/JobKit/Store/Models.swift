@@ -331,7 +331,8 @@ public struct DeviceRegistration: Sendable, Hashable {
     public let apnsEnvironment: APNsEnvironment?
     public let appVersion: String?
 
-    /// Validates the combination; a bad one is a ``JobError/dataError(_:)``.
+    /// Validates the combination (an APNs token on iOS, an APNs environment only for an APNs token); a bad one
+    /// is a ``JobError/dataError(_:)``.
     public init(
         userID: String, token: String, provider: Provider, platform: Platform,
         apnsEnvironment: APNsEnvironment? = nil, appVersion: String? = nil
@@ -340,6 +341,11 @@ public struct DeviceRegistration: Sendable, Hashable {
         let token = token.trimmingCharacters(in: .whitespacesAndNewlines)
         if provider == .apns {
             guard platform == .ios else { throw .dataError("device registration: APNs devices are iOS devices") }
+        } else if let apnsEnvironment {
+            // Dropping it would hide a caller's mistake: FCM chooses the APNs environment of the apps it serves.
+            throw .dataError(
+                "device registration: an APNs environment is for APNs tokens; an FCM token has none (got \(apnsEnvironment.rawValue))"
+            )
         }
         // APNs tokens are hexadecimal in either case as apps print them; stored lower-case.
         let normalized = provider == .apns ? token.lowercased() : token

@@ -57,6 +57,19 @@ public struct UserProfile: Sendable, Hashable, Codable {
     /// The characters (Unicode scalars) a user id may have: the schema's `CHECK (length(id) BETWEEN 1 AND 128)`.
     public static let idLength = 1...128
 
+    /// What is wrong with `id` as a user id (`nil`: nothing), for a message that names where it came from.
+    public static func idProblem(_ id: String) -> String? {
+        let count = id.unicodeScalars.count
+        guard !idLength.contains(count) else { return nil }
+        return "a user id is \(idLength.lowerBound) to \(idLength.upperBound) characters, got \(count)"
+    }
+
+    /// Whether `locale` is a BCP 47 tag such as `ja` or `pt-BR` (`pt_BR` too: the catalog's fallback reads `_`
+    /// as `-`).
+    public static func isLocale(_ locale: String) -> Bool {
+        CopyCatalog.isLocaleTag(locale.replacingOccurrences(of: "_", with: "-"))
+    }
+
     public var id: String
     public var timezone: String
     public var locale: String
