@@ -109,7 +109,7 @@ public struct CommonOptions: ParsableArguments {
 
     public func makeLogger(_ label: String, _ config: ConfigResolver) throws(JobError) -> Logger {
         var logger = Logger(label: label)
-        if let raw = config.raw(.logLevel, flag: logLevel) {
+        if let raw = try config.raw(.logLevel, flag: logLevel) {
             guard let name = LogLevelName.parse(raw.value), let level = Logger.Level(rawValue: name) else {
                 let message =
                     "\(raw.source): unknown log level \(raw.value) (\(LogLevelName.all.joined(separator: ", ")))"
@@ -137,7 +137,7 @@ extension CommonOptions {
     /// Sets up logging to stderr (stdout carries results only) in the format asked for: text, or JSON lines.
     public func bootstrapLogging(_ config: ConfigResolver) throws(JobError) {
         var format = LogFormat.text
-        if let raw = config.raw(.logFormat, flag: logFormat) {
+        if let raw = try config.raw(.logFormat, flag: logFormat) {
             guard let name = LogFormatName.parse(raw.value), let parsed = LogFormat(rawValue: name) else {
                 let message = "\(raw.source): unknown log format \(raw.value) (text or json)"
                 throw raw.source.hasPrefix("--") ? .usage(message) : .config(message)

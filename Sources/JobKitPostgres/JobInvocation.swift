@@ -91,7 +91,7 @@ extension JobInvocation {
         let catalog = try CopyCatalog.resolve(config, flag: request.copyCatalog)
         let mode = DeliveryMode.chosen(
             dryRun: request.dryRun, explain: request.explain != nil, validateOnly: request.validateOnly,
-            outbox: config.string(.outbox, flag: request.outbox), sink: output, json: json)
+            outbox: try config.string(.outbox, flag: request.outbox), sink: output, json: json)
         settings.dryRun = mode.isQuestion
         var flags = delivery
         flags.validateOnly = request.validateOnly
@@ -155,7 +155,7 @@ extension JobInvocation {
         let warns = ContentLimitRule.threshold(used: request.event.used, limit: request.event.limit) != nil
         let deliveryConfiguration =
             warns ? try DeliveryConfiguration.resolve(config, flags: delivery) : DeliveryConfiguration()
-        let outbox = config.string(.outbox, flag: request.outbox)
+        let outbox = try config.string(.outbox, flag: request.outbox)
         if !readOnly && warns { try deliveryConfiguration.requireDelivery(outbox: outbox) }
         let logger = self.logger
         return try await withStore(mode: readOnly ? .readOnly : .readWrite) { store throws(JobError) in

@@ -10,7 +10,7 @@ public enum JobStores {
         _ config: ConfigResolver, flags: (database: String?, passwordFile: String?)? = nil, mode: StoreOpenMode,
         applicationName: String, logger: Logger = Logger(label: "store")
     ) async throws(JobError) -> any JobStore {
-        guard let raw = config.raw(.databaseURL, flag: flags?.database) else {
+        guard let raw = try config.raw(.databaseURL, flag: flags?.database) else {
             throw .config(
                 flags == nil
                     ? "no database: set PUSH_DATABASE_URL"
@@ -18,7 +18,7 @@ public enum JobStores {
         }
         return try await open(
             try DatabaseLocation.parse(raw.value, source: raw.source), mode: mode,
-            passwordFile: config.string(.databasePasswordFile, flag: flags?.passwordFile),
+            passwordFile: try config.string(.databasePasswordFile, flag: flags?.passwordFile),
             applicationName: applicationName, source: raw.source, logger: logger)
     }
 

@@ -269,6 +269,25 @@ enum Executables {
                 ["--database", db.path, "--dry-run", "--apns-endpoint", "http://plain"] + now, [:], 64,
                 "not an https URL"
             ),
+            // An empty value on the command line (`--outbox "$UNSET"`) is a usage error naming the flag: the outbox
+            // said "cannot create the outbox file " (73), the metrics file was skipped with an error line and exit 0.
+            (["--database", db.path, "--outbox", ""] + now, [:], 64, "--outbox: empty"),
+            (["--database", db.path, "--outbox", "-", "--metrics-file", ""] + now, [:], 64, "--metrics-file: empty"),
+            (["--database", db.path, "--dry-run", "--copy-catalog", ""] + now, [:], 64, "--copy-catalog: empty"),
+            (
+                ["--database", db.path, "--dry-run", "--fcm-android-channel-id", ""] + now, [:], 64,
+                "--fcm-android-channel-id: empty"
+            ),
+            (["--database", "", "--dry-run"] + now, [:], 64, "--database: empty"),
+            // A deep-link base that links cannot be built on (it was taken as is: "not a urlentries/new?date=…").
+            (
+                ["--database", db.path, "--dry-run", "--deep-link-base", "not a url"] + now, [:], 64,
+                "--deep-link-base: not a URL base"
+            ),
+            (
+                ["--database", db.path, "--dry-run"] + now, ["PUSH_DEEP_LINK_BASE": "https://example.com/app"], 78,
+                "PUSH_DEEP_LINK_BASE: not a URL base"
+            ),
             (
                 ["--database", db.path, "--copy-catalog", "/nonexistent.json", "--dry-run"] + now, [:], 66,
                 "copy catalog"

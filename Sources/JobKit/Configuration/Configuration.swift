@@ -8,15 +8,24 @@ public struct ConfigResolver: Sendable {
         self.environment = environment
     }
 
-    /// The raw value and where it came from.
-    public func raw(_ key: ConfigKey, flag: String?) -> (value: String, source: String)? {
-        if let flag { return (flag, key.flag) }
+    /// The raw value and where it came from. An empty variable is unset (as `PUSH_OUTBOX=` in an env file); an
+    /// empty flag is a usage error, for it is what `--outbox "$UNSET"` passes.
+    public func raw(_ key: ConfigKey, flag: String?) throws(JobError) -> (value: String, source: String)? {
+        if let flag {
+            guard !flag.isEmpty else { throw .usage("\(key.flag): empty") }
+            return (flag, key.flag)
+        }
         if let value = environment[key.rawValue], !value.isEmpty { return (value, key.rawValue) }
         return nil
     }
 
-    public func string(_ key: ConfigKey, flag: String?) -> String? {
-        raw(key, flag: flag)?.value
+    public func string(_ key: ConfigKey, flag: String?) throws(JobError) -> String? {
+        try raw(key, flag: flag)?.value
+    }
+
+    /// A setting that has no flag here: its variable, unset when empty.
+    public func string(_ key: ConfigKey) -> String? {
+        environment[key.rawValue].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// An integer setting; a malformed flag is a usage error (64), a malformed variable a configuration
@@ -83,7 +92,7 @@ extension DeliveryConfiguration {
     {
         var delivery = DeliveryConfiguration()
         func endpoint(_ key: ConfigKey, _ flag: String?) throws(JobError) -> Endpoint? {
-            guard let raw = config.raw(key, flag: flag) else { return nil }
+            guard let raw = try config.raw(key, flag: flag) else { return nil }
             guard let endpoint = Endpoint(url: raw.value) else {
                 let message = "\(raw.source): not an https URL: \(raw.value)"
                 throw raw.source.hasPrefix("--") ? .usage(message) : .config(message)
@@ -95,18 +104,20 @@ extension DeliveryConfiguration {
                 key, flag: flag, default: Int(value?.perSecond ?? 0), range: 0...1_000_000)
             return perSecond == 0 ? nil : ProviderRate(perSecond: Double(perSecond))
         }
-        // Each provider's endpoints and rate are checked whether or not its credentials are set, so that a bad
-        // value fails now rather than on the day the credentials are added.
+        // Every setting is checked whether or not its provider's credentials are set, so that a bad value fails
+        // now rather than on the day the credentials are added.
         let apnsProduction = try endpoint(.apnsEndpoint, flags.apnsEndpoint)
         let apnsSandbox = try endpoint(.apnsSandboxEndpoint, flags.apnsSandboxEndpoint)
         let apnsRate = try rate(.apnsRate, flags.apnsRate, default: nil)
         let fcmEndpoint = try endpoint(.fcmEndpoint, flags.fcmEndpoint)
         let fcmRate = try rate(.fcmRate, flags.fcmRate, default: .fcmDefault)
+        let fcmChannel = try config.string(.fcmAndroidChannelID, flag: flags.fcmAndroidChannelID)
         let apnsKeys: [(ConfigKey, String?)] = [
             (.apnsKeyFile, flags.apnsKeyFile), (.apnsKeyID, flags.apnsKeyID),
             (.apnsTeamID, flags.apnsTeamID), (.apnsTopic, flags.apnsTopic),
         ]
-        let apnsValues = apnsKeys.map { config.string($0.0, flag: $0.1) }
+        var apnsValues: [String?] = []
+        for (key, flag) in apnsKeys { apnsValues.append(try config.string(key, flag: flag)) }
         if apnsValues.contains(where: { $0 != nil }) {
             let missing = zip(apnsKeys, apnsValues).filter { $0.1 == nil }.map { $0.0.0.rawValue }
             guard missing.isEmpty else {
@@ -120,22 +131,27 @@ extension DeliveryConfiguration {
             apns.rate = apnsRate
             delivery.apns = apns
         }
-        if let file = config.string(.fcmServiceAccountFile, flag: flags.fcmServiceAccountFile) {
+        if let file = try config.string(.fcmServiceAccountFile, flag: flags.fcmServiceAccountFile) {
             var fcm = FCMConfiguration(serviceAccountFile: file)
             if let fcmEndpoint { fcm.endpoint = fcmEndpoint }
-            if let channel = config.string(.fcmAndroidChannelID, flag: flags.fcmAndroidChannelID) {
-                fcm.androidChannelID = channel
-            }
+            if let fcmChannel { fcm.androidChannelID = fcmChannel }
             fcm.validateOnly = flags.validateOnly
             fcm.rate = fcmRate
             delivery.fcm = fcm
         }
-        delivery.tls.additionalCAFile = config.string(.caFile, flag: flags.caFile)
+        delivery.tls.additionalCAFile = try config.string(.caFile, flag: flags.caFile)
         delivery.retry.budget = .seconds(
             try config.integer(
                 .retryBudgetSeconds, flag: flags.retryBudgetSeconds,
                 default: 60, range: 0...3600))
-        if let base = config.string(.deepLinkBase, flag: flags.deepLinkBase) { delivery.links = DeepLinks(base: base) }
+        if let raw = try config.raw(.deepLinkBase, flag: flags.deepLinkBase) {
+            guard let links = DeepLinks(checking: raw.value) else {
+                let message =
+                    "\(raw.source): not a URL base with a scheme that ends in / (e.g. diary:// or https://example.com/app/): \(raw.value)"
+                throw raw.source.hasPrefix("--") ? .usage(message) : .config(message)
+            }
+            delivery.links = links
+        }
         return delivery
     }
 

@@ -169,7 +169,7 @@ extension DiaryReminderHandler {
         let settings = try Settings.resolve(config)
         let catalog = try CopyCatalog.resolve(config)
         let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags()).sharing(settings.shard)
-        let outbox = config.string(.outbox, flag: nil)
+        let outbox = config.string(.outbox)
         try delivery.requireDelivery(outbox: outbox)
         try await delivery.checkFiles()
         let sender = try await delivery.sender(outbox: outbox, credentials: store, logger: logger)
@@ -189,7 +189,7 @@ extension ContentLimitHookHandler {
         _ config: ConfigResolver, delivery: DeliveryConfiguration, outbox: String?, store: any JobStore,
         logger: Logger, dryRun: Bool = false, explain: Bool = false
     ) -> ContentLimitHookHandler {
-        let catalogPath = config.string(.copyCatalog, flag: nil)
+        let catalogPath = config.string(.copyCatalog)
         let senders = LazySender { () async throws(JobError) -> any Sender in
             if let outbox { return try OutboxSender(path: outbox) }
             // PushSender loads and checks the same keys and CA files (checkFiles() first would do it all twice).
@@ -210,7 +210,7 @@ extension ContentLimitHookHandler {
         -> ContentLimitHookHandler
     {
         let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
-        let outbox = config.string(.outbox, flag: nil)
+        let outbox = config.string(.outbox)
         if outbox == nil {
             guard delivery.hasProvider else {
                 throw .config("no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables, or PUSH_OUTBOX")

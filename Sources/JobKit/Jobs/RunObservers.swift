@@ -14,10 +14,10 @@ public struct RunObservers: Sendable {
 
     /// The observers the configuration asks for (`--metrics-file`/PUSH_METRICS_FILE, `--ping-url`/PUSH_PING_URL).
     public init(_ config: ConfigResolver, metricsFile: String?, pingURL: String?, logger: Logger) throws(JobError) {
-        metrics = config.string(.metricsFile, flag: metricsFile).map { MetricsFile(path: $0) }
-        if let raw = config.raw(.pingURL, flag: pingURL) {
+        metrics = try config.string(.metricsFile, flag: metricsFile).map { MetricsFile(path: $0) }
+        if let raw = try config.raw(.pingURL, flag: pingURL) {
             do throws(JobError) {
-                heartbeat = try Heartbeat(url: raw.value, caFile: config.string(.caFile, flag: nil), logger: logger)
+                heartbeat = try Heartbeat(url: raw.value, caFile: config.string(.caFile), logger: logger)
             } catch {
                 throw raw.source.hasPrefix("--") ? error : JobError.config("\(raw.source): \(error.message)")
             }

@@ -78,6 +78,14 @@ public struct DeepLinks: Sendable, Hashable {
     public var base: String
     public init(base: String = "diary://") { self.base = base }
 
+    /// `base` if a link can be built on it: a scheme, and a `/` at the end for the path to follow
+    /// (`diary://`, `https://example.com/app/`); otherwise `nil`.
+    public init?(checking base: String) {
+        guard base.hasSuffix("/"), let url = URLComponents(string: base), let scheme = url.scheme, !scheme.isEmpty
+        else { return nil }
+        self.base = base
+    }
+
     public func link(for type: NotificationType, period: String) -> String {
         type == .diaryReminder ? "\(base)entries/new?date=\(period)" : "\(base)plan"
     }
