@@ -209,14 +209,16 @@ extension JobInvocation {
     /// The delivery-health report of the `days` before ``now``, written to `path` (`nil`: ``output``).
     public func healthReport(days: Int, format: HealthReport.Format, path: String?) async throws(JobError) {
         guard (1...400).contains(days) else { throw .usage("--days must be within 1…400") }
+        if path?.isEmpty == true { throw .usage("--output: empty") }
         let catalog = try CopyCatalog.resolve(config)
         let (now, output) = (self.now, self.output)
         try await withStore(mode: .readOnly) { store throws(JobError) in
             let report = try await store.fullHealthReport(from: now - Int64(days) * 86_400, to: now, catalog: catalog)
             let text = report.rendered(format)
             if let path {
-                guard FileManager.default.createFile(atPath: path, contents: Data((text + "\n").utf8)) else {
-                    throw .cantCreate("cannot write the report to \(path)")
+                // Whole or not at all: a reader of the file (a web server, a mail job) never sees half a report.
+                do { try AtomicFile.replace(path, with: Data((text + "\n").utf8)) } catch {
+                    throw .cantCreate("cannot write the report to \(path): \(systemReason(error))")
                 }
             } else {
                 output.write(text)

@@ -331,6 +331,22 @@ enum Executables {
         let days = try await Executables.run("token-janitor", ["report", "--database", db.path, "--days", "-3"])
         #expect(days.status == 64, "\(days.stderr)")
         #expect(days.stderr.contains("--days must be within 1…400"), "\(days.stderr)")
+        // The report's file: an empty path is a usage error (it was 73 "cannot write the report to " and
+        // nothing), one that cannot be written says why, and a written one holds the whole report.
+        let report = ["report", "--database", db.path, "--now", "2026-11-21T20:00:00Z", "--output"]
+        let empty = try await Executables.run("token-janitor", report + [""])
+        #expect(empty.status == 64, "\(empty.stderr)")
+        #expect(empty.stderr.contains("--output: empty"), "\(empty.stderr)")
+        let missing = db.directory.appendingPathComponent("no-such-directory/report.txt").path
+        let unwritable = try await Executables.run("token-janitor", report + [missing])
+        #expect(unwritable.status == 73, "\(unwritable.stderr)")
+        #expect(
+            unwritable.stderr.contains("cannot write the report to \(missing): No such file or directory"),
+            "\(unwritable.stderr)")
+        let file = db.directory.appendingPathComponent("report.txt").path
+        let written = try await Executables.run("token-janitor", report + [file])
+        #expect(written.status == 0, "\(written.stderr)")
+        #expect(try String(contentsOfFile: file, encoding: .utf8).hasPrefix("delivery health "))
         #expect(try await db.count("SELECT count(*) FROM job_runs") == 0)
     }
 

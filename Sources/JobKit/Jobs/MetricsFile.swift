@@ -175,25 +175,10 @@ public struct MetricsFile: Sendable {
         return nil
     }
 
-    /// Replaces the file atomically: written to a temporary file in the same directory, flushed, renamed.
+    /// Replaces the file atomically (``AtomicFile``), mode 0644 whatever the umask: the scraper reads it as
+    /// another user.
     public func write(_ text: String) throws(JobError) {
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(ProcessInfo.processInfo.processIdentifier).tmp")
-        func lastError() -> POSIXError { POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        do {
-            // open(2) and fchmod(2), not FileManager.createFile, whose Bool loses errno. 0644 whatever the umask:
-            // the scraper reads the file as another user.
-            let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-            guard descriptor >= 0 else { throw lastError() }
-            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-            defer { try? handle.close() }
-            guard fchmod(descriptor, 0o644) == 0 else { throw lastError() }
-            try handle.write(contentsOf: Data(text.utf8))
-            try handle.synchronize()
-            guard rename(temporary.path, path) == 0 else { throw lastError() }
-        } catch {
-            try? FileManager.default.removeItem(at: temporary)
+        do { try AtomicFile.replace(path, with: Data(text.utf8), mode: 0o644) } catch {
             throw .ioError("cannot write the metrics file \(path): \(systemReason(error))")
         }
     }

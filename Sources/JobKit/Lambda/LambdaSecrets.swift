@@ -137,18 +137,10 @@ public enum LambdaSecrets {
         throw .unavailable("\(variable): the secrets extension's answer for the \(source.name) holds no value")
     }
 
-    /// Writes `value` with mode 0600 through a temporary name, so a failure leaves no partial file.
+    /// Writes `value` with mode 0600 (``AtomicFile``), so a failure leaves no partial file.
     static func write(_ value: String, to path: String) throws(JobError) {
-        let temporary = path + ".tmp"
-        guard
-            FileManager.default.createFile(
-                atPath: temporary, contents: Data(value.utf8), attributes: [.posixPermissions: 0o600])
-        else {
-            throw .cantCreate("cannot write a fetched secret to \(path)")
-        }
-        guard rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw .cantCreate("cannot write a fetched secret to \(path)")
+        do { try AtomicFile.replace(path, with: Data(value.utf8), mode: 0o600) } catch {
+            throw .cantCreate("cannot write a fetched secret to \(path): \(systemReason(error))")
         }
     }
 }
