@@ -272,6 +272,11 @@ enum Executables {
             // An empty value on the command line (`--outbox "$UNSET"`) is a usage error naming the flag: the outbox
             // said "cannot create the outbox file " (73), the metrics file was skipped with an error line and exit 0.
             (["--database", db.path, "--outbox", ""] + now, [:], 64, "--outbox: empty"),
+            // An outbox that cannot be created says why (it said "cannot create the outbox file …" and no more).
+            (
+                ["--database", db.path, "--outbox", db.directory.appendingPathComponent("no-dir/o.jsonl").path] + now,
+                [:], 73, "no-dir/o.jsonl: No such file or directory"
+            ),
             (["--database", db.path, "--outbox", "-", "--metrics-file", ""] + now, [:], 64, "--metrics-file: empty"),
             (["--database", db.path, "--dry-run", "--copy-catalog", ""] + now, [:], 64, "--copy-catalog: empty"),
             (
@@ -382,6 +387,13 @@ enum Executables {
             (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
         }
         #expect(try mode(created) == 0o600)
+        // A file that cannot be created says why (it said "cannot create the database file …" and no more).
+        let nowhere = db.directory.appendingPathComponent("no-such-directory/new.sqlite").path
+        let refused = try await Executables.run("pushctl", ["migrate", "--database", nowhere])
+        #expect(refused.status == 73, "\(refused.stderr)")
+        #expect(
+            refused.stderr.contains("cannot create the database file \(nowhere): No such file or directory"),
+            "\(refused.stderr)")
         // While a store has it open after a write, its WAL and shared memory exist, with the same mode.
         #expect(try mode(db.path) == 0o600)
         try await db.store.addUser("w")

@@ -68,16 +68,17 @@ public final class OutboxSender: Sender {
             return
         }
         if !FileManager.default.fileExists(atPath: path) {
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
-            else {
-                throw .cantCreate("cannot create the outbox file \(path)")
+            do { try AtomicFile.create(path, mode: 0o600) } catch {
+                throw .cantCreate("cannot create the outbox file \(path): \(systemReason(error))")
             }
         }
-        guard let handle = FileHandle(forWritingAtPath: path) else {
-            throw .cantCreate("cannot open the outbox file \(path) for writing")
+        do {
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            try handle.seekToEnd()
+            self.handle = handle
+        } catch {
+            throw .cantCreate("cannot open the outbox file \(path) for writing: \(systemReason(error))")
         }
-        handle.seekToEndOfFile()
-        self.handle = handle
     }
 
     /// Appends the batch's lines and makes them durable (fsync) before counting them delivered: a line the

@@ -57,9 +57,8 @@ public final class SQLiteStore: Sendable {
             guard mode == .create else {
                 throw .noInput("no database at \(path) (create it with: pushctl migrate --database \(path))")
             }
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600])
-            else {
-                throw .cantCreate("cannot create the database file \(path)")
+            do { try AtomicFile.create(path, mode: 0o600) } catch {
+                throw .cantCreate("cannot create the database file \(path): \(systemReason(error))")
             }
             return
         }

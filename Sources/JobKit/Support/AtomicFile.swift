@@ -6,13 +6,14 @@ import Foundation
     import Darwin
 #endif
 
-/// Files replaced whole: written beside their path under a temporary name, flushed, then renamed over it, so
+/// Files written with errno kept (open(2), fchmod(2), rename(2): `FileManager.createFile`'s Bool loses it), and
+/// replaced whole: written beside their path under a temporary name, flushed, then renamed over it, so
 /// that a reader (a metrics scraper, a web server, a job reading a secret) never sees half of one, and a failed
 /// write leaves the previous file, or none, and no temporary file.
 package enum AtomicFile {
     /// Replaces the file at `path` with `data`. `mode` is set exactly, whatever the umask (`nil`: the umask
     /// decides, as for any file a command writes). A failure throws what the system said (``systemReason(_:)``
-    /// states it): open(2), fchmod(2) and rename(2) keep errno, which `FileManager.createFile`'s Bool loses.
+    /// states it).
     package static func replace(_ path: String, with data: Data, mode: mode_t? = nil) throws {
         let url = URL(fileURLWithPath: path)
         let temporary = url.deletingLastPathComponent()
@@ -31,5 +32,14 @@ package enum AtomicFile {
             unlink(temporary)
             throw error
         }
+    }
+
+    /// Creates an empty file with exactly `mode`, unless one exists (a process creating it at the same moment is
+    /// no failure). Throws what the system said.
+    package static func create(_ path: String, mode: mode_t) throws {
+        let descriptor = open(path, O_WRONLY | O_CREAT, mode)
+        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(descriptor) }
+        guard fchmod(descriptor, mode) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     }
 }
