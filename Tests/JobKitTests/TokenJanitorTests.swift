@@ -73,9 +73,15 @@ import Testing
         var options = JanitorOptions(now: now)
         options.probe = true
         options.probeRate = 2
-        let summary = try await janitor(store) { () async throws(JobError) -> any Sender in
+        // The probes are paced on the janitor's clock: 2 a second, so 5 of them wait twice, on this clock and
+        // not the wall's (the test slept for those two seconds).
+        var prober = janitor(store) { () async throws(JobError) -> any Sender in
             try await PushSender(configuration: probeDelivery, credentials: store, logger: quietLogger)
-        }.run(options)
+        }
+        let clock = ManualRetryClock()
+        prober.clock = clock
+        let summary = try await prober.run(options)
+        #expect(clock.waits == [.seconds(1), .seconds(1)])
         #expect(summary.probed == 5)
         #expect(summary.probeUnregistered == 2)
         #expect(

@@ -141,6 +141,8 @@ public struct TokenJanitor: Sendable {
     public let logger: Logger
     /// Gives the FCM validate-only sender for `--probe` (only called when probing; its owner shuts it down).
     public let makeProbeSender: @Sendable () async throws(JobError) -> any Sender
+    /// What the probes' pacing (`probeRate` a second) reads and waits on; a manual clock in tests.
+    public var clock: any RetryClock = SystemRetryClock()
 
     public init(
         store: any JanitorStore & HistoryUpkeep & RunJournal, logger: Logger,
@@ -262,7 +264,7 @@ public struct TokenJanitor: Sendable {
         var dead: [Int64] = []
         var index = 0
         while index < candidates.count {
-            let started = ContinuousClock.now
+            let started = clock.now
             let slice = candidates[index..<min(index + perSecond, candidates.count)]
             let probes = slice.map { device in
                 OutgoingNotification(
@@ -275,8 +277,8 @@ public struct TokenJanitor: Sendable {
             }
             index += slice.count
             if index < candidates.count {
-                let rest = Duration.seconds(1) - (ContinuousClock.now - started)
-                if rest > .zero { try? await Task.sleep(for: rest) }
+                let rest = Duration.seconds(1) - (clock.now - started)
+                if rest > .zero { await clock.sleep(for: rest) }
             }
         }
         summary.probeUnregistered = try await store.deactivate(
