@@ -323,6 +323,25 @@ import Testing
         #expect(report.html.contains("<td>0</td><td>2</td></tr>"))
     }
 
+    /// The chart's legend names the table's states in the table's order, each once (it kept its own list, with
+    /// `retry` before `deferred`).
+    @Test func theChartLegendFollowsTheTableColumns() throws {
+        var figures = HealthFigures()
+        figures.claims = [("2026-11-21", "diary_reminder", "sent", 5)]
+        let html = HealthReport(
+            from: instant("2026-11-15T00:00:00Z"), to: instant("2026-11-22T00:00:00Z"), figures: figures
+        ).html
+        let legend = try #require(html.components(separatedBy: "<div class=\"legend\">").dropFirst().first)
+            .components(separatedBy: "</div>")[0]
+        let names = legend.components(separatedBy: "</i>").dropFirst().map { $0.components(separatedBy: "<")[0] }
+        #expect(names == ["sent", "partial", "failed", "deferred", "retry", "superseded", "in progress"])
+        let header = try #require(html.components(separatedBy: "<th>claimed</th>").dropFirst().first)
+            .components(separatedBy: "</tr>")[0]
+        #expect(
+            header.components(separatedBy: "<th>").dropFirst().map { $0.replacingOccurrences(of: "</th>", with: "") }
+                == names)
+    }
+
     /// A run recorded without a duration ended its "last run" line with a space.
     @Test func noLineOfTheTextReportEndsInASpace() throws {
         var figures = HealthFigures()

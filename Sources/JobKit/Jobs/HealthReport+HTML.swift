@@ -3,12 +3,9 @@ import Foundation
 extension HealthReport {
     /// One self-contained HTML file: inline CSS and SVG, no script, no external resource, so it opens offline.
     public var html: String {
-        let outcomes: [(name: String, color: String, value: (DayType) -> Int)] = [
-            ("sent", "#2e7d32", { $0.sent }), ("partial", "#9ccc65", { $0.partial }),
-            ("failed", "#c62828", { $0.failed }),
-            ("retry", "#ef6c00", { $0.retry }), ("deferred", "#5c6bc0", { $0.deferred }),
-            ("superseded", "#9e9e9e", { $0.superseded }), ("in progress", "#26c6da", { $0.inProgress }),
-        ]
+        let outcomes = DayType.columns.compactMap { column in
+            column.chartColor.map { (name: column.name, color: $0, value: column.value) }
+        }
         let dayList = Array(Set(volume.map(\.day) + invalidTokenRate.map(\.day))).sorted()
         var perDay: [String: [Int]] = [:]
         for row in volume {

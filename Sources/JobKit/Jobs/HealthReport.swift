@@ -16,13 +16,13 @@ public struct HealthReport: Sendable, Codable, Hashable {
             self.type = type
         }
 
-        /// The table's count columns, in order (the text and the HTML table). Every one but `claimed`, which
-        /// counts every row, is a state the chart stacks.
-        static var columns: [(name: String, value: (DayType) -> Int)] {
+        /// The table's count columns, in order (the text and the HTML table), each state with its colour in the
+        /// HTML chart, which stacks them in this order; `claimed`, which counts every row, has none.
+        static var columns: [(name: String, value: (DayType) -> Int, chartColor: String?)] {
             [
-                ("claimed", \.claimed), ("sent", \.sent), ("partial", \.partial), ("failed", \.failed),
-                ("deferred", \.deferred), ("retry", \.retry), ("superseded", \.superseded),
-                ("in progress", \.inProgress),
+                ("claimed", \.claimed, nil), ("sent", \.sent, "#2e7d32"), ("partial", \.partial, "#9ccc65"),
+                ("failed", \.failed, "#c62828"), ("deferred", \.deferred, "#5c6bc0"), ("retry", \.retry, "#ef6c00"),
+                ("superseded", \.superseded, "#9e9e9e"), ("in progress", \.inProgress, "#26c6da"),
             ]
         }
 
