@@ -188,8 +188,7 @@ public struct DeliveryOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Extra trusted CA certificates, PEM (env PUSH_CA_FILE).", valueName: "path")) public
         var caFile: String?
     @Option(parsing: .unconditional, help: "Seconds a run may spend retrying transient provider errors (default 60).")
-    public
-        var retryBudgetSeconds: Int?
+    public var retryBudgetSeconds: Int?
     @Option(help: ArgumentHelp("Base of deep links (default diary://).", valueName: "url")) public var deepLinkBase:
         String?
     @Option(

@@ -153,11 +153,12 @@ public struct JanitorRunOptions: ParsableArguments {
             "Ask FCM (validate_only) whether long-unseen FCM tokens are still registered; deactivate those that are not."
     )
     public var probe = false
-    @Option(parsing: .unconditional, help: "Probe FCM devices not seen for this many days.") public var probeAfterDays =
-        defaults.probeAfterDays
-    @Option(parsing: .unconditional, help: "At most this many probes per run.") public var probeMax = defaults.probeMax
-    @Option(parsing: .unconditional, help: "At most this many probes per second.") public var probeRate = defaults
-        .probeRate
+    @Option(parsing: .unconditional, help: "Probe FCM devices not seen for this many days.")
+    public var probeAfterDays = defaults.probeAfterDays
+    @Option(parsing: .unconditional, help: "At most this many probes per run.")
+    public var probeMax = defaults.probeMax
+    @Option(parsing: .unconditional, help: "At most this many probes per second.")
+    public var probeRate = defaults.probeRate
     @Option(parsing: .unconditional, help: "Delete delivery records older than this many days.")
     public var deliveryRetentionDays = defaults.deliveryRetentionDays
     @Option(
@@ -173,8 +174,8 @@ public struct JanitorRunOptions: ParsableArguments {
     public var purge = false
     @Option(parsing: .unconditional, help: "Days a device must have been inactive before --purge deletes it.")
     public var purgeAfterDays = defaults.purgeAfterDays
-    @Option(parsing: .unconditional, help: "Rows per batch; each batch is one short transaction.") public
-        var batchSize = defaults.batchSize
+    @Option(parsing: .unconditional, help: "Rows per batch; each batch is one short transaction.")
+    public var batchSize = defaults.batchSize
     @Option(
         help: ArgumentHelp("Probe only this slice of the users' devices, e.g. 2/4 (env PUSH_SHARD).", valueName: "K/N"))
     public var shard: String?

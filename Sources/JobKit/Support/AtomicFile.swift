@@ -34,8 +34,8 @@ package enum AtomicFile {
         }
     }
 
-    /// Creates an empty file with exactly `mode`, unless one exists (a process creating it at the same moment is
-    /// no failure). Throws what the system said.
+    /// Creates an empty file with exactly `mode`. One that another process created at the same moment is kept
+    /// (and given `mode`): no failure. Throws what the system said.
     package static func create(_ path: String, mode: mode_t) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT, mode)
         guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
