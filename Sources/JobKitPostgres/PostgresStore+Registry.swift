@@ -122,6 +122,10 @@ extension PostgresStore: AppDataStore {
 }
 
 extension PostgresStore: SeedSink {
+    public func hasUsers() async throws(JobError) -> Bool {
+        try await count("looking for users", "SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1) AS any_user") > 0
+    }
+
     /// A batch of generated users in one transaction and four statements.
     public func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError) {
         struct DeviceRow: Encodable {

@@ -67,6 +67,7 @@ struct Seed: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "How many users are due at --due-at.") var dueCount: Int = 0
     @Option(help: "User id prefix.") var idPrefix = "user-"
     @Option(parsing: .unconditional, help: "Share of users with an entry today (0–1).") var wroteTodayShare = 0.2
+    @Flag(help: "Seed a database that already has users (a user of the same id is overwritten).") var add = false
 
     func validate() throws {
         guard users >= 0 else { throw ValidationError("--users must not be negative") }
@@ -95,6 +96,7 @@ struct Seed: AsyncParsableCommand {
             options.dueCount = dueCount
             options.idPrefix = idPrefix
             options.wroteTodayShare = wroteTodayShare
+            options.addToExistingUsers = add
             let report = try await db.with(create: true) { store throws(JobError) in
                 try await Seeder().seed(options, into: store)
             }

@@ -676,6 +676,18 @@ enum Executables {
         #expect(fcmSandbox.status == 65, "\(fcmSandbox.stderr)")
         #expect(fcmSandbox.stderr.contains("an APNs environment is for APNs tokens"), "\(fcmSandbox.stderr)")
         #expect(try await db.count("SELECT count(*) FROM users") == 2)
+        // Synthetic users go into an empty database only, unless --add says otherwise: seeding what
+        // PUSH_DATABASE_URL names (production, by mistake) added 3 fake users to the 2 real ones and said so.
+        let seedIntoUsers = try await Executables.run(
+            "pushctl", ["seed", "--users", "3", "--id-prefix", "fake-"] + database)
+        #expect(seedIntoUsers.status == 65, "\(seedIntoUsers.stderr)")
+        #expect(seedIntoUsers.stderr.contains("already has users"), "\(seedIntoUsers.stderr)")
+        #expect(try await db.count("SELECT count(*) FROM users") == 2)
+        let seedAdded = try await Executables.run(
+            "pushctl", ["seed", "--users", "3", "--id-prefix", "fake-", "--add"] + database)
+        #expect(seedAdded.status == 0, "\(seedAdded.stderr)")
+        #expect(try await db.count("SELECT count(*) FROM users") == 5)
+        try await db.execute("DELETE FROM users WHERE id LIKE 'fake-%'")
         let explain = try await Executables.run(
             "diary-reminder",
             [

@@ -16,6 +16,10 @@ public struct SeedOptions: Sendable {
     public var idPrefix = "user-"
     /// Share of users with an entry on their local day of `now`.
     public var wroteTodayShare = 0.2
+    /// Seed a database that already has users (`pushctl seed --add`); a user of the same id is overwritten.
+    /// Without it, seeding refuses such a database: synthetic users are for a demo or a benchmark, and a
+    /// database with users may be production's.
+    public var addToExistingUsers = false
 
     public init(users: Int, now: Int64) {
         self.users = users
@@ -40,6 +44,8 @@ public struct SeedUser: Sendable {
 /// Where the seeder writes (a store), in batches, each in one transaction.
 public protocol SeedSink: Sendable {
     func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError)
+    /// Whether the database has any user.
+    func hasUsers() async throws(JobError) -> Bool
 }
 
 public struct Seeder: Sendable {
@@ -73,6 +79,11 @@ public struct Seeder: Sendable {
             throw .usage("the due count must be between 0 and the number of users (\(options.users))")
         }
         guard options.dueCount == 0 || options.dueAt != nil else { throw .usage("a due count needs a due instant") }
+        if !options.addToExistingUsers, try await sink.hasUsers() {
+            throw .dataError(
+                "the database already has users: synthetic users go into an empty database (pushctl seed --add adds them anyway; a user of the same id is overwritten)"
+            )
+        }
         var random = SplitMix64(seed: options.randomSeed)
         let clocks = Self.zones.map { ZoneClock(identifier: $0.0)! }
         let totalWeight = Self.zones.reduce(0) { $0 + $1.1 }

@@ -143,6 +143,12 @@ extension SQLiteStore: AppDataStore {
 }
 
 extension SQLiteStore: SeedSink {
+    public func hasUsers() async throws(JobError) -> Bool {
+        try await read("looking for users") { db in
+            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users)") ?? false
+        }
+    }
+
     public func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError) {
         try await write("seeding users") { db in
             let device = try db.cachedStatement(
