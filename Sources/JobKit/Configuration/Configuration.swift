@@ -15,8 +15,7 @@ public struct ConfigResolver: Sendable {
             guard !flag.isEmpty else { throw .usage("\(key.flag): empty") }
             return (flag, key.flag)
         }
-        if let value = environment[key.rawValue], !value.isEmpty { return (value, key.rawValue) }
-        return nil
+        return string(key).map { ($0, key.rawValue) }
     }
 
     public func string(_ key: ConfigKey, flag: String?) throws(JobError) -> String? {
@@ -38,7 +37,7 @@ public struct ConfigResolver: Sendable {
         if let flag {
             resolved = flag
             source = key.flag
-        } else if let text = environment[key.rawValue], !text.isEmpty {
+        } else if let text = string(key) {
             guard let number = Int(text.trimmingCharacters(in: .whitespaces)) else {
                 throw .config("\(key.rawValue): not a whole number: \(text)")
             }

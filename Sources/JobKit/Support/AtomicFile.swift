@@ -18,7 +18,6 @@ package enum AtomicFile {
         let url = URL(fileURLWithPath: path)
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp").path
-        func lastError() -> POSIXError { POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         do {
             let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode ?? 0o666)
             guard descriptor >= 0 else { throw lastError() }
@@ -38,8 +37,11 @@ package enum AtomicFile {
     /// (and given `mode`): no failure. Throws what the system said.
     package static func create(_ path: String, mode: mode_t) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT, mode)
-        guard descriptor >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard descriptor >= 0 else { throw lastError() }
         defer { close(descriptor) }
-        guard fchmod(descriptor, mode) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        guard fchmod(descriptor, mode) == 0 else { throw lastError() }
     }
+
+    /// The error of the system call that just failed.
+    private static func lastError() -> POSIXError { POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
 }
