@@ -162,10 +162,6 @@ public struct ObservabilityOptions: ParsableArguments {
     public var pingURL: String?
 
     public init() {}
-
-    public func observers(_ config: ConfigResolver, logger: Logger) throws(JobError) -> RunObservers {
-        try RunObservers(config, metricsFile: metricsFile, pingURL: pingURL, logger: logger)
-    }
 }
 
 /// Provider flags shared by every job that delivers.

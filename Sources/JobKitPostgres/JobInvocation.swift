@@ -52,7 +52,10 @@ public struct JobInvocation: Sendable {
     /// The metrics file and heartbeat of a scheduled run; none for an operator's question (a dry run, an
     /// explanation), which must not replace the scheduled run's metrics or ping.
     func observers(question: Bool) throws(JobError) -> RunObservers {
-        question ? RunObservers() : try RunObservers(config, metricsFile: metricsFile, pingURL: pingURL, logger: logger)
+        question
+            ? RunObservers()
+            : try RunObservers(
+                config, metricsFile: metricsFile, pingURL: pingURL, caFile: delivery.caFile, logger: logger)
     }
 
     func write(_ summary: some JobSummary) { output.write(json ? summary.json : summary.text) }

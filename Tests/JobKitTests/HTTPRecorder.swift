@@ -3,10 +3,13 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
+import PushSimulator
 
 /// A local HTTP/1.1 server that keeps each request (method, path, headers, body) and answers what `respond`
 /// says (by default 200 "OK" to everything): what a heartbeat service such as healthchecks.io sees, or the
-/// AWS Parameters and Secrets Lambda Extension.
+/// AWS Parameters and Secrets Lambda Extension. Given simulator credentials, it speaks HTTPS with their server
+/// certificate, which their CA signed.
 final class HTTPRecorder: Sendable {
     struct Request: Sendable, Hashable {
         let method: String
@@ -21,12 +24,23 @@ final class HTTPRecorder: Sendable {
     var port: Int { channel.localAddress?.port ?? 0 }
     var requests: [Request] { stored.withLockedValue { $0 } }
 
-    init(respond: @escaping Responder = { _ in (.ok, "OK") }) async throws {
+    init(tls credentials: SimulatorCredentials? = nil, respond: @escaping Responder = { _ in (.ok, "OK") })
+        async throws
+    {
         let stored = self.stored
+        let tls = try credentials.map { credentials in
+            try NIOSSLContext(
+                configuration: .makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map {
+                        .certificate($0)
+                    },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem))))
+        }
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(Handler(stored: stored, respond: respond))
                 }

@@ -335,6 +335,40 @@ import Testing
         #expect(bad.status == 64 && bad.stderr.contains("not an http(s) URL"), "\(bad.stderr)")
     }
 
+    /// An https heartbeat trusts the CA certificates `--ca-file` names, as the providers do (it read only
+    /// PUSH_CA_FILE): both jobs ping a server whose certificate only that CA signed. Without it, the ping
+    /// fails, is logged, and the run's outcome is its own.
+    @Test func anHTTPSPingTrustsTheCAFileFlag() async throws {
+        let setup = try await Self.setUp(.none)
+        defer { Task { await setup.harness.stop() } }
+        let credentials = setup.harness.simulator.credentials
+        let recorder = try await HTTPRecorder(tls: credentials)
+        defer { Task { await recorder.stop() } }
+        var environment = setup.environment
+        environment["PUSH_CA_FILE"] = nil
+        let ping = ["--ping-url", "https://127.0.0.1:\(recorder.port)/ping"]
+        for job in ["diary-reminder", "token-janitor"] {
+            let before = recorder.requests.count
+            let run = try await Executables.run(
+                job, setup.arguments + ["--ca-file", credentials.caFile] + ping, environment: environment)
+            #expect(run.status == 0, "\(job): \(run.stderr)")
+            #expect(!run.stderr.contains("heartbeat"), "\(job): \(run.stderr)")
+            #expect(recorder.requests.dropFirst(before).map(\.path) == ["/ping/start", "/ping"], "\(job)")
+        }
+        let untrusted = try await Executables.run("token-janitor", setup.arguments + ping, environment: environment)
+        #expect(untrusted.status == 0, "\(untrusted.stderr)")
+        #expect(untrusted.stderr.contains("heartbeat ping failed"), "\(untrusted.stderr)")
+        #expect(recorder.requests.count == 4)
+        // A CA file that cannot be read stops the run before it starts, whichever job and however the URL came.
+        environment["PUSH_PING_URL"] = "https://127.0.0.1:\(recorder.port)/ping"
+        let missing = try await Executables.run(
+            "token-janitor", setup.arguments + ["--ca-file", "/nonexistent/ca.pem"], environment: environment)
+        #expect(missing.status == 66, "\(missing.stderr)")
+        #expect(missing.stderr.contains("cannot read the CA file /nonexistent/ca.pem"), "\(missing.stderr)")
+        #expect(!missing.stderr.contains("PUSH_PING_URL"), "\(missing.stderr)")
+        #expect(recorder.requests.count == 4)
+    }
+
     /// docs/alerts.yml is valid for Prometheus, and each rule names a metric the jobs write.
     @Test func theExampleAlertRulesAreValid() throws {
         let rules = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -12,14 +12,20 @@ public struct RunObservers: Sendable {
         self.heartbeat = heartbeat
     }
 
-    /// The observers the configuration asks for (`--metrics-file`/PUSH_METRICS_FILE, `--ping-url`/PUSH_PING_URL).
-    public init(_ config: ConfigResolver, metricsFile: String?, pingURL: String?, logger: Logger) throws(JobError) {
+    /// The observers the configuration asks for (`--metrics-file`/PUSH_METRICS_FILE, `--ping-url`/PUSH_PING_URL);
+    /// an https heartbeat trusts the extra CA certificates the providers do (`--ca-file`/PUSH_CA_FILE).
+    public init(
+        _ config: ConfigResolver, metricsFile: String?, pingURL: String?, caFile: String? = nil, logger: Logger
+    ) throws(JobError) {
         metrics = try config.string(.metricsFile, flag: metricsFile).map { MetricsFile(path: $0) }
         if let raw = try config.raw(.pingURL, flag: pingURL) {
             do throws(JobError) {
-                heartbeat = try Heartbeat(url: raw.value, caFile: config.string(.caFile), logger: logger)
+                heartbeat = try Heartbeat(url: raw.value, caFile: config.string(.caFile, flag: caFile), logger: logger)
             } catch {
-                throw raw.source.hasPrefix("--") ? error : JobError.config("\(raw.source): \(error.message)")
+                // A bad URL from the environment is a configuration error that names its variable; a CA file's
+                // error is the CA file's own.
+                guard error.isUsage, !raw.source.hasPrefix("--") else { throw error }
+                throw JobError.config("\(raw.source): \(error.message)")
             }
         } else {
             heartbeat = nil

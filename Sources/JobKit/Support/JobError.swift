@@ -45,6 +45,8 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     public var isTemporary: Bool { code == .tempFailure }
     /// A service could not be reached or failed (not a refusal of what we sent).
     public var isUnavailable: Bool { code == .unavailable }
+    /// Bad usage: what was given is not a valid value for its flag or variable.
+    public var isUsage: Bool { code == .usage }
 
     /// The sysexits(3) code for this error.
     public var exitCode: Int32 {
