@@ -90,6 +90,15 @@ import Testing
         #expect(throws: JobError.self) {
             try DeviceRegistration(userID: "a", token: " ", provider: .fcm, platform: .ios)
         }
+        // A user id no user can have says so (a 129-character one was looked up and reported as unknown).
+        for (id, count) in [("", 0), (String(repeating: "u", count: 129), 129)] {
+            #expect(
+                throws: JobError.dataError(
+                    "device registration: a user id is 1 to 128 characters, got \(count)")
+            ) {
+                try DeviceRegistration(userID: id, token: "t", provider: .fcm, platform: .android)
+            }
+        }
         let unknown = try DeviceRegistration(userID: "ghost", token: "t", provider: .fcm, platform: .android)
         await #expect(throws: JobError.dataError("unknown user ghost")) { try await db.store.register(unknown, now: 1) }
         #expect(try await db.count("SELECT count(*) FROM user_devices") == 0)

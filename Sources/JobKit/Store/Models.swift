@@ -331,13 +331,13 @@ public struct DeviceRegistration: Sendable, Hashable {
     public let apnsEnvironment: APNsEnvironment?
     public let appVersion: String?
 
-    /// Validates the combination (an APNs token on iOS, an APNs environment only for an APNs token); a bad one
-    /// is a ``JobError/dataError(_:)``.
+    /// Validates the user id's length and the combination (an APNs token on iOS, an APNs environment only for an
+    /// APNs token); a bad one is a ``JobError/dataError(_:)``.
     public init(
         userID: String, token: String, provider: Provider, platform: Platform,
         apnsEnvironment: APNsEnvironment? = nil, appVersion: String? = nil
     ) throws(JobError) {
-        guard !userID.isEmpty else { throw .dataError("device registration: the user id is empty") }
+        if let problem = UserProfile.idProblem(userID) { throw .dataError("device registration: \(problem)") }
         let token = token.trimmingCharacters(in: .whitespacesAndNewlines)
         if provider == .apns {
             guard platform == .ios else { throw .dataError("device registration: APNs devices are iOS devices") }
