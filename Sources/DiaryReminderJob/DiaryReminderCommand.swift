@@ -10,7 +10,7 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             Run it every 15 minutes from cron (see crontab.example). Each user is reminded at most once per \
             local day: the notification log row is claimed before anything is sent.
             Exit codes: 0 ok, 64 usage, 65 bad data, 66 no database, 69 unavailable, 73 cannot create output, \
-            75 database locked (retry), 78 configuration.
+            75 database locked or time ran out with due users left (the next run reminds them), 78 configuration.
             """,
         version: JobKitVersion.current)
 

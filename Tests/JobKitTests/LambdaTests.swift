@@ -80,10 +80,18 @@ import Testing
         #expect(type == "JobError.dataError" && header == "JobError.dataError")
         #expect(message.contains("missing \"time\"") && !message.contains("s3cr3t"))
 
-        // 4. 21:00 with 5 s left before the deadline (less than the 15 s reserve): nothing is claimed.
+        // 4. 21:00 with 5 s left before the deadline (less than the 15 s reserve): nothing is claimed, and the
+        // invocation fails as a temporary failure, with its summary, since it left due users to the next run.
         wall.set("2026-11-21T21:00:02Z")
-        let late = try Self.fields(
-            await api.invoke(Self.scheduled("2026-11-21T21:00:00Z"), deadlineMs: wall.ms + 5_000))
+        let lateOutcome = await api.invoke(Self.scheduled("2026-11-21T21:00:00Z"), deadlineMs: wall.ms + 5_000)
+        guard case .error(let lateType, let lateMessage, _)? = lateOutcome,
+            let lateSummary = lateMessage.range(of: "summary: ").map({ String(lateMessage[$0.upperBound...]) })
+        else {
+            Issue.record("expected an error with the summary, got \(String(describing: lateOutcome))")
+            return
+        }
+        #expect(lateType == "JobError.tempFailure", "\(lateMessage)")
+        let late = try Self.fields(.response(lateSummary))
         #expect(late.stoppedEarly && late.claimed == 0 && late.notifications == 0)
         #expect(
             try await harness.db.count(

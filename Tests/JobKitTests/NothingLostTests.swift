@@ -192,21 +192,26 @@ extension ContentLimitHookTests {
         async throws
     {
         let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(backend)
-        let full = Task { try await fire(db, factory, used: 30) }
-        var claimed = false
-        for _ in 0..<200 where !claimed {
-            claimed =
-                try await db.count(
-                    "SELECT count(*) FROM notification_logs WHERE notification_type = 'content_limit_100'") == 1
-            if !claimed { try await Task.sleep(for: .milliseconds(25)) }
+        // After 20 of the hook's waits (1 s on its clock), the other invocation records its 90 % warning: it
+        // reached no device, for a transient reason. Until then the 100 % warning is claimed and not sent.
+        let seen = NIOLockedValueBox<(claimed: Int, sent: Int)?>(nil)
+        let clock = ManualRetryClock { waits in
+            guard waits == 20 else { return }
+            let claimed = try? await db.count(
+                "SELECT count(*) FROM notification_logs WHERE notification_type = 'content_limit_100'")
+            let sent = await factory.sender.sent.count
+            seen.withLockedValue { $0 = (claimed ?? -1, sent) }
+            try? await db.execute(
+                "UPDATE notification_logs SET status = 'retry' WHERE notification_type = 'content_limit_90'")
         }
-        #expect(claimed)
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(await factory.sender.sent.isEmpty, "the 100 % warning went out while the 90 % one was on its way")
-        // The other invocation records its 90 % warning: it reached no device, for a transient reason.
-        try await db.execute(
-            "UPDATE notification_logs SET status = 'retry' WHERE notification_type = 'content_limit_90'")
-        #expect(try await full.value.action == .sent)
+        var hook = hook(db, factory)
+        hook.clock = clock
+        let full = try await hook.handle(
+            try ContentLimitEvent(userID: "writer", used: 30, limit: 30), options: ContentLimitHook.Options(now: now))
+        #expect(seen.withLockedValue { $0 }.map { $0 == (1, 0) } == true, "\(String(describing: seen))")
+        // Sent once the 90 % warning was recorded: the next look after the 20th wait.
+        #expect(full.action == .sent)
+        #expect(clock.waits.count == 20)
         let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
         let run = try await runner.run(ReminderRunOptions(now: now + 900))
         #expect(run.warningsDelivered == 0)
@@ -223,11 +228,14 @@ extension ContentLimitHookTests {
         _ backend: Backend
     ) async throws {
         let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(backend)
-        var options = ContentLimitHook.Options(now: now)
-        options.lowerWarningWait = .milliseconds(100)
-        let summary = try await hook(db, factory).handle(
-            try ContentLimitEvent(userID: "writer", used: 30, limit: 30), options: options)
+        // The whole wait (10 s) on the hook's clock: the test does not wait through it.
+        let clock = ManualRetryClock()
+        var hook = hook(db, factory)
+        hook.clock = clock
+        let summary = try await hook.handle(
+            try ContentLimitEvent(userID: "writer", used: 30, limit: 30), options: ContentLimitHook.Options(now: now))
         #expect(summary.action == .deferred)
+        #expect(clock.moved >= .seconds(10) && clock.moved < .seconds(10) + .milliseconds(100), "\(clock.moved)")
         #expect(
             try await db.strings("SELECT status FROM notification_logs WHERE notification_type = 'content_limit_100'")
                 == ["retry"])
@@ -241,28 +249,34 @@ extension ContentLimitHookTests {
     }
 }
 
-/// Accepts every notification, and takes the database's write lock as it answers (another process's
-/// long transaction), releasing it `holdFor` later: the run's record meets a locked database.
+/// Accepts every notification, and before it answers the first batch takes the database's write lock
+/// (another process's long transaction) until ``release()``: the run's record meets a locked database.
 actor LockingSender: Sender {
     let path: String
-    let holdFor: Duration
     private(set) var sent: [OutgoingNotification] = []
+    private var lock: SQLiteWriteLock?
+    private var locked = false
 
-    init(path: String, holdFor: Duration) {
+    init(path: String) {
         self.path = path
-        self.holdFor = holdFor
     }
 
     func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
         sent += batch
-        if let lock = try? await SQLiteWriteLock(path: path) {
-            let holdFor = self.holdFor
-            Task {
-                try? await Task.sleep(for: holdFor)
-                await lock.release()
+        if !locked {
+            locked = true
+            // The run's own short transactions (a claim of the next page) may hold the lock for a moment.
+            for _ in 0..<400 where lock == nil {
+                lock = try? await SQLiteWriteLock(path: path)
+                if lock == nil { try? await Task.sleep(for: .milliseconds(5)) }
             }
         }
         return batch.map { DeliveryReport(channel: DeliveryChannel($0.device.provider), outcome: .delivered) }
+    }
+
+    func release() async {
+        await lock?.release()
+        lock = nil
     }
 }
 
@@ -275,16 +289,21 @@ extension NothingLostTests {
         let db = try await TemporaryDatabase(.sqlite)
         for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
         let impatient = try SQLiteStore.open(path: db.path, mode: .readWrite, busyTimeout: 0.1)
-        let sender = LockingSender(path: db.path, holdFor: .milliseconds(1500))
+        let sender = LockingSender(path: db.path)
+        // The other transaction ends after the run's third wait to record (100, 200, 400 ms on its clock).
+        let clock = ManualRetryClock { waits in if waits == 3 { await sender.release() } }
         let logs = CapturedLogs()
         var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
         options.pageSize = 10
+        var runner = DiaryReminderRunner(store: impatient, sender: sender, logger: logs.logger)
+        runner.clock = clock
         // The first page's answers meet the lock; a later page's claim may meet it too (then the run ends 75).
         do {
-            _ = try await DiaryReminderRunner(store: impatient, sender: sender, logger: logs.logger).run(options)
+            _ = try await runner.run(options)
         } catch {
             #expect(error.exitCode == 75, "\(error)")
         }
+        #expect(clock.waits.count >= 3 && clock.waits.first == .milliseconds(100), "\(clock.waits)")
         let sentFirst = await sender.sent.count
         #expect(sentFirst >= 10)
         #expect(
@@ -298,6 +317,59 @@ extension NothingLostTests {
         let users = await sender.sent.map(\.device.userID)
         #expect(users.count == 30 && Set(users).count == 30)
         await impatient.close()
+    }
+}
+
+extension NothingLostTests {
+    /// A run that stops claiming because its time ran out (its budget, or a Lambda deadline) leaves due users
+    /// to the next run, and says so in its exit code (75, "try again") and its metrics, not only in a log line
+    /// (it exited 0 and its metrics looked like a finished run's). The next run reminds them.
+    @Test(arguments: Backend.allCases) func aRunOutOfTimeSaysItLeftDueUsers(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        for i in 0..<3 { try await db.store.addUser("u\(i)") }
+        let sender = RecordingSender()
+        let runner = DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger)
+        func stoppedEarlyMetric(_ summary: RunSummary) -> Double? {
+            let sample = #"diary_push_run_stopped_early{job="diary-reminder"} "#
+            return MetricsFile.text(
+                summary, job: "diary-reminder", now: 0, exitCode: summary.failure?.exitCode ?? 0, durationSeconds: 1,
+                previousLastSuccess: nil
+            ).split(separator: "\n").first { $0.hasPrefix(sample) }.flatMap { Double($0.dropFirst(sample.count)) }
+        }
+        var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+        options.stopClaimingAt = ContinuousClock.now
+        let late = try await runner.run(options)
+        #expect(late.stoppedEarly && late.claimed == 0)
+        #expect(late.failure?.exitCode == 75, "\(String(describing: late.failure))")
+        #expect(late.failure?.message.contains("next run") == true, "\(String(describing: late.failure))")
+        #expect(stoppedEarlyMetric(late) == 1)
+        let next = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T20:15:00Z")))
+        #expect(next.sent == 3 && !next.stoppedEarly && next.failure == nil)
+        #expect(stoppedEarlyMetric(next) == 0)
+    }
+
+    /// The run's time budget (half the claim lease: 300 s) is kept on the runner's clock, so it is tested
+    /// without waiting for it: a provider that takes 200 s a page leaves the later pages to the next run,
+    /// which reminds exactly the users left.
+    @Test func theTimeBudgetIsKeptOnTheRunnersClock() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
+        let clock = ManualRetryClock()
+        let slow = SlowSender(clock: clock, takes: .seconds(200))
+        var runner = DiaryReminderRunner(store: db.store, sender: slow, logger: quietLogger)
+        runner.clock = clock
+        var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+        options.pageSize = 10
+        let first = try await runner.run(options)
+        #expect(first.stoppedEarly && first.failure?.exitCode == 75)
+        #expect(first.sent >= 10 && first.sent < 30, "\(first.text)")
+        #expect(clock.moved >= .seconds(300), "\(clock.moved)")
+        let sender = RecordingSender()
+        let next = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger)
+            .run(ReminderRunOptions(now: instant("2026-11-21T20:15:00Z")))
+        #expect(next.sent == 30 - first.sent && !next.stoppedEarly)
+        let users = await slow.sent.map(\.device.userID) + sender.users()
+        #expect(users.count == 30 && Set(users).count == 30)
     }
 }
 

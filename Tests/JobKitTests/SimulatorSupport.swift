@@ -122,23 +122,56 @@ final class CapturedLogs: @unchecked Sendable {
     }
 }
 
-/// A retry clock for tests: it starts at the process's current instant and moves only when the sender
-/// waits, by exactly the wait, which it records. Nothing sleeps.
+/// A retry clock for tests: it starts at the process's current instant and moves only when the code under
+/// test waits, by exactly the wait, which it records, or when the test moves it (``advance(by:)``, a slow
+/// provider). Nothing sleeps. `onWait` runs after each wait with the number of waits so far: what another
+/// process does meanwhile.
 final class ManualRetryClock: RetryClock, @unchecked Sendable {
     private let lock = NSLock()
     private let start = ContinuousClock.now
     private var elapsed: Duration = .zero
     private var recorded: [Duration] = []
+    private let onWait: @Sendable (Int) async -> Void
+
+    init(onWait: @escaping @Sendable (Int) async -> Void = { _ in }) {
+        self.onWait = onWait
+    }
 
     var now: ContinuousClock.Instant { lock.withLock { start + elapsed } }
-    /// Every wait the sender asked for, in order.
+    /// Every wait the code under test asked for, in order.
     var waits: [Duration] { lock.withLock { recorded } }
+    /// How far the clock has moved.
+    var moved: Duration { lock.withLock { elapsed } }
 
     func sleep(for duration: Duration) async {
-        lock.withLock {
+        let count = lock.withLock {
             elapsed += duration
             recorded.append(duration)
+            return recorded.count
         }
+        await onWait(count)
         await Task.yield()
+    }
+
+    func advance(by duration: Duration) {
+        lock.withLock { elapsed += duration }
+    }
+}
+
+/// Accepts every notification, each batch taking `takes` of `clock`'s time: a slow provider.
+actor SlowSender: Sender {
+    let clock: ManualRetryClock
+    let takes: Duration
+    private(set) var sent: [OutgoingNotification] = []
+
+    init(clock: ManualRetryClock, takes: Duration) {
+        self.clock = clock
+        self.takes = takes
+    }
+
+    func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+        sent += batch
+        clock.advance(by: takes)
+        return batch.map { DeliveryReport(channel: DeliveryChannel($0.device.provider), outcome: .delivered) }
     }
 }

@@ -1,4 +1,4 @@
-/// The time a sender's retries are measured in, and how it waits between them: the process's monotonic
+/// The time a job's budgets, deadlines and retries are measured in, and how it waits: the process's monotonic
 /// clock in production, a manual one in tests (which then neither sleep nor depend on the machine's speed).
 /// Instants are `ContinuousClock`'s, so a run's deadline compares with them directly.
 public protocol RetryClock: Sendable {
@@ -12,4 +12,26 @@ public struct SystemRetryClock: RetryClock {
     public init() {}
     public var now: ContinuousClock.Instant { ContinuousClock.now }
     public func sleep(for duration: Duration) async { try? await Task.sleep(for: duration) }
+}
+
+/// An instant on a clock by which a wait must end: answers recorded while the claims' lease runs, or another
+/// invocation's warning waited for.
+public struct Deadline: Sendable {
+    public let instant: ContinuousClock.Instant
+    public let clock: any RetryClock
+
+    public init(_ instant: ContinuousClock.Instant, on clock: any RetryClock) {
+        self.instant = instant
+        self.clock = clock
+    }
+
+    /// `duration` from the clock's now.
+    public static func after(_ duration: Duration, on clock: any RetryClock) -> Deadline {
+        Deadline(clock.now + duration, on: clock)
+    }
+
+    public var hasPassed: Bool { clock.now >= instant }
+
+    /// Whether waiting `duration` from now still ends before the deadline.
+    public func allows(_ duration: Duration) -> Bool { clock.now + duration < instant }
 }

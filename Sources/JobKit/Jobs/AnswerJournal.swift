@@ -25,13 +25,13 @@ final class AnswerJournal: Sendable {
     private let store: any ClaimLedger
     private let runID: String
     private let now: Int64
-    private let deadline: ContinuousClock.Instant
+    private let deadline: Deadline
     private let logger: Logger
     private let state = Mutex(State())
     private let wakeUps: AsyncStream<Void>
     private let wakeUp: AsyncStream<Void>.Continuation
 
-    init(store: any ClaimLedger, runID: String, now: Int64, deadline: ContinuousClock.Instant, logger: Logger) {
+    init(store: any ClaimLedger, runID: String, now: Int64, deadline: Deadline, logger: Logger) {
         self.store = store
         self.runID = runID
         self.now = now

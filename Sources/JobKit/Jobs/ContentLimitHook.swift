@@ -13,6 +13,9 @@ public struct ContentLimitHook: Sendable {
     /// costs more than the whole nothing-fires path).
     public let loadCatalog: @Sendable () throws(JobError) -> CopyCatalog
     public let logger: Logger
+    /// What the wait for another invocation's 90 % warning and the record deadline are kept on; a manual
+    /// clock in tests.
+    public var clock: any RetryClock = SystemRetryClock()
 
     public init(
         store: any ContentLimitStore & ClaimLedger, logger: Logger,
@@ -178,7 +181,7 @@ public struct ContentLimitHook: Sendable {
         let delivered = try await ContentLimitHook.deliver(
             [claim.warning],
             store: store, sender: sender, catalog: catalog, runID: options.runID, now: options.now,
-            recordDeadline: started + .seconds(options.claimLeaseSeconds) * 0.9, logger: logger)
+            recordDeadline: .after(.seconds(options.claimLeaseSeconds) * 0.9, on: clock), logger: logger)
         summary.action = .sent
         summary.notifications = delivered.notifications
         summary.outcomes = delivered.outcomes
@@ -193,7 +196,7 @@ public struct ContentLimitHook: Sendable {
         async throws(JobError) -> Bool
     {
         let staleBefore = options.now - options.claimLeaseSeconds
-        let deadline = ContinuousClock.now + options.lowerWarningWait
+        let deadline = Deadline.after(options.lowerWarningWait, on: clock)
         while true {
             let logs = try await store.limitSnapshot(userID: userID, periodsFrom: floor)?.logs ?? [:]
             if DeliveryLifecycle.warningOrder(.contentLimit100, period: period, logs: logs, staleBefore: staleBefore)
@@ -201,8 +204,8 @@ public struct ContentLimitHook: Sendable {
             {
                 return true
             }
-            guard ContinuousClock.now < deadline else { return false }
-            try? await Task.sleep(for: .milliseconds(50))
+            guard !deadline.hasPassed else { return false }
+            await clock.sleep(for: .milliseconds(50))
         }
     }
 
@@ -210,7 +213,7 @@ public struct ContentLimitHook: Sendable {
     /// the reminder's claim → send → record.
     static func deliver(
         _ warnings: [PendingWarning], store: any ContentLimitStore & ClaimLedger, sender: any Sender,
-        catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: ContinuousClock.Instant,
+        catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: Deadline,
         logger: Logger
     ) async throws(JobError) -> (
         notifications: Int, outcomes: [DeliveryOutcome: Int], statuses: [ClaimStatus],
@@ -278,7 +281,7 @@ extension DiaryReminderRunner {
     /// hook invocation that died. Part of every (non-dry) diary-reminder run.
     func deliverPendingWarnings(
         _ options: ReminderRunOptions, summary: inout RunSummary,
-        recordDeadline: ContinuousClock.Instant
+        recordDeadline: Deadline
     ) async throws(JobError) {
         guard !options.dryRun, let warningsStore = warnings else { return }
         let staleBefore = options.now - options.claimLeaseSeconds

@@ -48,6 +48,9 @@ public struct DiaryReminderRunner: Sendable {
     public let sender: any Sender
     public let catalog: CopyCatalog
     public let logger: Logger
+    /// What the run's time budget, its record deadline and its waits for a locked database are kept on; a
+    /// manual clock in tests. (How long each phase took is measured on the process's clock.)
+    public var clock: any RetryClock = SystemRetryClock()
 
     /// The job: reminders, and the quota warnings a diary-reminder run delivers.
     public init(
@@ -88,9 +91,9 @@ public struct DiaryReminderRunner: Sendable {
 
     public func run(_ options: ReminderRunOptions) async throws(JobError) -> RunSummary {
         let started = ContinuousClock.now
-        let budget = Duration.seconds(options.claimLeaseSeconds / 2)
+        let budget = Deadline.after(.seconds(options.claimLeaseSeconds / 2), on: clock)
         // Answers are recorded before any claim of this run can be taken over (a tenth of the lease to spare).
-        let recordDeadline = started + .seconds(options.claimLeaseSeconds) * 0.9
+        let recordDeadline = Deadline.after(.seconds(options.claimLeaseSeconds) * 0.9, on: clock)
         var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
         if options.shard.count > 1 { summary.shard = options.shard.description }
         var phases = Phases()
@@ -179,8 +182,7 @@ public struct DiaryReminderRunner: Sendable {
                     }
                     let pageKeys = pages[index]
                     index += 1
-                    let now = ContinuousClock.now
-                    if now - started > budget || options.stopClaimingAt.map({ now >= $0 }) ?? false {
+                    if budget.hasPassed || options.stopClaimingAt.map({ clock.now >= $0 }) ?? false {
                         logger.warning("time budget spent: leaving the rest to the next run")
                         summary.stoppedEarly = true
                         break
@@ -400,7 +402,7 @@ public struct DiaryReminderRunner: Sendable {
     /// waited for until `recordDeadline` (the claims' lease less a margin).
     private func deliver(
         _ page: ClaimedPage, options: ReminderRunOptions,
-        recordDeadline: ContinuousClock.Instant
+        recordDeadline: Deadline
     ) async throws(JobError) -> DeliveredPage {
         var delivered = DeliveredPage()
         let (claims, notifications, owners) = (page.claims, page.notifications, page.owners)

@@ -55,12 +55,26 @@ public protocol JobSummary: Sendable {
     var text: String { get }
     /// Due work a provider left undelivered: a run with any fails (77 or 69) after printing its summary.
     var troubles: [ProviderTrouble] { get }
+    /// The error the run ends with after doing all it could and printing its summary; nil when it left no
+    /// due work.
+    var failure: JobError? { get }
 }
 
 extension JobSummary {
-    /// The error the run ends with, after doing all it could: credentials refused (77) or a provider
-    /// unavailable (69); nil when nothing due was left for a provider reason.
+    /// Credentials refused (77) or a provider unavailable (69); nil when nothing due was left for a provider
+    /// reason.
     public var failure: JobError? { ProviderTrouble.failure(troubles) }
+}
+
+extension RunSummary {
+    /// A provider's trouble (77, 69) first; else, when the run's time ran out before it had claimed every
+    /// due user, a temporary failure (75): the next run reminds them.
+    public var failure: JobError? {
+        if let trouble = ProviderTrouble.failure(troubles) { return trouble }
+        guard stoppedEarly else { return nil }
+        return .tempFailure(
+            "the run's time ran out before every due user was claimed (stopped_early): the next run reminds the rest")
+    }
 }
 
 /// An event as it arrives in a Lambda invocation's body.

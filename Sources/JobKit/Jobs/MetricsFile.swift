@@ -55,6 +55,10 @@ public struct MetricsFile: Sendable {
             help: "Device attempts of the last run whose fate is unknown (no answer)."
         ).set(Int64(summary.ambiguous))
         registry.gauge(
+            "diary_push_run_stopped_early", labels: [("job", job)],
+            help: "1 when the last run's time ran out before it had claimed every due user (the next run reminds them)."
+        ).set(Int64(summary.stoppedEarly ? 1 : 0))
+        registry.gauge(
             "diary_push_run_invalid_tokens", labels: [("job", job)],
             help: "Stored tokens of the wrong shape the last run deactivated."
         ).set(Int64(summary.invalidTokens))

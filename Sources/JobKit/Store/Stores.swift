@@ -125,12 +125,12 @@ extension HistoryUpkeep {
 
 extension ClaimLedger {
     /// Records answers that providers gave, retrying while the database is busy or locked (``JobError``
-    /// `tempFailure`) until `deadline`. Until a claim's lease runs out no other run takes it over, so an
+    /// `tempFailure`) until `deadline`, waiting on its clock. Until a claim's lease runs out no other run takes it over, so an
     /// answer recorded late is never sent again; one given up on is sent again by the run that takes over.
     /// Any other error is thrown at once.
     public func recordPersistently(
         _ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String,
-        now: Int64, deadline: ContinuousClock.Instant, logger: Logger
+        now: Int64, deadline: Deadline, logger: Logger
     ) async throws(JobError) {
         var delay = Duration.milliseconds(100)
         var failures = 0
@@ -141,7 +141,7 @@ extension ClaimLedger {
                     logger.notice("recorded after the database was locked", metadata: ["attempts": "\(failures + 1)"])
                 }
                 return
-            } catch  where error.isTemporary && ContinuousClock.now + delay < deadline {
+            } catch  where error.isTemporary && deadline.allows(delay) {
                 failures += 1
                 if failures == 1 {
                     logger.warning(
@@ -150,7 +150,7 @@ extension ClaimLedger {
                             "deliveries": "\(deliveries.count)", "reason": "\(error.message)",
                         ])
                 }
-                try? await Task.sleep(for: delay)
+                await deadline.clock.sleep(for: delay)
                 delay = min(delay * 2, .seconds(5))
             }
         }
