@@ -157,12 +157,57 @@ import Testing
             })
         await #expect(throws: JobError.self) { try await failing.get() }
         #expect(try await db.strings("SELECT coalesce(minting_by, 'none') FROM provider_credentials") == ["none"])
+        let clock = ManualRetryClock()
         let next = SharedCredential(
-            key: "fcm:test", store: db.store, clock: { 1_001 }, isFresh: { $1 < $0.expiresAt },
+            key: "fcm:test", store: db.store, clock: { 1_001 }, waitClock: clock, isFresh: { $1 < $0.expiresAt },
             mint: { now async throws(JobError) -> CachedCredential in
                 CachedCredential(token: "minted", issuedAt: now, expiresAt: now + 3600)
             })
-        // Without the release this waits out the other holder's 30 s lease and throws.
+        // Without the release this waits out the other holder's 30 s lease.
         #expect(try await next.get().token == "minted")
+        #expect(clock.waits.isEmpty, "\(clock.waits)")
+    }
+
+    /// A run that finds another holder minting waits for its credential (looking every 100 ms) and uses it:
+    /// one mint for both.
+    @Test(arguments: Backend.allCases) func aRunWaitsForAnotherHoldersMintAndUsesIt(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        #expect(
+            try await db.store.beginMint(key: "fcm:test", holder: "other", now: 1_000, leaseSeconds: 30) { _ in false }
+                == .mint)
+        let theirs = CachedCredential(token: "theirs", issuedAt: 1_000, expiresAt: 4_600)
+        let clock = ManualRetryClock { waits in
+            if waits == 5 { try? await db.store.finishMint(key: "fcm:test", holder: "other", credential: theirs) }
+        }
+        let waiting = SharedCredential(
+            key: "fcm:test", store: db.store, clock: { 1_001 }, waitClock: clock, isFresh: { $1 < $0.expiresAt },
+            mint: { _ async throws(JobError) -> CachedCredential in throw .software("minted a second credential") })
+        #expect(try await waiting.get() == theirs)
+        #expect(clock.waits == Array(repeating: .milliseconds(100), count: 5))
+        #expect(await waiting.mints == 0)
+    }
+
+    /// A holder whose lease outlasts the 30 s wait (its host's clock runs ahead of this one's, or it hangs)
+    /// costs one more mint, never the provider: it threw "timed out waiting for another run to mint" after 30 s
+    /// on the wall clock, and the run's devices of that provider were left.
+    @Test(arguments: Backend.allCases) func aMintThatOutlastsTheWaitCostsOneMoreMint(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        _ = try await db.store.beginMint(key: "fcm:test", holder: "other", now: 1_000, leaseSeconds: 30) { _ in false }
+        let clock = ManualRetryClock()
+        let logs = CapturedLogs()
+        let waiting = SharedCredential(
+            key: "fcm:test", store: db.store, clock: { 1_001 }, waitClock: clock, isFresh: { $1 < $0.expiresAt },
+            logger: logs.logger,
+            mint: { now async throws(JobError) -> CachedCredential in
+                CachedCredential(token: "minted", issuedAt: now, expiresAt: now + 3600)
+            })
+        #expect(try await waiting.get().token == "minted")
+        #expect(clock.moved >= .seconds(30) && clock.moved < .seconds(30) + .milliseconds(200), "\(clock.moved)")
+        #expect(await waiting.mints == 1)
+        #expect(logs.lines.contains { $0.contains("taking too long: minting one") })
+        // Cached for the next run, which mints none.
+        #expect(try await db.store.cachedCredential(key: "fcm:test")?.token == "minted")
     }
 }

@@ -49,6 +49,7 @@ public final class PushSender: Sender {
             let keys = try await ProviderTokens.apnsKey(apnsConfiguration)
             let credential = SharedCredential(
                 key: "apns:\(apnsConfiguration.teamID):\(apnsConfiguration.keyID)", store: credentials, clock: clock,
+                waitClock: configuration.retryClock,
                 isFresh: { credential, now in
                     now - credential.issuedAt < ProviderTokens.apnsReuseSeconds && credential.issuedAt <= now + 60
                 },
@@ -81,6 +82,7 @@ public final class PushSender: Sender {
             let keys = try await ProviderTokens.serviceAccountKey(account)
             let credential = SharedCredential(
                 key: "fcm:\(account.clientEmail)", store: credentials, clock: clock,
+                waitClock: configuration.retryClock,
                 isFresh: { credential, now in credential.expiresAt - now > ProviderTokens.fcmExpiryMarginSeconds },
                 logger: logger,
                 mint: { now async throws(JobError) in
