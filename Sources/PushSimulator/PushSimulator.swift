@@ -15,7 +15,8 @@ public struct SimulatorRule: Sendable, Codable, Hashable {
         case dead
         /// APNs 400 BadDeviceToken, FCM 400 INVALID_ARGUMENT about the token.
         case bad
-        /// APNs 429 TooManyRequests, FCM 429 QUOTA_EXCEEDED, with Retry-After.
+        /// APNs 429 TooManyRequests, FCM 429 QUOTA_EXCEEDED, with Retry-After: always, or with `times` the
+        /// first `times` times for each token.
         case throttle
         /// APNs 503 ServiceUnavailable, FCM 503 UNAVAILABLE, the first `times` times for each token.
         case flaky

@@ -115,7 +115,7 @@ final class SimulatorState: Sendable {
         box.withLockedValue { $0.stats.errors[reason, default: 0] += 1 }
     }
 
-    /// True the first `times` times a flaky token is seen.
+    /// True the first `times` times a flaky (or throttled) token is seen.
     private func stillFlaky(_ token: String, times: Int) -> Bool {
         box.withLockedValue { state in
             let seen = state.failuresByToken[token, default: 0]
@@ -192,7 +192,9 @@ final class SimulatorState: Sendable {
             case .bad:
                 return apnsError(400, "BadDeviceToken")
             case .throttle:
-                return apnsError(429, "TooManyRequests", retryAfter: rule.retryAfter ?? 1)
+                if rule.times.map({ stillFlaky(token, times: $0) }) ?? true {
+                    return apnsError(429, "TooManyRequests", retryAfter: rule.retryAfter ?? 1)
+                }
             case .flaky:
                 if stillFlaky(token, times: rule.times ?? 1) { return apnsError(503, "ServiceUnavailable") }
             case .slow:
@@ -373,9 +375,11 @@ final class SimulatorState: Sendable {
                     400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
                     errorCode: "INVALID_ARGUMENT")
             case .throttle:
-                return fcmError(
-                    429, "RESOURCE_EXHAUSTED", "Quota exceeded.", errorCode: "QUOTA_EXCEEDED",
-                    retryAfter: rule.retryAfter ?? 1)
+                if rule.times.map({ stillFlaky(token, times: $0) }) ?? true {
+                    return fcmError(
+                        429, "RESOURCE_EXHAUSTED", "Quota exceeded.", errorCode: "QUOTA_EXCEEDED",
+                        retryAfter: rule.retryAfter ?? 1)
+                }
             case .flaky:
                 if stillFlaky(token, times: rule.times ?? 1) {
                     return fcmError(

@@ -107,6 +107,38 @@ import Testing
         await harness.stop()
     }
 
+    /// An FCM quota refusal pauses the whole provider until its Retry-After on the sender's clock, the one its
+    /// retries wait on: the retry waits the 2 s, and the pause, over then, costs only the pacing's wait for the
+    /// bucket to refill (it was kept on the process's clock: 2 s of sleeping, and a retry clock that knew
+    /// nothing of it).
+    @Test func aQuotaPauseIsKeptOnTheSendersClock() async throws {
+        let harness = try await DeliveryHarness.start {
+            $0.rules = [SimulatorRule(prefix: "fcm-quota", kind: .throttle, times: 1, retryAfter: 2)]
+        }
+        var delivery = harness.delivery(apns: false)
+        delivery.fcm?.rate = ProviderRate(perSecond: 10, ramp: .zero)
+        let clock = ManualRetryClock()
+        delivery.retryClock = clock
+        let sender = try await harness.sender(delivery)
+        await sender.beginRun(finishBy: nil)
+        let reports = await sender.send([
+            OutgoingNotification(
+                logID: nil,
+                device: Device(
+                    id: 1, userID: "u1", token: "fcm-quota-1", provider: .fcm, platform: .android,
+                    apnsEnvironment: nil),
+                type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
+                expiresAt: 4_000_000_000)
+        ])
+        await sender.shutdown()
+        #expect(reports.map(\.outcome) == [.delivered])
+        #expect(reports.map(\.attempts) == [2])
+        // The retry's wait, then one request's interval at 10 a second, as the bucket restarts empty.
+        #expect(clock.waits == [.seconds(2), .milliseconds(100)], "\(clock.waits)")
+        #expect(harness.simulator.stats.errors["QUOTA_EXCEEDED"] == 1)
+        await harness.stop()
+    }
+
     /// The retry budget counts on the sender's clock: with Retry-After 2 and a 5 s budget, the attempts at 0 s
     /// and 2 s are retried, and the one at 4 s is not (its retry would end past the budget), however many
     /// attempts remain. The test's clock only moves when the sender waits: no wall-clock time passes.

@@ -89,7 +89,7 @@ actor ProviderClient {
         self.jitter = jitter
         self.runStarted = clock.now
         self.lastAnswer = clock.now
-        self.pacer = ProviderPacer(rate: rate)
+        self.pacer = ProviderPacer(rate: rate, clock: clock)
         self.provider = provider
         self.credential = credential
         self.tls = tls
@@ -366,7 +366,7 @@ actor ProviderClient {
     {
         let seconds = verdict.retryAfter ?? 60
         // One line when a pause starts, not one per answer that asks for it.
-        if await pacer.pause(until: .now + .seconds(seconds)) {
+        if await pacer.pause(for: .seconds(seconds)) {
             logger.warning(
                 "provider asks to slow down: pausing every send to it",
                 metadata: ["provider": "\(provider)", "reason": "\(verdict.reason ?? "")", "seconds": "\(seconds)"])

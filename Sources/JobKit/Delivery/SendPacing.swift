@@ -89,35 +89,37 @@ struct SendPacing: Sendable {
     }
 }
 
-/// The pacing of one provider shared by every page a run sends (they run concurrently).
+/// The pacing of one provider shared by every page a run sends (they run concurrently), kept on the sender's
+/// clock, the one its retries wait on.
 actor ProviderPacer {
     private var pacing: SendPacing
+    private let clock: any RetryClock
 
-    init(rate: ProviderRate?) {
+    init(rate: ProviderRate?, clock: any RetryClock = SystemRetryClock()) {
         pacing = SendPacing(rate: rate)
+        self.clock = clock
     }
 
     /// Waits until some of `wanted` requests may go, and returns how many (at least one); 0 when the task is
     /// cancelled while it waits (nothing more is to go).
     func take(_ wanted: Int) async -> Int {
         while true {
-            switch pacing.take(wanted, at: .now) {
+            switch pacing.take(wanted, at: clock.now) {
             case .send(let count): return count
             case .wait(let until):
-                do {
-                    try await Task.sleep(until: until, clock: .continuous)
-                } catch {
-                    return 0
-                }
+                let wait = until - clock.now
+                if wait > .zero { await clock.sleep(for: wait) }
+                if Task.isCancelled { return 0 }
             }
         }
     }
 
-    /// Pauses until `until`; true when no pause was in force (a new one starts, not a longer one).
+    /// Pauses for `duration` from now; true when no pause was in force (a new one starts, not a longer one).
     @discardableResult
-    func pause(until: ContinuousClock.Instant) -> Bool {
-        let starts = pacing.pausedUntil.map { $0 <= .now } ?? true
-        pacing.pause(until: until)
+    func pause(for duration: Duration) -> Bool {
+        let now = clock.now
+        let starts = pacing.pausedUntil.map { $0 <= now } ?? true
+        pacing.pause(until: now + duration)
         return starts
     }
 
