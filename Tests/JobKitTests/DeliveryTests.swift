@@ -107,6 +107,17 @@ import Testing
         await harness.stop()
     }
 
+    /// One reminder, outside any run's log, to user u1's device `token`.
+    static func reminder(to token: String, _ provider: Provider) -> OutgoingNotification {
+        OutgoingNotification(
+            logID: nil,
+            device: Device(
+                id: 1, userID: "u1", token: token, provider: provider, platform: provider == .apns ? .ios : .android,
+                apnsEnvironment: provider == .apns ? .production : nil),
+            type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
+            expiresAt: 4_000_000_000)
+    }
+
     /// An FCM quota refusal pauses the whole provider until its Retry-After on the sender's clock, the one its
     /// retries wait on: the retry waits the 2 s, and the pause, over then, costs only the pacing's wait for the
     /// bucket to refill (it was kept on the process's clock: 2 s of sleeping, and a retry clock that knew
@@ -121,15 +132,7 @@ import Testing
         delivery.retryClock = clock
         let sender = try await harness.sender(delivery)
         await sender.beginRun(finishBy: nil)
-        let reports = await sender.send([
-            OutgoingNotification(
-                logID: nil,
-                device: Device(
-                    id: 1, userID: "u1", token: "fcm-quota-1", provider: .fcm, platform: .android,
-                    apnsEnvironment: nil),
-                type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
-                expiresAt: 4_000_000_000)
-        ])
+        let reports = await sender.send([Self.reminder(to: "fcm-quota-1", .fcm)])
         await sender.shutdown()
         #expect(reports.map(\.outcome) == [.delivered])
         #expect(reports.map(\.attempts) == [2])
@@ -153,15 +156,7 @@ import Testing
         delivery.retryClock = clock
         let sender = try await harness.sender(delivery)
         await sender.beginRun(finishBy: nil)
-        let reports = await sender.send([
-            OutgoingNotification(
-                logID: nil,
-                device: Device(
-                    id: 1, userID: "u1", token: hexToken("7407", 1), provider: .apns, platform: .ios,
-                    apnsEnvironment: .production),
-                type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "t", body: "b",
-                expiresAt: 4_000_000_000)
-        ])
+        let reports = await sender.send([Self.reminder(to: hexToken("7407", 1), .apns)])
         await sender.shutdown()
         #expect(reports.map(\.outcome) == [.retryLater])
         #expect(reports.map(\.attempts) == [3])
