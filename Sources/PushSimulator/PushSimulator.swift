@@ -160,11 +160,7 @@ public final class PushSimulator: Sendable {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> PushSimulator {
         let credentials = configuration.credentials
-        var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map {
-                .certificate($0)
-            },
-            privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem)))
+        var tls = try credentials.serverTLSConfiguration()
         tls.applicationProtocols = ["h2"]
         let sslContext = try NIOSSLContext(configuration: tls)
         let state = try SimulatorState(configuration: configuration)

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOSSL
 import SwiftASN1
 import X509
 import _CryptoExtras
@@ -25,6 +26,13 @@ public struct SimulatorCredentials: Sendable {
     public var serviceAccountFile: String { path("service-account.json") }
 
     private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    /// A TLS server presenting the server certificate (which ``caFile`` signed) and its key.
+    public func serverTLSConfiguration() throws -> TLSConfiguration {
+        TLSConfiguration.makeServerConfiguration(
+            certificateChain: try NIOSSLCertificate.fromPEMFile(serverCertificateFile).map { .certificate($0) },
+            privateKey: .privateKey(try NIOSSLPrivateKey(file: serverKeyFile, format: .pem)))
+    }
 
     /// Loads the credentials in `directory`, generating any that are missing.
     public static func prepare(in directory: URL) throws -> SimulatorCredentials {

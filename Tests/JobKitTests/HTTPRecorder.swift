@@ -28,14 +28,7 @@ final class HTTPRecorder: Sendable {
         async throws
     {
         let stored = self.stored
-        let tls = try credentials.map { credentials in
-            try NIOSSLContext(
-                configuration: .makeServerConfiguration(
-                    certificateChain: try NIOSSLCertificate.fromPEMFile(credentials.serverCertificateFile).map {
-                        .certificate($0)
-                    },
-                    privateKey: .privateKey(try NIOSSLPrivateKey(file: credentials.serverKeyFile, format: .pem))))
-        }
+        let tls = try credentials.map { try NIOSSLContext(configuration: $0.serverTLSConfiguration()) }
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in

@@ -355,7 +355,7 @@ extension NothingLostTests {
         let db = try await TemporaryDatabase(.sqlite)
         for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
         let clock = ManualRetryClock()
-        let slow = SlowSender(clock: clock, takes: .seconds(200))
+        let slow = ClockAdvancingSender(clock: clock, takes: .seconds(200))
         var runner = DiaryReminderRunner(store: db.store, sender: slow, logger: quietLogger)
         runner.clock = clock
         var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))

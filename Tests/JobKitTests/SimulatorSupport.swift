@@ -159,7 +159,7 @@ final class ManualRetryClock: RetryClock, @unchecked Sendable {
 }
 
 /// Accepts every notification, each batch taking `takes` of `clock`'s time: a slow provider.
-actor SlowSender: Sender {
+actor ClockAdvancingSender: Sender {
     let clock: ManualRetryClock
     let takes: Duration
     private(set) var sent: [OutgoingNotification] = []

@@ -91,7 +91,9 @@ public struct DiaryReminderRunner: Sendable {
 
     public func run(_ options: ReminderRunOptions) async throws(JobError) -> RunSummary {
         let started = ContinuousClock.now
-        let budget = Deadline.after(.seconds(options.claimLeaseSeconds / 2), on: clock)
+        // Claims stop when the run's budget (half the lease) or the caller's deadline (a Lambda's) comes first.
+        let budget = clock.now + .seconds(options.claimLeaseSeconds / 2)
+        let claimUntil = Deadline(min(budget, options.stopClaimingAt ?? budget), on: clock)
         // Answers are recorded before any claim of this run can be taken over (a tenth of the lease to spare).
         let recordDeadline = Deadline.after(.seconds(options.claimLeaseSeconds) * 0.9, on: clock)
         var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
@@ -182,7 +184,7 @@ public struct DiaryReminderRunner: Sendable {
                     }
                     let pageKeys = pages[index]
                     index += 1
-                    if budget.hasPassed || options.stopClaimingAt.map({ clock.now >= $0 }) ?? false {
+                    if claimUntil.hasPassed {
                         logger.warning("time budget spent: leaving the rest to the next run")
                         summary.stoppedEarly = true
                         break
