@@ -83,6 +83,40 @@ extension PostgresStore: AppDataStore {
         guard !inserted.isEmpty else { throw .unknownUser(userID) }
     }
 
+    public func editUser(
+        id: String, now: Int64, _ edit: @escaping @Sendable (StoredUser?) throws(JobError) -> StoredUser
+    ) async throws(JobError) -> UserEditResult {
+        let logger = self.logger
+        return try await transaction("saving a user") { connection in
+            let before = try await connection.query(
+                """
+                SELECT u.timezone, u.locale, u.plan, s.user_id IS NOT NULL, s.diary_reminder_enabled, s.reminder_time,
+                       s.content_limit_warnings_enabled, s.quiet_hours_start, s.quiet_hours_end
+                FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id WHERE u.id = \(id)
+                FOR UPDATE OF u
+                """, logger: logger
+            ).collect().first.map { row in
+                let (timezone, locale, plan, hasSettings) = try row.decode((String, String, String, Bool).self)
+                guard hasSettings else {
+                    return StoredUser.withoutSettings(id: id, timezone: timezone, locale: locale, plan: plan)
+                }
+                let (_, _, _, _, reminders, time, warnings, start, end) = try row.decode(
+                    (String, String, String, Bool, Bool, String, Bool, String?, String?).self)
+                return StoredUser(
+                    profile: UserProfile(
+                        id: id, timezone: timezone, locale: locale, plan: plan, diaryReminderEnabled: reminders,
+                        reminderTime: time, contentLimitWarningsEnabled: warnings, quietHoursStart: start,
+                        quietHoursEnd: end),
+                    hasSettings: true)
+            }
+            let after = try edit(before)
+            try await Self.upsertProfiles(
+                Self.json([after.profile]), now: now, settings: after.hasSettings, connection: connection,
+                logger: logger)
+            return UserEditResult(before: before, after: after)
+        }
+    }
+
     private func insertProfiles(_ profiles: [UserProfile], now: Int64, context: String) async throws(JobError) {
         let json = Self.json(profiles)
         let logger = self.logger
@@ -91,9 +125,10 @@ extension PostgresStore: AppDataStore {
         }
     }
 
-    private static func upsertProfiles(_ json: String, now: Int64, connection: PostgresConnection, logger: Logger)
-        async throws
-    {
+    /// The users rows of `json`'s profiles and, with `settings`, their settings rows.
+    private static func upsertProfiles(
+        _ json: String, now: Int64, settings: Bool = true, connection: PostgresConnection, logger: Logger
+    ) async throws {
         _ = try await connection.query(
             """
             INSERT INTO users (id, timezone, locale, plan, created_at, updated_at)
@@ -103,6 +138,7 @@ extension PostgresStore: AppDataStore {
                                            updated_at = excluded.updated_at
             """, logger: logger
         ).collect()
+        guard settings else { return }
         _ = try await connection.query(
             """
             INSERT INTO notification_settings

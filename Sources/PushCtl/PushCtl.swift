@@ -113,54 +113,66 @@ struct UserCommand: AsyncParsableCommand {
         subcommands: [Set.self])
 
     struct Set: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create or update a user and their settings.")
+        static let configuration = CommandConfiguration(
+            abstract: "Create a user, or change the settings it names of one.",
+            discussion: """
+                A flag left out keeps the user's stored value (a new user's default is in its help). A new user \
+                needs --timezone.
+                """)
         @OptionGroup var db: StoreOptions
         @Option(help: "User id.") var id: String
-        @Option(help: "IANA time zone, e.g. Asia/Tokyo.") var timezone: String
-        @Option(help: "BCP 47 locale, e.g. ja or pt-BR.") var locale = "en"
-        @Option(help: "Plan (free, pro, …).") var plan = "free"
-        @Option(help: "Local reminder time HH:MM.") var reminderTime = "21:00"
-        @Option(help: "Diary reminders on or off.") var reminders: Toggle = .on
-        @Option(help: "Content-limit warnings on or off.") var limitWarnings: Toggle = .on
-        @Option(help: ArgumentHelp("Quiet hours, local HH:MM-HH:MM (may span midnight).", valueName: "start-end"))
+        @Option(help: "IANA time zone, e.g. Asia/Tokyo (required for a new user).") var timezone: String?
+        @Option(help: "BCP 47 locale, e.g. ja or pt-BR (new user: en).") var locale: String?
+        @Option(help: "Plan (free, pro, …) (new user: free).") var plan: String?
+        @Option(help: "Local reminder time HH:MM (new user: 21:00).") var reminderTime: String?
+        @Option(help: "Diary reminders on or off (new user: on).") var reminders: Toggle?
+        @Option(help: "Content-limit warnings on or off (new user: on).") var limitWarnings: Toggle?
+        @Option(
+            help: ArgumentHelp(
+                "Quiet hours, local HH:MM-HH:MM (may span midnight), or off (new user: none).",
+                valueName: "start-end|off"))
         var quietHours: String?
 
         enum Toggle: String, ExpressibleByArgument { case on, off }
 
         func validate() throws {
             if let problem = UserProfile.idProblem(id) { throw ValidationError("--id: \(problem)") }
-            guard UserProfile.isLocale(locale) else {
+            if let locale, !UserProfile.isLocale(locale) {
                 throw ValidationError("--locale: not a BCP 47 locale (e.g. ja or pt-BR): \"\(locale)\"")
             }
-            guard !plan.isEmpty else { throw ValidationError("--plan: empty") }
-            guard ZoneClock(identifier: timezone) != nil else {
+            if plan?.isEmpty == true { throw ValidationError("--plan: empty") }
+            if let timezone, ZoneClock(identifier: timezone) == nil {
                 throw ValidationError("--timezone: unknown IANA time zone \(timezone)")
             }
-            guard LocalTime(reminderTime) != nil else {
+            if let reminderTime, LocalTime(reminderTime) == nil {
                 throw ValidationError("--reminder-time: not HH:MM: \(reminderTime)")
             }
-            if let quietHours {
-                let parts = quietHours.split(separator: "-")
-                guard parts.count == 2, LocalTime(parts[0]) != nil, LocalTime(parts[1]) != nil else {
-                    throw ValidationError("--quiet-hours: not HH:MM-HH:MM: \(quietHours)")
-                }
+            _ = try quietHoursEdit()
+        }
+
+        private func quietHoursEdit() throws -> UserEdit.QuietHours? {
+            guard let quietHours else { return nil }
+            if quietHours == "off" { return .off }
+            let parts = quietHours.split(separator: "-", omittingEmptySubsequences: false)
+            guard parts.count == 2, LocalTime(parts[0]) != nil, LocalTime(parts[1]) != nil else {
+                throw ValidationError("--quiet-hours: not HH:MM-HH:MM or off: \(quietHours)")
             }
+            return .hours(start: String(parts[0]), end: String(parts[1]))
         }
 
         func run() async throws {
+            var edit = UserEdit(id: id)
+            edit.timezone = timezone
+            edit.locale = locale
+            edit.plan = plan
+            edit.reminderTime = reminderTime
+            edit.diaryReminderEnabled = reminders.map { $0 == .on }
+            edit.contentLimitWarningsEnabled = limitWarnings.map { $0 == .on }
+            edit.quietHours = try quietHoursEdit()
             try await withExitCode("pushctl user set") { () async throws(JobError) in
                 let now = try clockNow(nil)
-                try await db.with { store throws(JobError) in
-                    try await store.upsertUser(
-                        UserProfile(
-                            id: id, timezone: timezone, locale: locale, plan: plan,
-                            diaryReminderEnabled: reminders == .on, reminderTime: reminderTime,
-                            contentLimitWarningsEnabled: limitWarnings == .on,
-                            quietHoursStart: quietHours?.split(separator: "-").first.map(String.init),
-                            quietHoursEnd: quietHours?.split(separator: "-").last.map(String.init)),
-                        now: now)
-                }
-                print("saved user \(id)")
+                let result = try await db.with { store throws(JobError) in try await store.apply(edit, now: now) }
+                print(result.summary)
             }
         }
     }

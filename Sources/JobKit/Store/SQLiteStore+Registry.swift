@@ -70,6 +70,9 @@ public struct UserProfile: Sendable, Hashable, Codable {
         CopyCatalog.isLocaleTag(locale.replacingOccurrences(of: "_", with: "-"))
     }
 
+    /// The schema's default `reminder_time`.
+    public static let defaultReminderTime = "21:00"
+
     public var id: String
     public var timezone: String
     public var locale: String
@@ -83,7 +86,7 @@ public struct UserProfile: Sendable, Hashable, Codable {
 
     public init(
         id: String, timezone: String, locale: String = "en", plan: String = "free",
-        diaryReminderEnabled: Bool = true, reminderTime: String = "21:00",
+        diaryReminderEnabled: Bool = true, reminderTime: String = defaultReminderTime,
         contentLimitWarningsEnabled: Bool = true, quietHoursStart: String? = nil, quietHoursEnd: String? = nil
     ) {
         self.quietHoursStart = quietHoursStart
@@ -105,7 +108,35 @@ extension SQLiteStore: AppDataStore {
         }
     }
 
-    static func upsertUser(_ profile: UserProfile, now: Int64, db: Database) throws {
+    public func editUser(
+        id: String, now: Int64, _ edit: @escaping @Sendable (StoredUser?) throws(JobError) -> StoredUser
+    ) async throws(JobError) -> UserEditResult {
+        try await write("saving a user") { db in
+            let before = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT u.timezone, u.locale, u.plan, s.user_id IS NOT NULL, s.diary_reminder_enabled, s.reminder_time,
+                           s.content_limit_warnings_enabled, s.quiet_hours_start, s.quiet_hours_end
+                    FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id WHERE u.id = ?
+                    """, arguments: [id]
+            ).map { row in
+                guard row[3] else {
+                    return StoredUser.withoutSettings(id: id, timezone: row[0], locale: row[1], plan: row[2])
+                }
+                return StoredUser(
+                    profile: UserProfile(
+                        id: id, timezone: row[0], locale: row[1], plan: row[2], diaryReminderEnabled: row[4],
+                        reminderTime: row[5], contentLimitWarningsEnabled: row[6], quietHoursStart: row[7],
+                        quietHoursEnd: row[8]),
+                    hasSettings: true)
+            }
+            let after = try edit(before)
+            try Self.upsertUser(after.profile, now: now, db: db, settings: after.hasSettings)
+            return UserEditResult(before: before, after: after)
+        }
+    }
+
+    static func upsertUser(_ profile: UserProfile, now: Int64, db: Database, settings: Bool = true) throws {
         let user = try db.cachedStatement(
             sql: """
                 INSERT INTO users (id, timezone, locale, plan, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)
@@ -113,6 +144,7 @@ extension SQLiteStore: AppDataStore {
                     plan = excluded.plan, updated_at = excluded.updated_at
                 """)
         try user.execute(arguments: [profile.id, profile.timezone, profile.locale, profile.plan, now, now])
+        guard settings else { return }
         let settings = try db.cachedStatement(
             sql: """
                 INSERT INTO notification_settings

@@ -32,6 +32,12 @@ public protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, Conten
 public protocol AppDataStore: Sendable {
     /// Creates or updates a user and their notification settings.
     func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError)
+    /// Reads user `id` (`nil`: there is none), passes them to `edit` and saves what it returns (the settings row
+    /// only where ``StoredUser/hasSettings``), in one transaction that holds the user's row, so that a concurrent
+    /// change is never overwritten with what was read before it. What `edit` throws is thrown, and nothing is
+    /// written. ``apply(_:now:)`` is the shared rule on top.
+    func editUser(id: String, now: Int64, _ edit: @escaping @Sendable (StoredUser?) throws(JobError) -> StoredUser)
+        async throws(JobError) -> UserEditResult
     /// Records a diary entry written at `at` (what the app backend does on each write).
     func recordEntry(userID: String, at: Int64) async throws(JobError)
 }

@@ -1,0 +1,126 @@
+/// A user as the store holds them: the profile, and whether they have a `notification_settings` row.
+///
+/// Without that row no reminder goes out (`--explain`: "no notification_settings row") and quota warnings keep
+/// their default (on), so the profile of such a user says exactly that: reminders off, warnings on, the schema's
+/// default time. An edit that names no setting leaves the row absent.
+public struct StoredUser: Sendable, Hashable {
+    public var profile: UserProfile
+    public var hasSettings: Bool
+
+    public init(profile: UserProfile, hasSettings: Bool) {
+        self.profile = profile
+        self.hasSettings = hasSettings
+    }
+
+    /// A user whose `users` row has no settings row beside it (see the type's documentation).
+    public static func withoutSettings(id: String, timezone: String, locale: String, plan: String) -> StoredUser {
+        StoredUser(
+            profile: UserProfile(
+                id: id, timezone: timezone, locale: locale, plan: plan, diaryReminderEnabled: false,
+                contentLimitWarningsEnabled: true),
+            hasSettings: false)
+    }
+}
+
+/// A change to one user, as `pushctl user set` takes it: each field left `nil` keeps what the store holds, so that
+/// changing one setting never resets another (a user who turned reminders off keeps them off when an operator
+/// sets their quiet hours). A new user starts from ``UserProfile``'s defaults and needs a time zone.
+public struct UserEdit: Sendable, Hashable {
+    /// Quiet hours to set, or `off` to remove them.
+    public enum QuietHours: Sendable, Hashable {
+        case off
+        case hours(start: String, end: String)
+    }
+
+    public let id: String
+    public var timezone: String?
+    public var locale: String?
+    public var plan: String?
+    public var diaryReminderEnabled: Bool?
+    public var reminderTime: String?
+    public var contentLimitWarningsEnabled: Bool?
+    public var quietHours: QuietHours?
+
+    public init(id: String) { self.id = id }
+
+    /// Whether the edit names a setting of the `notification_settings` row.
+    public var namesASetting: Bool {
+        diaryReminderEnabled != nil || reminderTime != nil || contentLimitWarningsEnabled != nil || quietHours != nil
+    }
+
+    /// The user after the edit: `current` with each named field replaced, or a new user (`current` nil) with
+    /// the defaults for what the edit leaves out. A new user without a time zone is a usage error.
+    public func applied(to current: StoredUser?) throws(JobError) -> StoredUser {
+        guard
+            var user = current
+                ?? timezone.map({ StoredUser(profile: UserProfile(id: id, timezone: $0), hasSettings: true) })
+        else {
+            throw .usage("user \(id) does not exist: a new user needs --timezone")
+        }
+        if let timezone { user.profile.timezone = timezone }
+        if let locale { user.profile.locale = locale }
+        if let plan { user.profile.plan = plan }
+        if let diaryReminderEnabled { user.profile.diaryReminderEnabled = diaryReminderEnabled }
+        if let reminderTime { user.profile.reminderTime = reminderTime }
+        if let contentLimitWarningsEnabled { user.profile.contentLimitWarningsEnabled = contentLimitWarningsEnabled }
+        switch quietHours {
+        case .off:
+            user.profile.quietHoursStart = nil
+            user.profile.quietHoursEnd = nil
+        case .hours(let start, let end):
+            user.profile.quietHoursStart = start
+            user.profile.quietHoursEnd = end
+        case nil: break
+        }
+        if namesASetting { user.hasSettings = true }
+        return user
+    }
+}
+
+/// What applying a ``UserEdit`` did, for the operator.
+public struct UserEditResult: Sendable, Hashable {
+    /// The user before (`nil`: created) and after.
+    public let before: StoredUser?
+    public let after: StoredUser
+
+    public init(before: StoredUser?, after: StoredUser) {
+        self.before = before
+        self.after = after
+    }
+
+    /// One line: `created user u1`, `updated user u1: plan free → pro, quiet hours none → 22:00-06:00`, or
+    /// `user u1 unchanged`.
+    public var summary: String {
+        let id = after.profile.id
+        guard let before else { return "created user \(id)" }
+        let fields: [(String, (StoredUser) -> String)] = [
+            ("timezone", { $0.profile.timezone }),
+            ("locale", { $0.profile.locale }),
+            ("plan", { $0.profile.plan }),
+            ("reminders", { $0.profile.diaryReminderEnabled ? "on" : "off" }),
+            ("reminder time", { $0.profile.reminderTime }),
+            ("limit warnings", { $0.profile.contentLimitWarningsEnabled ? "on" : "off" }),
+            (
+                "quiet hours",
+                { user in
+                    guard let start = user.profile.quietHoursStart, let end = user.profile.quietHoursEnd else {
+                        return "none"
+                    }
+                    return "\(start)-\(end)"
+                }
+            ),
+        ]
+        var changes = fields.compactMap { name, value in
+            value(before) == value(after) ? nil : "\(name) \(value(before)) → \(value(after))"
+        }
+        if !before.hasSettings && after.hasSettings { changes.append("settings row created") }
+        return changes.isEmpty ? "user \(id) unchanged" : "updated user \(id): " + changes.joined(separator: ", ")
+    }
+}
+
+extension AppDataStore {
+    /// Applies `edit` to the stored user in one transaction (``AppDataStore/editUser(id:now:_:)``).
+    public func apply(_ edit: UserEdit, now: Int64) async throws(JobError) -> UserEditResult {
+        try await editUser(id: edit.id, now: now) { current throws(JobError) in try edit.applied(to: current) }
+    }
+}
