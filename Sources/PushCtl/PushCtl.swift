@@ -216,6 +216,7 @@ struct DeviceCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard !token.isEmpty else { throw ValidationError("--token: empty") }
+            guard !reason.isEmpty else { throw ValidationError("--reason: empty") }
         }
 
         func run() async throws {

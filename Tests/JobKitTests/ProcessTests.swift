@@ -661,6 +661,8 @@ enum Executables {
             (["user", "set", "--id", "u3", "--timezone", "UTC", "--locale", "en US"], "--locale: not a BCP 47 locale"),
             (["user", "set", "--id", "u3", "--timezone", "UTC", "--plan", ""], "--plan: empty"),
             (["device", "unregister", "--token", ""], "--token: empty"),
+            // An empty reason was recorded, and the health report counted deactivations under "".
+            (["device", "unregister", "--token", "abcdef0123", "--reason", ""], "--reason: empty"),
         ] {
             let refused = try await Executables.run("pushctl", arguments + database)
             #expect(refused.status == 64, "\(arguments): \(refused.status) \(refused.stderr)")
