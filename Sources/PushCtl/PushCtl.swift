@@ -76,6 +76,9 @@ struct Seed: AsyncParsableCommand {
         }
         guard dueCount == 0 || dueAt != nil else { throw ValidationError("--due-count needs --due-at") }
         guard (0...1).contains(wroteTodayShare) else { throw ValidationError("--wrote-today-share must be within 0…1") }
+        if let problem = Seeder.idProblem(prefix: idPrefix, users: users) {
+            throw ValidationError("--id-prefix: \(problem)")
+        }
     }
 
     func run() async throws {

@@ -246,6 +246,28 @@ import Testing
     }
 }
 
+@Suite struct SeederTests {
+    /// A prefix that makes an id longer than the schema's 128 characters crashed the seeder at its first device
+    /// ("generated an invalid device"); it is a usage error before anything is written. 121 characters and 7 digits
+    /// fit; 10,000,000 users need 8 digits.
+    @Test func idsTheSchemaCannotHoldAreRefusedBeforeAnyWrite() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        for (prefix, users) in [
+            (String(repeating: "x", count: 122), 3), (String(repeating: "x", count: 121), 10_000_000),
+        ] {
+            var options = SeedOptions(users: users, now: 0)
+            options.idPrefix = prefix
+            await #expect(throws: JobError.self) { try await Seeder().seed(options, into: db.store) }
+            #expect(Seeder.idProblem(prefix: prefix, users: users)?.contains("got 129") == true)
+        }
+        #expect(try await db.count("SELECT count(*) FROM users") == 0)
+        var options = SeedOptions(users: 3, now: 0)
+        options.idPrefix = String(repeating: "x", count: 121)
+        #expect(try await Seeder().seed(options, into: db.store).users == 3)
+        #expect(try await db.count("SELECT max(length(id)) FROM users") == 128)
+    }
+}
+
 @Suite struct PostgresStoreTests {
     @Test func theDueSelectionIsIndexDriven() async throws {
         let db = try await TemporaryDatabase(.postgres)

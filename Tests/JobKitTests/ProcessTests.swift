@@ -656,6 +656,11 @@ enum Executables {
             (["entry", "add", "--user", "u1", "--at", "yesterday"], "--at: not an ISO 8601 instant"),
             (["seed", "--users", "5", "--due-count", "1", "--due-at", "soon"], "--due-at: not an ISO 8601 instant"),
             (["seed", "--users", "-1"], "--users must not be negative"),
+            // A prefix that made ids longer than 128 characters crashed the seeder ("generated an invalid device").
+            (
+                ["seed", "--users", "5", "--id-prefix", String(repeating: "x", count: 122)],
+                "--id-prefix: the ids are the prefix and 7 digits, and a user id is 1 to 128 characters, got 129"
+            ),
             (["seed", "--users", "5", "--due-count", "-1", "--due-at", "2026-11-21T12:00:00Z"], "--due-count"),
             (["user", "set", "--id", "u3", "--timezone", "UTC", "--locale", ""], "--locale: not a BCP 47 locale"),
             (["user", "set", "--id", "u3", "--timezone", "UTC", "--locale", "en US"], "--locale: not a BCP 47 locale"),

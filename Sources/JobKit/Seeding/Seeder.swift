@@ -71,6 +71,17 @@ public struct Seeder: Sendable {
 
     public init() {}
 
+    /// How many digits follow the prefix in a user id: 7, or more for ten million users and more.
+    static func idWidth(users: Int) -> Int { max(7, String(users).count) }
+
+    /// What is wrong with the ids `prefix` and `users` give (`nil`: nothing): the longest must be a user id the
+    /// schema holds (``UserProfile/idProblem(_:)``).
+    public static func idProblem(prefix: String, users: Int) -> String? {
+        let width = idWidth(users: users)
+        guard let problem = UserProfile.idProblem(prefix + String(repeating: "0", count: width)) else { return nil }
+        return "the ids are the prefix and \(width) digits, and \(problem)"
+    }
+
     public func seed(_ options: SeedOptions, into sink: any SeedSink, batchSize: Int = 5_000) async throws(JobError)
         -> SeedReport
     {
@@ -79,6 +90,9 @@ public struct Seeder: Sendable {
             throw .usage("the due count must be between 0 and the number of users (\(options.users))")
         }
         guard options.dueCount == 0 || options.dueAt != nil else { throw .usage("a due count needs a due instant") }
+        if let problem = Self.idProblem(prefix: options.idPrefix, users: options.users) {
+            throw .usage("the id prefix: \(problem)")
+        }
         if !options.addToExistingUsers, try await sink.hasUsers() {
             throw .dataError(
                 "the database already has users: synthetic users go into an empty database (pushctl seed --add adds them anyway; a user of the same id is overwritten)"
@@ -93,7 +107,7 @@ public struct Seeder: Sendable {
         // Spread the due users evenly over the id space (reproducibly).
         let dueStride = options.dueCount > 0 ? Double(options.users) / Double(options.dueCount) : 0
         var nextDue = 0.0
-        let width = max(7, String(options.users).count)
+        let width = Self.idWidth(users: options.users)
         for number in 0..<options.users {
             var pick = Double.random(in: 0..<totalWeight, using: &random)
             var zoneIndex = 0
