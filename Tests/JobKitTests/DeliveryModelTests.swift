@@ -193,7 +193,8 @@ import Testing
         for (index, run) in scenario.runs.enumerated() {
             sender.start(run: index, answers: run.answers)
             var ledger = InterceptingLedger(inner: db.store) { () throws(JobError) in
-                if run.killed { throw .ioError("killed") }
+                // The process ends here: an error the run does not wait out (it waits out a locked or full one).
+                if run.killed { throw .software("killed") }
             }
             if forgetReachedDevices {
                 ledger.transformClaims = { claims in

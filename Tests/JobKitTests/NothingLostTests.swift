@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import NIOConcurrencyHelpers
 import PushSimulator
 import Testing
@@ -602,5 +603,122 @@ extension NothingLostTests {
         #expect(explained.text.contains("not configured for this run"))
         #expect(both.due && both.verdict == "due: would be reminded now on 1 device(s)", "\(both.text)")
         await harness.stop()
+    }
+}
+
+/// A full disk under the store's writes of claims and answers, switched on and off by the test: SQLite's own
+/// `SQLITE_FULL` ("database or disk is full", from a function the writer connection's triggers call), and
+/// PostgreSQL's `disk_full` (53100, raised by a trigger), which is what each reports when its disk is full.
+struct FullDisk: Sendable {
+    private let db: TemporaryDatabase
+    private let full = NIOLockedValueBox(false)
+
+    init(_ db: TemporaryDatabase) async throws {
+        self.db = db
+        switch db.backend {
+        case .sqlite:
+            let full = self.full
+            try await db.sqlite.pool.writeWithoutTransaction { connection in
+                connection.add(
+                    function: DatabaseFunction("test_disk_space", argumentCount: 0, pure: false) { _ in
+                        guard !full.withLockedValue({ $0 }) else {
+                            throw DatabaseError(resultCode: .SQLITE_FULL, message: "database or disk is full")
+                        }
+                        return nil
+                    })
+                for table in ["notification_logs", "notification_deliveries"] {
+                    try connection.execute(
+                        sql: """
+                            CREATE TEMP TRIGGER test_disk_\(table) BEFORE INSERT ON main.\(table)
+                            BEGIN SELECT test_disk_space(); END
+                            """)
+                }
+            }
+        case .postgres:
+            try await db.execute("CREATE TABLE test_disk (is_full boolean NOT NULL)")
+            try await db.execute("INSERT INTO test_disk VALUES (false)")
+            try await db.execute(
+                """
+                CREATE FUNCTION test_disk_space() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    IF (SELECT is_full FROM test_disk) THEN
+                        RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full';
+                    END IF;
+                    RETURN NEW;
+                END $$
+                """)
+            for table in ["notification_logs", "notification_deliveries"] {
+                try await db.execute(
+                    "CREATE TRIGGER test_disk BEFORE INSERT ON \(table) FOR EACH ROW EXECUTE FUNCTION test_disk_space()"
+                )
+            }
+        }
+    }
+
+    func set(full value: Bool) async throws {
+        switch db.backend {
+        case .sqlite: full.withLockedValue { $0 = value }
+        case .postgres: try await db.execute("UPDATE test_disk SET is_full = \(value)")
+        }
+    }
+}
+
+/// Delivers everything, and fills the disk as the first notification goes out: the providers accept what the
+/// run then cannot record.
+actor DiskFillingSender: Sender {
+    let disk: FullDisk
+    private(set) var sent: [OutgoingNotification] = []
+
+    init(_ disk: FullDisk) {
+        self.disk = disk
+    }
+
+    func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+        if sent.isEmpty { try? await disk.set(full: true) }
+        sent += batch
+        return batch.map { DeliveryReport(channel: DeliveryChannel($0.device.provider), outcome: .delivered) }
+    }
+}
+
+extension NothingLostTests {
+    /// "A full disk … may cost time, never a reminder, and never a second one." Answers the providers accepted
+    /// while the disk was full are recorded once it has room again, within the claims' lease, as after a lock.
+    /// The run threw the full disk's error (74) with them unrecorded, and the run that took the claims over sent
+    /// every one of them again. A claim that meets the full disk ends the run with 74; either way the next run
+    /// sends only to the users nobody sent to.
+    @Test(arguments: Backend.allCases) func answersAreRecordedOnceTheDiskHasRoomAndNothingIsSentTwice(
+        _ backend: Backend
+    ) async throws {
+        let db = try await TemporaryDatabase(backend)
+        for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
+        let disk = try await FullDisk(db)
+        let sender = DiskFillingSender(disk)
+        // Room again after the run's second wait to record (100, 200 ms on its clock).
+        let clock = ManualRetryClock { waits in if waits == 2 { try? await disk.set(full: false) } }
+        let logs = CapturedLogs()
+        var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+        options.pageSize = 10
+        var runner = DiaryReminderRunner(store: db.store, sender: sender, logger: logs.logger)
+        runner.clock = clock
+        do {
+            _ = try await runner.run(options)
+        } catch {
+            #expect(error.exitCode == 74, "\(error)")
+        }
+        #expect(clock.waits.count >= 2 && clock.waits.first == .milliseconds(100), "\(clock.waits)")
+        let sentFirst = await sender.sent.count
+        #expect(sentFirst >= 10)
+        #expect(
+            try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'") == sentFirst)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == sentFirst)
+        #expect(logs.lines.contains { $0.contains("cannot record provider answers yet") }, "\(logs.lines)")
+        // The next run in the window, once its claims' lease has passed and the disk has room (whatever the run
+        // did), sends to the others only.
+        try await disk.set(full: false)
+        let next = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger)
+            .run(ReminderRunOptions(now: instant("2026-11-21T20:15:00Z")))
+        #expect(next.sent == 30 - sentFirst)
+        let users = await sender.sent.map(\.device.userID)
+        #expect(users.count == 30 && Set(users).count == 30, "\(users.sorted())")
     }
 }

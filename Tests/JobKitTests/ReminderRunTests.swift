@@ -17,7 +17,8 @@ import Testing
         try await runner(db, sender).run(ReminderRunOptions(now: instant(now), dryRun: dryRun))
     }
 
-    /// A store whose first `record` fails, as a database that goes away mid-run.
+    /// A store whose first `record` fails for good (a database made read-only mid-run; one that may come back,
+    /// locked, full or unreachable, is waited for: `answersAreRecordedOnceTheDiskHasRoomAndNothingIsSentTwice`).
     static func firstRecordFails(_ inner: any ReminderStore) -> InterceptingLedger {
         let calls = NIOLockedValueBox(0)
         return InterceptingLedger(inner: inner) { () throws(JobError) in
@@ -25,7 +26,7 @@ import Testing
                 $0 += 1
                 return $0
             }) == 1 {
-                throw .unavailable("the database went away")
+                throw .cantCreate("recording deliveries: the database is read-only")
             }
         }
     }

@@ -130,10 +130,10 @@ extension HistoryUpkeep {
 }
 
 extension ClaimLedger {
-    /// Records answers that providers gave, retrying while the database is busy or locked (``JobError``
-    /// `tempFailure`) until `deadline`, waiting on its clock. Until a claim's lease runs out no other run takes it over, so an
-    /// answer recorded late is never sent again; one given up on is sent again by the run that takes over.
-    /// Any other error is thrown at once.
+    /// Records answers that providers gave, retrying while the database cannot take them for a reason that may
+    /// pass (``JobError/mayPassWithTime``: locked, its disk full, unreachable) until `deadline`, waiting on its
+    /// clock. Until a claim's lease runs out no other run takes it over, so an answer recorded late is never sent
+    /// again; one given up on is sent again by the run that takes over. Any other error is thrown at once.
     public func recordPersistently(
         _ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String,
         now: Int64, deadline: Deadline, logger: Logger
@@ -144,10 +144,10 @@ extension ClaimLedger {
             do {
                 try await record(deliveries, resolutions: resolutions, runID: runID, now: now)
                 if failures > 0 {
-                    logger.notice("recorded after the database was locked", metadata: ["attempts": "\(failures + 1)"])
+                    logger.notice("recorded provider answers after a wait", metadata: ["attempts": "\(failures + 1)"])
                 }
                 return
-            } catch  where error.isTemporary && deadline.allows(delay) {
+            } catch  where error.mayPassWithTime && deadline.allows(delay) {
                 failures += 1
                 if failures == 1 {
                     logger.warning(

@@ -45,6 +45,9 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     public var isTemporary: Bool { code == .tempFailure }
     /// A service could not be reached or failed (not a refusal of what we sent).
     public var isUnavailable: Bool { code == .unavailable }
+    /// Whether the condition may pass while the caller waits: a locked database (75), a full disk or an I/O
+    /// error (74), a database that cannot be reached (69). Not bad data, bad usage, a configuration or a bug.
+    public var mayPassWithTime: Bool { [.tempFailure, .ioError, .unavailable].contains(code) }
     /// Bad usage: what was given is not a valid value for its flag or variable.
     public var isUsage: Bool { code == .usage }
 
