@@ -117,7 +117,7 @@ struct UserCommand: AsyncParsableCommand {
 
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Create a user, or change the settings it names of one.",
+            abstract: "Create a user, or change the settings its flags name.",
             discussion: """
                 A flag left out keeps the user's stored value (a new user's default is in its help). A new user \
                 needs --timezone.
