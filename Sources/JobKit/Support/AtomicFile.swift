@@ -33,11 +33,14 @@ package enum AtomicFile {
         }
     }
 
-    /// Creates an empty file with exactly `mode`. One that another process created at the same moment is kept
-    /// (and given `mode`): no failure. Throws what the system said.
+    /// Creates an empty file with exactly `mode`. One that another process created at the same moment is kept as
+    /// it is, mode included: no failure. Throws what the system said.
     package static func create(_ path: String, mode: mode_t) throws {
-        let descriptor = open(path, O_WRONLY | O_CREAT, mode)
-        guard descriptor >= 0 else { throw lastError() }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL, mode)
+        guard descriptor >= 0 else {
+            if errno == EEXIST { return }
+            throw lastError()
+        }
         defer { close(descriptor) }
         guard fchmod(descriptor, mode) == 0 else { throw lastError() }
     }
