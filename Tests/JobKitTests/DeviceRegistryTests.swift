@@ -257,7 +257,8 @@ import Testing
         ] {
             var options = SeedOptions(users: users, now: 0)
             options.idPrefix = prefix
-            await #expect(throws: JobError.self) { try await Seeder().seed(options, into: db.store) }
+            let error = await #expect(throws: JobError.self) { try await Seeder().seed(options, into: db.store) }
+            #expect(error?.exitCode == 64, "\(String(describing: error))")
             #expect(Seeder.idProblem(prefix: prefix, users: users)?.contains("got 129") == true)
         }
         #expect(try await db.count("SELECT count(*) FROM users") == 0)

@@ -66,6 +66,31 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 9)
     }
 
+    /// A database that cannot be reached for a moment while the answers are recorded (a PostgreSQL restart) is
+    /// waited for as a locked one is: the answers are recorded once it is back, and the run succeeds. It threw at
+    /// once (69), with the answers unrecorded for the run that takes the claims over to send again.
+    @Test func answersAreRecordedOnceAnUnreachableDatabaseIsBack() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        for i in 0..<6 { try await db.store.addUser("u\(i)", time: "20:00") }
+        let sender = RecordingSender()
+        let attempts = NIOLockedValueBox(0)
+        let ledger = InterceptingLedger(inner: db.store) { () throws(JobError) in
+            let attempt = attempts.withLockedValue {
+                $0 += 1
+                return $0
+            }
+            if attempt <= 2 { throw .unavailable("recording deliveries: cannot reach PostgreSQL") }
+        }
+        let clock = ManualRetryClock()
+        var runner = DiaryReminderRunner(remindersOnly: db.store, ledger: ledger, sender: sender, logger: quietLogger)
+        runner.clock = clock
+        let summary = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T20:00:00Z")))
+        #expect(summary.sent == 6 && summary.failure == nil)
+        #expect(Array(clock.waits.prefix(2)) == [.milliseconds(100), .milliseconds(200)], "\(clock.waits)")
+        #expect(try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'") == 6)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 6)
+    }
+
     /// A sender that waits up to a minute per batch, unless its task is cancelled; says whether it was.
     actor WaitingSender: Sender {
         private(set) var cancelled = 0
