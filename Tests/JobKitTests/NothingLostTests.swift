@@ -293,30 +293,9 @@ extension NothingLostTests {
         let sender = LockingSender(path: db.path)
         // The other transaction ends after the run's third wait to record (100, 200, 400 ms on its clock).
         let clock = ManualRetryClock { waits in if waits == 3 { await sender.release() } }
-        let logs = CapturedLogs()
-        var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
-        options.pageSize = 10
-        var runner = DiaryReminderRunner(store: impatient, sender: sender, logger: logs.logger)
-        runner.clock = clock
         // The first page's answers meet the lock; a later page's claim may meet it too (then the run ends 75).
-        do {
-            _ = try await runner.run(options)
-        } catch {
-            #expect(error.exitCode == 75, "\(error)")
-        }
-        #expect(clock.waits.count >= 3 && clock.waits.first == .milliseconds(100), "\(clock.waits)")
-        let sentFirst = await sender.sent.count
-        #expect(sentFirst >= 10)
-        #expect(
-            try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'") == sentFirst)
-        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == sentFirst)
-        #expect(logs.lines.contains { $0.contains("cannot record provider answers yet") })
-        // The next run in the window sends to the others only.
-        let next = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger)
-            .run(ReminderRunOptions(now: instant("2026-11-21T20:15:00Z")))
-        #expect(next.sent == 30 - sentFirst)
-        let users = await sender.sent.map(\.device.userID)
-        #expect(users.count == 30 && Set(users).count == 30)
+        try await expectAnswersRecordedAfterAWait(
+            db, runStore: impatient, sender: sender, sent: { await sender.sent }, clock: clock, failure: 75, waits: 3)
         await impatient.close()
     }
 }
@@ -695,30 +674,46 @@ extension NothingLostTests {
         let sender = DiskFillingSender(disk)
         // Room again after the run's second wait to record (100, 200 ms on its clock).
         let clock = ManualRetryClock { waits in if waits == 2 { try? await disk.set(full: false) } }
+        // A claim of a later page may meet the full disk too (then the run ends 74). The next run comes once the
+        // disk has room, whatever this run did.
+        try await expectAnswersRecordedAfterAWait(
+            db, runStore: db.store, sender: sender, sent: { await sender.sent }, clock: clock, failure: 74, waits: 2,
+            beforeNextRun: { try await disk.set(full: false) })
+    }
+}
+
+extension NothingLostTests {
+    /// Runs the slot of 30 due users seeded by the caller, in pages of 10, on `runStore` and `clock`, where
+    /// recording meets a fault that passes after `waits` waits; then checks that the run ended 0 or `failure`,
+    /// waited from 100 ms on, and recorded every answer it was given, and that the next run in the window (after
+    /// `beforeNextRun`, once the claims' lease has passed) sends to the other users only, nobody twice.
+    func expectAnswersRecordedAfterAWait(
+        _ db: TemporaryDatabase, runStore: any JobStore, sender: any Sender,
+        sent: () async -> [OutgoingNotification], clock: ManualRetryClock, failure: Int32, waits: Int,
+        beforeNextRun: () async throws -> Void = {}
+    ) async throws {
         let logs = CapturedLogs()
         var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
         options.pageSize = 10
-        var runner = DiaryReminderRunner(store: db.store, sender: sender, logger: logs.logger)
+        var runner = DiaryReminderRunner(store: runStore, sender: sender, logger: logs.logger)
         runner.clock = clock
         do {
             _ = try await runner.run(options)
         } catch {
-            #expect(error.exitCode == 74, "\(error)")
+            #expect(error.exitCode == failure, "\(error)")
         }
-        #expect(clock.waits.count >= 2 && clock.waits.first == .milliseconds(100), "\(clock.waits)")
-        let sentFirst = await sender.sent.count
+        #expect(clock.waits.count >= waits && clock.waits.first == .milliseconds(100), "\(clock.waits)")
+        let sentFirst = await sent().count
         #expect(sentFirst >= 10)
         #expect(
             try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'") == sentFirst)
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == sentFirst)
         #expect(logs.lines.contains { $0.contains("cannot record provider answers yet") }, "\(logs.lines)")
-        // The next run in the window, once its claims' lease has passed and the disk has room (whatever the run
-        // did), sends to the others only.
-        try await disk.set(full: false)
+        try await beforeNextRun()
         let next = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger)
             .run(ReminderRunOptions(now: instant("2026-11-21T20:15:00Z")))
         #expect(next.sent == 30 - sentFirst)
-        let users = await sender.sent.map(\.device.userID)
+        let users = await sent().map(\.device.userID)
         #expect(users.count == 30 && Set(users).count == 30, "\(users.sorted())")
     }
 }
