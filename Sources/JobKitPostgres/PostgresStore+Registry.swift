@@ -90,18 +90,17 @@ extension PostgresStore: AppDataStore {
         return try await transaction("saving a user") { connection in
             let before = try await connection.query(
                 """
-                SELECT u.timezone, u.locale, u.plan, s.user_id IS NOT NULL, s.diary_reminder_enabled, s.reminder_time,
+                SELECT u.timezone, u.locale, u.plan, s.diary_reminder_enabled, s.reminder_time,
                        s.content_limit_warnings_enabled, s.quiet_hours_start, s.quiet_hours_end
                 FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id WHERE u.id = \(id)
                 FOR UPDATE OF u
                 """, logger: logger
             ).collect().first.map { row in
-                let (timezone, locale, plan, hasSettings) = try row.decode((String, String, String, Bool).self)
-                guard hasSettings else {
+                let (timezone, locale, plan, reminders, time, warnings, start, end) = try row.decode(
+                    (String, String, String, Bool?, String?, Bool?, String?, String?).self)
+                guard let reminders, let time, let warnings else {
                     return StoredUser.withoutSettings(id: id, timezone: timezone, locale: locale, plan: plan)
                 }
-                let (_, _, _, _, reminders, time, warnings, start, end) = try row.decode(
-                    (String, String, String, Bool, Bool, String, Bool, String?, String?).self)
                 return StoredUser(
                     profile: UserProfile(
                         id: id, timezone: timezone, locale: locale, plan: plan, diaryReminderEnabled: reminders,
