@@ -223,6 +223,27 @@ extension ContentLimitHookTests {
                 == ["content_limit_100 sent", "content_limit_90 superseded"])
     }
 
+    /// Under Lambda (3 s by default), the wait for the 90 % warning ends by the invocation's deadline, less time
+    /// to answer, and leaves the 100 % one to the reminder run as after the whole wait. It waited its 10 s, and the
+    /// platform ended the invocation mid-wait with its claim unresolved.
+    @Test func theWaitForTheNinetyEndsByTheInvocationsDeadline() async throws {
+        let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(.sqlite)
+        let clock = ManualRetryClock()
+        var hook = hook(db, factory)
+        hook.clock = clock
+        let handler = ContentLimitHookHandler(
+            hook: hook, senders: LazySender { () async throws(JobError) in factory.make() })
+        let deadline = clock.now + .seconds(3)
+        let summary = try await handler.handle(
+            try ContentLimitEvent(userID: "writer", used: 30, limit: 30),
+            context: InvocationContext(now: now, deadline: deadline))
+        #expect(summary.action == .deferred)
+        #expect(clock.moved > .zero && clock.now <= deadline - handler.deadlines.reportReserve, "\(clock.moved)")
+        #expect(
+            try await db.strings("SELECT status FROM notification_logs WHERE notification_type = 'content_limit_100'")
+                == ["retry"])
+    }
+
     /// When the 90 % warning is still on its way after the wait, the 100 % one is left for the reminder run,
     /// which sends it once the 90 % one is recorded.
     @Test(arguments: Backend.allCases) func aHundredPercentWarningHeldBackIsSentByTheRunAfterTheNinety(
@@ -715,5 +736,37 @@ extension NothingLostTests {
         #expect(next.sent == 30 - sentFirst)
         let users = await sent().map(\.device.userID)
         #expect(users.count == 30 && Set(users).count == 30, "\(users.sorted())")
+    }
+}
+
+extension NothingLostTests {
+    /// Under Lambda, a wait to record ends by the invocation's deadline (less time to report the error), not
+    /// by the claims' lease: a lock that outlasts the invocation ends it with 75 and the run's own error. The
+    /// wait went on for nine tenths of the lease (540 s), past any invocation's time, and the platform ended
+    /// the invocation mid-wait with nothing reported.
+    @Test func aWaitToRecordEndsByTheInvocationsDeadline() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
+        let impatient = try SQLiteStore.open(path: db.path, mode: .readWrite, busyTimeout: 0.1)
+        let sender = LockingSender(path: db.path)
+        let clock = ManualRetryClock()
+        var runner = DiaryReminderRunner(store: impatient, sender: sender, logger: quietLogger)
+        runner.clock = clock
+        var settings = DiaryReminderHandler.Settings()
+        settings.pageSize = 10
+        let handler = DiaryReminderHandler(runner: runner, settings: settings)
+        let now = instant("2026-11-21T20:00:00Z")
+        let deadline = clock.now + .seconds(60)
+        do {
+            let summary = try await handler.handle(
+                ScheduledEvent(time: now), context: InvocationContext(now: now, deadline: deadline))
+            Issue.record("expected the lock's 75, got \(summary.text)")
+        } catch {
+            #expect(error.exitCode == 75, "\(error)")
+        }
+        #expect(!clock.waits.isEmpty)
+        #expect(clock.now <= deadline - handler.settings.deadlines.reportReserve, "waited \(clock.moved)")
+        await sender.release()
+        await impatient.close()
     }
 }

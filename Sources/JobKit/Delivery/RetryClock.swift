@@ -30,6 +30,12 @@ public struct Deadline: Sendable {
         Deadline(clock.now + duration, on: clock)
     }
 
+    /// This deadline, or `instant` when that comes first (a caller's own end, such as a Lambda invocation's).
+    public func notAfter(_ instant: ContinuousClock.Instant?) -> Deadline {
+        guard let instant, instant < self.instant else { return self }
+        return Deadline(instant, on: clock)
+    }
+
     public var hasPassed: Bool { clock.now >= instant }
 
     /// Whether waiting `duration` from now still ends before the deadline.

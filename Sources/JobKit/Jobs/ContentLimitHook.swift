@@ -36,6 +36,9 @@ public struct ContentLimitHook: Sendable {
         /// How long a 100 % warning waits for the period's 90 % warning that another invocation is sending;
         /// after it, the 100 % warning is left `retry` for the next reminder run.
         public var lowerWarningWait: Duration = .seconds(10)
+        /// The waits (for the 90 % warning, and to record) end by this instant (a Lambda invocation's deadline,
+        /// less time to answer) when it comes first.
+        public var finishBy: ContinuousClock.Instant?
         public var runID = UUID().uuidString.lowercased()
         public init(now: Int64, dryRun: Bool = false, explain: Bool = false) {
             self.now = now
@@ -181,7 +184,9 @@ public struct ContentLimitHook: Sendable {
         let delivered = try await ContentLimitHook.deliver(
             [claim.warning],
             store: store, sender: sender, catalog: catalog, runID: options.runID, now: options.now,
-            recordDeadline: .after(.seconds(options.claimLeaseSeconds) * 0.9, on: clock), logger: logger)
+            recordDeadline: Deadline.after(.seconds(options.claimLeaseSeconds) * 0.9, on: clock).notAfter(
+                options.finishBy),
+            logger: logger)
         summary.action = .sent
         summary.notifications = delivered.notifications
         summary.outcomes = delivered.outcomes
@@ -196,7 +201,7 @@ public struct ContentLimitHook: Sendable {
         async throws(JobError) -> Bool
     {
         let staleBefore = options.now - options.claimLeaseSeconds
-        let deadline = Deadline.after(options.lowerWarningWait, on: clock)
+        let deadline = Deadline.after(options.lowerWarningWait, on: clock).notAfter(options.finishBy)
         while true {
             let logs = try await store.limitSnapshot(userID: userID, periodsFrom: floor)?.logs ?? [:]
             if DeliveryLifecycle.warningOrder(.contentLimit100, period: period, logs: logs, staleBefore: staleBefore)

@@ -18,6 +18,9 @@ public struct ReminderRunOptions: Sendable {
     public var shard: Shard = .all
     /// No page is claimed from this instant on (a Lambda invocation's deadline, less time to finish).
     public var stopClaimingAt: ContinuousClock.Instant?
+    /// Waits to record (a locked, full or unreachable database) end by this instant (a Lambda invocation's
+    /// deadline, less time to report) when it comes before the claims' lease would end them.
+    public var finishBy: ContinuousClock.Instant?
     public var runID: String
 
     public init(
@@ -93,9 +96,11 @@ public struct DiaryReminderRunner: Sendable {
         let started = ContinuousClock.now
         // Claims stop when the run's budget (half the lease) or the caller's deadline (a Lambda's) comes first.
         let budget = clock.now + .seconds(options.claimLeaseSeconds / 2)
-        let claimUntil = Deadline(min(budget, options.stopClaimingAt ?? budget), on: clock)
-        // Answers are recorded before any claim of this run can be taken over (a tenth of the lease to spare).
+        let claimUntil = Deadline(budget, on: clock).notAfter(options.stopClaimingAt)
+        // Answers are recorded before any claim of this run can be taken over (a tenth of the lease to spare),
+        // and before the caller's own end.
         let recordDeadline = Deadline.after(.seconds(options.claimLeaseSeconds) * 0.9, on: clock)
+            .notAfter(options.finishBy)
         var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
         if options.shard.count > 1 { summary.shard = options.shard.description }
         var phases = Phases()

@@ -230,10 +230,13 @@ public actor LazySender {
 }
 
 /// The end of an invocation's useful time: claims stop `claimReserve` before the deadline (time for the last
-/// page's sends and records), sends must finish `recordReserve` before it.
+/// page's sends and records), sends must finish `recordReserve` before it, and waits (for a locked, full or
+/// unreachable database to record, for another invocation's 90 % warning) end `reportReserve` before it, so
+/// that the invocation still answers, with its error if it has one.
 public struct DeadlinePolicy: Sendable, Hashable {
     public var claimReserve: Duration = .seconds(15)
     public var recordReserve: Duration = .seconds(2)
+    public var reportReserve: Duration = .milliseconds(500)
     public init() {}
 }
 
@@ -288,6 +291,7 @@ public struct DiaryReminderHandler: JobHandler {
         }
         if let deadline = context.deadline {
             options.stopClaimingAt = deadline - settings.deadlines.claimReserve
+            options.finishBy = deadline - settings.deadlines.reportReserve
         }
         await runner.sender.beginRun(finishBy: context.deadline.map { $0 - settings.deadlines.recordReserve })
         return try await runner.run(options)
@@ -313,6 +317,7 @@ public struct ContentLimitHookHandler: JobHandler {
         await senders.beginRun(finishBy: context.deadline.map { $0 - deadlines.recordReserve })
         var options = ContentLimitHook.Options(now: context.now, dryRun: dryRun || explain, explain: explain)
         if let requestID = context.requestID { options.runID = requestID }
+        options.finishBy = context.deadline.map { $0 - deadlines.reportReserve }
         return try await hook.handle(event, options: options)
     }
 }
