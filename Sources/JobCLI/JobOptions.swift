@@ -22,6 +22,7 @@ extension CommonOptions {
             invocation.metricsFile = observability?.metricsFile
             invocation.pingURL = observability?.pingURL
             invocation.delivery = delivery?.flags() ?? DeliveryFlags()
+            invocation.stopOnSignals = true
             try await body(invocation)
         }
     }

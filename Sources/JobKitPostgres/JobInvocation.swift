@@ -33,6 +33,9 @@ public struct JobInvocation: Sendable {
     public var pingURL: String?
     /// Provider flags over the `PUSH_APNS_*`/`PUSH_FCM_*` settings.
     public var delivery = DeliveryFlags()
+    /// Whether SIGTERM and SIGINT stop a reminder run cleanly (``StopRequest/stopOnSignals(logger:)``): set by
+    /// the command-line executables, whose process is the run's; a program that embeds JobKit keeps its signals.
+    public var stopOnSignals = false
 
     public init(job: String, config: ConfigResolver, logger: Logger, now: Int64) {
         self.job = job
@@ -101,6 +104,13 @@ extension JobInvocation {
         let deliveryConfiguration = try DeliveryConfiguration.resolve(config, flags: flags).sharing(settings.shard)
         try await mode.check(deliveryConfiguration)
         let (now, logger) = (self.now, self.logger)
+        // A real run that is stopped finishes and records what is on its way; a question is simply ended.
+        var context = InvocationContext(now: now)
+        if stopOnSignals && !mode.isQuestion {
+            let stop = StopRequest()
+            stop.stopOnSignals(logger: logger)
+            context.stop = stop
+        }
         return try await observers(question: mode.isQuestion).observe(job: job, now: now, logger: logger) {
             () async throws(JobError) -> RunSummary? in
             try await withStore(mode: mode.storeMode) { store throws(JobError) -> RunSummary? in
@@ -115,8 +125,7 @@ extension JobInvocation {
                     output.write(json ? explanation.json : explanation.text)
                     return nil
                 }
-                let summary = try await handler.handleOnce(
-                    ScheduledEvent(time: now), context: InvocationContext(now: now))
+                let summary = try await handler.handleOnce(ScheduledEvent(time: now), context: context)
                 write(summary)
                 return summary
             }

@@ -663,18 +663,18 @@ struct FullDisk: Sendable {
     }
 }
 
-/// Delivers everything, and fills the disk as the first notification goes out: the providers accept what the
-/// run then cannot record.
-actor DiskFillingSender: Sender {
-    let disk: FullDisk
+/// Delivers everything, and does `first` as the first batch goes out: a fault the run meets after the providers
+/// accepted what it sent (a full disk), or a request to stop.
+actor DeliveringSender: Sender {
+    private let first: @Sendable () async -> Void
     private(set) var sent: [OutgoingNotification] = []
 
-    init(_ disk: FullDisk) {
-        self.disk = disk
+    init(first: @escaping @Sendable () async -> Void) {
+        self.first = first
     }
 
     func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
-        if sent.isEmpty { try? await disk.set(full: true) }
+        if sent.isEmpty { await first() }
         sent += batch
         return batch.map { DeliveryReport(channel: DeliveryChannel($0.device.provider), outcome: .delivered) }
     }
@@ -692,7 +692,7 @@ extension NothingLostTests {
         let db = try await TemporaryDatabase(backend)
         for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
         let disk = try await FullDisk(db)
-        let sender = DiskFillingSender(disk)
+        let sender = DeliveringSender { try? await disk.set(full: true) }
         // Room again after the run's second wait to record (100, 200 ms on its clock).
         let clock = ManualRetryClock { waits in if waits == 2 { try? await disk.set(full: false) } }
         // A claim of a later page may meet the full disk too (then the run ends 74). The next run comes once the
@@ -768,5 +768,41 @@ extension NothingLostTests {
         #expect(clock.now <= deadline - handler.settings.deadlines.reportReserve, "waited \(clock.moved)")
         await sender.release()
         await impatient.close()
+    }
+}
+
+extension NothingLostTests {
+    /// A run asked to stop (SIGTERM from systemd or a container runtime, an operator's Ctrl-C) claims nothing
+    /// more, finishes and records the pages already on their way, and ends with 75 saying why; the next run
+    /// reminds the others, nobody twice. The signal used to end the process at once, with the answers of every
+    /// notification in flight unrecorded (the run that took the claims over sent them again).
+    @Test(arguments: Backend.allCases) func aRunAskedToStopFinishesWhatIsOnItsWayAndClaimsNoMore(
+        _ backend: Backend
+    ) async throws {
+        let db = try await TemporaryDatabase(backend)
+        for i in 0..<50 { try await db.store.addUser("u\(String(format: "%02d", i))") }
+        let stop = StopRequest()
+        let sender = DeliveringSender { stop.request("SIGTERM") }
+        var settings = DiaryReminderHandler.Settings()
+        settings.pageSize = 10
+        let handler = DiaryReminderHandler(
+            runner: DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger), settings: settings)
+        let now = instant("2026-11-21T20:00:00Z")
+        let first = try await handler.handle(
+            ScheduledEvent(time: now), context: InvocationContext(now: now, stop: stop))
+        let sentFirst = await sender.sent.count
+        #expect(first.stoppedEarly && first.stoppedBy == "SIGTERM", "\(first.text)")
+        #expect(first.text.contains("STOPPED EARLY (SIGTERM)"), "\(first.text)")
+        #expect(first.failure?.exitCode == 75 && first.failure?.message.contains("SIGTERM") == true)
+        // The pages claimed before the request (the pipeline keeps up to three) went out, and nothing else.
+        #expect(sentFirst >= 10 && sentFirst <= 30 && first.claimed == sentFirst && first.sent == sentFirst)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == sentFirst)
+        #expect(
+            try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'") == sentFirst)
+        let next = try await DiaryReminderRunner(store: db.store, sender: sender, logger: quietLogger)
+            .run(ReminderRunOptions(now: now + 900))
+        #expect(next.sent == 50 - sentFirst && !next.stoppedEarly)
+        let users = await sender.sent.map(\.device.userID)
+        #expect(users.count == 50 && Set(users).count == 50, "\(users.sorted())")
     }
 }

@@ -21,6 +21,8 @@ public struct ReminderRunOptions: Sendable {
     /// Waits to record (a locked, full or unreachable database) end by this instant (a Lambda invocation's
     /// deadline, less time to report) when it comes before the claims' lease would end them.
     public var finishBy: ContinuousClock.Instant?
+    /// Once requested (SIGTERM, SIGINT), no page is claimed any more: the run ends as when its time runs out.
+    public var stop: StopRequest?
     public var runID: String
 
     public init(
@@ -189,6 +191,12 @@ public struct DiaryReminderRunner: Sendable {
                     }
                     let pageKeys = pages[index]
                     index += 1
+                    if let reason = options.stop?.reason {
+                        logger.warning("stopped by \(reason): leaving the rest to the next run")
+                        summary.stoppedEarly = true
+                        summary.stoppedBy = reason
+                        break
+                    }
                     if claimUntil.hasPassed {
                         logger.warning("time budget spent: leaving the rest to the next run")
                         summary.stoppedEarly = true

@@ -9,11 +9,16 @@ public struct InvocationContext: Sendable {
     public var deadline: ContinuousClock.Instant?
     /// The platform's request id, for logs.
     public var requestID: String?
+    /// A request to end the run early and cleanly (a signal to the process, from cron's side); `nil`: none can come.
+    public var stop: StopRequest?
 
-    public init(now: Int64, deadline: ContinuousClock.Instant? = nil, requestID: String? = nil) {
+    public init(
+        now: Int64, deadline: ContinuousClock.Instant? = nil, requestID: String? = nil, stop: StopRequest? = nil
+    ) {
         self.now = now
         self.deadline = deadline
         self.requestID = requestID
+        self.stop = stop
     }
 }
 
@@ -67,13 +72,14 @@ extension JobSummary {
 }
 
 extension RunSummary {
-    /// A provider's trouble (77, 69) first; else, when the run's time ran out before it had claimed every
-    /// due user, a temporary failure (75): the next run reminds them.
+    /// A provider's trouble (77, 69) first; else, when the run's time ran out (or it was asked to stop) before
+    /// it had claimed every due user, a temporary failure (75): the next run reminds them.
     public var failure: JobError? {
         if let trouble = ProviderTrouble.failure(troubles) { return trouble }
         guard stoppedEarly else { return nil }
+        let cause = stoppedBy.map { "the run was stopped by \($0)" } ?? "the run's time ran out"
         return .tempFailure(
-            "the run's time ran out before every due user was claimed (stopped_early): the next run reminds the rest")
+            "\(cause) before every due user was claimed (stopped_early): the next run reminds the rest")
     }
 }
 
@@ -293,6 +299,7 @@ public struct DiaryReminderHandler: JobHandler {
             options.stopClaimingAt = deadline - settings.deadlines.claimReserve
             options.finishBy = deadline - settings.deadlines.reportReserve
         }
+        options.stop = context.stop
         await runner.sender.beginRun(finishBy: context.deadline.map { $0 - settings.deadlines.recordReserve })
         return try await runner.run(options)
     }

@@ -57,8 +57,11 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var outcomesByProvider: [DeliveryChannel: [DeliveryOutcome: Int]] = [:]
     /// Users not reminded, by reason.
     public var skipped: [SkipReason: Int] = [:]
-    /// True when the run stopped selecting because its time budget ran out; the rest is left to the next run.
+    /// True when the run stopped claiming because its time budget ran out, or it was asked to stop; the rest is
+    /// left to the next run.
     public var stoppedEarly = false
+    /// What asked the run to stop (`SIGTERM`, `SIGINT`), when that, not its time, ended it early.
+    public var stoppedBy: String?
     /// Why the run did nothing at all (a stale scheduled event), if so.
     public var notRun: String?
     public var durationMs = 0
@@ -115,7 +118,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
         for trouble in troubles {
             parts.append("LEFT[\(trouble.provider) \(trouble.cause.rawValue)=\(trouble.devices)]")
         }
-        if stoppedEarly { parts.append("STOPPED EARLY (time budget)") }
+        if stoppedEarly { parts.append("STOPPED EARLY (\(stoppedBy ?? "time budget"))") }
         if let notRun { parts.append("NOT RUN (\(notRun))") }
         parts.append("run=\(runID) \(durationMs)ms")
         return parts.joined(separator: " ")

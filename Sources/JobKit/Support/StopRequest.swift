@@ -1,0 +1,66 @@
+import Dispatch
+import Foundation
+import Logging
+import Synchronization
+
+/// A request from outside a run to end it early and cleanly: an operator's Ctrl-C, or systemd, a container
+/// runtime or a deploy stopping the service (SIGTERM, then SIGKILL after a grace period). The run claims
+/// nothing more, lets what is already on its way be answered and recorded, and ends as a run whose time ran
+/// out (75: the next run reminds the rest). Ended by the signal instead, the process would leave the answers
+/// of every notification in flight unrecorded, and the run that takes its claims over would send them again.
+public final class StopRequest: Sendable {
+    private let state = Mutex<String?>(nil)
+    /// The signal handlers, kept for as long as this request (the process's run) lives.
+    nonisolated(unsafe) private var sources: [any DispatchSourceSignal] = []
+
+    private static let queue = DispatchQueue(label: "diary-push.stop-signals")
+
+    public init() {}
+
+    /// Why the run was asked to stop (`SIGTERM`, `SIGINT`); `nil` while it was not.
+    public var reason: String? { state.withLock { $0 } }
+
+    /// Asks the run to stop; returns false when it had been asked already.
+    @discardableResult
+    public func request(_ reason: String) -> Bool {
+        state.withLock { current in
+            guard current == nil else { return false }
+            current = reason
+            return true
+        }
+    }
+
+    /// Makes SIGTERM and SIGINT ask the run to stop. The first one is a request; a second one ends the process at
+    /// once, as the signal does by default (an operator's second Ctrl-C). For a process that runs one job; a
+    /// library embedded in a larger program leaves its signals alone and calls ``request(_:)`` itself.
+    public func stopOnSignals(logger: Logger) {
+        for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+            signal(number, SIG_IGN)
+            // A queue of its own (an overcommitting one), not a global one: Dispatch gives it a thread even while
+            // every thread of the global pool, the one Swift concurrency runs on, is blocked (in a write to a
+            // full pipe, say).
+            let source = DispatchSource.makeSignalSource(signal: number, queue: Self.queue)
+            source.setEventHandler { [self, source] in
+                // Two signals may arrive as one event (`data` counts them) when this handler waits for a thread.
+                if source.data == 1 && request(name) {
+                    // Logged on a thread of its own: a log write that blocks must not hold up a second signal.
+                    Thread.detachNewThread {
+                        logger.warning(
+                            "\(name): claiming no more; what is on its way is finished and recorded (a second SIGTERM or SIGINT ends the process at once)"
+                        )
+                    }
+                } else {
+                    // The default action, from this thread: Dispatch may keep the signal blocked in its threads.
+                    signal(number, SIG_DFL)
+                    var set = sigset_t()
+                    sigemptyset(&set)
+                    sigaddset(&set, number)
+                    pthread_sigmask(SIG_UNBLOCK, &set, nil)
+                    raise(number)
+                }
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}

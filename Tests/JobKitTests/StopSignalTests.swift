@@ -1,0 +1,81 @@
+import Foundation
+import Testing
+
+@testable import JobKit
+
+/// SIGTERM is how systemd, a container runtime or a deploy stops a process, and Ctrl-C (SIGINT) how an operator
+/// does: a reminder run that gets one must not end with notifications in flight unrecorded.
+@Suite struct StopSignalTests {
+    static let now = "2026-11-21T20:00:00Z"
+
+    /// `diary-reminder` sent SIGTERM mid-run claims nothing more, writes out and records the pages already on
+    /// their way, and exits 75 with its summary; the next run reminds the others, nobody twice. The signal
+    /// ended the process at once: the notifications the outbox had taken were not recorded, and the run that
+    /// took their claims over would have sent them again.
+    @Test func sigtermMidRunRecordsWhatIsOnItsWayAndExits75() async throws {
+        let due = 6000
+        let (db, run) = try await Self.runWaitingOnItsOutbox(due: due)
+        kill(run.process.processIdentifier, SIGTERM)
+        let first = await Executables.finish(run)
+
+        #expect(
+            first.signal == nil && first.status == 75,
+            "status \(first.status), signal \(String(describing: first.signal)): \(first.stderr)")
+        #expect(first.stderr.contains("SIGTERM"), "\(first.stderr)")
+        #expect(first.stdout.contains("STOPPED EARLY (SIGTERM)"), "\(first.stdout.suffix(400))")
+        let written = try Self.users(first.stdout)
+        #expect(!written.isEmpty)
+        #expect(
+            try await db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")
+                == written.count)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status <> 'sent'") == 0)
+        let remindedFirst = Set(written)
+        #expect(remindedFirst.count < due, "every due user was claimed before the signal")
+
+        let second = try await Executables.run(
+            "diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:15:00Z", "--outbox", "-"])
+        #expect(second.status == 0, "\(second.stderr)")
+        let remindedNext = Set(try Self.users(second.stdout))
+        #expect(remindedFirst.isDisjoint(with: remindedNext))
+        #expect(remindedFirst.count + remindedNext.count == due)
+    }
+
+    /// A second signal ends the process at once, as the signal does by default: an operator's second Ctrl-C
+    /// is not made to wait.
+    @Test func aSecondSignalEndsTheRunAtOnce() async throws {
+        let (_, run) = try await Self.runWaitingOnItsOutbox(due: 3000)
+        kill(run.process.processIdentifier, SIGINT)
+        try await Task.sleep(for: .milliseconds(300))
+        kill(run.process.processIdentifier, SIGINT)
+        let result = await Executables.finish(run)
+        #expect(result.signal == SIGINT, "status \(result.status): \(result.stderr)")
+        #expect(result.stderr.contains("SIGINT: claiming no more"), "\(result.stderr)")
+    }
+
+    /// A run of `due` seeded users whose outbox is its stdout, left unread: the first page's lines fill the pipe
+    /// and the run waits there, with its pages claimed (three at most: the one being written and two more) and
+    /// the others not. Returned once it has claimed its first page.
+    static func runWaitingOnItsOutbox(due: Int) async throws -> (TemporaryDatabase, Executables.Started) {
+        let db = try await TemporaryDatabase(.sqlite)
+        let seeded = try await Executables.run(
+            "pushctl", ["seed", "--database", db.path, "--users", "\(due)", "--due-at", now, "--due-count", "\(due)"])
+        #expect(seeded.status == 0, "\(seeded.stderr)")
+        let run = try Executables.start("diary-reminder", ["--database", db.path, "--now", now, "--outbox", "-"])
+        var claimed = 0
+        for _ in 0..<3000 where claimed < 1000 {
+            try await Task.sleep(for: .milliseconds(20))
+            claimed = (try? await db.count("SELECT count(*) FROM notification_logs")) ?? 0
+        }
+        #expect(claimed >= 1000, "the run claimed \(claimed) users in 60 s")
+        try await Task.sleep(for: .milliseconds(300))
+        return (db, run)
+    }
+
+    /// The user of each outbox line (a JSON object) in `output`.
+    static func users(_ output: String) throws -> [String] {
+        try output.split(separator: "\n").filter { $0.hasPrefix("{") }.map { line in
+            let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            return try #require(object?["user_id"] as? String, "no user_id in \(line)")
+        }
+    }
+}
