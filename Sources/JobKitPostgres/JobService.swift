@@ -41,15 +41,18 @@ public final class JobService<Handler: JobHandler>: Sendable {
         }
     }
 
-    /// Handles one event; `now` defaults to the system clock when the call arrives.
-    public func handle(_ event: Handler.Event, now: Int64? = nil, requestID: String? = nil) async throws(JobError)
-        -> Handler.Summary
-    {
+    /// Handles one event; `now` defaults to the system clock when the call arrives. `stop` is what the backend
+    /// requests when it shuts down (its graceful shutdown, say): a reminder run then claims no more, finishes and
+    /// records what is on its way, and returns with `stoppedBy` set.
+    public func handle(
+        _ event: Handler.Event, now: Int64? = nil, requestID: String? = nil, stop: StopRequest? = nil
+    ) async throws(JobError) -> Handler.Summary {
         let instant = now ?? Int64(Date().timeIntervalSince1970)
-        return try await handler.handle(event, context: InvocationContext(now: instant, requestID: requestID))
+        return try await handler.handle(
+            event, context: InvocationContext(now: instant, requestID: requestID, stop: stop))
     }
 
-    /// Closes the provider connections and the store. Call once, after the last ``handle(_:now:requestID:)``.
+    /// Closes the provider connections and the store. Call once, after the last ``handle(_:now:requestID:stop:)``.
     public func close() async {
         await handler.shutdown()
         await store.close()
@@ -75,7 +78,7 @@ extension JobService where Handler == ContentLimitHookHandler {
 }
 
 extension JobService where Handler == DiaryReminderHandler {
-    /// The reminder job (``open(environment:logger:)``); each ``handle(_:now:requestID:)`` is one scheduled run
+    /// The reminder job (``open(environment:logger:)``); each ``handle(_:now:requestID:stop:)`` is one scheduled run
     /// (`ScheduledEvent(time:)` with the slot's instant).
     public static func diaryReminder(
         environment: [String: String] = ProcessInfo.processInfo.environment,

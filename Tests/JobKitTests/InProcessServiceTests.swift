@@ -44,6 +44,12 @@ import Testing
         #expect(harness.simulator.accepted().count == 4)
 
         let reminder = try await JobService.diaryReminder(environment: environment, logger: quietLogger)
+        // A backend shutting down asks the run to stop: it claims no more (here: nothing) and says so.
+        let stop = StopRequest()
+        stop.request("shutdown")
+        let stopped = try await reminder.handle(
+            ScheduledEvent(time: instant("2026-11-21T20:00:00Z")), now: instant("2026-11-21T20:00:01Z"), stop: stop)
+        #expect(stopped.claimed == 0 && stopped.stoppedBy == "shutdown" && stopped.failure?.exitCode == 75)
         let run = try await reminder.handle(
             ScheduledEvent(time: instant("2026-11-21T20:00:00Z")),
             now: instant("2026-11-21T20:00:05Z"))
