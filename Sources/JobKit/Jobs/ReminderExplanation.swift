@@ -120,7 +120,6 @@ extension DiaryReminderRunner {
                 "passed: was \(at), window closed at \(Timestamps.format(timing.reminderAt + options.rule.catchUp))",
                 false)
         }
-        explanation.step("4. period key", timing.period.description, nil)
         let day = zone.dayBounds(timing.period)
         let entries = try await store.entryCount(userID: userID, in: day)
         explanation.step(
@@ -129,6 +128,7 @@ extension DiaryReminderRunner {
                 ? "none"
                 : "\(entries) between \(Timestamps.format(day.lowerBound)) and \(Timestamps.format(day.upperBound))",
             entries == 0)
+        explanation.step("4. period key", timing.period.description, nil)
         let log = try await store.logState(userID: userID, type: .diaryReminder, period: timing.period.description)
         let logValue = log.map { "\($0.status) by run \($0.runID) at \(Timestamps.format($0.claimedAt))" } ?? "none"
         let staleBefore = options.now - options.claimLeaseSeconds
