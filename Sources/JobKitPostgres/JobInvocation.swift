@@ -33,7 +33,7 @@ public struct JobInvocation: Sendable {
     public var pingURL: String?
     /// Provider flags over the `PUSH_APNS_*`/`PUSH_FCM_*` settings.
     public var delivery = DeliveryFlags()
-    /// Whether SIGTERM and SIGINT stop a reminder run cleanly (``StopRequest/stopOnSignals(logger:)``): set by
+    /// Whether SIGTERM and SIGINT stop a reminder run cleanly (``StopRequest/signals(logger:)``): set by
     /// the command-line executables, whose process is the run's; a program that embeds JobKit keeps its signals.
     public var stopOnSignals = false
 
@@ -106,11 +106,7 @@ extension JobInvocation {
         let (now, logger) = (self.now, self.logger)
         // A real run that is stopped finishes and records what is on its way; a question is simply ended.
         var context = InvocationContext(now: now)
-        if stopOnSignals && !mode.isQuestion {
-            let stop = StopRequest()
-            stop.stopOnSignals(logger: logger)
-            context.stop = stop
-        }
+        if stopOnSignals && !mode.isQuestion { context.stop = StopRequest.signals(logger: logger) }
         return try await observers(question: mode.isQuestion).observe(job: job, now: now, logger: logger) {
             () async throws(JobError) -> RunSummary? in
             try await withStore(mode: mode.storeMode) { store throws(JobError) -> RunSummary? in

@@ -10,9 +10,11 @@ import Synchronization
 /// of every notification in flight unrecorded, and the run that takes its claims over would send them again.
 public final class StopRequest: Sendable {
     private let state = Mutex<String?>(nil)
-    /// The signal handlers, kept for as long as this request (the process's run) lives.
-    nonisolated(unsafe) private var sources: [any DispatchSourceSignal] = []
 
+    /// The process's request made by its signals, once ``signals(logger:)`` has installed the handlers.
+    private static let installed = Mutex<StopRequest?>(nil)
+    /// The signal handlers: they last as long as the process.
+    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
     private static let queue = DispatchQueue(label: "diary-push.stop-signals")
 
     public init() {}
@@ -30,16 +32,27 @@ public final class StopRequest: Sendable {
         }
     }
 
-    /// Makes SIGTERM and SIGINT ask the run to stop. The first one is a request; a second one ends the process at
-    /// once, as the signal does by default (an operator's second Ctrl-C). For a process that runs one job; a
-    /// library embedded in a larger program leaves its signals alone and calls ``request(_:)`` itself.
-    public func stopOnSignals(logger: Logger) {
+    /// The request SIGTERM and SIGINT make, from now on: the first one is a request; a second one ends the
+    /// process at once, as the signal does by default (an operator's second Ctrl-C). The handlers are installed
+    /// at the first call, and every call returns the same request: a process that runs one job. A program that
+    /// embeds JobKit keeps its own signals, and makes a ``StopRequest`` of its own to request at shutdown.
+    public static func signals(logger: Logger) -> StopRequest {
+        installed.withLock { current in
+            if let current { return current }
+            let stop = StopRequest()
+            stop.install(logger: logger)
+            current = stop
+            return stop
+        }
+    }
+
+    private func install(logger: Logger) {
         for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
             signal(number, SIG_IGN)
             // A queue of its own (an overcommitting one), not a global one: Dispatch gives it a thread even while
             // every thread of the global pool, the one Swift concurrency runs on, is blocked (in a write to a
             // full pipe, say).
-            let source = DispatchSource.makeSignalSource(signal: number, queue: Self.queue)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: StopRequest.queue)
             source.setEventHandler { [self, source] in
                 // Two signals may arrive as one event (`data` counts them) when this handler waits for a thread.
                 if source.data == 1 && request(name) {
@@ -60,7 +73,7 @@ public final class StopRequest: Sendable {
                 }
             }
             source.resume()
-            sources.append(source)
+            StopRequest.sources.append(source)
         }
     }
 }
