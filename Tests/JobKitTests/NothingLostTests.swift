@@ -303,15 +303,23 @@ actor LockingSender: Sender {
 }
 
 extension NothingLostTests {
+    /// A SQLite slot of 30 due users, a store on it that gives up on a lock after 100 ms, and a sender that
+    /// locks the database as its first batch goes out (until released).
+    func lockedSlot() async throws -> (TemporaryDatabase, SQLiteStore, LockingSender) {
+        let db = try await TemporaryDatabase(.sqlite)
+        for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
+        let impatient = try SQLiteStore.open(path: db.path, mode: .readWrite, busyTimeout: 0.1)
+        return (db, impatient, LockingSender(path: db.path))
+    }
+}
+
+extension NothingLostTests {
     /// Measured case 5 (the lock part): answers the providers accepted are recorded once the database is free
     /// again, within the claims' lease, instead of the run failing with them unrecorded (the run that took the
     /// claims over then sent every one of them again). A claim that meets the lock ends the run with 75; either
     /// way the next run sends only to the users nobody sent to.
     @Test func answersAreRecordedAfterALockAndNothingIsSentTwice() async throws {
-        let db = try await TemporaryDatabase(.sqlite)
-        for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
-        let impatient = try SQLiteStore.open(path: db.path, mode: .readWrite, busyTimeout: 0.1)
-        let sender = LockingSender(path: db.path)
+        let (db, impatient, sender) = try await lockedSlot()
         // The other transaction ends after the run's third wait to record (100, 200, 400 ms on its clock).
         let clock = ManualRetryClock { waits in if waits == 3 { await sender.release() } }
         // The first page's answers meet the lock; a later page's claim may meet it too (then the run ends 75).
@@ -745,10 +753,7 @@ extension NothingLostTests {
     /// wait went on for nine tenths of the lease (540 s), past any invocation's time, and the platform ended
     /// the invocation mid-wait with nothing reported.
     @Test func aWaitToRecordEndsByTheInvocationsDeadline() async throws {
-        let db = try await TemporaryDatabase(.sqlite)
-        for i in 0..<30 { try await db.store.addUser("u\(String(format: "%02d", i))") }
-        let impatient = try SQLiteStore.open(path: db.path, mode: .readWrite, busyTimeout: 0.1)
-        let sender = LockingSender(path: db.path)
+        let (_, impatient, sender) = try await lockedSlot()
         let clock = ManualRetryClock()
         var runner = DiaryReminderRunner(store: impatient, sender: sender, logger: quietLogger)
         runner.clock = clock
