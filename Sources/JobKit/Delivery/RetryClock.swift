@@ -30,6 +30,15 @@ public struct Deadline: Sendable {
         Deadline(clock.now + duration, on: clock)
     }
 
+    /// Until when a run waits to record its answers (a locked, full or unreachable database): nine tenths of the
+    /// claims' lease, so that every answer is recorded before another run may take the claims over, or the
+    /// caller's own end (`finishBy`, a Lambda invocation's) when that comes first.
+    public static func toRecord(
+        claimLeaseSeconds: Int64, finishBy: ContinuousClock.Instant?, on clock: any RetryClock
+    ) -> Deadline {
+        after(.seconds(claimLeaseSeconds) * 0.9, on: clock).notAfter(finishBy)
+    }
+
     /// This deadline, or `instant` when that comes first (a caller's own end, such as a Lambda invocation's).
     public func notAfter(_ instant: ContinuousClock.Instant?) -> Deadline {
         guard let instant, instant < self.instant else { return self }

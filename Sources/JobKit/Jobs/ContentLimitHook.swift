@@ -184,8 +184,8 @@ public struct ContentLimitHook: Sendable {
         let delivered = try await ContentLimitHook.deliver(
             [claim.warning],
             store: store, sender: sender, catalog: catalog, runID: options.runID, now: options.now,
-            recordDeadline: Deadline.after(.seconds(options.claimLeaseSeconds) * 0.9, on: clock).notAfter(
-                options.finishBy),
+            recordDeadline: .toRecord(
+                claimLeaseSeconds: options.claimLeaseSeconds, finishBy: options.finishBy, on: clock),
             logger: logger)
         summary.action = .sent
         summary.notifications = delivered.notifications

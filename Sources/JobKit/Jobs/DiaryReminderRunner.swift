@@ -99,10 +99,8 @@ public struct DiaryReminderRunner: Sendable {
         // Claims stop when the run's budget (half the lease) or the caller's deadline (a Lambda's) comes first.
         let budget = clock.now + .seconds(options.claimLeaseSeconds / 2)
         let claimUntil = Deadline(budget, on: clock).notAfter(options.stopClaimingAt)
-        // Answers are recorded before any claim of this run can be taken over (a tenth of the lease to spare),
-        // and before the caller's own end.
-        let recordDeadline = Deadline.after(.seconds(options.claimLeaseSeconds) * 0.9, on: clock)
-            .notAfter(options.finishBy)
+        let recordDeadline = Deadline.toRecord(
+            claimLeaseSeconds: options.claimLeaseSeconds, finishBy: options.finishBy, on: clock)
         var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
         if options.shard.count > 1 { summary.shard = options.shard.description }
         var phases = Phases()

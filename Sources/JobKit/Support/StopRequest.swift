@@ -13,7 +13,7 @@ public final class StopRequest: Sendable {
 
     /// The process's request made by its signals, once ``signals(logger:)`` has installed the handlers.
     private static let installed = Mutex<StopRequest?>(nil)
-    /// The signal handlers: they last as long as the process.
+    /// The signal handlers: they last as long as the process. Written only under `installed`'s lock.
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
     private static let queue = DispatchQueue(label: "diary-push.stop-signals")
 
