@@ -55,7 +55,7 @@ public enum LambdaAdapter {
     }
 
     private static func fail(_ job: String, _ error: JobError) -> Never {
-        FileHandle.standardError.write(Data("\(job): error: \(error.message)\n".utf8))
+        FileHandle.standardError.write(Data((JobLogging.errorLine(job: job, error) + "\n").utf8))
         exit(error.exitCode)
     }
 }

@@ -91,11 +91,11 @@ public struct HookSummary: Sendable, Codable, Hashable {
 
     public var text: String {
         var line =
-            "\(job)\(dryRun ? " (dry run)" : ""): user=\(userID) used=\(used) limit=\(limit.map(String.init) ?? "none")"
+            "\(job)\(dryRun ? " (dry run)" : ""): user=\(LineText.field(userID)) used=\(used) limit=\(limit.map(String.init) ?? "none")"
         if let period { line += " period=\(period)" }
         if let threshold { line += " threshold=\(threshold)" }
         line += " action=\(action.rawValue)"
-        if let reason { line += " reason=\"\(reason)\"" }
+        if let reason { line += " reason=\(LineText.quoted(reason))" }
         if let deliverAfter { line += " deliver_after=\(deliverAfter)" }
         if notifications > 0 {
             line +=
@@ -107,7 +107,8 @@ public struct HookSummary: Sendable, Codable, Hashable {
 }
 
 /// A JSON object written member by member, in the order given, without Foundation: strings escaped as
-/// RFC 8259 requires (`"`, `\\`, control characters), everything else (slashes, non-ASCII) as it is.
+/// RFC 8259 requires (`"`, `\\`, control characters) and as ``LineText/quoted(_:)`` writes them, everything
+/// else (slashes, non-ASCII text) as it is.
 struct SummaryJSON {
     private var members: [String] = []
 
@@ -118,23 +119,7 @@ struct SummaryJSON {
 
     var text: String { "{" + members.joined(separator: ",") + "}" }
 
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case "\u{08}": out += "\\b"
-            case "\u{0C}": out += "\\f"
-            case _ where scalar.value < 0x20:
-                let hex = Array("0123456789abcdef")
-                out += "\\u00" + String(hex[Int(scalar.value >> 4)]) + String(hex[Int(scalar.value & 0xF)])
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// RFC 8259 allows every escape ``LineText/quoted(_:)`` writes; the extra ones (DEL, C1, U+2028 and U+2029)
+    /// keep a JSON line one line for readers that split on them.
+    static func quoted(_ text: String) -> String { LineText.quoted(text) }
 }

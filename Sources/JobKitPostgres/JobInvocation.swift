@@ -150,7 +150,7 @@ extension JobInvocation {
         let options = ContentLimitHook.Options(now: now, dryRun: readOnly, explain: request.explain)
         func report(_ summary: HookSummary) {
             if request.explain && !json {
-                for step in summary.steps { output.write("  \(step)") }
+                for step in summary.steps { output.write("  \(LineText.escapingControls(step))") }
             }
             write(summary)
         }

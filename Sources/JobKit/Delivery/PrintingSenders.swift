@@ -35,15 +35,11 @@ public struct DryRunSender: Sender {
                 sink.write(NotificationLine(notification, event: "would_send").json)
             } else {
                 sink.write(
-                    "would send: user=\(notification.device.userID) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) locale=\(notification.locale) title=\(quoted(notification.title)) body=\(quoted(notification.body))"
+                    "would send: user=\(LineText.field(notification.device.userID)) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) locale=\(LineText.field(notification.locale)) title=\(LineText.quoted(notification.title)) body=\(LineText.quoted(notification.body))"
                 )
             }
         }
         return batch.map { _ in DeliveryReport(channel: .dryRun, outcome: .delivered) }
-    }
-
-    private func quoted(_ text: String) -> String {
-        "\"" + text.replacingOccurrences(of: "\"", with: "\\\"") + "\""
     }
 }
 
@@ -197,7 +193,7 @@ public struct ReportingSender: Sender {
                             outcome: report.outcome.rawValue, reason: report.reason)))
             } else {
                 sink.write(
-                    "validated: user=\(notification.device.userID) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) outcome=\(report.outcome.rawValue)\(report.reason.map { " reason=\($0)" } ?? "")"
+                    "validated: user=\(LineText.field(notification.device.userID)) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) outcome=\(report.outcome.rawValue)\(report.reason.map { " reason=\(LineText.field($0))" } ?? "")"
                 )
             }
         }

@@ -36,15 +36,17 @@ public struct ReminderExplanation: Sendable, Codable, Hashable {
         steps.append(Step(rule: rule, value: value, ok: ok))
     }
 
+    /// One line a step. A value read from the database (a zone, a reminder time) has its control characters
+    /// escaped, so that it stays on its step's line.
     public var text: String {
         let width = (steps.map(\.rule.count).max() ?? 0) + 2
-        var lines = ["explain \(userID) at \(now)"]
+        var lines = ["explain \(LineText.field(userID)) at \(now)"]
         for step in steps {
             let mark = step.ok.map { $0 ? "ok  " : "FAIL" } ?? "    "
             lines.append("  \(mark) \(step.rule.padding(toLength: width, withPad: " ", startingAt: 0))\(step.value)")
         }
         lines.append("verdict: \(verdict)")
-        return lines.joined(separator: "\n")
+        return lines.map(LineText.escapingControls).joined(separator: "\n")
     }
 }
 

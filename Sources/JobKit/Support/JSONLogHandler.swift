@@ -24,7 +24,7 @@ public enum JobLogging {
 
     /// The last line of a job that fails: `<job>: error: <message>` as text, or a JSON object with the exit code.
     public static func errorLine(job: String, _ error: JobError) -> String {
-        guard format == .json else { return "\(job): error: \(error.message)" }
+        guard format == .json else { return "\(job): error: \(LineText.escapingControls(error.message))" }
         return JSONLogHandler.line(
             label: job, level: .error, message: error.message,
             fields: ["exit_code": "\(error.exitCode)", "error_kind": "\(error.kind)"])
@@ -37,13 +37,59 @@ public enum JobLogging {
         switch format {
         case .text:
             LoggingSystem.bootstrap(
-                { label, provider in StreamLogHandler.standardError(label: label, metadataProvider: provider) },
+                { label, provider in
+                    LineSafeLogHandler(StreamLogHandler.standardError(label: label), metadataProvider: provider)
+                },
                 metadataProvider: metadataProvider)
         case .json:
             LoggingSystem.bootstrap(
                 { label, provider in JSONLogHandler(label: label, metadataProvider: provider) },
                 metadataProvider: metadataProvider)
         }
+    }
+}
+
+/// The text log format's guard: a log line holds values from outside (a user id, a zone, a provider's answer, an
+/// error's message), and swift-log's ``StreamLogHandler`` writes them as they are, so that a line break in one
+/// would end the line and start a forged one. This handler escapes the control characters of the message and of
+/// every metadata value (its own, the provider's, the call's) and hands the line to `inner`, which writes it.
+public struct LineSafeLogHandler<Inner: LogHandler>: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
+    private var inner: Inner
+
+    /// `inner` is given the escaped metadata with each event; its own metadata and provider are not used.
+    public init(_ inner: Inner, metadataProvider: Logger.MetadataProvider? = nil) {
+        self.inner = inner
+        self.inner.metadata = [:]
+        self.inner.metadataProvider = nil
+        self.metadataProvider = metadataProvider
+    }
+
+    public var logLevel: Logger.Level {
+        get { inner.logLevel }
+        set { inner.logLevel = newValue }
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var fields = metadata
+        if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
+        if let given = event.metadata { fields.merge(given) { $1 } }
+        if let error = event.error {
+            fields["error.message"] = "\(error)"
+            fields["error.type"] = "\(String(reflecting: type(of: error)))"
+        }
+        var escaped = event
+        escaped.error = nil
+        escaped.message = "\(LineText.escapingControls(event.message.description))"
+        escaped.metadata =
+            fields.isEmpty ? nil : fields.mapValues { .string(LineText.escapingControls($0.description)) }
+        inner.log(event: escaped)
     }
 }
 
