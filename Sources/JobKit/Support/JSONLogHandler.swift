@@ -31,6 +31,21 @@ public enum JobLogging {
             ?? "\(job): error: \(error.message)"
     }
 
+    /// What a line of `event` shows besides its message: the handler's metadata, then the provider's, then the
+    /// call's (a later one wins), and the event's error as `error.message` and `error.type`.
+    static func fields(of event: LogEvent, metadata: Logger.Metadata, provider: Logger.MetadataProvider?)
+        -> Logger.Metadata
+    {
+        var fields = metadata
+        if let provided = provider?.get() { fields.merge(provided) { $1 } }
+        if let given = event.metadata { fields.merge(given) { $1 } }
+        if let error = event.error {
+            fields["error.message"] = "\(error)"
+            fields["error.type"] = "\(String(reflecting: type(of: error)))"
+        }
+        return fields
+    }
+
     /// Bootstraps the process's logging; call once, before the first logger is made.
     public static func bootstrap(_ format: LogFormat) {
         Self.format = format
@@ -77,13 +92,7 @@ public struct LineSafeLogHandler<Inner: LogHandler>: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var fields = metadata
-        if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
-        if let given = event.metadata { fields.merge(given) { $1 } }
-        if let error = event.error {
-            fields["error.message"] = "\(error)"
-            fields["error.type"] = "\(String(reflecting: type(of: error)))"
-        }
+        let fields = JobLogging.fields(of: event, metadata: metadata, provider: metadataProvider)
         var escaped = event
         escaped.error = nil
         escaped.message = "\(LineText.escapingControls(event.message.description))"
@@ -119,9 +128,7 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var fields = metadata
-        if let provided = metadataProvider?.get() { fields.merge(provided) { $1 } }
-        if let extra = event.metadata { fields.merge(extra) { $1 } }
+        let fields = JobLogging.fields(of: event, metadata: metadata, provider: metadataProvider)
         if let line = Self.line(label: label, level: event.level, message: "\(event.message)", fields: fields) {
             write(line)
         }
