@@ -70,7 +70,7 @@ struct Seed: AsyncParsableCommand {
     @Flag(help: "Seed a database that already has users (a user of the same id is overwritten).") var add = false
 
     func validate() throws {
-        guard users >= 0 else { throw ValidationError("--users must not be negative") }
+        if let problem = Seeder.usersProblem(users) { throw ValidationError("--users: \(problem)") }
         guard dueCount >= 0 && dueCount <= users else {
             throw ValidationError("--due-count must be between 0 and --users")
         }

@@ -655,7 +655,9 @@ enum Executables {
         for (arguments, flag) in [
             (["entry", "add", "--user", "u1", "--at", "yesterday"], "--at: not an ISO 8601 instant"),
             (["seed", "--users", "5", "--due-count", "1", "--due-at", "soon"], "--due-at: not an ISO 8601 instant"),
-            (["seed", "--users", "-1"], "--users must not be negative"),
+            (["seed", "--users", "-1"], "--users: must be between 0 and 100,000,000, got -1"),
+            // No bound: 10^10 users seeded until the process was stopped, and left the users written until then.
+            (["seed", "--users", "10000000000"], "--users: must be between 0 and 100,000,000, got 10000000000"),
             // A prefix that made ids longer than 128 characters crashed the seeder ("generated an invalid device").
             (
                 ["seed", "--users", "5", "--id-prefix", String(repeating: "x", count: 122)],

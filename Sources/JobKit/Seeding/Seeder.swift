@@ -71,6 +71,15 @@ public struct Seeder: Sendable {
 
     public init() {}
 
+    /// The most users one seed makes: a hundred times the largest benchmark. Synthetic users are for demos,
+    /// tests and benchmarks, and a number past this is a typo that would seed until it was stopped.
+    public static let maxUsers = 100_000_000
+
+    /// What is wrong with `users` as a number of users to seed (`nil`: nothing).
+    public static func usersProblem(_ users: Int) -> String? {
+        (0...maxUsers).contains(users) ? nil : "must be between 0 and 100,000,000, got \(users)"
+    }
+
     /// How many digits follow the prefix in a user id: 7, or more for ten million users and more.
     static func idWidth(users: Int) -> Int { max(7, String(users).count) }
 
@@ -85,7 +94,7 @@ public struct Seeder: Sendable {
     public func seed(_ options: SeedOptions, into sink: any SeedSink, batchSize: Int = 5_000) async throws(JobError)
         -> SeedReport
     {
-        guard options.users >= 0 else { throw .usage("the number of users must not be negative") }
+        if let problem = Self.usersProblem(options.users) { throw .usage("the number of users \(problem)") }
         guard options.dueCount >= 0, options.dueCount <= options.users else {
             throw .usage("the due count must be between 0 and the number of users (\(options.users))")
         }
