@@ -103,9 +103,8 @@ struct Seed: AsyncParsableCommand {
             let report = try await db.with(create: true) { store throws(JobError) in
                 try await Seeder().seed(options, into: store)
             }
-            print(
-                "seeded \(report.users) users, \(report.devices) devices, \(report.entries) entries today, \(report.due) due at \(dueAt ?? "-")"
-            )
+            let due = dueAt.map { ", \(report.due) due at \($0)" } ?? ""
+            print("seeded \(report.users) users, \(report.devices) devices, \(report.entries) entries today\(due)")
         }
     }
 }

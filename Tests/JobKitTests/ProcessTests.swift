@@ -695,6 +695,10 @@ enum Executables {
         let seedAdded = try await Executables.run(
             "pushctl", ["seed", "--users", "3", "--id-prefix", "fake-", "--add"] + database)
         #expect(seedAdded.status == 0, "\(seedAdded.stderr)")
+        // Without --due-at there is no due set to report (it said "0 due at -").
+        #expect(
+            seedAdded.stdout.hasPrefix("seeded 3 users, ") && seedAdded.stdout.hasSuffix(" entries today\n"),
+            "\(seedAdded.stdout)")
         #expect(try await db.count("SELECT count(*) FROM users") == 5)
         try await db.execute("DELETE FROM users WHERE id LIKE 'fake-%'")
         let explain = try await Executables.run(
