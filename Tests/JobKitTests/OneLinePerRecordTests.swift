@@ -77,6 +77,19 @@ import Testing
         #expect(explanation.text.contains(#""Mars\nverdict: reminded" is not an IANA zone"#), "\(explanation.text)")
     }
 
+    /// The health report's text: a deactivation reason is whatever the app or `pushctl device unregister`
+    /// recorded, and stays on its row's line.
+    @Test func theHealthReportKeepsARecordedReasonOnItsLine() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        try await db.store.addUser("carol", tokens: ["c-phone"])
+        let now = instant(Self.now)
+        #expect(try await db.store.unregister(token: "c-phone", reason: "logout\n  stale: 1000", now: now))
+        let text = try await db.store.healthReport(from: now - 86_400, to: now + 60).text
+        let section = text.components(separatedBy: "deactivations by reason:\n")
+        #expect(section.count == 2, "\(text)")
+        #expect(section.last?.hasPrefix(#"  logout\n  stale: 1000: 1"# + "\n\n") == true, "\(text)")
+    }
+
     @Test func theHooksSummaryAndAJobsErrorAreOneLine() {
         let summary = HookSummary(runID: "r", now: Self.now, dryRun: false, userID: Self.forged, used: 9, limit: 10)
         #expect(!summary.text.contains("\n"), "\(summary.text)")

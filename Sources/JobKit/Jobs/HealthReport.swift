@@ -262,7 +262,9 @@ extension HealthReport {
                 "  \(message.locale) #\(message.messageIndex) reminded=\(message.reminded) 3h=\(share(message.within3h)) day=\(share(message.sameLocalDay))"
                 + (message.title.map { " \"\($0)\"" } ?? "")
         }
-        return lines.joined(separator: "\n")
+        // Reasons, locales and titles are stored text (the app records its own deactivation reasons): each row
+        // stays on its line.
+        return lines.map(LineText.escapingControls).joined(separator: "\n")
     }
 
     /// `text` padded with spaces to `width`: right-aligned (numbers), or left-aligned.
