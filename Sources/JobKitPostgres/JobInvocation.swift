@@ -239,9 +239,6 @@ extension ContentLimitEvent {
     /// One JSON event (``parse(json:)``) read from a file, or from standard input for `-`.
     public static func read(path: String) throws(JobError) -> ContentLimitEvent {
         if path == "-" { return try parse(json: FileHandle.standardInput.readDataToEndOfFile()) }
-        guard let contents = FileManager.default.contents(atPath: path) else {
-            throw .noInput("cannot read the event file \(path)")
-        }
-        return try parse(json: contents)
+        return try parse(json: readInputFile(path, what: "the event file"))
     }
 }

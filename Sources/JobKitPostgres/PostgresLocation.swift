@@ -106,9 +106,7 @@ public struct PostgresLocation: Sendable {
             guard location.password == nil else {
                 throw .config("\(source): a password is in the URL and a password file is given too; use one")
             }
-            guard let data = FileManager.default.contents(atPath: passwordFile) else {
-                throw .noInput("cannot read the database password file \(passwordFile)")
-            }
+            let data = try readInputFile(passwordFile, what: "the database password file")
             location.password = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
         }
         return location

@@ -478,6 +478,15 @@ import Testing
         #expect(!"gG -".utf8.contains(where: SimulatorState.isHexDigit))
     }
 
+    /// A CA file that cannot be read says why (it said "cannot read the CA file …" and no more).
+    @Test func anUnreadableCAFileSaysWhy() throws {
+        for (path, reason) in [("/nonexistent.pem", "No such file or directory"), ("/", "Is a directory")] {
+            #expect(throws: JobError.noInput("cannot read the CA file \(path): \(reason)")) {
+                try TLSSettings(additionalCAFile: path).makeContext()
+            }
+        }
+    }
+
     @Test func theSimulatorReadsBodiesLargerThanTheFlowControlWindows() async throws {
         let harness = try await DeliveryHarness.start()
         let tls = try TLSSettings(additionalCAFile: harness.simulator.credentials.caFile).makeContext()

@@ -402,7 +402,10 @@ import Testing
         #expect(throws: JobError.self) {
             try PostgresLocation.parse("postgres://app:x@h/db", passwordFile: secret.path)
         }
-        #expect(throws: JobError.noInput("cannot read the database password file /nonexistent/pw")) {
+        #expect(
+            throws: JobError.noInput(
+                "cannot read the database password file /nonexistent/pw: No such file or directory")
+        ) {
             try PostgresLocation.parse("postgres://app@h/db?password_file=/nonexistent/pw")
         }
     }

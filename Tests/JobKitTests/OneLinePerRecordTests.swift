@@ -90,12 +90,23 @@ import Testing
         #expect(section.last?.hasPrefix(#"  logout\n  stale: 1000: 1"# + "\n\n") == true, "\(text)")
     }
 
+    /// `pushctl copy check` lists every problem on a line of its own, and a key from the file stays on its
+    /// problem's line.
+    @Test func aCatalogsProblemsAreOneALine() {
+        let json = Data(#"{"diary_reminder": {"en": [{"title": "T", "body": "B"}], "x\n  y": []}}"#.utf8)
+        let error = #expect(throws: JobError.self) { try CopyCatalog(json: json, source: "c.json") }
+        let lines = error?.message.split(separator: "\n").map(String.init) ?? []
+        #expect(lines.first == "c.json: invalid copy catalog:", "\(lines)")
+        #expect(lines.dropFirst().allSatisfy { $0.hasPrefix("  ") && !$0.hasPrefix("   ") }, "\(lines)")
+        #expect(lines.contains { $0.contains(#"x\n  y"#) }, "\(lines)")
+    }
+
     @Test func theHooksSummaryAndAJobsErrorAreOneLine() {
         let summary = HookSummary(runID: "r", now: Self.now, dryRun: false, userID: Self.forged, used: 9, limit: 10)
         #expect(!summary.text.contains("\n"), "\(summary.text)")
         #expect(summary.text.hasPrefix(#"content-limit-hook: user="mallory\nwould send: user=alice"#))
         let error = JobLogging.errorLine(job: "diary-reminder", .unknownUser("ghost\ndiary-reminder: ok"))
-        #expect(error == #"diary-reminder: error: unknown user ghost\ndiary-reminder: ok"#)
+        #expect(error == #"diary-reminder: error: unknown user "ghost\ndiary-reminder: ok""#)
     }
 
     /// The text log format: the message and every metadata value (given, the handler's own, the provider's) stay
@@ -138,7 +149,7 @@ import Testing
         let ghost = try await Executables.run("diary-reminder", database + ["--explain", "ghost\nverdict: due"])
         #expect(ghost.status == 65)
         #expect(
-            ghost.stderr.split(separator: "\n").last == #"diary-reminder: error: unknown user ghost\nverdict: due"#,
+            ghost.stderr.split(separator: "\n").last == #"diary-reminder: error: unknown user "ghost\nverdict: due""#,
             "\(ghost.stderr)")
         #expect(!ghost.stderr.contains("\nverdict"), "\(ghost.stderr)")
     }

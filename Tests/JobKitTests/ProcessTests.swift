@@ -218,9 +218,16 @@ enum Executables {
                 ["--database", db.path, "--fcm-endpoint", "http://plain", "--fcm-service-account-file", "/x.json"]
                     + now, [:], 64, "not an https URL"
             ),
+            // A file that cannot be read says why (each said "cannot read the … file …" and no more).
             (
                 ["--database", db.path, "--fcm-service-account-file", "/nonexistent.json"] + now, [:], 66,
-                "service-account"
+                "cannot read the FCM service-account file /nonexistent.json: No such file or directory"
+            ),
+            (
+                [
+                    "--database", db.path, "--apns-key-file", db.directory.path, "--apns-key-id", "K",
+                    "--apns-team-id", "T", "--apns-topic", "t",
+                ] + now, [:], 66, "cannot read the APNs key file \(db.directory.path): Is a directory"
             ),
             (
                 ["--database", "postgres://app@127.0.0.1:1/x", "--dry-run"] + now, [:], 69,
@@ -295,7 +302,11 @@ enum Executables {
             ),
             (
                 ["--database", db.path, "--copy-catalog", "/nonexistent.json", "--dry-run"] + now, [:], 66,
-                "copy catalog"
+                "cannot read the copy catalog at /nonexistent.json: No such file or directory"
+            ),
+            (
+                ["--database", db.path, "--copy-catalog", db.directory.path, "--dry-run"] + now, [:], 66,
+                "cannot read the copy catalog at \(db.directory.path): Is a directory"
             ),
         ]
         for testCase in cases {
@@ -737,6 +748,7 @@ enum Executables {
         let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
         let cases: [(arguments: [String], stdin: String?, status: Int32, message: String)] = [
             (["--event", "-"], "{not json", 65, "event"),
+            (["--event", "/nonexistent.json"], nil, 66, "cannot read the event file /nonexistent.json: No such file"),
             (["--event", "-"], #"{"user_id":"w","used":-2,"limit":30}"#, 65, "negative"),
             (
                 ["--event", "-", "--outbox", outbox], #"{"user_id":"ghost","used":29,"limit":30}"#, 65,

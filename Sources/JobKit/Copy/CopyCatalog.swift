@@ -59,13 +59,7 @@ public struct CopyCatalog: Sendable {
 
     /// Loads and validates a catalog file.
     public static func load(path: String) throws(JobError) -> CopyCatalog {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw .noInput("cannot read the copy catalog at \(path)")
-        }
-        return try CopyCatalog(json: data, source: path)
+        try CopyCatalog(json: readInputFile(path, what: "the copy catalog at"), source: path)
     }
 
     public init(json: Data, source: String) throws(JobError) {
@@ -107,7 +101,10 @@ public struct CopyCatalog: Sendable {
             problems.append("\(type.rawValue).\(Self.fallbackLocale): missing (every type needs the fallback locale)")
         }
         guard problems.isEmpty else {
-            throw .dataError("\(source): invalid copy catalog:\n  " + problems.joined(separator: "\n  "))
+            // One problem a line: a key from the file stays on its problem's line.
+            throw .dataError(
+                "\(source): invalid copy catalog:\n  "
+                    + problems.map(LineText.escapingControls).joined(separator: "\n  "))
         }
         self.messages = table
     }

@@ -12,7 +12,7 @@ public enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable,
     /// naming the row.
     public init(storedIn logID: Int64, _ name: String) throws(JobError) {
         guard let type = NotificationType(rawValue: name) else {
-            throw .dataError("notification_logs row \(logID): unknown notification_type \"\(name)\"")
+            throw .dataError("notification_logs row \(logID): unknown notification_type \(LineText.quoted(name))")
         }
         self = type
     }

@@ -142,10 +142,12 @@ public struct ScheduledEvent: Sendable, Hashable, LambdaEvent {
             }
         }
         guard let time = Timestamps.parse(text) else {
-            throw .dataError("event: \"time\" is not an ISO 8601 instant: \(text)")
+            throw .dataError("event: \"time\" is not an ISO 8601 instant: \(LineText.field(text))")
         }
         guard Timestamps.supportedRange.contains(time) else {
-            throw .dataError("event: \"time\" \(text) is outside the supported range, \(Timestamps.supportedRangeText)")
+            throw .dataError(
+                "event: \"time\" \(LineText.field(text)) is outside the supported range, \(Timestamps.supportedRangeText)"
+            )
         }
         return ScheduledEvent(time: time, detail: detail)
     }

@@ -57,7 +57,9 @@ public struct Device: Sendable, Hashable {
         apnsEnvironment: String?
     ) throws(JobError) {
         func known<Value>(_ value: Value?, _ column: String, _ text: String) throws(JobError) -> Value {
-            guard let value else { throw .dataError("user_devices row \(id): unknown \(column) \"\(text)\"") }
+            guard let value else {
+                throw .dataError("user_devices row \(id): unknown \(column) \(LineText.quoted(text))")
+            }
             return value
         }
         self.init(

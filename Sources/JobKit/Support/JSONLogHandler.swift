@@ -24,7 +24,7 @@ public enum JobLogging {
 
     /// The last line of a job that fails: `<job>: error: <message>` as text, or a JSON object with the exit code.
     public static func errorLine(job: String, _ error: JobError) -> String {
-        guard format == .json else { return "\(job): error: \(LineText.escapingControls(error.message))" }
+        guard format == .json else { return "\(job): error: \(error.message)" }
         return JSONLogHandler.line(
             label: job, level: .error, message: error.message,
             fields: ["exit_code": "\(error.exitCode)", "error_kind": "\(error.kind)"])

@@ -23,7 +23,7 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     /// The input data was incorrect: malformed event, unknown user, invalid value (EX_DATAERR, 65).
     public static func dataError(_ message: String) -> JobError { JobError(.dataError, message) }
     /// A user id the store does not know (EX_DATAERR, 65): one message wherever a user is looked up.
-    public static func unknownUser(_ userID: String) -> JobError { dataError("unknown user \(userID)") }
+    public static func unknownUser(_ userID: String) -> JobError { dataError("unknown user \(LineText.field(userID))") }
     /// An input file (the database, a catalog) does not exist or cannot be read (EX_NOINPUT, 66).
     public static func noInput(_ message: String) -> JobError { JobError(.noInput, message) }
     /// A service (the database, a provider) is unavailable (EX_UNAVAILABLE, 69).

@@ -8,3 +8,16 @@ package func systemReason(_ error: any Error) -> String {
     guard let posix, posix.domain == NSPOSIXErrorDomain else { return error.localizedDescription }
     return String(cString: strerror(Int32(posix.code)))
 }
+
+/// The bytes of a file a job is given to read (a key, a service account, a catalog, an event, a password), or a
+/// ``JobError/noInput(_:)`` that names it and says why: "cannot read the APNs key file /k.p8: No such file or
+/// directory" (or "Permission denied", "Is a directory").
+package func readInputFile(_ path: String, what: String) throws(JobError) -> Data {
+    do {
+        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        return try handle.readToEnd() ?? Data()
+    } catch {
+        throw .noInput("cannot read \(what) \(path): \(systemReason(error))")
+    }
+}

@@ -36,9 +36,7 @@ enum ProviderTokens {
     static let fcmExpiryMarginSeconds: Int64 = 5 * 60
 
     static func apnsKey(_ configuration: APNsConfiguration) async throws(JobError) -> JWTKeyCollection {
-        guard let pem = try? String(contentsOfFile: configuration.keyFile, encoding: .utf8) else {
-            throw .noInput("cannot read the APNs key file \(configuration.keyFile)")
-        }
+        let pem = String(decoding: try readInputFile(configuration.keyFile, what: "the APNs key file"), as: UTF8.self)
         let key: ES256PrivateKey
         do { key = try ES256PrivateKey(pem: pem) } catch {
             throw .config("\(configuration.keyFile) is not an APNs .p8 (P-256 private key) file")

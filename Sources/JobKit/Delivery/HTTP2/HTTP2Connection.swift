@@ -47,9 +47,7 @@ public struct TLSSettings: Sendable {
             configuration.trustRoots = .file(directory)
         }
         if let file = additionalCAFile {
-            guard FileManager.default.isReadableFile(atPath: file) else {
-                throw .noInput("cannot read the CA file \(file)")
-            }
+            _ = try readInputFile(file, what: "the CA file")
             configuration.additionalTrustRoots = [.file(file)]
         }
         do {

@@ -39,9 +39,7 @@ public struct ServiceAccount: Sendable, Hashable, Decodable {
     }
 
     public static func load(path: String) throws(JobError) -> ServiceAccount {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw .noInput("cannot read the FCM service-account file \(path)")
-        }
+        let data = try readInputFile(path, what: "the FCM service-account file")
         let account: ServiceAccount
         do {
             account = try JSONDecoder().decode(ServiceAccount.self, from: data)
