@@ -33,8 +33,9 @@ public struct JobInvocation: Sendable {
     public var pingURL: String?
     /// Provider flags over the `PUSH_APNS_*`/`PUSH_FCM_*` settings.
     public var delivery = DeliveryFlags()
-    /// Whether SIGTERM and SIGINT stop a reminder run cleanly (``StopRequest/signals(logger:)``): set by
-    /// the command-line executables, whose process is the run's; a program that embeds JobKit keeps its signals.
+    /// Whether SIGTERM and SIGINT stop a reminder run, or a hook invocation that sends a warning, cleanly
+    /// (``StopRequest/signals(logger:)``): set by the command-line executables, whose process is the run's; a
+    /// program that embeds JobKit keeps its signals.
     public var stopOnSignals = false
 
     public init(job: String, config: ConfigResolver, logger: Logger, now: Int64) {
@@ -172,7 +173,10 @@ extension JobInvocation {
                 logger: logger, dryRun: readOnly, explain: request.explain)
             // A warning is probably sent: load the keys and trust roots while the store claims it.
             if warns && !readOnly && outbox == nil { await handler.senders.prepare() }
-            let summary = try await handler.handleOnce(request.event, context: InvocationContext(now: now))
+            // A warning on its way is finished and recorded when the process is asked to stop (SIGTERM).
+            var context = InvocationContext(now: now)
+            if stopOnSignals && warns && !readOnly { context.stop = StopRequest.signals(logger: logger) }
+            let summary = try await handler.handleOnce(request.event, context: context)
             report(summary)
             if let failure = summary.failure { throw failure }
             return summary

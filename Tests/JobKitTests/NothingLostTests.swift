@@ -244,6 +244,27 @@ extension ContentLimitHookTests {
                 == ["retry"])
     }
 
+    /// A hook asked to stop (SIGTERM) ends the wait for the 90 % warning at once, and leaves the 100 % one to the
+    /// reminder run as after the whole wait; it had no stop request and waited its 10 s.
+    @Test func theWaitForTheNinetyEndsWhenTheHookIsAskedToStop() async throws {
+        let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(.sqlite)
+        let clock = ManualRetryClock()
+        var hook = hook(db, factory)
+        hook.clock = clock
+        let handler = ContentLimitHookHandler(
+            hook: hook, senders: LazySender { () async throws(JobError) in factory.make() })
+        let stop = StopRequest()
+        #expect(stop.request("SIGTERM"))
+        let summary = try await handler.handle(
+            try ContentLimitEvent(userID: "writer", used: 30, limit: 30),
+            context: InvocationContext(now: now, stop: stop))
+        #expect(summary.action == .deferred)
+        #expect(clock.moved == .zero, "\(clock.moved)")
+        #expect(
+            try await db.strings("SELECT status FROM notification_logs WHERE notification_type = 'content_limit_100'")
+                == ["retry"])
+    }
+
     /// When the 90 % warning is still on its way after the wait, the 100 % one is left for the reminder run,
     /// which sends it once the 90 % one is recorded.
     @Test(arguments: Backend.allCases) func aHundredPercentWarningHeldBackIsSentByTheRunAfterTheNinety(

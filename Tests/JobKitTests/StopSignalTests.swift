@@ -1,4 +1,5 @@
 import Foundation
+import PushSimulator
 import Testing
 
 @testable import JobKit
@@ -50,6 +51,46 @@ import Testing
         let result = await Executables.finish(run)
         #expect(result.signal == SIGINT, "status \(result.status): \(result.stderr)")
         #expect(result.stderr.contains("SIGINT: claiming no more"), "\(result.stderr)")
+    }
+
+    /// `content-limit-hook` sent SIGTERM while its warning is on its way (the provider answers after 3 s)
+    /// finishes it: sent, answered, recorded, and the usual summary and exit. The signal ended it mid-send with
+    /// the claim open and nothing recorded, and the reminder run that took the claim over after the lease would
+    /// have sent the warning again.
+    @Test func theHookFinishesAWarningOnItsWayWhenStopped() async throws {
+        let harness = try await DeliveryHarness.start(.sqlite) { configuration in
+            configuration.rules = [SimulatorRule(prefix: "slow-", kind: .slow, delayMs: 3_000)]
+        }
+        defer { Task { await harness.stop() } }
+        try await harness.addUser("w", devices: [("slow-phone-w", .fcm, .android)])
+        let credentials = harness.simulator.credentials
+        let environment = [
+            "PUSH_FCM_SERVICE_ACCOUNT_FILE": credentials.serviceAccountFile,
+            "PUSH_FCM_ENDPOINT": "https://127.0.0.1:\(harness.simulator.port)", "PUSH_CA_FILE": credentials.caFile,
+        ]
+        let hook = try Executables.start(
+            "content-limit-hook",
+            ["--database", harness.db.path, "--now", Self.now, "--user", "w", "--used", "9", "--limit", "10"],
+            environment: environment)
+        var sending = false
+        for _ in 0..<1500 where !sending {
+            try await Task.sleep(for: .milliseconds(20))
+            let claimed = (try? await harness.db.count("SELECT count(*) FROM notification_logs")) ?? 0
+            sending = claimed == 1 && harness.simulator.stats.requests > 0
+        }
+        #expect(sending, "the hook did not reach the provider in 30 s")
+        try await Task.sleep(for: .milliseconds(300))
+        kill(hook.process.processIdentifier, SIGTERM)
+        let result = await Executables.finish(hook)
+
+        #expect(
+            result.signal == nil && result.status == 0,
+            "status \(result.status), signal \(String(describing: result.signal)): \(result.stderr)")
+        #expect(result.stdout.contains("action=sent") && result.stdout.contains("delivered=1"), "\(result.stdout)")
+        #expect(try await harness.db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 1)
+        #expect(
+            try await harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")
+                == 1)
     }
 
     /// A run of `due` seeded users whose outbox is its stdout, left unread: the first page's lines fill the pipe

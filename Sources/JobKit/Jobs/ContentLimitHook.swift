@@ -39,6 +39,9 @@ public struct ContentLimitHook: Sendable {
         /// The waits (for the 90 % warning, and to record) end by this instant (a Lambda invocation's deadline,
         /// less time to answer) when it comes first.
         public var finishBy: ContinuousClock.Instant?
+        /// A request to stop (SIGTERM): the wait for the 90 % warning ends at once, and what is on its way is
+        /// finished and recorded, as a reminder run does with the pages it has claimed.
+        public var stop: StopRequest?
         public var runID = UUID().uuidString.lowercased()
         public init(now: Int64, dryRun: Bool = false, explain: Bool = false) {
             self.now = now
@@ -167,7 +170,8 @@ public struct ContentLimitHook: Sendable {
         }
         guard let sender else { return finish("no sender") }
         if type == .contentLimit100,
-            try await !lowerWarningRecorded(userID: user.userID, period: period, floor: floor, options: options)
+            try await !lowerWarningRecorded(
+                userID: user.userID, period: period, floor: floor, options: options, logger: logger)
         {
             step("90 % warning of this period still on its way after \(options.lowerWarningWait): held back")
             try await store.record(
@@ -197,9 +201,9 @@ public struct ContentLimitHook: Sendable {
 
     /// Waits, up to `options.lowerWarningWait`, while the period's 90 % warning is on its way (another
     /// invocation claimed it and has not recorded it yet), so that it cannot arrive after the 100 % one.
-    private func lowerWarningRecorded(userID: String, period: String, floor: String, options: Options)
-        async throws(JobError) -> Bool
-    {
+    private func lowerWarningRecorded(
+        userID: String, period: String, floor: String, options: Options, logger: Logger
+    ) async throws(JobError) -> Bool {
         let staleBefore = options.now - options.claimLeaseSeconds
         let deadline = Deadline.after(options.lowerWarningWait, on: clock).notAfter(options.finishBy)
         while true {
@@ -210,6 +214,10 @@ public struct ContentLimitHook: Sendable {
                 return true
             }
             guard !deadline.hasPassed else { return false }
+            if let reason = options.stop?.reason {
+                logger.warning("stopped by \(reason): the 100 % warning is left for the next reminder run")
+                return false
+            }
             await clock.sleep(for: .milliseconds(50))
         }
     }

@@ -327,6 +327,7 @@ public struct ContentLimitHookHandler: JobHandler {
         var options = ContentLimitHook.Options(now: context.now, dryRun: dryRun || explain, explain: explain)
         if let requestID = context.requestID { options.runID = requestID }
         options.finishBy = context.deadline.map { $0 - deadlines.reportReserve }
+        options.stop = context.stop
         return try await hook.handle(event, options: options)
     }
 }
