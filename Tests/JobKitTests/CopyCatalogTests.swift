@@ -80,7 +80,9 @@ import Testing
             }
         }
         #expect(throws: JobError.self) { try CopyCatalog(json: Data("[1, 2]".utf8), source: "x") }
-        #expect(throws: JobError.noInput("cannot read the copy catalog at /nonexistent/c.json")) {
+        #expect(
+            throws: JobError.noInput("cannot read the copy catalog at /nonexistent/c.json: No such file or directory")
+        ) {
             try CopyCatalog.load(path: "/nonexistent/c.json")
         }
     }
