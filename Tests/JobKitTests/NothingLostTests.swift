@@ -227,42 +227,40 @@ extension ContentLimitHookTests {
     /// to answer, and leaves the 100 % one to the reminder run as after the whole wait. It waited its 10 s, and the
     /// platform ended the invocation mid-wait with its claim unresolved.
     @Test func theWaitForTheNinetyEndsByTheInvocationsDeadline() async throws {
-        let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(.sqlite)
         let clock = ManualRetryClock()
-        var hook = hook(db, factory)
-        hook.clock = clock
-        let handler = ContentLimitHookHandler(
-            hook: hook, senders: LazySender { () async throws(JobError) in factory.make() })
         let deadline = clock.now + .seconds(3)
-        let summary = try await handler.handle(
-            try ContentLimitEvent(userID: "writer", used: 30, limit: 30),
-            context: InvocationContext(now: now, deadline: deadline))
-        #expect(summary.action == .deferred)
+        let handler = try await hundredPercentWarning(
+            on: clock, context: { InvocationContext(now: $0, deadline: deadline) })
         #expect(clock.moved > .zero && clock.now <= deadline - handler.deadlines.reportReserve, "\(clock.moved)")
-        #expect(
-            try await db.strings("SELECT status FROM notification_logs WHERE notification_type = 'content_limit_100'")
-                == ["retry"])
     }
 
     /// A hook asked to stop (SIGTERM) ends the wait for the 90 % warning at once, and leaves the 100 % one to the
     /// reminder run as after the whole wait; it had no stop request and waited its 10 s.
     @Test func theWaitForTheNinetyEndsWhenTheHookIsAskedToStop() async throws {
-        let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(.sqlite)
         let clock = ManualRetryClock()
+        let stop = StopRequest()
+        #expect(stop.request("SIGTERM"))
+        _ = try await hundredPercentWarning(on: clock, context: { InvocationContext(now: $0, stop: stop) })
+        #expect(clock.moved == .zero, "\(clock.moved)")
+    }
+
+    /// The 100 % warning of a writer whose 90 % one is on its way, handled in `context` with the hook's waits on
+    /// `clock`: it is held back (`deferred`, its claim left `retry`). Returns the handler.
+    private func hundredPercentWarning(on clock: ManualRetryClock, context: (Int64) -> InvocationContext)
+        async throws -> ContentLimitHookHandler
+    {
+        let (db, factory, now) = try await writerWithNinetyPercentOnItsWay(.sqlite)
         var hook = hook(db, factory)
         hook.clock = clock
         let handler = ContentLimitHookHandler(
             hook: hook, senders: LazySender { () async throws(JobError) in factory.make() })
-        let stop = StopRequest()
-        #expect(stop.request("SIGTERM"))
         let summary = try await handler.handle(
-            try ContentLimitEvent(userID: "writer", used: 30, limit: 30),
-            context: InvocationContext(now: now, stop: stop))
+            try ContentLimitEvent(userID: "writer", used: 30, limit: 30), context: context(now))
         #expect(summary.action == .deferred)
-        #expect(clock.moved == .zero, "\(clock.moved)")
         #expect(
             try await db.strings("SELECT status FROM notification_logs WHERE notification_type = 'content_limit_100'")
                 == ["retry"])
+        return handler
     }
 
     /// When the 90 % warning is still on its way after the wait, the 100 % one is left for the reminder run,
