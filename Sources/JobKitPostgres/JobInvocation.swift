@@ -175,7 +175,10 @@ extension JobInvocation {
             if warns && !readOnly && outbox == nil { await handler.senders.prepare() }
             // A warning on its way is finished and recorded when the process is asked to stop (SIGTERM).
             var context = InvocationContext(now: now)
-            if stopOnSignals && warns && !readOnly { context.stop = StopRequest.signals(logger: logger) }
+            if stopOnSignals && warns && !readOnly {
+                context.stop = StopRequest.signals(
+                    logger: logger, effect: "the warning is finished and recorded; a wait for the 90 % one ends")
+            }
             let summary = try await handler.handleOnce(request.event, context: context)
             report(summary)
             if let failure = summary.failure { throw failure }

@@ -87,6 +87,7 @@ import Testing
             result.signal == nil && result.status == 0,
             "status \(result.status), signal \(String(describing: result.signal)): \(result.stderr)")
         #expect(result.stdout.contains("action=sent") && result.stdout.contains("delivered=1"), "\(result.stdout)")
+        #expect(result.stderr.contains("SIGTERM: the warning is finished and recorded"), "\(result.stderr)")
         #expect(try await harness.db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 1)
         #expect(
             try await harness.db.count("SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered'")

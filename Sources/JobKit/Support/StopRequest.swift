@@ -36,17 +36,20 @@ public final class StopRequest: Sendable {
     /// process at once, as the signal does by default (an operator's second Ctrl-C). The handlers are installed
     /// at the first call, and every call returns the same request: a process that runs one job. A program that
     /// embeds JobKit keeps its own signals, and makes a ``StopRequest`` of its own to request at shutdown.
-    public static func signals(logger: Logger) -> StopRequest {
+    /// `effect` is what the job does about the first signal, for the warning it logs.
+    public static func signals(
+        logger: Logger, effect: String = "claiming no more; what is on its way is finished and recorded"
+    ) -> StopRequest {
         installed.withLock { current in
             if let current { return current }
             let stop = StopRequest()
-            stop.install(logger: logger)
+            stop.install(logger: logger, effect: effect)
             current = stop
             return stop
         }
     }
 
-    private func install(logger: Logger) {
+    private func install(logger: Logger, effect: String) {
         for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
             signal(number, SIG_IGN)
             // A queue of its own (an overcommitting one), not a global one: Dispatch gives it a thread even while
@@ -59,8 +62,7 @@ public final class StopRequest: Sendable {
                     // Logged on a thread of its own: a log write that blocks must not hold up a second signal.
                     Thread.detachNewThread {
                         logger.warning(
-                            "\(name): claiming no more; what is on its way is finished and recorded (a second SIGTERM or SIGINT ends the process at once)"
-                        )
+                            "\(name): \(effect) (a second SIGTERM or SIGINT ends the process at once)")
                     }
                 } else {
                     // The default action, from this thread: Dispatch may keep the signal blocked in its threads.
