@@ -40,4 +40,13 @@ extension PostgresStore: DueSetLeases {
             WHERE run_key = \(runKey) AND bucket = \(Int32(bucket)) AND holder = \(holder)
             """)
     }
+
+    public func releaseBucket(runKey: String, bucket: Int, holder: String, freeFrom: Int64) async throws(JobError) {
+        _ = try await write(
+            "giving back a bucket of the due set",
+            """
+            UPDATE due_set_leases SET holder = NULL, expires_at = to_timestamp(\(freeFrom))
+            WHERE run_key = \(runKey) AND bucket = \(Int32(bucket)) AND holder = \(holder) AND finished_at IS NULL
+            """)
+    }
 }

@@ -151,6 +151,45 @@ import Testing
                 "SELECT count(DISTINCT run_key) FROM due_set_leases") == 2)
     }
 
+    /// A runner stopped mid-bucket (SIGTERM) gives the bucket back: another runner of the same run takes it at once
+    /// and reminds its users the stopped runner had not claimed, nobody twice. The bucket stayed leased to the
+    /// stopped runner, and its other users waited for the next scheduled run, 15 minutes later.
+    @Test(arguments: Backend.allCases) func aBucketOfAStoppedRunnerGoesToAnotherRunnerOfTheSameRun(
+        _ backend: Backend
+    ) async throws {
+        let db = try await seeded(backend, due: 1_500)
+        let stop = StopRequest()
+        let stopped = DiaryReminderRunner(
+            store: db.store, sender: StoppingSender(stop: stop), logger: quietLogger)
+        var options = ReminderRunOptions(now: Self.slot, runID: "stopped")
+        options.pageSize = 20
+        options.stop = stop
+        let first = try await stopped.run(options)
+        #expect(first.stoppedBy == "SIGTERM")
+        #expect(first.claimed > 0 && first.claimed < 1_500 / 9, "\(first.text)")
+        #expect(try await db.count("SELECT count(*) FROM due_set_leases WHERE holder IS NOT NULL") == 0)
+
+        let other = try await run(db, at: Self.slot + 20, runID: "other")
+        #expect(other.bucketsLeased == 9, "\(other.text)")
+        #expect(other.otherRunners == 0)
+        #expect(other.claimed == 1_500 - first.claimed)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 1_500)
+        #expect(try await db.count("SELECT count(DISTINCT user_id) FROM notification_logs") == 1_500)
+    }
+
+    /// Records what it is given, and asks the run to stop at its first batch.
+    final class StoppingSender: Sender {
+        let stop: StopRequest
+        let inner = RecordingSender()
+        init(stop: StopRequest) { self.stop = stop }
+        func canDeliver(to provider: Provider) -> Bool { true }
+        func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+            stop.request("SIGTERM")
+            return await inner.send(batch)
+        }
+        func shutdown() async {}
+    }
+
     /// Leases whose `failOn`-th lease fails as a database that went away: before taking a bucket, or after
     /// (a runner that dies holding it).
     final class FailingLeases: DueSetLeases {
@@ -182,6 +221,9 @@ import Testing
         }
         func finishBucket(runKey: String, bucket: Int, holder: String, now: Int64) async throws(JobError) {
             try await inner.finishBucket(runKey: runKey, bucket: bucket, holder: holder, now: now)
+        }
+        func releaseBucket(runKey: String, bucket: Int, holder: String, freeFrom: Int64) async throws(JobError) {
+            try await inner.releaseBucket(runKey: runKey, bucket: bucket, holder: holder, freeFrom: freeFrom)
         }
     }
 

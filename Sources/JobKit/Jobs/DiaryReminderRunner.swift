@@ -193,15 +193,20 @@ public struct DiaryReminderRunner: Sendable {
                         logger.warning("stopped by \(reason): leaving the rest to the next run")
                         summary.stoppedEarly = true
                         summary.stoppedBy = reason
+                        await buckets.giveBack(logger: logger)
                         break
                     }
                     if claimUntil.hasPassed {
                         logger.warning("time budget spent: leaving the rest to the next run")
                         summary.stoppedEarly = true
+                        await buckets.giveBack(logger: logger)
                         break
                     }
                     // A channel that cannot take anything more (the outbox's disk is full): claim no more.
-                    if await sender.channelFailure() != nil { break }
+                    if await sender.channelFailure() != nil {
+                        await buckets.giveBack(logger: logger)
+                        break
+                    }
                     let claimed: ClaimedPage?
                     do throws(JobError) {
                         let selection: Result<[ReminderCandidate], JobError>

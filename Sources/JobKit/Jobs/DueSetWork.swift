@@ -1,3 +1,5 @@
+import Logging
+
 /// The due set as one run works through it: bucket by bucket, leased one at a time, when the run shares it
 /// with other runners; otherwise all of it at once.
 struct DueSetWork {
@@ -34,6 +36,23 @@ struct DueSetWork {
         } else {
             leasing = nil
             buckets = []
+        }
+    }
+
+    /// Gives back the bucket this run holds, unfinished, for another runner of the run to take now: the run was
+    /// stopped or is out of time. The users of it this run claimed stay claimed (the next holder skips them); the
+    /// rest are the next holder's. A bucket that cannot be given back is taken again once its lease runs out, as a
+    /// dead runner's is.
+    mutating func giveBack(logger: Logger) async {
+        guard let leasing, let current else { return }
+        self.current = nil
+        do throws(JobError) {
+            try await leasing.leases.releaseBucket(
+                runKey: leasing.plan.runKey, bucket: current, holder: holder, freeFrom: DueSetBuckets.minute(of: now))
+        } catch {
+            logger.warning(
+                "the run's bucket of the due set was not given back: its users go to the next run",
+                metadata: ["error": "\(error.message)"])
         }
     }
 

@@ -40,11 +40,13 @@ public struct DueSetBuckets: Sendable, Hashable {
             StableHash.fnv1a(key.userID.utf8, into: &digest)
             StableHash.fnv1a(word: UInt64(truncatingIfNeeded: key.query), into: &digest)
         }
-        let minute = now - ((now % 60) + 60) % 60
         runKey =
-            "\(DiaryReminderRunner.jobName) \(Timestamps.format(minute)) shard \(shard) keys \(keys.count)"
+            "\(DiaryReminderRunner.jobName) \(Timestamps.format(Self.minute(of: now))) shard \(shard) keys \(keys.count)"
             + " digest \(String(digest, radix: 16)) buckets \(starts.count)"
     }
+
+    /// The start of the minute `now` is in: runners of one run evaluate the same minute.
+    static func minute(of now: Int64) -> Int64 { now - ((now % 60) + 60) % 60 }
 
     /// The range of the due set that `bucket` holds.
     public func range(of bucket: Int) -> Range<Int> {
@@ -62,4 +64,7 @@ public protocol DueSetLeases: Sendable {
     func leaseBucket(runKey: String, holder: String, now: Int64, until: Int64) async throws(JobError) -> Int?
     /// Marks a bucket `holder` holds as finished: no runner takes it again.
     func finishBucket(runKey: String, bucket: Int, holder: String, now: Int64) async throws(JobError)
+    /// Gives back a bucket `holder` holds, unfinished: free from `freeFrom` on (the minute the run key names, so
+    /// that every runner of the run may take it).
+    func releaseBucket(runKey: String, bucket: Int, holder: String, freeFrom: Int64) async throws(JobError)
 }

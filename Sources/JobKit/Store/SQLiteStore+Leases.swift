@@ -33,4 +33,14 @@ extension SQLiteStore: DueSetLeases {
                 arguments: [now, runKey, bucket, holder])
         }
     }
+
+    public func releaseBucket(runKey: String, bucket: Int, holder: String, freeFrom: Int64) async throws(JobError) {
+        try await write("giving back a bucket of the due set") { db in
+            try db.execute(
+                sql: """
+                    UPDATE due_set_leases SET holder = NULL, expires_at = ?
+                    WHERE run_key = ? AND bucket = ? AND holder = ? AND finished_at IS NULL
+                    """, arguments: [freeFrom, runKey, bucket, holder])
+        }
+    }
 }
