@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import PushSimulator
 import Testing
@@ -146,5 +147,19 @@ import Testing
         #expect(value["nested"]?["a"]?.array?.compactMap(\.string) == ["x", "y"])
         #expect(!line.contains("\\/"), "slashes are not escaped")
         #expect(value["timestamp"]?.string?.hasSuffix("Z") == true)
+    }
+
+    /// An event's error is in the line, as `error.message` and `error.type`, as swift-log's text lines show it
+    /// (the JSON lines left it out).
+    @Test func aLogLineCarriesTheEventsError() throws {
+        let lines = LineBuffer()
+        let logger = Logger(label: "diary-reminder") { label in
+            JSONLogHandler(label: label) { lines.write($0) }
+        }
+        logger.error("run failed", error: JobError.unavailable("down"), metadata: ["run": "r"])
+        let value = try JSONValue(parsing: try #require(lines.lines.first))
+        #expect(value["error.message"]?.string == "down")
+        #expect(value["error.type"]?.string == "JobKit.JobError")
+        #expect(value["run"]?.string == "r")
     }
 }
