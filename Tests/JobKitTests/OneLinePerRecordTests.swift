@@ -166,7 +166,7 @@ private struct AnsweringSender: Sender {
 }
 
 /// `level message metadata`, one entry a line, metadata sorted: what a handler below ``LineSafeLogHandler``
-/// is given.
+/// is given, as it is (``CapturedLogs`` prints metadata through a dictionary's description, which escapes it).
 private struct CapturingLogHandler: LogHandler {
     let lines: LineBuffer
     var metadata: Logger.Metadata = [:]

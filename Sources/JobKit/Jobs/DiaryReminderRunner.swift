@@ -193,20 +193,15 @@ public struct DiaryReminderRunner: Sendable {
                         logger.warning("stopped by \(reason): leaving the rest to the next run")
                         summary.stoppedEarly = true
                         summary.stoppedBy = reason
-                        await buckets.giveBack(logger: logger)
                         break
                     }
                     if claimUntil.hasPassed {
                         logger.warning("time budget spent: leaving the rest to the next run")
                         summary.stoppedEarly = true
-                        await buckets.giveBack(logger: logger)
                         break
                     }
                     // A channel that cannot take anything more (the outbox's disk is full): claim no more.
-                    if await sender.channelFailure() != nil {
-                        await buckets.giveBack(logger: logger)
-                        break
-                    }
+                    if await sender.channelFailure() != nil { break }
                     let claimed: ClaimedPage?
                     do throws(JobError) {
                         let selection: Result<[ReminderCandidate], JobError>
@@ -240,6 +235,9 @@ public struct DiaryReminderRunner: Sendable {
                         }
                     }
                 }
+                // Stopped early (a signal, the time budget, a failed channel): the bucket in hand goes back to the
+                // other runners. A run that went through every bucket holds none.
+                await buckets.giveBack(logger: logger)
                 try await pipeline.drain(&group, into: &summary, phases: &phases)
                 return .success(())
             } catch {
