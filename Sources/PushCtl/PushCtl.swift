@@ -159,6 +159,12 @@ struct UserCommand: AsyncParsableCommand {
             guard parts.count == 2, LocalTime(parts[0]) != nil, LocalTime(parts[1]) != nil else {
                 throw ValidationError("--quiet-hours: not HH:MM-HH:MM or off: \(quietHours)")
             }
+            // Quiet hours that end when they start are none (ContentLimitRule.quietHoursEnd): an operator who typed
+            // them meant something else.
+            guard LocalTime(parts[0]) != LocalTime(parts[1]) else {
+                throw ValidationError(
+                    "--quiet-hours: \(quietHours) ends when it starts, which is no quiet hours (off removes them)")
+            }
             return .hours(start: String(parts[0]), end: String(parts[1]))
         }
 

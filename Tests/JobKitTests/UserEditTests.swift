@@ -63,6 +63,15 @@ import Testing
             #expect(refused.status == 64, "\(value): \(refused.status)")
             #expect(refused.stderr.contains("--quiet-hours: not HH:MM-HH:MM or off"), "\(value): \(refused.stderr)")
         }
+        // Quiet hours that end when they start are none: refused, not stored as if they were set.
+        let empty = try await Executables.run(
+            "pushctl", ["user", "set", "--id", "u1", "--quiet-hours", "22:00-22:00"] + database)
+        #expect(empty.status == 64, "\(empty.status) \(empty.stdout)")
+        #expect(empty.stderr.contains("--quiet-hours: 22:00-22:00 ends when it starts"), "\(empty.stderr)")
+        #expect(
+            try await db.strings("SELECT \(Self.settingsColumns) FROM notification_settings") == [
+                settings(true, "07:30", false, nil, nil)
+            ])
     }
 
     /// A user the app created without a settings row gets no reminder; an edit keeps it so. One that names no
