@@ -133,6 +133,20 @@ import Testing
             #expect(event == (try? ContentLimitEvent(userID: "u1", used: used, limit: nil)), "\(written)")
         }
     }
+
+    /// An event written with a UTF-8 byte order mark (PowerShell, Windows editors) is read as without one, as
+    /// RFC 8259 lets a parser do. Before, it was "event: invalid JSON at byte 0: expected a value". A mark anywhere
+    /// else is still not JSON.
+    @Test func anEventWithAByteOrderMarkIsRead() throws {
+        let event = Data([0xEF, 0xBB, 0xBF] + Array(#"{"user_id":"u1","used":27,"limit":30}"#.utf8))
+        #expect(try ContentLimitEvent.parse(json: event) == ContentLimitEvent(userID: "u1", used: 27, limit: 30))
+        #expect(throws: JobError.self) {
+            try ContentLimitEvent.parse(json: Data(#"{"user_id":"u1","used":27}"#.utf8 + [0xEF, 0xBB, 0xBF]))
+        }
+        #expect(throws: JobError.self) {
+            try ContentLimitEvent.parse(json: Data([0xEF, 0xBB] + Array(#"{"user_id":"u1","used":27}"#.utf8)))
+        }
+    }
 }
 
 @Suite struct ContentLimitHookTests {

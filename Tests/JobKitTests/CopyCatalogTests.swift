@@ -87,6 +87,17 @@ import Testing
         }
     }
 
+    /// A catalog saved by a Windows editor (a UTF-8 byte order mark first) loads as the same catalog without the
+    /// mark. Before, it was refused: "invalid JSON at byte 0: expected a value".
+    @Test func aCatalogWithAByteOrderMarkLoads() throws {
+        let json = Data(CopyCatalog.builtInJSON.utf8)
+        let marked = try CopyCatalog(json: Data([0xEF, 0xBB, 0xBF]) + json, source: "c.json")
+        for type in NotificationType.allCases {
+            #expect(marked.messages(for: type, locale: "ja") == CopyCatalog.builtIn.messages(for: type, locale: "ja"))
+        }
+        #expect(marked.messages(for: .diaryReminder, locale: "ja").isEmpty == false)
+    }
+
     /// A catalog that is not one says where: a syntax error by its byte, a key given twice (the decoder kept one of
     /// the two without a word) or a value of the wrong shape by its path. Before, each was "The operation could not
     /// be completed. The data isn't in the correct format.", or no error at all for the key given twice.

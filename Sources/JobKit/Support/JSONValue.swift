@@ -350,18 +350,22 @@ extension JSONValue {
     /// `data` as one strict JSON document (RFC 8259, valid UTF-8 throughout, numbers as the grammar writes them)
     /// in which no object has the same key twice; anything else is bad input (65) prefixed with `what`. `27.0.5`,
     /// `-`, `01` or invalid UTF-8 in a field the reader skips are bad input too, never silently accepted; so is
-    /// `{"user_id":"a",…,"user_id":"b"}`, as which of the two is meant is not for us to guess.
+    /// `{"user_id":"a",…,"user_id":"b"}`, as which of the two is meant is not for us to guess. A UTF-8 byte order
+    /// mark before the document is passed over, as RFC 8259 (8.1) lets a parser do and Foundation's decoder does:
+    /// Windows editors and PowerShell write one, and the catalog's decoder reads such a file (a syntax error's byte
+    /// then counts from after the mark).
     static func strict(_ data: Data, what: String) throws(JobError) -> JSONValue {
-        let result = data.withUnsafeBytes { bytes -> Result<JSONValue, SyntaxError> in
+        let document = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data
+        let result = document.withUnsafeBytes { bytes -> Result<JSONValue, SyntaxError> in
             do throws(SyntaxError) { return .success(try JSONValue(parsing: bytes)) } catch { return .failure(error) }
         }
-        let document: JSONValue
+        let value: JSONValue
         switch result {
-        case .success(let value): document = value
+        case .success(let parsed): value = parsed
         case .failure(let error): throw .dataError("\(what): \(error)")
         }
-        if let path = document.repeatedKey() { throw .dataError("\(what): \(path) appears twice") }
-        return document
+        if let path = value.repeatedKey() { throw .dataError("\(what): \(path) appears twice") }
+        return value
     }
 
     /// The dotted path of the first key that appears twice in one object, anywhere in the document.
