@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PushSimulator
 import Testing
 
@@ -8,6 +9,20 @@ import Testing
 /// does: a reminder run that gets one must not end with notifications in flight unrecorded.
 @Suite struct StopSignalTests {
     static let now = "2026-11-21T20:00:00Z"
+
+    /// A signal that comes as soon as the handlers are installed is a request to stop. Dispatch registers a
+    /// signal source later, on a thread of its own, and until then the signal was ignored: a SIGTERM in that
+    /// window was lost, and the run went on as if nobody had asked (a CI run saw the hook finish its warning
+    /// without a word of the SIGTERM sent to it). SIGUSR2 stands in for SIGTERM, which would reach the test
+    /// runner; no other test uses it, so its handler is installed here for the first time in the process.
+    @Test func aSignalThatComesRightAfterTheHandlersAreInstalledIsARequest() async throws {
+        let stop = StopRequest()
+        stop.install(
+            [(SIGUSR2, "SIGUSR2")], logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, effect: "")
+        kill(getpid(), SIGUSR2)
+        for _ in 0..<250 where stop.reason == nil { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(stop.reason == "SIGUSR2")
+    }
 
     /// `diary-reminder` sent SIGTERM mid-run claims nothing more, writes out and records the pages already on
     /// their way, and exits 75 with its summary; the next run reminds the others, nobody twice. The signal

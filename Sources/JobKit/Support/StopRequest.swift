@@ -43,14 +43,18 @@ public final class StopRequest: Sendable {
         installed.withLock { current in
             if let current { return current }
             let stop = StopRequest()
-            stop.install(logger: logger, effect: effect)
+            stop.install([(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")], logger: logger, effect: effect)
             current = stop
             return stop
         }
     }
 
-    private func install(logger: Logger, effect: String) {
-        for (number, name) in [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT")] {
+    /// Makes `signals` requests to stop this run (the first one) or end the process (a second one). Returns once
+    /// Dispatch has registered the sources: it does so later, on a thread of its own, and a signal that came
+    /// before then met the `SIG_IGN` below and was lost (the run went on as if nobody had asked).
+    func install(_ signals: [(number: Int32, name: String)], logger: Logger, effect: String) {
+        let registered = DispatchSemaphore(value: 0)
+        for (number, name) in signals {
             signal(number, SIG_IGN)
             // A queue of its own (an overcommitting one), not a global one: Dispatch gives it a thread even while
             // every thread of the global pool, the one Swift concurrency runs on, is blocked (in a write to a
@@ -74,8 +78,16 @@ public final class StopRequest: Sendable {
                     raise(number)
                 }
             }
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
             StopRequest.sources.append(source)
+        }
+        // A few milliseconds at most; bounded, so that a process whose Dispatch threads are starved still runs its
+        // job (with the window open, as before).
+        let deadline = DispatchTime.now() + .seconds(2)
+        if !signals.allSatisfy({ _ in registered.wait(timeout: deadline) == .success }) {
+            let names = signals.map(\.name).joined(separator: " and ")
+            logger.warning("the \(names) handlers were not ready after 2 s: a signal until then is lost")
         }
     }
 }
