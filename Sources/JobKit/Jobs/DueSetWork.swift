@@ -40,9 +40,9 @@ struct DueSetWork {
     }
 
     /// Gives back the bucket this run holds, unfinished (none after ``next(summary:)`` returned nil), for another
-    /// runner of the run to take now: the run was stopped or is out of time. The users of it this run claimed stay claimed (the next holder skips them); the
-    /// rest are the next holder's. A bucket that cannot be given back is taken again once its lease runs out, as a
-    /// dead runner's is.
+    /// runner of the run to take now: the run was stopped or is out of time. The users of it this run claimed stay
+    /// claimed (the next holder skips them); the rest are the next holder's. A bucket that cannot be given back is
+    /// taken again once its lease runs out, as a dead runner's is.
     mutating func giveBack(logger: Logger) async {
         guard let leasing, let current else { return }
         self.current = nil
