@@ -123,6 +123,43 @@ import Testing
         await harness.stop()
     }
 
+    /// A device still pending when the window closes is not sent to again, and `--explain` says it was missed:
+    /// not "will be taken over", not "sent again by the runs until" a time already past, and not "the reminder
+    /// time has not come" for a user whose other device was reached.
+    @Test(arguments: Backend.allCases) func aDeviceStillPendingWhenTheWindowClosesIsExplainedAsMissed(
+        _ backend: Backend
+    ) async throws {
+        let harness = try await DeliveryHarness.start(backend)
+        let iPhone = hexToken("ab", 1)
+        try await harness.addUser("both", devices: [(iPhone, .apns, .ios), ("pixel-1", .fcm, .android)])
+        var wrongKey = harness.delivery()
+        wrongKey.apns?.keyID = "WRONGKEY01"
+        let first = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(wrongKey))
+        #expect(first.retry == 1 && first.devicesPendingRetry == 1)
+        let late = try await harness.run(at: "2026-11-21T21:05:00Z", sender: try await harness.sender())
+        #expect(late.takenOver == 0 && late.sent == 0)
+        #expect(harness.simulator.accepted().map(\.token) == ["pixel-1"])
+        let explainer = DiaryReminderRunner(store: harness.db.store, sender: RecordingSender(), logger: quietLogger)
+        let closed = try await explainer.explain(
+            userID: "both", options: ReminderRunOptions(now: instant("2026-11-21T21:05:00Z"), dryRun: true))
+        #expect(
+            Dictionary(uniqueKeysWithValues: closed.devices.map { ($0.device.prefix(4), $0.state) }) == [
+                "apns": "missed", "fcm/": "delivered",
+            ])
+        #expect(closed.text.contains("missed: the window closed at 2026-11-21T21:00:00Z (credentials, 1 attempt"))
+        #expect(!closed.text.contains("will be taken over") && !closed.text.contains("sent again"), "\(closed.text)")
+        #expect(closed.skipReason == .notDue && !closed.due)
+        #expect(
+            closed.verdict
+                == "not reminded: the window closed at 2026-11-21T21:00:00Z with 1 device(s) not reached (1 reached)")
+        // With no claim, the verdict says the window closed, not that the reminder time has not come.
+        try await harness.addUser("quiet", devices: [("pixel-2", .fcm, .android)])
+        let none = try await explainer.explain(
+            userID: "quiet", options: ReminderRunOptions(now: instant("2026-11-21T21:05:00Z"), dryRun: true))
+        #expect(none.verdict == "not reminded: the window closed at 2026-11-21T21:00:00Z", "\(none.text)")
+        await harness.stop()
+    }
+
     /// Measured case 2 under provider errors: a device whose retries ran out in one run (503 four times) is
     /// sent to by the next run in the window; its user's other device is not sent to again.
     @Test(arguments: Backend.allCases) func aDeviceWhoseRetriesRanOutIsRetriedByTheNextRunOnly(_ backend: Backend)

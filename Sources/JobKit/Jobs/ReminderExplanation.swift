@@ -14,7 +14,8 @@ public struct ReminderExplanation: Sendable, Codable, Hashable {
         /// Provider, platform and the masked token.
         public let device: String
         /// `delivered`, `pending` (failed transiently or for credentials: sent again by a later run inside the
-        /// window), `final` (dead token or rejected: never sent again) or `not_sent` (no attempt recorded).
+        /// window), `final` (dead token or rejected: never sent again), `not_sent` (no attempt recorded) or
+        /// `missed` (pending or not sent when the window closed: no run sends to it for this period).
         public let state: String
         public let lastOutcome: String?
         public let attempts: Int
@@ -142,20 +143,24 @@ extension DiaryReminderRunner {
         case .skip(.alreadyReminded), .skip(.claimInProgress), .skip(.unknownClaimState): logOK = false
         default: logOK = true
         }
-        explanation.step("4. notification log", logValue + (log != nil && logOK ? " (will be taken over)" : ""), logOK)
+        let windowEnd = Timestamps.format(timing.reminderAt + options.rule.catchUp)
+        let takenOver = log != nil && logOK && timing.state == .due
+        explanation.step("4. notification log", logValue + (takenOver ? " (will be taken over)" : ""), logOK)
         if let log {
             explanation.devices = ReminderExplanation.deviceStates(
-                user.activeDevices, attempts: try await store.deliveryAttempts(logID: log.id))
-            let window = "until \(Timestamps.format(timing.reminderAt + options.rule.catchUp))"
+                user.activeDevices, attempts: try await store.deliveryAttempts(logID: log.id),
+                windowClosed: timing.state == .passed && (log.status == .retry || log.status == .claimed))
             let described = explanation.devices.map { device in
                 let last =
                     device.lastOutcome.map {
                         " (\($0), \(device.attempts) attempt\(device.attempts == 1 ? "" : "s"), run \(device.lastRun ?? "?") at \(device.lastAt ?? "?"))"
                     } ?? ""
                 let state =
-                    device.state == "pending"
-                    ? "pending, sent again by the runs \(window)"
-                    : device.state.replacingOccurrences(of: "_", with: " ")
+                    switch device.state {
+                    case "pending": "pending, sent again by the runs until \(windowEnd)"
+                    case "missed": "missed: the window closed at \(windowEnd)"
+                    default: device.state.replacingOccurrences(of: "_", with: " ")
+                    }
                 return "\(device.device): \(state)\(last)"
             }
             explanation.step(
@@ -184,8 +189,22 @@ extension DiaryReminderRunner {
         if !devices.isEmpty && unreachable.count == devices.count {
             return finish(.noConfiguredProvider, "not reminded: no device of a provider configured for this run")
         }
-        if timing.state != .due {
-            return finish(.notDue, "not reminded: the reminder time has not come (\(timing.state.rawValue))")
+        switch timing.state {
+        case .due: break
+        case .notYet:
+            return finish(
+                .notDue,
+                "not reminded: the reminder time has not come (due from \(Timestamps.format(timing.reminderAt - options.rule.early)))"
+            )
+        case .passed:
+            guard log != nil else { return finish(.notDue, "not reminded: the window closed at \(windowEnd)") }
+            let missed = explanation.devices.filter { $0.state == "missed" }.count
+            let reached = explanation.devices.filter { $0.state == "delivered" }.count
+            return finish(
+                .notDue,
+                missed > 0
+                    ? "not reminded: the window closed at \(windowEnd) with \(missed) device(s) not reached (\(reached) reached)"
+                    : "not reminded again: the window closed at \(windowEnd) (\(reached) device(s) reached)")
         }
         switch decision {
         case .skip(let reason):
@@ -210,16 +229,16 @@ extension DiaryReminderRunner {
 
 extension ReminderExplanation {
     /// Each device's state from its recorded attempts (the lifecycle decides what is final).
-    static func deviceStates(_ devices: [Device], attempts: [DeliveryAttempt]) -> [DeviceState] {
+    static func deviceStates(_ devices: [Device], attempts: [DeliveryAttempt], windowClosed: Bool) -> [DeviceState] {
         devices.map { device in
             let mine = attempts.filter { $0.deviceID == device.id }
             let state: String
             if mine.contains(where: { $0.outcome == .delivered }) {
                 state = "delivered"
             } else if let last = mine.last {
-                state = DeliveryLifecycle.isFinal(last.outcome) ? "final" : "pending"
+                state = DeliveryLifecycle.isFinal(last.outcome) ? "final" : windowClosed ? "missed" : "pending"
             } else {
-                state = "not_sent"
+                state = windowClosed ? "missed" : "not_sent"
             }
             return DeviceState(
                 device: "\(device.provider)/\(device.platform) \(Redaction.maskToken(device.token))", state: state,
