@@ -315,6 +315,19 @@ import Testing
                 == .none)
     }
 
+    @Test func aWarningsPeriodEndsAtTheUsersLocalMidnight() throws {
+        let tokyo = try #require(ZoneClock(identifier: "Asia/Tokyo"))
+        func ended(_ period: String, _ at: String) -> Bool {
+            ContentLimitRule.periodEnded(period, now: instant(at), zone: tokyo)
+        }
+        #expect(!ended("2026-11", "2026-11-30T14:59:59Z"))  // 23:59:59 JST
+        #expect(ended("2026-11", "2026-11-30T15:00:00Z"))
+        #expect(!ended("2026-12", "2026-11-30T15:00:00Z"))
+        #expect(!ended("2026", "2026-12-31T14:59:59Z"))
+        #expect(ended("2026", "2026-12-31T15:00:00Z"))
+        #expect(ended("2025-12", "2026-01-31T00:00:00Z"))
+    }
+
     @Test(arguments: Backend.allCases) func unlimitedPlansAndDisabledWarningsDoNothing(_ backend: Backend) async throws
     {
         let db = try await TemporaryDatabase(backend)
@@ -357,6 +370,35 @@ import Testing
                 == ["content_limit_100 sent", "content_limit_90 superseded"])
         let later = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T22:15:00Z")))
         #expect(later.warningsDelivered == 0)
+    }
+
+    /// A warning held for quiet hours that end in the next month is never sent: the quota it speaks of has reset.
+    /// It is marked superseded, and the next month's warnings are unaffected.
+    @Test(arguments: Backend.allCases) func aWarningHeldPastItsPeriodsEndIsNotSent(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        try await addWriter(db, zone: "Asia/Tokyo", quiet: ("22:00", "07:00"))
+        let factory = SenderFactory()
+        let night = try await fire(db, factory, used: 30, at: "2026-11-30T14:30:00Z")  // 23:30 JST, 30 November
+        #expect(night.action == .deferred && night.period == "2026-11")
+        #expect(night.deliverAfter == "2026-11-30T22:00:00Z")  // 07:00 JST, 1 December
+        let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
+        let morning = try await runner.run(ReminderRunOptions(now: instant("2026-11-30T22:00:00Z")))
+        #expect(morning.warningsDelivered == 0)
+        #expect(await factory.sender.sent.isEmpty)
+        #expect(
+            try await db.strings(
+                "SELECT notification_type || ' ' || status || ' ' || detail FROM notification_logs ORDER BY notification_type"
+            )
+                == [
+                    "content_limit_100 superseded its period 2026-11 ended before it could be sent",
+                    "content_limit_90 superseded usage reached 100 % first",
+                ])
+        // A warning of a period that has not ended is still delivered when its quiet hours end.
+        let december = try await fire(db, factory, used: 27, at: "2026-12-01T14:30:00Z")  // 23:30 JST
+        #expect(december.action == .deferred && december.period == "2026-12")
+        let next = try await runner.run(ReminderRunOptions(now: instant("2026-12-01T22:00:00Z")))
+        #expect(next.warningsDelivered == 1)
+        #expect(await factory.sender.sent.map(\.type) == [.contentLimit90])
     }
 
     @Test(arguments: Backend.allCases) func twoConcurrentInvocationsSendOneWarning(_ backend: Backend) async throws {

@@ -299,29 +299,34 @@ extension DiaryReminderRunner {
         guard !options.dryRun, let warningsStore = warnings else { return }
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []
-        var overtaken: [PendingWarning] = []
+        var overtaken: [(warning: PendingWarning, detail: String)] = []
         for stored in try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
         where options.shard.contains(userID: stored.warning.userID) {
             let warning = stored.warning
-            let logs =
-                try await warningsStore.limitSnapshot(userID: warning.userID, periodsFrom: warning.period)?.logs ?? [:]
+            let snapshot = try await warningsStore.limitSnapshot(userID: warning.userID, periodsFrom: warning.period)
+            if let zone = snapshot.flatMap({ ZoneClock(identifier: $0.timezone) }),
+                ContentLimitRule.periodEnded(warning.period, now: options.now, zone: zone)
+            {
+                overtaken.append((stored, "its period \(warning.period) ended before it could be sent"))
+                continue
+            }
             switch DeliveryLifecycle.warningOrder(
-                warning.type, period: warning.period, logs: logs, staleBefore: staleBefore)
+                warning.type, period: warning.period, logs: snapshot?.logs ?? [:], staleBefore: staleBefore)
             {
             case .send: pending.append(stored)
-            case .overtaken: overtaken.append(stored)
+            case .overtaken: overtaken.append((stored, "overtaken by the 100 % warning"))
             case .waitForLowerWarning: continue  // the next run, once the 90 % warning is recorded
             }
         }
         guard !pending.isEmpty || !overtaken.isEmpty else { return }
         let won = try await warningsStore.claimPendingWarnings(
-            pending.map(\.logID) + overtaken.map(\.logID), runID: options.runID,
+            pending.map(\.logID) + overtaken.map(\.warning.logID), runID: options.runID,
             now: options.now, staleBefore: staleBefore)
-        // A 90 % warning left pending when its period's 100 % warning was claimed never goes out.
-        let superseded = overtaken.filter { won.contains($0.logID) }.map {
+        // Never sent: a 90 % warning left pending when its period's 100 % warning was claimed, and a warning
+        // whose period ended while it was held for quiet hours or left for retry.
+        let superseded = overtaken.filter { won.contains($0.warning.logID) }.map {
             ClaimResolution(
-                logID: $0.logID, period: $0.warning.period, status: .superseded,
-                detail: "overtaken by the 100 % warning")
+                logID: $0.warning.logID, period: $0.warning.warning.period, status: .superseded, detail: $0.detail)
         }
         if !superseded.isEmpty {
             try await warningsStore.record([], resolutions: superseded, runID: options.runID, now: options.now)

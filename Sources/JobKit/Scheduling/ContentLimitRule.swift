@@ -98,6 +98,12 @@ public enum ContentLimitRule {
         return period == .monthly ? date.monthKey : LocalDate.pad(date.year, 4)
     }
 
+    /// Whether the period of a stored warning (`YYYY-MM` or `YYYY`) has ended in the user's zone at `now`. The
+    /// quota it speaks of has reset, so a warning still held for quiet hours or left for retry is never sent.
+    public static func periodEnded(_ period: String, now: Int64, zone: ZoneClock) -> Bool {
+        periodKey(now: now, zone: zone, period: period.count == 4 ? .annual : .monthly) > period
+    }
+
     /// When quiet hours `start`–`end` (local, may span midnight) end, if `now` is inside them; `nil`
     /// otherwise (or when the two are equal: no quiet hours).
     public static func quietHoursEnd(now: Int64, zone: ZoneClock, start: LocalTime, end: LocalTime) -> Int64? {

@@ -8,6 +8,7 @@
 ///                         │                 retry ──take over──▶ claimed (only devices not yet reached)
 ///                         └──lease runs out (the run died)──take over──▶ claimed
 ///     warnings: deferred ──quiet hours end──▶ claimed;  deferred | retry ──100 % claimed──▶ superseded (final)
+///               deferred | retry ──its period ended (the quota reset)──▶ superseded (final)
 ///
 /// Each device of a claim ends `delivered`, `token_dead` or `rejected` (final), or `retry_later` /
 /// `credentials` (pending): a later run inside the catch-up window sends again to the pending devices only,
