@@ -104,7 +104,7 @@ extension PostgresStore: ContentLimitStore {
             SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params::text
             FROM notification_logs l JOIN users u ON u.id = l.user_id
             WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
-              AND l.claimed_at >= to_timestamp(\(now - 86_400))
+              AND l.claimed_at >= to_timestamp(\(now - DeliveryLifecycle.retryHorizon))
               AND \(unescaped: DeliveryLifecycle.claimableWarningSQL(.postgres, now: now, staleBefore: staleBefore, table: "l"))
             ORDER BY l.claimed_at LIMIT \(limit)
             """
@@ -319,7 +319,8 @@ extension PostgresStore: ReportStore {
             var figures = HealthFigures()
             figures.claims = try await all(
                 """
-                SELECT to_char(claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), notification_type, status, count(*)
+                SELECT to_char(claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), notification_type,
+                       \(unescaped: DeliveryLifecycle.reportStatusSQL(.postgres, now: to)), count(*)
                 FROM notification_logs WHERE claimed_at >= to_timestamp(\(from)) AND claimed_at < to_timestamp(\(to))
                 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
                 """

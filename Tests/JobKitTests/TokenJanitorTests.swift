@@ -209,6 +209,11 @@ import Testing
             ("a", "diary_reminder", "2026-11-21", "partial", end - day + 3600),
             ("c", "content_limit_90", "2026-11", "deferred", end - day + 7200),
             ("a", "diary_reminder", "2026-10-01", "sent", end - 50 * day),  // outside the window
+            // Still pending when the report is made: within a day a run may send it, after that it was missed.
+            ("b", "diary_reminder", "2026-11-21", "retry", end - day + 3600),
+            ("c", "diary_reminder", "2026-11-20", "retry", end - 2 * day + 3600),
+            ("c", "diary_reminder", "2026-11-19", "claimed", end - 3 * day),  // its run died; never taken over
+            ("c", "content_limit_100", "2026-11", "retry", end - day),  // exactly a day
         ]
         for (user, type, period, status, at) in rows {
             try await db.execute(
@@ -236,12 +241,14 @@ import Testing
             "INSERT INTO job_runs (id, job, run_at, duration_ms, outcome) VALUES ('r1', 'diary-reminder', \(db.ts(end - 3600)), 12, 'ok'), ('r0', 'diary-reminder', \(db.ts(end - 7200)), 9, 'ok')"
         )
         let report = try await db.store.healthReport(from: end - 7 * day, to: end)
-        // day, type: claimed, sent, partial, failed, deferred, retry, superseded, in progress
+        // day, type: claimed, sent, partial, failed, deferred, retry, missed, superseded, in progress
         #expect(
             report.volume.map(Self.counts) == [
-                "2026-11-20 diary_reminder: 2 1 0 1 0 0 0 0",
-                "2026-11-21 content_limit_90: 1 0 0 0 1 0 0 0",
-                "2026-11-21 diary_reminder: 1 0 1 0 0 0 0 0",
+                "2026-11-19 diary_reminder: 1 0 0 0 0 0 1 0 0",
+                "2026-11-20 diary_reminder: 3 1 0 1 0 0 1 0 0",
+                "2026-11-21 content_limit_100: 1 0 0 0 0 0 1 0 0",
+                "2026-11-21 content_limit_90: 1 0 0 0 1 0 0 0 0",
+                "2026-11-21 diary_reminder: 2 0 1 0 0 1 0 0 0",
             ])
         #expect(
             report.deliveries == [
@@ -271,8 +278,10 @@ import Testing
 
     static func counts(_ row: HealthReport.DayType) -> String {
         "\(row.day) \(row.type): "
-            + [row.claimed, row.sent, row.partial, row.failed, row.deferred, row.retry, row.superseded, row.inProgress]
-            .map(String.init).joined(separator: " ")
+            + [
+                row.claimed, row.sent, row.partial, row.failed, row.deferred, row.retry, row.missed, row.superseded,
+                row.inProgress,
+            ].map(String.init).joined(separator: " ")
     }
 
     /// The stores count log rows per day, type and state; the report folds them into one row per day and type,
@@ -284,15 +293,16 @@ import Testing
             ("2026-11-20", "diary_reminder", "sent", 5), ("2026-11-20", "diary_reminder", "superseded", 1),
             ("2026-11-20", "diary_reminder", "from_the_future", 4), ("2026-11-21", "content_limit_100", "deferred", 3),
             ("2026-11-21", "diary_reminder", "failed", 1), ("2026-11-21", "diary_reminder", "partial", 2),
+            ("2026-11-21", "diary_reminder", "missed", 6),
         ]
         let report = HealthReport(
             from: instant("2026-11-15T00:00:00Z"), to: instant("2026-11-22T00:00:00Z"), figures: figures)
         #expect(report.from == "2026-11-15T00:00:00Z" && report.to == "2026-11-22T00:00:00Z" && report.days == 7)
         #expect(
             report.volume.map(Self.counts) == [
-                "2026-11-20 diary_reminder: 13 5 0 0 0 2 1 1",
-                "2026-11-21 content_limit_100: 3 0 0 0 3 0 0 0",
-                "2026-11-21 diary_reminder: 3 0 2 1 0 0 0 0",
+                "2026-11-20 diary_reminder: 13 5 0 0 0 2 0 1 1",
+                "2026-11-21 content_limit_100: 3 0 0 0 3 0 0 0 0",
+                "2026-11-21 diary_reminder: 9 0 2 1 0 0 6 0 0",
             ])
     }
 
@@ -308,10 +318,12 @@ import Testing
         let lines = report.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         #expect(
             lines[2]
-                == "day         type               claimed sent partial failed deferred retry superseded in progress")
+                == "day         type               claimed sent partial failed deferred retry missed superseded in progress"
+        )
         #expect(
             lines[3]
-                == "2026-11-21  diary_reminder           7    5       0      0        0     0          0           2")
+                == "2026-11-21  diary_reminder           7    5       0      0        0     0      0          0           2"
+        )
         for section in [
             "deliveries by provider/outcome:", "invalid-token rate by day:", "active devices by platform/provider:",
             "deactivations by reason:", "last run of each job:",
@@ -334,7 +346,7 @@ import Testing
         let legend = try #require(html.components(separatedBy: "<div class=\"legend\">").dropFirst().first)
             .components(separatedBy: "</div>")[0]
         let names = legend.components(separatedBy: "</i>").dropFirst().map { $0.components(separatedBy: "<")[0] }
-        #expect(names == ["sent", "partial", "failed", "deferred", "retry", "superseded", "in progress"])
+        #expect(names == ["sent", "partial", "failed", "deferred", "retry", "missed", "superseded", "in progress"])
         let header = try #require(html.components(separatedBy: "<th>claimed</th>").dropFirst().first)
             .components(separatedBy: "</tr>")[0]
         #expect(

@@ -9,6 +9,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
         public let type: String
         /// Every log row claimed that day, whatever its state; then the rows in each state.
         public private(set) var claimed = 0, sent = 0, partial = 0, failed = 0, deferred = 0, retry = 0
+        /// Still `retry` or `claimed` past ``DeliveryLifecycle/retryHorizon`` at the report's end: never sent now.
+        public private(set) var missed = 0
         public private(set) var superseded = 0, inProgress = 0
 
         init(day: String, type: String) {
@@ -22,14 +24,20 @@ public struct HealthReport: Sendable, Codable, Hashable {
             [
                 ("claimed", \.claimed, nil), ("sent", \.sent, "#2e7d32"), ("partial", \.partial, "#9ccc65"),
                 ("failed", \.failed, "#c62828"), ("deferred", \.deferred, "#5c6bc0"), ("retry", \.retry, "#ef6c00"),
-                ("superseded", \.superseded, "#9e9e9e"), ("in progress", \.inProgress, "#26c6da"),
+                ("missed", \.missed, "#6d4c41"), ("superseded", \.superseded, "#9e9e9e"),
+                ("in progress", \.inProgress, "#26c6da"),
             ]
         }
 
-        /// `count` rows in `status` (a state this version does not know counts in ``claimed`` only).
-        mutating func add(_ count: Int, _ status: ClaimStatus) {
+        /// `count` rows in `status`, or in `missed` (a state this version does not know counts in ``claimed``
+        /// only).
+        mutating func add(_ count: Int, _ status: String) {
             claimed += count
-            switch status {
+            if status == DeliveryLifecycle.missedState {
+                missed += count
+                return
+            }
+            switch ClaimStatus(rawValue: status) {
             case .sent: sent += count
             case .partial: partial += count
             case .failed: failed += count
@@ -84,7 +92,7 @@ public struct HealthReport: Sendable, Codable, Hashable {
             if volume.last?.day != row.day || volume.last?.type != row.type {
                 volume.append(DayType(day: row.day, type: row.type))
             }
-            volume[volume.count - 1].add(row.count, ClaimStatus(rawValue: row.status))
+            volume[volume.count - 1].add(row.count, row.status)
         }
         self.volume = volume
         deliveries = figures.deliveries.map { Count(key: $0.key, count: $0.count) }
@@ -101,7 +109,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
 
 /// What a store counts for the report, as plain rows; ``HealthReport/init(from:to:figures:)`` makes the report.
 public struct HealthFigures: Sendable {
-    /// Log rows claimed in the window, per UTC day of the claim, type and state, ordered by day and type.
+    /// Log rows claimed in the window, per UTC day of the claim, type and state (``DeliveryLifecycle/reportStatusSQL(_:now:)``
+    /// at the window's end), ordered by day and type.
     public var claims: [(day: String, type: String, status: String, count: Int)] = []
     /// Deliveries in the window per `provider/outcome`, ordered by key.
     public var deliveries: [(key: String, count: Int)] = []
@@ -165,7 +174,8 @@ extension SQLiteStore: ReportStore {
             figures.claims = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT date(claimed_at, 'unixepoch'), notification_type, status, count(*)
+                    SELECT date(claimed_at, 'unixepoch'), notification_type,
+                           \(DeliveryLifecycle.reportStatusSQL(.sqlite, now: to)), count(*)
                     FROM notification_logs WHERE claimed_at >= ? AND claimed_at < ?
                     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
                     """, arguments: [from, to]

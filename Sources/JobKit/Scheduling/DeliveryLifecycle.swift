@@ -24,6 +24,14 @@ public enum DeliveryLifecycle {
         }
     }
 
+    /// No run takes a claim over, or retries it, more than this long after it was claimed: a reminder's window
+    /// (early allowance plus catch-up) is shorter than a day, and pending quota warnings are read for a day. A
+    /// claim left `retry` or `claimed` longer than this was missed: nothing sends it any more.
+    public static let retryHorizon: Int64 = 86_400
+
+    /// The delivery-health report's state for a missed claim: a column of the report, never a stored status.
+    public static let missedState = "missed"
+
     /// Whether a device's outcome ends its delivery. Transient and credential failures do not: the device is
     /// sent to again by a later run.
     public static func isFinal(_ outcome: DeliveryOutcome) -> Bool {
@@ -126,6 +134,12 @@ extension DeliveryLifecycle {
         let c = table.map { "\($0)." } ?? ""
         return
             "((\(c)status = '\(ClaimStatus.deferred)' AND \(c)deliver_after <= \(dialect.instant(now))) OR \(takeOverSQL(dialect, staleBefore: staleBefore, table: table)))"
+    }
+
+    /// A `notification_logs` row's state in the delivery-health report at `now`: its status, or ``missedState``
+    /// when it is still `retry` or `claimed` past ``retryHorizon``.
+    public static func reportStatusSQL(_ dialect: SQLDialect, now: Int64) -> String {
+        "CASE WHEN status IN ('\(ClaimStatus.retry)', '\(ClaimStatus.claimed)') AND claimed_at <= \(dialect.instant(now - retryHorizon)) THEN '\(missedState)' ELSE status END"
     }
 
     /// ``canSupersede(_:)``.

@@ -102,7 +102,7 @@ extension SQLiteStore: ContentLimitStore {
                       AND l.claimed_at >= ?
                       AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore, table: "l"))
                     ORDER BY l.claimed_at LIMIT ?
-                    """, arguments: [now - 86_400, limit]
+                    """, arguments: [now - DeliveryLifecycle.retryHorizon, limit]
             ).map { row throws(JobError) in
                 PendingWarning(
                     logID: row[0],
