@@ -96,7 +96,9 @@ extension PostgresStore: ContentLimitStore {
         }
     }
 
-    public func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning] {
+    public func pendingWarnings(now: Int64, staleBefore: Int64, afterID: Int64, limit: Int) async throws(JobError)
+        -> [PendingWarning]
+    {
         // The join leaves out a user being deleted: the history has no foreign key here (migration 008).
         try await rows(
             "reading pending quota warnings",
@@ -104,9 +106,9 @@ extension PostgresStore: ContentLimitStore {
             SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params::text
             FROM notification_logs l JOIN users u ON u.id = l.user_id
             WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
-              AND l.claimed_at >= to_timestamp(\(now - DeliveryLifecycle.retryHorizon))
+              AND l.claimed_at >= to_timestamp(\(now - DeliveryLifecycle.retryHorizon)) AND l.id > \(afterID)
               AND \(unescaped: DeliveryLifecycle.claimableWarningSQL(.postgres, now: now, staleBefore: staleBefore, table: "l"))
-            ORDER BY l.claimed_at LIMIT \(limit)
+            ORDER BY l.id LIMIT \(limit)
             """
         ).map { row throws(JobError) in
             let (id, userID, type, period, messageIndex, locale, params) = try decode(

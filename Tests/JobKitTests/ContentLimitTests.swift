@@ -222,7 +222,7 @@ import Testing
             try await db.store.claimLimitWarning(
                 deferred, deliverAfter: start + 3_600, runID: "four", now: start, staleBefore: start - 600))
         #expect(stored.deferred && stored.warning.warning == deferred)
-        let pending = try await db.store.pendingWarnings(now: start + 3_600, staleBefore: start, limit: 10)
+        let pending = try await db.store.pendingWarnings(now: start + 3_600, staleBefore: start, afterID: 0, limit: 10)
         #expect(pending.map(\.warning) == [deferred])
     }
 
@@ -399,6 +399,63 @@ import Testing
         let next = try await runner.run(ReminderRunOptions(now: instant("2026-12-01T22:00:00Z")))
         #expect(next.warningsDelivered == 1)
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit90])
+    }
+
+    /// Warnings held for quiet hours that end at the same minute for many users.
+    func deferWarnings(_ db: TemporaryDatabase, users count: Int, heldUntil: Int64) async throws {
+        for i in 0..<count { try await addWriter(db, id: "w\(1_000 + i)") }
+        try await db.execute(
+            """
+            INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale,
+                run_id, claimed_at, updated_at, deliver_after, params)
+            SELECT id, 'content_limit_90', '2026-11', 'deferred', 0, 'en', 'hook', \(db.ts(heldUntil - 3_600)),
+                \(db.ts(heldUntil - 3_600)), \(db.ts(heldUntil)), '{"used":"27","limit":"30","percent":"90"}' FROM users
+            """)
+    }
+
+    /// Measured: a reminder run took the first 1,000 pending warnings and left the rest to later runs, 1,000 a
+    /// quarter hour for the whole fleet, however many shards (each read the same 1,000 and kept its own). It now
+    /// pages through them all, after its reminders.
+    @Test(arguments: Backend.allCases) func aRunDeliversEveryPendingWarning(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        let morning = instant("2026-11-21T22:00:00Z")
+        try await deferWarnings(db, users: 1_050, heldUntil: morning)
+        let factory = SenderFactory()
+        let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
+        let run = try await runner.run(ReminderRunOptions(now: morning))
+        #expect(run.warningsDelivered == 1_050 && !run.stoppedEarly)
+        #expect(await Set(factory.sender.sent.map(\.device.userID)).count == 1_050)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 1_050)
+    }
+
+    /// Each shard's run delivers its own users' warnings, every one of them, a page at a time; a run asked to
+    /// stop leaves them to the next run and says it stopped early.
+    @Test(arguments: Backend.allCases) func eachShardDeliversItsOwnPendingWarningsAPageAtATime(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        let morning = instant("2026-11-21T22:00:00Z")
+        try await deferWarnings(db, users: 20, heldUntil: morning)
+        let factory = SenderFactory()
+        let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
+        var stopped = ReminderRunOptions(now: morning)
+        stopped.stop = StopRequest()
+        _ = stopped.stop?.request("SIGTERM")
+        let first = try await runner.run(stopped)
+        #expect(first.warningsDelivered == 0 && first.stoppedEarly && first.stoppedBy == "SIGTERM")
+        var delivered: [Int] = []
+        for index in 1...2 {
+            var options = ReminderRunOptions(now: morning)
+            options.shard = Shard(index: index, count: 2)
+            options.pageSize = 3
+            let run = try await runner.run(options)
+            #expect(!run.stoppedEarly)
+            delivered.append(run.warningsDelivered)
+        }
+        let sent = await factory.sender.sent.map(\.device.userID)
+        let shardOne = sent.filter { Shard.holding(userID: $0, count: 2) == Shard(index: 1, count: 2) }.count
+        #expect(delivered == [shardOne, 20 - shardOne] && shardOne > 0 && shardOne < 20)
+        #expect(Set(sent).count == 20 && sent.count == 20)
     }
 
     @Test(arguments: Backend.allCases) func twoConcurrentInvocationsSendOneWarning(_ backend: Backend) async throws {

@@ -291,17 +291,49 @@ public struct ContentLimitHook: Sendable {
 
 extension DiaryReminderRunner {
     /// Delivers quota warnings that are due now: deferred past quiet hours, left for retry, or claimed by a
-    /// hook invocation that died. Part of every (non-dry) diary-reminder run.
+    /// hook invocation that died. Part of every (non-dry) diary-reminder run, after its reminders: a page of
+    /// `options.pageSize` at a time, until none is left or the run is asked to stop, its claim budget is spent
+    /// or its channel failed (what is left then waits for the next run, and the run says it stopped early).
     func deliverPendingWarnings(
-        _ options: ReminderRunOptions, summary: inout RunSummary,
+        _ options: ReminderRunOptions, summary: inout RunSummary, claimUntil: Deadline,
         recordDeadline: Deadline
     ) async throws(JobError) {
-        guard !options.dryRun, let warningsStore = warnings else { return }
+        guard !options.dryRun, let warningsStore = warnings, !summary.stoppedEarly else { return }
+        let staleBefore = options.now - options.claimLeaseSeconds
+        let pageSize = max(1, options.pageSize)
+        var afterID: Int64 = 0
+        while await sender.channelFailure() == nil {
+            if let reason = options.stop?.reason {
+                logger.warning("stopped by \(reason): leaving the pending quota warnings to the next run")
+                summary.stoppedEarly = true
+                summary.stoppedBy = reason
+                return
+            }
+            if claimUntil.hasPassed {
+                logger.warning("time budget spent: leaving the pending quota warnings to the next run")
+                summary.stoppedEarly = true
+                return
+            }
+            let page = try await warningsStore.pendingWarnings(
+                now: options.now, staleBefore: staleBefore, afterID: afterID, limit: pageSize)
+            guard let last = page.last else { return }
+            afterID = last.logID
+            try await deliverPendingWarnings(
+                page.filter { options.shard.contains(userID: $0.warning.userID) }, store: warningsStore,
+                options: options, summary: &summary, recordDeadline: recordDeadline)
+            if page.count < pageSize { return }
+        }
+    }
+
+    /// One page of pending warnings of this run's shard.
+    private func deliverPendingWarnings(
+        _ page: [PendingWarning], store warningsStore: any ContentLimitStore & ClaimLedger, options: ReminderRunOptions,
+        summary: inout RunSummary, recordDeadline: Deadline
+    ) async throws(JobError) {
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []
         var overtaken: [(warning: PendingWarning, detail: String)] = []
-        for stored in try await warningsStore.pendingWarnings(now: options.now, staleBefore: staleBefore, limit: 1_000)
-        where options.shard.contains(userID: stored.warning.userID) {
+        for stored in page {
             let warning = stored.warning
             let snapshot = try await warningsStore.limitSnapshot(userID: warning.userID, periodsFrom: warning.period)
             if let zone = snapshot.flatMap({ ZoneClock(identifier: $0.timezone) }),

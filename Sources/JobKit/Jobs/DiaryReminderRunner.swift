@@ -116,9 +116,6 @@ public struct DiaryReminderRunner: Sendable {
         }
         summary.candidates += malformed
         summary.skip(.invalidReminderTime, malformed)
-        try await phases.measure(.send) { () async throws(JobError) in
-            try await deliverPendingWarnings(options, summary: &summary, recordDeadline: recordDeadline)
-        }
 
         // The run's due set, in user-id order whatever the zone: each page then reads neighbouring rows of
         // every table instead of one row per page per zone.
@@ -245,6 +242,12 @@ public struct DiaryReminderRunner: Sendable {
             }
         }
         try paging.get()
+        // Then the quota warnings held for quiet hours or left for retry: the reminders, due at the minute their
+        // users chose, go first.
+        try await phases.measure(.send) { () async throws(JobError) in
+            try await deliverPendingWarnings(
+                options, summary: &summary, claimUntil: claimUntil, recordDeadline: recordDeadline)
+        }
         if !options.dryRun { ProviderTrouble.log(summary.troubles, logger: logger) }
         summary.credentialMints = await sender.credentialMints()
         if summary.invalidTokens > 0 {

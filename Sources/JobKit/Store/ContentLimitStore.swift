@@ -107,8 +107,11 @@ public protocol ContentLimitStore: Sendable {
     )
         async throws(JobError) -> LimitClaim?
     /// Warnings to deliver now: deferred ones whose quiet hours ended, `retry` ones and claims of hooks that
-    /// died (older than `staleBefore`), from the last day.
-    func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning]
+    /// died (older than `staleBefore`), claimed within ``DeliveryLifecycle/retryHorizon``. At most `limit` of
+    /// them, in log id order after `afterID`: a run pages through them, and never reads again a warning it
+    /// claimed or left for retry itself.
+    func pendingWarnings(now: Int64, staleBefore: Int64, afterID: Int64, limit: Int) async throws(JobError)
+        -> [PendingWarning]
     /// Claims pending warnings for this run; returns the ids won.
     func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
         -> Set<Int64>

@@ -90,7 +90,9 @@ extension SQLiteStore: ContentLimitStore {
         }
     }
 
-    public func pendingWarnings(now: Int64, staleBefore: Int64, limit: Int) async throws(JobError) -> [PendingWarning] {
+    public func pendingWarnings(now: Int64, staleBefore: Int64, afterID: Int64, limit: Int) async throws(JobError)
+        -> [PendingWarning]
+    {
         try await read("reading pending quota warnings") { db in
             // `status IN (…)` selects the partial index of unfinished warnings; the lifecycle's rule decides.
             try Row.fetchAll(
@@ -99,10 +101,10 @@ extension SQLiteStore: ContentLimitStore {
                     SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params
                     FROM notification_logs l JOIN users u ON u.id = l.user_id
                     WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
-                      AND l.claimed_at >= ?
+                      AND l.claimed_at >= ? AND l.id > ?
                       AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore, table: "l"))
-                    ORDER BY l.claimed_at LIMIT ?
-                    """, arguments: [now - DeliveryLifecycle.retryHorizon, limit]
+                    ORDER BY l.id LIMIT ?
+                    """, arguments: [now - DeliveryLifecycle.retryHorizon, afterID, limit]
             ).map { row throws(JobError) in
                 PendingWarning(
                     logID: row[0],
