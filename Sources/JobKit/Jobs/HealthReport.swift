@@ -109,8 +109,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
 
 /// What a store counts for the report, as plain rows; ``HealthReport/init(from:to:figures:)`` makes the report.
 public struct HealthFigures: Sendable {
-    /// Log rows claimed in the window, per UTC day of the claim, type and state (``DeliveryLifecycle/reportStatusSQL(_:now:)``
-    /// at the window's end), ordered by day and type.
+    /// Log rows claimed in the window, per UTC day of the claim, type and state at the window's end
+    /// (``DeliveryLifecycle/reportStatusSQL(_:now:)``), ordered by day and type.
     public var claims: [(day: String, type: String, status: String, count: Int)] = []
     /// Deliveries in the window per `provider/outcome`, ordered by key.
     public var deliveries: [(key: String, count: Int)] = []

@@ -192,19 +192,18 @@ extension DiaryReminderRunner {
         switch timing.state {
         case .due: break
         case .notYet:
-            return finish(
-                .notDue,
-                "not reminded: the reminder time has not come (due from \(Timestamps.format(timing.reminderAt - options.rule.early)))"
-            )
+            let from = Timestamps.format(timing.reminderAt - options.rule.early)
+            return finish(.notDue, "not reminded: the reminder time has not come (due from \(from))")
         case .passed:
             guard log != nil else { return finish(.notDue, "not reminded: the window closed at \(windowEnd)") }
             let missed = explanation.devices.filter { $0.state == "missed" }.count
             let reached = explanation.devices.filter { $0.state == "delivered" }.count
+            let closed = "the window closed at \(windowEnd)"
             return finish(
                 .notDue,
                 missed > 0
-                    ? "not reminded: the window closed at \(windowEnd) with \(missed) device(s) not reached (\(reached) reached)"
-                    : "not reminded again: the window closed at \(windowEnd) (\(reached) device(s) reached)")
+                    ? "not reminded: \(closed) with \(missed) device(s) not reached (\(reached) reached)"
+                    : "not reminded again: \(closed) (\(reached) device(s) reached)")
         }
         switch decision {
         case .skip(let reason):

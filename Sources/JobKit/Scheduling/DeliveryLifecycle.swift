@@ -139,7 +139,8 @@ extension DeliveryLifecycle {
     /// A `notification_logs` row's state in the delivery-health report at `now`: its status, or ``missedState``
     /// when it is still `retry` or `claimed` past ``retryHorizon``.
     public static func reportStatusSQL(_ dialect: SQLDialect, now: Int64) -> String {
-        "CASE WHEN status IN ('\(ClaimStatus.retry)', '\(ClaimStatus.claimed)') AND claimed_at <= \(dialect.instant(now - retryHorizon)) THEN '\(missedState)' ELSE status END"
+        "CASE WHEN status IN ('\(ClaimStatus.retry)', '\(ClaimStatus.claimed)')"
+            + " AND claimed_at <= \(dialect.instant(now - retryHorizon)) THEN '\(missedState)' ELSE status END"
     }
 
     /// ``canSupersede(_:)``.
