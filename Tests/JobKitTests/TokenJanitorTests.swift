@@ -214,6 +214,7 @@ import Testing
             ("c", "diary_reminder", "2026-11-20", "retry", end - 2 * day + 3600),
             ("c", "diary_reminder", "2026-11-19", "claimed", end - 3 * day),  // its run died; never taken over
             ("c", "content_limit_100", "2026-11", "retry", end - day),  // exactly a day
+            ("b", "content_limit_100", "2026-11", "deferred", end - 2 * day + 60),  // its quiet hours ended long ago
         ]
         for (user, type, period, status, at) in rows {
             try await db.execute(
@@ -245,6 +246,7 @@ import Testing
         #expect(
             report.volume.map(Self.counts) == [
                 "2026-11-19 diary_reminder: 1 0 0 0 0 0 1 0 0",
+                "2026-11-20 content_limit_100: 1 0 0 0 0 0 1 0 0",
                 "2026-11-20 diary_reminder: 3 1 0 1 0 0 1 0 0",
                 "2026-11-21 content_limit_100: 1 0 0 0 0 0 1 0 0",
                 "2026-11-21 content_limit_90: 1 0 0 0 1 0 0 0 0",

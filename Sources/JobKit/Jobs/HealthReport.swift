@@ -9,7 +9,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
         public let type: String
         /// Every log row claimed that day, whatever its state; then the rows in each state.
         public private(set) var claimed = 0, sent = 0, partial = 0, failed = 0, deferred = 0, retry = 0
-        /// Still `retry` or `claimed` past ``DeliveryLifecycle/retryHorizon`` at the report's end: never sent now.
+        /// Still `retry`, `deferred` or `claimed` past ``DeliveryLifecycle/retryHorizon`` at the report's end:
+        /// never sent now.
         public private(set) var missed = 0
         public private(set) var superseded = 0, inProgress = 0
 

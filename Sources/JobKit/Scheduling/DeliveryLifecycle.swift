@@ -25,8 +25,9 @@ public enum DeliveryLifecycle {
     }
 
     /// No run takes a claim over, or retries it, more than this long after it was claimed: a reminder's window
-    /// (early allowance plus catch-up) is shorter than a day, and pending quota warnings are read for a day. A
-    /// claim left `retry` or `claimed` longer than this was missed: nothing sends it any more.
+    /// (early allowance plus catch-up) is shorter than a day, and pending quota warnings are read for a day (a
+    /// warning's quiet hours end within a day of its claim). A claim left `retry`, `deferred` or `claimed` longer
+    /// than this was missed: nothing sends it any more.
     public static let retryHorizon: Int64 = 86_400
 
     /// The delivery-health report's state for a missed claim: a column of the report, never a stored status.
@@ -137,9 +138,9 @@ extension DeliveryLifecycle {
     }
 
     /// A `notification_logs` row's state in the delivery-health report at `now`: its status, or ``missedState``
-    /// when it is still `retry` or `claimed` past ``retryHorizon``.
+    /// when it is still `retry`, `deferred` or `claimed` past ``retryHorizon``.
     public static func reportStatusSQL(_ dialect: SQLDialect, now: Int64) -> String {
-        "CASE WHEN status IN ('\(ClaimStatus.retry)', '\(ClaimStatus.claimed)')"
+        "CASE WHEN status IN ('\(ClaimStatus.retry)', '\(ClaimStatus.deferred)', '\(ClaimStatus.claimed)')"
             + " AND claimed_at <= \(dialect.instant(now - retryHorizon)) THEN '\(missedState)' ELSE status END"
     }
 
