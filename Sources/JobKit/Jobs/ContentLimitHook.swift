@@ -296,31 +296,24 @@ extension DiaryReminderRunner {
     /// or its channel failed (what is left then waits for the next run, and the run says it stopped early).
     func deliverPendingWarnings(
         _ options: ReminderRunOptions, summary: inout RunSummary, claimUntil: Deadline,
-        recordDeadline: Deadline
+        recordDeadline: Deadline, logger: Logger
     ) async throws(JobError) {
         guard !options.dryRun, let warningsStore = warnings, !summary.stoppedEarly else { return }
         let staleBefore = options.now - options.claimLeaseSeconds
         let pageSize = max(1, options.pageSize)
         var afterID: Int64 = 0
-        while await sender.channelFailure() == nil {
-            if let reason = options.stop?.reason {
-                logger.warning("stopped by \(reason): leaving the pending quota warnings to the next run")
-                summary.stoppedEarly = true
-                summary.stoppedBy = reason
-                return
-            }
-            if claimUntil.hasPassed {
-                logger.warning("time budget spent: leaving the pending quota warnings to the next run")
-                summary.stoppedEarly = true
-                return
-            }
+        while await sender.channelFailure() == nil,
+            !Self.stopsClaiming(
+                options, claimUntil: claimUntil, leaving: "the pending quota warnings", summary: &summary,
+                logger: logger)
+        {
             let page = try await warningsStore.pendingWarnings(
                 now: options.now, staleBefore: staleBefore, afterID: afterID, limit: pageSize)
             guard let last = page.last else { return }
             afterID = last.logID
             try await deliverPendingWarnings(
                 page.filter { options.shard.contains(userID: $0.warning.userID) }, store: warningsStore,
-                options: options, summary: &summary, recordDeadline: recordDeadline)
+                options: options, summary: &summary, recordDeadline: recordDeadline, logger: logger)
             if page.count < pageSize { return }
         }
     }
@@ -328,7 +321,7 @@ extension DiaryReminderRunner {
     /// One page of pending warnings of this run's shard.
     private func deliverPendingWarnings(
         _ page: [PendingWarning], store warningsStore: any ContentLimitStore & ClaimLedger, options: ReminderRunOptions,
-        summary: inout RunSummary, recordDeadline: Deadline
+        summary: inout RunSummary, recordDeadline: Deadline, logger: Logger
     ) async throws(JobError) {
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []

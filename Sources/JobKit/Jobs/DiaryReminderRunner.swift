@@ -186,15 +186,9 @@ public struct DiaryReminderRunner: Sendable {
                     }
                     let pageKeys = pages[index]
                     index += 1
-                    if let reason = options.stop?.reason {
-                        logger.warning("stopped by \(reason): leaving the rest to the next run")
-                        summary.stoppedEarly = true
-                        summary.stoppedBy = reason
-                        break
-                    }
-                    if claimUntil.hasPassed {
-                        logger.warning("time budget spent: leaving the rest to the next run")
-                        summary.stoppedEarly = true
+                    if Self.stopsClaiming(
+                        options, claimUntil: claimUntil, leaving: "the rest", summary: &summary, logger: logger)
+                    {
                         break
                     }
                     // A channel that cannot take anything more (the outbox's disk is full): claim no more.
@@ -246,7 +240,7 @@ public struct DiaryReminderRunner: Sendable {
         // users chose, go first.
         try await phases.measure(.send) { () async throws(JobError) in
             try await deliverPendingWarnings(
-                options, summary: &summary, claimUntil: claimUntil, recordDeadline: recordDeadline)
+                options, summary: &summary, claimUntil: claimUntil, recordDeadline: recordDeadline, logger: logger)
         }
         if !options.dryRun { ProviderTrouble.log(summary.troubles, logger: logger) }
         summary.credentialMints = await sender.credentialMints()
@@ -270,6 +264,26 @@ public struct DiaryReminderRunner: Sendable {
             throw failure
         }
         return summary
+    }
+
+    /// Whether the run is to claim nothing more: it was asked to stop (a signal) or its claim budget is spent.
+    /// Either way the log and the summary say so, and what is left (`leaving`) waits for the next run.
+    static func stopsClaiming(
+        _ options: ReminderRunOptions, claimUntil: Deadline, leaving what: String, summary: inout RunSummary,
+        logger: Logger
+    ) -> Bool {
+        if let reason = options.stop?.reason {
+            logger.warning("stopped by \(reason): leaving \(what) to the next run")
+            summary.stoppedEarly = true
+            summary.stoppedBy = reason
+            return true
+        }
+        if claimUntil.hasPassed {
+            logger.warning("time budget spent: leaving \(what) to the next run")
+            summary.stoppedEarly = true
+            return true
+        }
+        return false
     }
 
     /// `keys` cut into pages of about `size`, never between two keys of one user: a user due for two periods
