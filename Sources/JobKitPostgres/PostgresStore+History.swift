@@ -125,7 +125,7 @@ extension PostgresStore {
                 partition.table == .logs
                 ? """
                 SELECT CASE WHEN EXISTS (SELECT 1 FROM \(unescaped: partition.name)
-                                         WHERE NOT (\(unescaped: Self.expiredLogsCondition(logsBefore, guards))))
+                                         WHERE NOT (\(unescaped: guards.expiredLogSQL(.postgres, before: logsBefore))))
                             THEN -1 ELSE (SELECT count(*) FROM \(unescaped: partition.name)) END
                 """
                 : "SELECT count(*) FROM \(unescaped: partition.name)"

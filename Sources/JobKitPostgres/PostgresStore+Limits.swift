@@ -236,22 +236,10 @@ extension PostgresStore: JanitorStore {
             """)
     }
 
-    /// The janitor's rule for log rows: claimed before `before`, finished, and of a period that has ended in
-    /// every zone (judged by the shape of the key). Literal SQL: the values are numbers and period keys the
-    /// program made (``PeriodGuards``).
-    static func expiredLogsCondition(_ before: Int64, _ guards: PeriodGuards) -> String {
-        """
-        claimed_at < to_timestamp(\(before)) AND status <> 'claimed' AND status <> 'deferred' AND (
-            (length(period_key) = 10 AND period_key < '\(guards.day)') OR
-            (length(period_key) = 7 AND period_key < '\(guards.month)') OR
-            (length(period_key) = 4 AND period_key < '\(guards.year)'))
-        """
-    }
-
     private static func expiredLogs(_ prefix: String, _ before: Int64, _ guards: PeriodGuards, _ suffix: String = "")
         -> PostgresQuery
     {
-        "\(unescaped: prefix) \(unescaped: expiredLogsCondition(before, guards)) \(unescaped: suffix)"
+        "\(unescaped: prefix) \(unescaped: guards.expiredLogSQL(.postgres, before: before)) \(unescaped: suffix)"
     }
 
     public func expiredLogCount(before: Int64, guards: PeriodGuards) async throws(JobError) -> Int {

@@ -318,7 +318,9 @@ import Testing
         let now = HistoryPartitionRuleTests.instant("2027-03-10T12:00:00Z")
         try await log("diary_reminder", "2026-10-01", "2026-10-01T20:00:00Z")  // October: all over → dropped
         try await log("content_limit_90", "2026-10", "2026-10-20T20:00:00Z")
-        try await log("diary_reminder", "2026-11-01", "2026-11-01T20:00:00Z")  // November: one row still pending
+        // November: a warning held for quiet hours and never sent, a claim of a run that died. November is over
+        // and they are months old: nothing sends them any more, and they guard nothing → dropped.
+        try await log("diary_reminder", "2026-11-01", "2026-11-01T20:00:00Z", status: "claimed")
         try await log("content_limit_100", "2026-11", "2026-11-20T20:00:00Z", status: "deferred")
         try await log("diary_reminder", "2026-12-01", "2026-12-01T20:00:00Z")  // December: one row claimed
         try await log("content_limit_90", "2026-12", "2027-02-20T20:00:00Z")  // within the retention
@@ -347,25 +349,26 @@ import Testing
             : [
                 "notification_deliveries_m2026_05", "notification_deliveries_m2026_10",
                 "notification_deliveries_m2026_11", "notification_deliveries_m2026_12", "notification_logs_m2026_10",
-                "notification_logs_y2026",
+                "notification_logs_m2026_11", "notification_logs_y2026",
             ]
         #expect(done.partitionsDropped == dropped)
         #expect(wouldDo.partitionsDropped == dropped)
-        // The same rows go either way: October's two and 2026's (whole partitions, or row by row), and
-        // November's and December's finished reminders by the row rule.
-        #expect(done.logsDeleted == 5)
+        // The same rows go either way: October's two, November's two and 2026's (whole partitions, or row by
+        // row), and December's finished reminder by the row rule.
+        #expect(done.logsDeleted == 6)
         #expect(wouldDo.logsDeleted == done.logsDeleted)
         #expect(done.deliveriesDeleted == 7)
         #expect(wouldDo.deliveriesDeleted == done.deliveriesDeleted)
         #expect(
             try await db.strings("SELECT period_key || ' ' || status FROM notification_logs ORDER BY 1") == [
-                "2026-11 deferred", "2026-12 sent", "2027 sent",
+                "2026-12 sent", "2027 sent",
             ])
         #expect(
             try await db.strings("SELECT created_at::text FROM notification_deliveries")
                 == ["2027-02-20 20:00:00+00"])
         let kept = try await partitions(db)
         #expect(kept.contains("notification_logs_m2026_10") == keepPartitions)
-        #expect(kept.contains("notification_logs_m2026_11") && kept.contains("notification_logs_y2027"))
+        #expect(
+            kept.contains("notification_logs_m2026_11") == keepPartitions && kept.contains("notification_logs_y2027"))
     }
 }

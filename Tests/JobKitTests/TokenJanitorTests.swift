@@ -119,8 +119,12 @@ import Testing
         try await log(db, "u", "content_limit_90", "2026-10", claimedDaysAgo: 80)  // month over: goes
         try await log(db, "u", "content_limit_100", "2026", claimedDaysAgo: 300)  // this year's: stays
         try await log(db, "u", "content_limit_90", "2025", claimedDaysAgo: 380)  // last year's: goes
-        // pending: stays
+        // Held for quiet hours, in a month not over: stays.
         try await log(db, "u", "content_limit_100", "2026-12", claimedDaysAgo: 40, status: "deferred")
+        // Left claimed by a run that died, or held, in a period long over: nothing sends them any more, they go.
+        try await log(db, "u", "diary_reminder", "2026-09-15", claimedDaysAgo: 100, status: "claimed")
+        try await log(db, "u", "content_limit_100", "2026-09", claimedDaysAgo: 95, status: "deferred")
+        try await log(db, "u", "content_limit_90", "2026-08", claimedDaysAgo: 130, status: "retry")
         try await db.execute(
             """
             INSERT INTO notification_deliveries (log_id, provider, outcome, run_id, created_at)
@@ -135,9 +139,9 @@ import Testing
                 return o
             }())
         let summary = try await janitor(db.store).run(options)
-        #expect(summary.logsDeleted == 3)
+        #expect(summary.logsDeleted == 6)
         #expect(dry.logsDeleted == summary.logsDeleted)
-        #expect(summary.deliveriesDeleted == 5)  // all but the 1-day-old one (deliveries keep 30 days)
+        #expect(summary.deliveriesDeleted == 8)  // all but the 1-day-old one (deliveries keep 30 days)
         #expect(
             try await db.strings(
                 "SELECT notification_type || ' ' || period_key FROM notification_logs ORDER BY period_key")

@@ -17,7 +17,7 @@ public protocol JanitorStore: Sendable {
     func deleteExpiredLogs(before: Int64, guards: PeriodGuards, limit: Int) async throws(JobError) -> Int
     /// Drops whole history partitions (PostgreSQL) whose every row the two row rules above would delete: delivery
     /// partitions wholly before `deliveriesBefore`, log partitions whose periods have ended (``PeriodGuards``)
-    /// and whose rows are all claimed before `logsBefore` and finished. Dry, only names them. Returns the
+    /// and whose rows are all claimed before `logsBefore` (``PeriodGuards/expiredLogSQL(_:before:)``). Dry, only names them. Returns the
     /// partitions dropped (or to drop) with their rows; a partition the table was too busy to drop is left to
     /// the next run and its rows to the row rules. SQLite's history is not partitioned: none.
     func dropExpiredHistoryPartitions(deliveriesBefore: Int64, logsBefore: Int64, guards: PeriodGuards, dryRun: Bool)
@@ -43,5 +43,20 @@ public struct PeriodGuards: Sendable, Hashable {
         day = date.description
         month = date.monthKey
         year = LocalDate.pad(date.year, 4)
+    }
+
+    /// The janitor's rule for a `notification_logs` row, as a SQL condition over its columns: claimed before
+    /// `before` (at least 35 days ago, ``JanitorOptions/logRetentionRange``) and of a period that has ended in
+    /// every zone, judged by the key's shape. Whatever its status: a claim still `claimed`, `deferred` or `retry`
+    /// that old is long past ``DeliveryLifecycle/retryHorizon`` (no run sends it any more; the report counts it
+    /// missed), and no run claims a period that has ended, so the row guards against nothing. Both stores use
+    /// this one condition; its values are numbers and keys the program made, written as literals.
+    public func expiredLogSQL(_ dialect: SQLDialect, before: Int64) -> String {
+        """
+        claimed_at < \(dialect.instant(before)) AND (
+            (length(period_key) = 10 AND period_key < '\(day)') OR
+            (length(period_key) = 7 AND period_key < '\(month)') OR
+            (length(period_key) = 4 AND period_key < '\(year)'))
+        """
     }
 }

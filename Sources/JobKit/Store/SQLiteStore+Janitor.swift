@@ -84,35 +84,23 @@ extension SQLiteStore: JanitorStore {
         }
     }
 
-    /// Rows whose period has ended in every zone, judged by the shape of the key.
-    private static let expiredLogFilter = """
-        claimed_at < :before AND status <> 'claimed' AND status <> 'deferred' AND (
-            (length(period_key) = 10 AND period_key < :day) OR
-            (length(period_key) = 7 AND period_key < :month) OR
-            (length(period_key) = 4 AND period_key < :year))
-        """
-
-    private static func guardArguments(_ before: Int64, _ guards: PeriodGuards) -> StatementArguments {
-        ["before": before, "day": guards.day, "month": guards.month, "year": guards.year]
-    }
-
     public func expiredLogCount(before: Int64, guards: PeriodGuards) async throws(JobError) -> Int {
         try await read("counting old log rows") { db in
             try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM notification_logs WHERE " + Self.expiredLogFilter,
-                arguments: Self.guardArguments(before, guards)) ?? 0
+                db, sql: "SELECT count(*) FROM notification_logs WHERE " + guards.expiredLogSQL(.sqlite, before: before)
+            )
+                ?? 0
         }
     }
 
     public func deleteExpiredLogs(before: Int64, guards: PeriodGuards, limit: Int) async throws(JobError) -> Int {
         try await write("deleting old log rows") { db in
-            var arguments = Self.guardArguments(before, guards)
-            arguments += ["limit": limit]
             try db.execute(
                 sql: """
                     DELETE FROM notification_logs
-                    WHERE id IN (SELECT id FROM notification_logs WHERE \(Self.expiredLogFilter) ORDER BY claimed_at LIMIT :limit)
-                    """, arguments: arguments)
+                    WHERE id IN (SELECT id FROM notification_logs WHERE \(guards.expiredLogSQL(.sqlite, before: before))
+                                 ORDER BY claimed_at LIMIT ?)
+                    """, arguments: [limit])
             return db.changesCount
         }
     }
