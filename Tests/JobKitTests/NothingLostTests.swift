@@ -88,12 +88,7 @@ import Testing
     /// in the first run and the iPhone in the second; neither gets the reminder twice.
     @Test(arguments: Backend.allCases) func aWrongAPNsKeyForOneRunIsMadeUpByTheNextRun(_ backend: Backend) async throws
     {
-        let harness = try await DeliveryHarness.start(backend)
-        let iPhone = hexToken("ab", 1)
-        try await harness.addUser("both", devices: [(iPhone, .apns, .ios), ("pixel-1", .fcm, .android)])
-        var wrongKey = harness.delivery()
-        wrongKey.apns?.keyID = "WRONGKEY01"
-        let first = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(wrongKey))
+        let (harness, first, iPhone) = try await runWithAWrongAPNsKey(backend)
         #expect(first.retry == 1 && first.partial == 0 && first.sent == 0)
         #expect(first.devicesPendingRetry == 1)
         #expect(try await harness.db.strings("SELECT status FROM notification_logs") == ["retry"])
@@ -123,18 +118,25 @@ import Testing
         await harness.stop()
     }
 
-    /// A device still pending when the window closes is not sent to again, and `--explain` says it was missed:
-    /// not "will be taken over", not "sent again by the runs until" a time already past, and not "the reminder
-    /// time has not come" for a user whose other device was reached.
-    @Test(arguments: Backend.allCases) func aDeviceStillPendingWhenTheWindowClosesIsExplainedAsMissed(
-        _ backend: Backend
-    ) async throws {
+    /// User "both" (an iPhone and an Android phone, reminded at 20:00 UTC) and the 20:00 run with a wrong APNs key
+    /// id: the Android phone is reached, the iPhone left pending.
+    func runWithAWrongAPNsKey(_ backend: Backend) async throws -> (DeliveryHarness, RunSummary, iPhone: String) {
         let harness = try await DeliveryHarness.start(backend)
         let iPhone = hexToken("ab", 1)
         try await harness.addUser("both", devices: [(iPhone, .apns, .ios), ("pixel-1", .fcm, .android)])
         var wrongKey = harness.delivery()
         wrongKey.apns?.keyID = "WRONGKEY01"
         let first = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(wrongKey))
+        return (harness, first, iPhone)
+    }
+
+    /// A device still pending when the window closes is not sent to again, and `--explain` says it was missed:
+    /// not "will be taken over", not "sent again by the runs until" a time already past, and not "the reminder
+    /// time has not come" for a user whose other device was reached.
+    @Test(arguments: Backend.allCases) func aDeviceStillPendingWhenTheWindowClosesIsExplainedAsMissed(
+        _ backend: Backend
+    ) async throws {
+        let (harness, first, _) = try await runWithAWrongAPNsKey(backend)
         #expect(first.retry == 1 && first.devicesPendingRetry == 1)
         let late = try await harness.run(at: "2026-11-21T21:05:00Z", sender: try await harness.sender())
         #expect(late.takenOver == 0 && late.sent == 0)

@@ -17,9 +17,10 @@ public protocol JanitorStore: Sendable {
     func deleteExpiredLogs(before: Int64, guards: PeriodGuards, limit: Int) async throws(JobError) -> Int
     /// Drops whole history partitions (PostgreSQL) whose every row the two row rules above would delete: delivery
     /// partitions wholly before `deliveriesBefore`, log partitions whose periods have ended (``PeriodGuards``)
-    /// and whose rows are all claimed before `logsBefore` (``PeriodGuards/expiredLogSQL(_:before:)``). Dry, only names them. Returns the
-    /// partitions dropped (or to drop) with their rows; a partition the table was too busy to drop is left to
-    /// the next run and its rows to the row rules. SQLite's history is not partitioned: none.
+    /// and whose rows are all claimed before `logsBefore` (``PeriodGuards/expiredLogSQL(_:before:)``). Dry, only
+    /// names them. Returns the partitions dropped (or to drop) with their rows; a partition the table was too
+    /// busy to drop is left to the next run and its rows to the row rules. SQLite's history is not partitioned:
+    /// none.
     func dropExpiredHistoryPartitions(deliveriesBefore: Int64, logsBefore: Int64, guards: PeriodGuards, dryRun: Bool)
         async throws(JobError) -> [HistoryPartitionDrop]
     func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int

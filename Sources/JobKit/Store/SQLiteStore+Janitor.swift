@@ -85,11 +85,9 @@ extension SQLiteStore: JanitorStore {
     }
 
     public func expiredLogCount(before: Int64, guards: PeriodGuards) async throws(JobError) -> Int {
-        try await read("counting old log rows") { db in
-            try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM notification_logs WHERE " + guards.expiredLogSQL(.sqlite, before: before)
-            )
-                ?? 0
+        let expired = guards.expiredLogSQL(.sqlite, before: before)
+        return try await read("counting old log rows") { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM notification_logs WHERE \(expired)") ?? 0
         }
     }
 
