@@ -341,6 +341,23 @@ import Testing
         #expect(report.html.contains("<td>0</td><td>2</td></tr>"))
     }
 
+    /// A window with no notification at all: the text's volume table and its "does the reminder work?" section
+    /// ended at their headings, where every other section says `none`; the HTML said both "No reminders in this
+    /// window." and `none` under that heading.
+    @Test func aReportOfAQuietWindowSaysNoneUnderEveryHeading() throws {
+        let report = HealthReport(
+            from: instant("2026-11-15T00:00:00Z"), to: instant("2026-11-22T00:00:00Z"), figures: HealthFigures())
+        let lines = report.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let table = try #require(lines.firstIndex { $0.hasPrefix("day         type") })
+        #expect(lines.dropFirst(table + 1).first == "  none")
+        let effect = try #require(lines.firstIndex { $0.hasPrefix("does the reminder work?") })
+        #expect(Array(lines.dropFirst(effect + 1)) == ["  none"])
+        let html = report.html
+        let section = try #require(html.components(separatedBy: "<h2>Does the reminder work?</h2>").last)
+        #expect(section.components(separatedBy: "No reminders in this window.").count == 2)
+        #expect(!section.contains("<p>none</p>"))
+    }
+
     /// The chart's legend names the table's states in the table's order, each once (it kept its own list, with
     /// `retry` before `deferred`).
     @Test func theChartLegendFollowsTheTableColumns() throws {

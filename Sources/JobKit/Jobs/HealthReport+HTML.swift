@@ -48,7 +48,7 @@ extension HealthReport {
             <p>Share of reminded users who wrote within 3 hours, per locale and message, with its 95 % interval.
             Messages are assigned by a stable hash of user and day: within a locale this is a randomised comparison.</p>
             \(effectChart())
-            \(table(["locale", "message", "title", "reminded", "wrote ≤ 3 h", "95 % interval", "wrote that day", "95 % interval"],
+            \(reminderEffect.isEmpty ? "" : table(["locale", "message", "title", "reminded", "wrote ≤ 3 h", "95 % interval", "wrote that day", "95 % interval"],
                  reminderEffect.map { [$0.locale, String($0.messageIndex), $0.title ?? "", String($0.reminded),
                                        percent($0.within3h.share), "\(percent($0.within3h.low)) – \(percent($0.within3h.high))",
                                        percent($0.sameLocalDay.share), "\(percent($0.sameLocalDay.low)) – \(percent($0.sameLocalDay.high))"] }))

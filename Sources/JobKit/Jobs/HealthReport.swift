@@ -242,6 +242,7 @@ extension HealthReport {
             "delivery health \(from) … \(to) (\(days) days)", "",
             "day         " + pad("type", 18, left: true) + columns.map { " " + $0.name }.joined(),
         ]
+        if volume.isEmpty { lines.append("  none") }
         for row in volume {
             lines.append(
                 "\(row.day)  " + pad(row.type, 18, left: true)
@@ -261,18 +262,15 @@ extension HealthReport {
         lines += section(
             "last run of each job:",
             lastRuns.map { "\($0.job): \($0.runAt) \($0.outcome)\($0.durationMs.map { " \($0) ms" } ?? "")" })
-        lines += [
-            "",
-            "does the reminder work? (wrote within 3 h / that local day, 95 % interval; messages assigned at random)",
-        ]
-        lines += reminderEffect.map { message in
-            func share(_ share: ReminderEffect.Share) -> String {
-                String(format: "%5.1f %% [%4.1f–%4.1f]", share.share * 100, share.low * 100, share.high * 100)
-            }
-            return
-                "  \(message.locale) #\(message.messageIndex) reminded=\(message.reminded) 3h=\(share(message.within3h)) day=\(share(message.sameLocalDay))"
-                + (message.title.map { " \"\($0)\"" } ?? "")
+        func share(_ share: ReminderEffect.Share) -> String {
+            String(format: "%5.1f %% [%4.1f–%4.1f]", share.share * 100, share.low * 100, share.high * 100)
         }
+        lines += section(
+            "does the reminder work? (wrote within 3 h / that local day, 95 % interval; messages assigned at random)",
+            reminderEffect.map { message in
+                "\(message.locale) #\(message.messageIndex) reminded=\(message.reminded) 3h=\(share(message.within3h)) day=\(share(message.sameLocalDay))"
+                    + (message.title.map { " \"\($0)\"" } ?? "")
+            })
         // Reasons, locales and titles are stored text (the app records its own deactivation reasons): each row
         // stays on its line.
         return lines.map(LineText.escapingControls).joined(separator: "\n")
