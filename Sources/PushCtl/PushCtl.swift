@@ -253,7 +253,7 @@ struct EntryCommand: AsyncParsableCommand {
             try await withExitCode("pushctl entry add") { () async throws(JobError) in
                 let instant = try clockNow(at, flag: "--at")
                 try await db.with { store throws(JobError) in try await store.recordEntry(userID: user, at: instant) }
-                print("recorded an entry for \(user)")
+                print("recorded an entry for \(LineText.field(user))")
             }
         }
     }

@@ -119,6 +119,22 @@ import Testing
         #expect(UserEditResult(before: nil, after: created).summary == "created user new")
     }
 
+    /// The summary is one line for the operator, and ids and stored values come from outside (the app backend
+    /// writes users too): an id with a space or a line break was echoed as it is, so `pushctl user set` printed
+    /// a forged second line. The id is written as a `key=value` field is, and a stored value's control
+    /// characters are escaped.
+    @Test func theSummaryKeepsAnIdOrAStoredValueWithALineBreakOnItsLine() throws {
+        var edit = UserEdit(id: "a b\nfake: line")
+        edit.timezone = "UTC"
+        let created = try edit.applied(to: nil)
+        #expect(UserEditResult(before: nil, after: created).summary == #"created user "a b\nfake: line""#)
+        var before = created
+        before.profile.plan = "pro\nfake: plan"
+        let updated = UserEditResult(before: before, after: created).summary
+        #expect(updated == #"updated user "a b\nfake: line": plan pro\nfake: plan → free"#)
+        #expect(UserEditResult(before: created, after: created).summary == #"user "a b\nfake: line" unchanged"#)
+    }
+
     private func settings(_ reminders: Bool, _ time: String, _ warnings: Bool, _ start: String?, _ end: String?)
         -> String
     {

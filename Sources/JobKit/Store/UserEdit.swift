@@ -89,9 +89,11 @@ public struct UserEditResult: Sendable, Hashable {
     }
 
     /// One line: `created user u1`, `updated user u1: plan free → pro, quiet hours none → 22:00-06:00`, or
-    /// `user u1 unchanged`.
+    /// `user u1 unchanged`. The id is written as a `key=value` field is (``LineText/field(_:)``: quoted when it
+    /// has a space or a control character), and stored values with their control characters escaped: the app
+    /// backend writes users too, and one line stays one line.
     public var summary: String {
-        let id = after.profile.id
+        let id = LineText.field(after.profile.id)
         guard let before else { return "created user \(id)" }
         let fields: [(String, (StoredUser) -> String)] = [
             ("timezone", { $0.profile.timezone }),
@@ -111,7 +113,9 @@ public struct UserEditResult: Sendable, Hashable {
             ),
         ]
         var changes = fields.compactMap { name, value in
-            value(before) == value(after) ? nil : "\(name) \(value(before)) → \(value(after))"
+            value(before) == value(after)
+                ? nil
+                : "\(name) \(LineText.escapingControls(value(before))) → \(LineText.escapingControls(value(after)))"
         }
         if !before.hasSettings && after.hasSettings { changes.append("settings row created") }
         return changes.isEmpty ? "user \(id) unchanged" : "updated user \(id): " + changes.joined(separator: ", ")
