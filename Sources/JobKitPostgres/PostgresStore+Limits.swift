@@ -3,9 +3,14 @@ import JobKit
 import PostgresNIO
 
 extension PostgresStore: ContentLimitStore {
-    public func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot? {
-        try await rows(
-            "reading a user's quota state",
+    public func limitSnapshots(userIDs: [String], periodsFrom: String) async throws(JobError)
+        -> [String: LimitSnapshot]
+    {
+        let ids = Array(Set(userIDs))
+        guard !ids.isEmpty else { return [:] }
+        var snapshots: [String: LimitSnapshot] = [:]
+        for row in try await rows(
+            "reading users' quota state",
             """
             SELECT u.id, u.timezone, u.locale, u.plan,
                    coalesce(s.content_limit_warnings_enabled, true), s.quiet_hours_start, s.quiet_hours_end,
@@ -17,16 +22,17 @@ extension PostgresStore: ContentLimitStore {
                     WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
                       AND l.period_key >= \(periodsFrom))
             FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
-            WHERE u.id = \(userID)
+            WHERE u.id = ANY(\(ids)::text[])
             """
-        ).first.map { row throws(JobError) in
+        ) {
             let (id, timezone, locale, plan, enabled, quietStart, quietEnd, hasDevice, logs) = try decode(
                 row, (String, String, String, String, Bool, String?, String?, Bool, String?).self)
-            return LimitSnapshot(
+            snapshots[id] = LimitSnapshot(
                 userID: id, timezone: timezone, locale: locale, plan: plan, warningsEnabled: enabled,
                 quietHoursStart: quietStart, quietHoursEnd: quietEnd, hasActiveDevice: hasDevice,
                 logs: LimitSnapshot.parseLogs(json: logs))
         }
+        return snapshots
     }
 
     public func claimLimitWarning(

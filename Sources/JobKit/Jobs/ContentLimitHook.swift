@@ -326,9 +326,13 @@ extension DiaryReminderRunner {
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []
         var overtaken: [(warning: PendingWarning, detail: String)] = []
+        // One read for the page: each warning is decided from its user's rows of its period on, and the earliest
+        // period of the page covers every one of them.
+        guard let floor = page.map(\.warning.period).min() else { return }
+        let snapshots = try await warningsStore.limitSnapshots(userIDs: page.map(\.warning.userID), periodsFrom: floor)
         for stored in page {
             let warning = stored.warning
-            let snapshot = try await warningsStore.limitSnapshot(userID: warning.userID, periodsFrom: warning.period)
+            let snapshot = snapshots[warning.userID]
             if let zone = snapshot.flatMap({ ZoneClock(identifier: $0.timezone) }),
                 ContentLimitRule.periodEnded(warning.period, now: options.now, zone: zone)
             {

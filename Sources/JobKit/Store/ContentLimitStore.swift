@@ -94,9 +94,10 @@ public struct LimitClaim: Sendable, Hashable {
 }
 
 public protocol ContentLimitStore: Sendable {
-    /// One read: the user, their settings, whether they have an active device, and quota-warning log rows
-    /// with period keys from `periodsFrom` on. `nil` for an unknown user.
-    func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot?
+    /// One read for all of `userIDs` (duplicates allowed): for each, the user, their settings, whether they have
+    /// an active device, and their quota-warning log rows with period keys from `periodsFrom` on; by user id,
+    /// unknown users absent. A reminder run decides a page of pending warnings from one such read.
+    func limitSnapshots(userIDs: [String], periodsFrom: String) async throws(JobError) -> [String: LimitSnapshot]
     /// Atomically claims a warning, or stores it `deferred` until `deliverAfter` (quiet hours). For 100 %, the
     /// period's 90 % warning is marked superseded (inserted as such, or changed from deferred or retry) so it
     /// never arrives afterwards. A 90 % warning is not claimed once the 100 % one exists. A claim taken over
@@ -118,6 +119,13 @@ public protocol ContentLimitStore: Sendable {
     /// The devices each of these claims already reached (a `delivered` attempt), by log id; claims that
     /// reached none are absent. A claim taken over is sent only to the others.
     func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>]
+}
+
+extension ContentLimitStore {
+    /// One user's ``limitSnapshots(userIDs:periodsFrom:)``: `nil` for an unknown user.
+    public func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot? {
+        try await limitSnapshots(userIDs: [userID], periodsFrom: periodsFrom)[userID]
+    }
 }
 
 /// The stored form of a warning's numbers: a JSON object of strings.

@@ -2,28 +2,40 @@ import Foundation
 import GRDB
 
 extension SQLiteStore: ContentLimitStore {
-    public func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot? {
-        try await read("reading a user's quota state") { db in
-            guard
-                let row = try Row.fetchOne(
-                    db.cachedStatement(
-                        sql: """
-                            SELECT u.id, u.timezone, u.locale, u.plan,
-                                   coalesce(s.content_limit_warnings_enabled, 1), s.quiet_hours_start, s.quiet_hours_end,
-                                   EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = u.id AND d.is_active = 1),
-                                   (SELECT json_group_array(json_array(l.id, l.notification_type, l.period_key, l.status, l.claimed_at,
-                                                                       l.message_index, l.locale, l.run_id))
-                                    FROM notification_logs l
-                                    WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
-                                      AND l.period_key >= ?)
-                            FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
-                            WHERE u.id = ?
-                            """), arguments: [periodsFrom, userID])
-            else { return nil }
-            let logs = LimitSnapshot.parseLogs(json: row[8])
-            return LimitSnapshot(
-                userID: row[0], timezone: row[1], locale: row[2], plan: row[3], warningsEnabled: row[4],
-                quietHoursStart: row[5], quietHoursEnd: row[6], hasActiveDevice: row[7], logs: logs)
+    /// The quota state of up to `count` users: `periodsFrom`, then the user ids.
+    static let limitSnapshotStatements = ChunkedSQL(largest: 500) { count in
+        """
+        SELECT u.id, u.timezone, u.locale, u.plan,
+               coalesce(s.content_limit_warnings_enabled, 1), s.quiet_hours_start, s.quiet_hours_end,
+               EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = u.id AND d.is_active = 1),
+               (SELECT json_group_array(json_array(l.id, l.notification_type, l.period_key, l.status, l.claimed_at,
+                                                   l.message_index, l.locale, l.run_id))
+                FROM notification_logs l
+                WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
+                  AND l.period_key >= ?)
+        FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
+        WHERE u.id IN (\(Array(repeating: "?", count: count).joined(separator: ",")))
+        """
+    }
+
+    public func limitSnapshots(userIDs: [String], periodsFrom: String) async throws(JobError)
+        -> [String: LimitSnapshot]
+    {
+        let ids = Array(Set(userIDs))
+        guard !ids.isEmpty else { return [:] }
+        return try await read("reading users' quota state") { db in
+            var snapshots: [String: LimitSnapshot] = [:]
+            try Self.limitSnapshotStatements.forEachChunk(of: ids.count) { range, sql in
+                let arguments = StatementArguments([periodsFrom] + Array(ids[range]))
+                for row in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments) {
+                    let snapshot = LimitSnapshot(
+                        userID: row[0], timezone: row[1], locale: row[2], plan: row[3], warningsEnabled: row[4],
+                        quietHoursStart: row[5], quietHoursEnd: row[6], hasActiveDevice: row[7],
+                        logs: LimitSnapshot.parseLogs(json: row[8]))
+                    snapshots[snapshot.userID] = snapshot
+                }
+            }
+            return snapshots
         }
     }
 
