@@ -4,8 +4,8 @@
 #   start_simulator BIN DIR [push-simulator flags…]
 #       Starts BIN/push-simulator in the background, its credentials in DIR/credentials, its ready file
 #       DIR/ready.json and its log DIR/simulator.log, and sets `simulator` to its pid. Waits up to 10 s for it to be
-#       ready; if it is not, prints its log and exits 69 (EX_UNAVAILABLE), so that nothing runs against a server
-#       that is not there. Then sets `simulator_url` (https://127.0.0.1:PORT) and exports what production sets
+#       ready; if it is not, prints its log and returns 69 (EX_UNAVAILABLE: a script under `set -e` exits with it,
+#       an interactive shell stays), so that nothing runs against a server that is not there. Then sets `simulator_url` (https://127.0.0.1:PORT) and exports what production sets
 #       (README "Configuration"), pointed at it: PUSH_APNS_KEY_FILE, PUSH_APNS_KEY_ID, PUSH_APNS_TEAM_ID,
 #       PUSH_APNS_TOPIC, PUSH_APNS_ENDPOINT, PUSH_APNS_SANDBOX_ENDPOINT, PUSH_FCM_SERVICE_ACCOUNT_FILE,
 #       PUSH_FCM_ENDPOINT and PUSH_CA_FILE.
@@ -34,7 +34,7 @@ start_simulator() {
         echo "${0##*/}: the provider simulator did not start; its log ($dir/simulator.log):" >&2
         cat "$dir/simulator.log" >&2
         stop_simulator
-        exit 69
+        return 69
     fi
     simulator_url=$(simulator_field "$dir" base_url)
     export PUSH_APNS_KEY_FILE="$(simulator_field "$dir" apns_key_file)"
