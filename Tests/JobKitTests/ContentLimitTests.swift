@@ -525,7 +525,7 @@ import Testing
     }
 
     /// The store's read of many users' quota state: each user's own rows, of the periods asked for; unknown users
-    /// absent; a user named twice read once.
+    /// absent; a user named twice (a page may hold their 90 % and 100 % warnings) is no error.
     @Test(arguments: Backend.allCases) func quotaStateIsReadForManyUsersAtOnce(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         try await addWriter(db, id: "a")
