@@ -349,8 +349,8 @@ extension PostgresStore: ReportStore {
             ).map { try $0.decode((String, Int).self) }
             figures.lastRuns = try await all(
                 """
-                SELECT DISTINCT ON (job) job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms FROM job_runs
-                ORDER BY job, run_at DESC
+                SELECT job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms FROM job_runs j
+                WHERE run_at = (SELECT max(run_at) FROM job_runs WHERE job = j.job)
                 """
             ).map { try $0.decode((String, Int64, String, Int?).self) }
             return figures

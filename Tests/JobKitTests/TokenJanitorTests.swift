@@ -270,7 +270,9 @@ import Testing
         #expect(report.deactivations == [.init(key: "logout", count: 1)])
         #expect(
             report.lastRuns == [
-                .init(job: "diary-reminder", runAt: "2026-11-21T23:00:00Z", outcome: "ok", durationMs: 12)
+                .init(
+                    job: "diary-reminder", runAt: "2026-11-21T23:00:00Z", outcome: "ok", durationMs: 12, runs: 1,
+                    outcomes: [.init(key: "ok", count: 1)])
             ])
         let html = report.html
         #expect(html.hasPrefix("<!DOCTYPE html>"))
@@ -280,6 +282,57 @@ import Testing
         #expect(!html.contains("src="))
         #expect(!html.contains("<link"))
         #expect(report.text.contains("33.33 % (1 of 3)"))
+    }
+
+    /// Several runs of a job can evaluate the same instant: the shards of a slot (`--shard K/N` on several hosts),
+    /// overlapping runners, and a Lambda invocation retried with its event's `time`. "Last run of each job"
+    /// showed one of them, whichever the store returned first, so a failed shard or a failed first try hid behind
+    /// an `ok` one. Each job's line now stands for every run at its latest instant: the worst outcome, how many runs
+    /// there were with each outcome, and the longest of them.
+    @Test(arguments: Backend.allCases) func theLastRunOfAJobCountsEveryRunAtItsLatestInstant(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        let slot = instant("2026-11-21T20:45:00Z")
+        let night = instant("2026-11-21T03:30:00Z")
+        // Ids sort one failed run before its ok twin and the other after it, so that a store returning one row
+        // of the instant, whichever it is, shows `ok` for one of the jobs.
+        for (id, job, at, ms, outcome) in [
+            ("r0", "diary-reminder", slot - 900, 9, "failed"), ("r1", "diary-reminder", slot, 40, "failed"),
+            ("r2", "diary-reminder", slot, 12, "ok"), ("r3", "diary-reminder", slot, 15, "ok"),
+            ("j1", "token-janitor", night, 900, "ok"), ("j2", "token-janitor", night, 30, "failed"),
+            ("j3", "token-janitor", night - 86_400, 800, "ok"),
+        ] {
+            try await db.execute(
+                "INSERT INTO job_runs (id, job, run_at, duration_ms, outcome) VALUES ('\(id)', '\(job)', \(db.ts(at)), \(ms), '\(outcome)')"
+            )
+        }
+        let report = try await db.store.healthReport(from: slot - 7 * 86_400, to: slot + 900)
+        let lines = report.text.split(separator: "\n").map(String.init)
+        #expect(lines.contains("  diary-reminder: 2026-11-21T20:45:00Z failed, 3 runs (failed=1 ok=2), longest 40 ms"))
+        #expect(lines.contains("  token-janitor: 2026-11-21T03:30:00Z failed, 2 runs (failed=1 ok=1), longest 900 ms"))
+        #expect(
+            report.lastRuns.first
+                == .init(
+                    job: "diary-reminder", runAt: "2026-11-21T20:45:00Z", outcome: "failed", durationMs: 40, runs: 3,
+                    outcomes: [.init(key: "failed", count: 1), .init(key: "ok", count: 2)]))
+        #expect(
+            report.html.contains(
+                #"<td class="text">failed, 2 runs (failed=1 ok=1)</td><td class="text">longest 900 ms</td>"#))
+    }
+
+    /// The worst outcome leads: a run still `running` at the latest instant (in progress, or one that died) before
+    /// one that went well; one run's line is as it always was.
+    @Test func theWorstOutcomeOfAnInstantLeadsAndOneRunReadsAsBefore() {
+        let at = instant("2026-11-21T20:45:00Z")
+        let runs = HealthReport.JobRun.fold([
+            ("diary-reminder", at, "ok", 12), ("diary-reminder", at, "running", nil), ("token-janitor", at, "ok", 7),
+        ])
+        #expect(
+            runs.map(\.line) == [
+                "diary-reminder: 2026-11-21T20:45:00Z running, 2 runs (running=1 ok=1), longest 12 ms",
+                "token-janitor: 2026-11-21T20:45:00Z ok 7 ms",
+            ])
     }
 
     static func counts(_ row: HealthReport.DayType) -> String {

@@ -60,11 +60,56 @@ public struct HealthReport: Sendable, Codable, Hashable {
         public let tokenDead: Int
         public var rate: Double { deliveries == 0 ? 0 : Double(tokenDead) / Double(deliveries) }
     }
+    /// A job's latest instant and every run that evaluated it: the shards of a slot, overlapping runners, or a
+    /// Lambda invocation retried with its event's `time` all record the same instant.
     public struct JobRun: Sendable, Codable, Hashable {
         public let job: String
         public let runAt: String
+        /// The worst outcome among the runs (`failed`, then `running`: one in progress or one that died, then
+        /// `ok`), so that a failed shard or first try does not hide behind a run that went well.
         public let outcome: String
+        /// The longest of the runs.
         public let durationMs: Int?
+        public let runs: Int
+        /// How many runs ended each way, worst first.
+        public let outcomes: [Count]
+
+        /// The worst first: an outcome this version does not know counts as failed.
+        static func severity(_ outcome: String) -> Int {
+            switch outcome {
+            case "ok": 2
+            case "running": 1
+            default: 0
+            }
+        }
+
+        /// One line per job from the stores' rows (every run at the job's latest instant, any order).
+        static func fold(_ rows: [(job: String, runAt: Int64, outcome: String, durationMs: Int?)]) -> [JobRun] {
+            Dictionary(grouping: rows, by: \.job).sorted { $0.key < $1.key }.map { job, runs in
+                let outcomes = Dictionary(grouping: runs, by: \.outcome).map {
+                    Count(key: $0.key, count: $0.value.count)
+                }
+                .sorted { (severity($0.key), $0.key) < (severity($1.key), $1.key) }
+                return JobRun(
+                    job: job, runAt: Timestamps.format(runs.map(\.runAt).max() ?? 0), outcome: outcomes[0].key,
+                    durationMs: runs.compactMap(\.durationMs).max(), runs: runs.count, outcomes: outcomes)
+            }
+        }
+
+        /// `ok` for one run; `failed, 3 runs (failed=1 ok=2)` for several.
+        var outcomeText: String {
+            guard runs > 1 else { return outcome }
+            return "\(outcome), \(runs) runs (\(outcomes.map { "\($0.key)=\($0.count)" }.joined(separator: " ")))"
+        }
+
+        /// `12 ms` for one run, `longest 40 ms` for several; nil without a recorded duration.
+        var durationText: String? { durationMs.map { runs > 1 ? "longest \($0) ms" : "\($0) ms" } }
+
+        /// The text report's line: `diary-reminder: 2026-11-21T20:45:00Z ok 12 ms`, or with several runs
+        /// `… failed, 3 runs (failed=1 ok=2), longest 40 ms`.
+        var line: String {
+            "\(job): \(runAt) \(outcomeText)" + (durationText.map { (runs > 1 ? ", " : " ") + $0 } ?? "")
+        }
     }
 
     public let from: String
@@ -102,9 +147,7 @@ public struct HealthReport: Sendable, Codable, Hashable {
         }
         activeDevices = figures.activeDevices.map { Count(key: $0.key, count: $0.count) }
         deactivations = figures.deactivations.map { Count(key: $0.key, count: $0.count) }
-        lastRuns = figures.lastRuns.map {
-            JobRun(job: $0.job, runAt: Timestamps.format($0.runAt), outcome: $0.outcome, durationMs: $0.durationMs)
-        }
+        lastRuns = JobRun.fold(figures.lastRuns)
     }
 }
 
@@ -121,7 +164,7 @@ public struct HealthFigures: Sendable {
     public var activeDevices: [(key: String, count: Int)] = []
     /// Devices deactivated in the window per reason (`unknown` for none), most first.
     public var deactivations: [(key: String, count: Int)] = []
-    /// The latest run of each job (its instant in UTC seconds), ordered by job.
+    /// Every run at each job's latest instant (UTC seconds), in any order.
     public var lastRuns: [(job: String, runAt: Int64, outcome: String, durationMs: Int?)] = []
 
     public init() {}
@@ -212,7 +255,7 @@ extension SQLiteStore: ReportStore {
                 db,
                 sql: """
                     SELECT job, run_at, outcome, duration_ms FROM job_runs j
-                    WHERE run_at = (SELECT max(run_at) FROM job_runs WHERE job = j.job) GROUP BY job ORDER BY job
+                    WHERE run_at = (SELECT max(run_at) FROM job_runs WHERE job = j.job)
                     """
             ).map { ($0[0], $0[1], $0[2], $0[3]) }
             return figures
@@ -261,7 +304,7 @@ extension HealthReport {
         lines += section("deactivations by reason:", deactivations.map { "\($0.key): \($0.count)" })
         lines += section(
             "last run of each job:",
-            lastRuns.map { "\($0.job): \($0.runAt) \($0.outcome)\($0.durationMs.map { " \($0) ms" } ?? "")" })
+            lastRuns.map(\.line))
         func share(_ share: ReminderEffect.Share) -> String {
             String(format: "%5.1f %% [%4.1f–%4.1f]", share.share * 100, share.low * 100, share.high * 100)
         }
