@@ -166,6 +166,10 @@ public struct JanitorRunOptions: ParsableArguments {
         parsing: .unconditional,
         help: "Delete notification log rows older than this many days whose period has ended (≥ 35).")
     public var logRetentionDays = defaults.logRetentionDays
+    @Option(
+        parsing: .unconditional,
+        help: "Delete run records (job_runs) older than this many days, except each job's last run.")
+    public var runRetentionDays = defaults.runRetentionDays
     @Flag(
         help:
             "Apply retention row by row only: never drop a whole history partition (PostgreSQL; e.g. while an archive job still reads it)."
@@ -189,7 +193,8 @@ public struct JanitorRunOptions: ParsableArguments {
             "dry_run": .flag(dryRun), "stale_days": .number(staleDays), "probe": .flag(probe),
             "probe_after_days": .number(probeAfterDays), "probe_max": .number(probeMax),
             "probe_rate": .number(probeRate), "delivery_retention_days": .number(deliveryRetentionDays),
-            "log_retention_days": .number(logRetentionDays), "keep_partitions": .flag(keepPartitions),
+            "log_retention_days": .number(logRetentionDays), "run_retention_days": .number(runRetentionDays),
+            "keep_partitions": .flag(keepPartitions),
             "purge": .flag(purge), "purge_after_days": .number(purgeAfterDays), "batch_size": .number(batchSize),
         ]
     }

@@ -265,6 +265,24 @@ extension PostgresStore: JanitorStore {
                 """))
     }
 
+    public func oldRunCount(before: Int64) async throws(JobError) -> Int {
+        try await count(
+            "counting old run records",
+            "SELECT count(*) FROM job_runs WHERE \(unescaped: RunRetention.expiredRunSQL(.postgres, before: before))")
+    }
+
+    public func deleteOldRuns(before: Int64, limit: Int) async throws(JobError) -> Int {
+        try await changed(
+            "deleting old run records",
+            """
+            WITH batch AS (
+                SELECT id FROM job_runs WHERE \(unescaped: RunRetention.expiredRunSQL(.postgres, before: before))
+                ORDER BY run_at LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
+            DELETE FROM job_runs r USING batch WHERE r.id = batch.id
+            RETURNING 1
+            """)
+    }
+
     public func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int {
         try await count(
             "counting inactive devices",

@@ -242,7 +242,7 @@ import Testing
                 == .error(
                     type: "JobError.dataError",
                     message:
-                        "event: token-janitor does not know detail.stale_dayz (accepted: batch_size, delivery_retention_days, dry_run, keep_partitions, log_retention_days, probe, probe_after_days, probe_max, probe_rate, purge, purge_after_days, stale_days)",
+                        "event: token-janitor does not know detail.stale_dayz (accepted: batch_size, delivery_retention_days, dry_run, keep_partitions, log_retention_days, probe, probe_after_days, probe_max, probe_rate, purge, purge_after_days, run_retention_days, stale_days)",
                     header: "JobError.dataError"))
         let dry = try #require(
             await api.invoke(

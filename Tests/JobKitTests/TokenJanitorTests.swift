@@ -151,6 +151,36 @@ import Testing
         #expect(defaults.logsDeleted == 0)
     }
 
+    /// `job_runs` had no retention: every run's row and JSON summary (about 600 bytes) stayed for ever, 96 a day for
+    /// the reminder job alone, and more with shards. Runs older than the run retention (90 days) now go, except the
+    /// runs at each job's latest instant, which the report's "last run of each job" shows: a job that stopped
+    /// running months ago still says when it last ran.
+    @Test(arguments: Backend.allCases) func oldRunRecordsGoButEachJobKeepsItsLastRun(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        for (id, job, daysAgo) in [
+            ("a-old", "diary-reminder", 120), ("a-older", "diary-reminder", 400), ("a-recent", "diary-reminder", 89),
+            ("a-last", "diary-reminder", 0),
+            // Stopped long ago: its last instant (two shards) stays, its runs before that go.
+            ("b-last-1", "old-job", 200), ("b-last-2", "old-job", 200), ("b-before", "old-job", 201),
+        ] as [(String, String, Int64)] {
+            try await db.execute(
+                "INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary) VALUES ('\(id)', '\(job)', \(db.ts(now - daysAgo * day)), 5, 'ok', '{}')"
+            )
+        }
+        var options = JanitorOptions(now: now)
+        options.dryRun = true
+        let dry = try await janitor(db.store).run(options)
+        options.dryRun = false
+        options.batchSize = 2
+        let done = try await janitor(db.store).run(options)
+        #expect(dry.runsDeleted == 3 && done.runsDeleted == 3)
+        #expect(
+            Set(try await db.strings("SELECT id FROM job_runs"))
+                == ["a-last", "a-recent", "b-last-1", "b-last-2", done.runID])
+        options.runRetentionDays = 30
+        #expect(try await janitor(db.store).run(options).runsDeleted == 1)  // a-recent; the run just recorded stays
+    }
+
     @Test(arguments: Backend.allCases) func purgeIsOffByDefaultAndADryRunWritesNothing(_ backend: Backend) async throws
     {
         let db = try await TemporaryDatabase(backend)

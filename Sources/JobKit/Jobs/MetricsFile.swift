@@ -109,6 +109,7 @@ public struct MetricsFile: Sendable {
             ("fcm_expired_deactivated", summary.fcmExpiredDeactivated),
             ("probed", summary.probed), ("probe_unregistered", summary.probeUnregistered),
             ("deliveries_deleted", summary.deliveriesDeleted), ("logs_deleted", summary.logsDeleted),
+            ("runs_deleted", summary.runsDeleted),
             ("devices_purged", summary.devicesPurged),
             ("partitions_dropped", summary.partitionsDropped.count),
         ]

@@ -17,6 +17,9 @@ public struct JanitorOptions: Sendable {
     public var probeRate = 50
     public var deliveryRetentionDays = 30
     public var logRetentionDays = 400
+    /// Delete `job_runs` rows older than this, except the runs at each job's latest instant (the report's "last
+    /// run of each job").
+    public var runRetentionDays = 90
     /// Apply retention row by row only, never by dropping a whole history partition (PostgreSQL).
     public var keepPartitions = false
     /// Delete device rows inactive for `purgeAfterDays`; off unless asked for.
@@ -87,6 +90,7 @@ public struct JanitorSetting {
                 key: "delivery_retention_days", kind: .number(\.deliveryRetentionDays, JanitorOptions.daysRange)),
             JanitorSetting(
                 key: "log_retention_days", kind: .number(\.logRetentionDays, JanitorOptions.logRetentionRange)),
+            JanitorSetting(key: "run_retention_days", kind: .number(\.runRetentionDays, JanitorOptions.daysRange)),
             JanitorSetting(key: "keep_partitions", kind: .flag(\.keepPartitions)),
             JanitorSetting(key: "purge", kind: .flag(\.purge)),
             JanitorSetting(key: "purge_after_days", kind: .number(\.purgeAfterDays, JanitorOptions.daysRange)),
@@ -118,6 +122,8 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     public var probeUnregistered = 0
     public var deliveriesDeleted = 0
     public var logsDeleted = 0
+    /// Run records (`job_runs`) past the run retention.
+    public var runsDeleted = 0
     /// History partitions dropped whole (PostgreSQL), each holding only rows the row rules would delete; their
     /// rows are counted in `deliveriesDeleted` and `logsDeleted`.
     public var partitionsDropped: [String] = []
@@ -128,7 +134,7 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
 
     public var json: String { JSONLine.encode(self) }
     public var text: String {
-        "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) partitions_dropped=\(partitionsDropped.count) devices_purged=\(devicesPurged)"
+        "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) runs_deleted=\(runsDeleted) partitions_dropped=\(partitionsDropped.count) devices_purged=\(devicesPurged)"
             + troubles.map { " PROBES_LEFT[\($0.provider) \($0.cause.rawValue)=\($0.devices)]" }.joined()
             + " run=\(runID) \(durationMs)ms"
     }
@@ -211,6 +217,11 @@ public struct TokenJanitor: Sendable {
             step: { () async throws(JobError) in
                 try await store.deleteExpiredLogs(before: logCutoff, guards: guards, limit: batch)
             })
+        let runCutoff = options.now - Int64(options.runRetentionDays) * day
+        summary.runsDeleted = try await drain(
+            options.dryRun,
+            count: { () async throws(JobError) in try await store.oldRunCount(before: runCutoff) },
+            step: { () async throws(JobError) in try await store.deleteOldRuns(before: runCutoff, limit: batch) })
         if options.purge {
             let purgeCutoff = options.now - Int64(options.purgeAfterDays) * day
             summary.devicesPurged = try await drain(

@@ -23,6 +23,10 @@ public protocol JanitorStore: Sendable {
     /// none.
     func dropExpiredHistoryPartitions(deliveriesBefore: Int64, logsBefore: Int64, guards: PeriodGuards, dryRun: Bool)
         async throws(JobError) -> [HistoryPartitionDrop]
+    /// Run records (`job_runs`) of before `before` that are not at their job's latest instant
+    /// (``RunRetention/expiredRunSQL(_:before:)``).
+    func oldRunCount(before: Int64) async throws(JobError) -> Int
+    func deleteOldRuns(before: Int64, limit: Int) async throws(JobError) -> Int
     func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int
     func purgeInactiveDevices(deactivatedBefore: Int64, limit: Int) async throws(JobError) -> Int
 }
@@ -58,6 +62,19 @@ public struct PeriodGuards: Sendable, Hashable {
             (length(period_key) = 10 AND period_key < '\(day)') OR
             (length(period_key) = 7 AND period_key < '\(month)') OR
             (length(period_key) = 4 AND period_key < '\(year)'))
+        """
+    }
+}
+
+/// The janitor's rule for a `job_runs` row.
+public enum RunRetention {
+    /// The rule as a SQL condition over a `job_runs` row: recorded for an instant before `before`, and not at
+    /// its job's latest instant, which the report's "last run of each job" shows however old it is. Both stores
+    /// use this one condition; its value is a number, written as a literal.
+    public static func expiredRunSQL(_ dialect: SQLDialect, before: Int64) -> String {
+        """
+        run_at < \(dialect.instant(before))
+        AND run_at < (SELECT max(latest.run_at) FROM job_runs latest WHERE latest.job = job_runs.job)
         """
     }
 }

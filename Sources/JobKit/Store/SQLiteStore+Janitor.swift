@@ -103,6 +103,26 @@ extension SQLiteStore: JanitorStore {
         }
     }
 
+    public func oldRunCount(before: Int64) async throws(JobError) -> Int {
+        try await read("counting old run records") { db in
+            try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM job_runs WHERE \(RunRetention.expiredRunSQL(.sqlite, before: before))")
+                ?? 0
+        }
+    }
+
+    public func deleteOldRuns(before: Int64, limit: Int) async throws(JobError) -> Int {
+        try await write("deleting old run records") { db in
+            try db.execute(
+                sql: """
+                    DELETE FROM job_runs
+                    WHERE id IN (SELECT id FROM job_runs WHERE \(RunRetention.expiredRunSQL(.sqlite, before: before))
+                                 ORDER BY run_at LIMIT ?)
+                    """, arguments: [limit])
+            return db.changesCount
+        }
+    }
+
     public func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int {
         try await read("counting inactive devices") { db in
             try Int.fetchOne(
