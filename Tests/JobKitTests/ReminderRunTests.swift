@@ -546,6 +546,32 @@ import Testing
         #expect(stored.count == 1)
         #expect(try object(stored[0]) == object(summary.json))
     }
+
+    /// A run that left due work undone (devices left to a provider that refused our credentials: exit 77; the
+    /// run's time ran out before it claimed every due user: exit 75) was recorded `ok` in `job_runs`, so the
+    /// health report's "last run of each job" said `ok` for a run that exited with an error.
+    @Test(arguments: Backend.allCases) func aRunThatLeavesDueWorkIsRecordedFailed(_ backend: Backend) async throws {
+        struct RefusingSender: Sender {
+            func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+                batch.map { _ in DeliveryReport(channel: .apns, outcome: .credentials, reason: "InvalidProviderToken") }
+            }
+        }
+        let db = try await TemporaryDatabase(backend)
+        try await db.store.addUser("alice")
+        let refused = try await run(db, RefusingSender(), at: "2026-11-21T20:00:00Z")
+        #expect(refused.failure?.exitCode == 77)
+        var options = ReminderRunOptions(now: instant("2026-11-22T20:00:00Z"))
+        options.stopClaimingAt = ContinuousClock.now
+        let stopped = try await runner(db, RecordingSender()).run(options)
+        #expect(stopped.failure?.exitCode == 75)
+        #expect(
+            try await db.strings("SELECT outcome || ' ' || \(db.epoch("run_at")) FROM job_runs ORDER BY run_at") == [
+                "failed \(instant("2026-11-21T20:00:00Z"))", "failed \(instant("2026-11-22T20:00:00Z"))",
+            ])
+        let report = try await db.store.healthReport(
+            from: instant("2026-11-20T00:00:00Z"), to: instant("2026-11-23T00:00:00Z"))
+        #expect(report.lastRuns.map(\.outcome) == ["failed"])
+    }
 }
 
 @Suite struct ShardTests {

@@ -97,6 +97,23 @@ import Testing
         await harness.stop()
     }
 
+    /// A janitor run whose probes FCM could not answer (credentials refused: exit 77) was recorded `ok`.
+    @Test(arguments: Backend.allCases) func aRunWhoseProbesWereLeftIsRecordedFailed(_ backend: Backend) async throws {
+        struct RefusingSender: Sender {
+            func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+                batch.map { _ in DeliveryReport(channel: .fcm, outcome: .credentials, reason: "UNAUTHENTICATED") }
+            }
+        }
+        let db = try await TemporaryDatabase(backend)
+        try await device(db, user: "p", token: "quiet-1", seenDaysAgo: 45)
+        var options = JanitorOptions(now: now)
+        options.probe = true
+        let summary = try await janitor(db.store) { () async throws(JobError) -> any Sender in RefusingSender() }
+            .run(options)
+        #expect(summary.failure?.exitCode == 77)
+        #expect(try await db.strings("SELECT job || ' ' || outcome FROM job_runs") == ["token-janitor failed"])
+    }
+
     func log(
         _ db: TemporaryDatabase, _ user: String, _ type: String, _ period: String, claimedDaysAgo: Int64,
         status: String = "sent"

@@ -256,7 +256,7 @@ public struct DiaryReminderRunner: Sendable {
         if !options.dryRun {
             try await ledger.recordRun(
                 id: options.runID, job: Self.jobName, runAt: options.now,
-                durationMs: summary.durationMs, outcome: failure == nil ? "ok" : "failed",
+                durationMs: summary.durationMs, outcome: summary.recordedOutcome(channelFailure: failure),
                 summaryJSON: summary.json)
         }
         if let failure {

@@ -69,6 +69,13 @@ extension JobSummary {
     /// Credentials refused (77) or a provider unavailable (69); nil when nothing due was left for a provider
     /// reason.
     public var failure: JobError? { ProviderTrouble.failure(troubles) }
+
+    /// The run's `job_runs.outcome`: `failed` for a run that ends with an error, the summary's ``failure``
+    /// (due work left: 77, 69, 75) or `channelFailure` (the outbox could not take what was sent), as its exit
+    /// code says; `ok` otherwise.
+    public func recordedOutcome(channelFailure: JobError? = nil) -> String {
+        failure == nil && channelFailure == nil ? "ok" : "failed"
+    }
 }
 
 extension RunSummary {

@@ -237,7 +237,7 @@ public struct TokenJanitor: Sendable {
         if !options.dryRun {
             try await store.recordRun(
                 id: options.runID, job: Self.jobName, runAt: options.now, durationMs: summary.durationMs,
-                outcome: "ok", summaryJSON: summary.json)
+                outcome: summary.recordedOutcome(), summaryJSON: summary.json)
         }
         return summary
     }
