@@ -222,83 +222,20 @@ extension PostgresStore: JanitorStore {
             """)
     }
 
-    public func deliveryCount(before: Int64) async throws(JobError) -> Int {
+    public func count(_ rule: RetentionRule) async throws(JobError) -> Int {
         try await count(
-            "counting old deliveries",
-            """
-            SELECT count(*) FROM notification_deliveries WHERE created_at < to_timestamp(\(before))
-            """)
+            "counting \(rule.rows)",
+            "SELECT count(*) FROM \(unescaped: rule.table) WHERE \(unescaped: rule.condition(.postgres))")
     }
 
-    public func deleteDeliveries(before: Int64, limit: Int) async throws(JobError) -> Int {
+    public func delete(_ rule: RetentionRule, limit: Int) async throws(JobError) -> Int {
         try await changed(
-            "deleting old deliveries",
+            "deleting \(rule.rows)",
             """
             WITH batch AS (
-                SELECT id FROM notification_deliveries WHERE created_at < to_timestamp(\(before))
-                ORDER BY created_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            DELETE FROM notification_deliveries d USING batch WHERE d.id = batch.id
-            RETURNING 1
-            """)
-    }
-
-    private static func expiredLogs(_ prefix: String, _ before: Int64, _ guards: PeriodGuards, _ suffix: String = "")
-        -> PostgresQuery
-    {
-        "\(unescaped: prefix) \(unescaped: guards.expiredLogSQL(.postgres, before: before)) \(unescaped: suffix)"
-    }
-
-    public func expiredLogCount(before: Int64, guards: PeriodGuards) async throws(JobError) -> Int {
-        try await count(
-            "counting old log rows", Self.expiredLogs("SELECT count(*) FROM notification_logs WHERE", before, guards))
-    }
-
-    public func deleteExpiredLogs(before: Int64, guards: PeriodGuards, limit: Int) async throws(JobError) -> Int {
-        try await changed(
-            "deleting old log rows",
-            Self.expiredLogs(
-                "WITH batch AS (SELECT id FROM notification_logs WHERE", before, guards,
-                """
-                ORDER BY claimed_at LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
-                DELETE FROM notification_logs l USING batch WHERE l.id = batch.id
-                RETURNING 1
-                """))
-    }
-
-    public func oldRunCount(before: Int64) async throws(JobError) -> Int {
-        try await count(
-            "counting old run records",
-            "SELECT count(*) FROM job_runs WHERE \(unescaped: RunRetention.expiredRunSQL(.postgres, before: before))")
-    }
-
-    public func deleteOldRuns(before: Int64, limit: Int) async throws(JobError) -> Int {
-        try await changed(
-            "deleting old run records",
-            """
-            WITH batch AS (
-                SELECT id FROM job_runs WHERE \(unescaped: RunRetention.expiredRunSQL(.postgres, before: before))
-                ORDER BY run_at LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
-            DELETE FROM job_runs r USING batch WHERE r.id = batch.id
-            RETURNING 1
-            """)
-    }
-
-    public func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int {
-        try await count(
-            "counting inactive devices",
-            """
-            SELECT count(*) FROM user_devices WHERE NOT is_active AND deactivated_at < to_timestamp(\(deactivatedBefore))
-            """)
-    }
-
-    public func purgeInactiveDevices(deactivatedBefore: Int64, limit: Int) async throws(JobError) -> Int {
-        try await changed(
-            "purging inactive devices",
-            """
-            WITH batch AS (
-                SELECT id FROM user_devices WHERE NOT is_active AND deactivated_at < to_timestamp(\(deactivatedBefore))
-                ORDER BY deactivated_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-            DELETE FROM user_devices d USING batch WHERE d.id = batch.id
+                SELECT id FROM \(unescaped: rule.table) WHERE \(unescaped: rule.condition(.postgres))
+                ORDER BY \(unescaped: rule.oldestBy) LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
+            DELETE FROM \(unescaped: rule.table) t USING batch WHERE t.id = batch.id
             RETURNING 1
             """)
     }

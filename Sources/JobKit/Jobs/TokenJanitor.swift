@@ -206,32 +206,13 @@ public struct TokenJanitor: Sendable {
             summary.deliveriesDeleted = drops.filter { $0.partition.table == .deliveries }.reduce(0) { $0 + $1.rows }
             summary.logsDeleted = drops.filter { $0.partition.table == .logs }.reduce(0) { $0 + $1.rows }
         }
-        summary.deliveriesDeleted += try await drain(
-            options.dryRun,
-            count: { () async throws(JobError) in try await store.deliveryCount(before: deliveryCutoff) },
-            step: { () async throws(JobError) in try await store.deleteDeliveries(before: deliveryCutoff, limit: batch)
-            })
-        summary.logsDeleted += try await drain(
-            options.dryRun,
-            count: { () async throws(JobError) in try await store.expiredLogCount(before: logCutoff, guards: guards) },
-            step: { () async throws(JobError) in
-                try await store.deleteExpiredLogs(before: logCutoff, guards: guards, limit: batch)
-            })
-        let runCutoff = options.now - Int64(options.runRetentionDays) * day
+        summary.deliveriesDeleted += try await drain(.deliveries(before: deliveryCutoff), options)
+        summary.logsDeleted += try await drain(.expiredLogs(before: logCutoff, guards: guards), options)
         summary.runsDeleted = try await drain(
-            options.dryRun,
-            count: { () async throws(JobError) in try await store.oldRunCount(before: runCutoff) },
-            step: { () async throws(JobError) in try await store.deleteOldRuns(before: runCutoff, limit: batch) })
+            .runs(before: options.now - Int64(options.runRetentionDays) * day), options)
         if options.purge {
-            let purgeCutoff = options.now - Int64(options.purgeAfterDays) * day
             summary.devicesPurged = try await drain(
-                options.dryRun,
-                count: { () async throws(JobError) in
-                    try await store.inactiveDeviceCount(deactivatedBefore: purgeCutoff)
-                },
-                step: { () async throws(JobError) in
-                    try await store.purgeInactiveDevices(deactivatedBefore: purgeCutoff, limit: batch)
-                })
+                .inactiveDevices(deactivatedBefore: options.now - Int64(options.purgeAfterDays) * day), options)
         }
         summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
         if !options.dryRun {
@@ -240,6 +221,13 @@ public struct TokenJanitor: Sendable {
                 outcome: summary.recordedOutcome(), summaryJSON: summary.json)
         }
         return summary
+    }
+
+    /// Deletes what `rule` selects, a batch at a time (or, dry, just counts it).
+    private func drain(_ rule: RetentionRule, _ options: JanitorOptions) async throws(JobError) -> Int {
+        try await drain(
+            options.dryRun, count: { () async throws(JobError) in try await store.count(rule) },
+            step: { () async throws(JobError) in try await store.delete(rule, limit: max(1, options.batchSize)) })
     }
 
     /// Runs `step` until it changes nothing (or, dry, just counts).

@@ -10,12 +10,12 @@ public protocol JanitorStore: Sendable {
     func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device]
     /// Deactivates these devices (a provider said their tokens are dead).
     func deactivate(deviceIDs: [Int64], reason: String, now: Int64) async throws(JobError) -> Int
-    func deliveryCount(before: Int64) async throws(JobError) -> Int
-    func deleteDeliveries(before: Int64, limit: Int) async throws(JobError) -> Int
-    /// Log rows claimed before `before` whose period has ended everywhere (so they guard nothing any more).
-    func expiredLogCount(before: Int64, guards: PeriodGuards) async throws(JobError) -> Int
-    func deleteExpiredLogs(before: Int64, guards: PeriodGuards, limit: Int) async throws(JobError) -> Int
-    /// Drops whole history partitions (PostgreSQL) whose every row the two row rules above would delete: delivery
+    /// The rows a retention rule selects, counted.
+    func count(_ rule: RetentionRule) async throws(JobError) -> Int
+    /// Deletes up to `limit` of them, the rule's oldest first, in one short transaction (on PostgreSQL skipping
+    /// rows another session holds); returns how many.
+    func delete(_ rule: RetentionRule, limit: Int) async throws(JobError) -> Int
+    /// Drops whole history partitions (PostgreSQL) whose every row the two history rules would delete: delivery
     /// partitions wholly before `deliveriesBefore`, log partitions whose periods have ended (``PeriodGuards``)
     /// and whose rows are all claimed before `logsBefore` (``PeriodGuards/expiredLogSQL(_:before:)``). Dry, only
     /// names them. Returns the partitions dropped (or to drop) with their rows; a partition the table was too
@@ -23,12 +23,70 @@ public protocol JanitorStore: Sendable {
     /// none.
     func dropExpiredHistoryPartitions(deliveriesBefore: Int64, logsBefore: Int64, guards: PeriodGuards, dryRun: Bool)
         async throws(JobError) -> [HistoryPartitionDrop]
-    /// Run records (`job_runs`) of before `before` that are not at their job's latest instant
-    /// (``RunRetention/expiredRunSQL(_:before:)``).
-    func oldRunCount(before: Int64) async throws(JobError) -> Int
-    func deleteOldRuns(before: Int64, limit: Int) async throws(JobError) -> Int
-    func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int
-    func purgeInactiveDevices(deactivatedBefore: Int64, limit: Int) async throws(JobError) -> Int
+}
+
+/// A retention rule: which rows of a table the janitor deletes, written once for both stores as a SQL condition
+/// over the table's columns. Its values are numbers and keys the program made, written as literals; the stores
+/// run it in batches, oldest first.
+public struct RetentionRule: Sendable, Hashable {
+    /// The table, whose `id` identifies a row.
+    public let table: String
+    /// The rows, as the log and errors name them ("old deliveries").
+    public let rows: String
+    /// The column that orders the batches, oldest first.
+    public let oldestBy: String
+    private let sqlite: String
+    private let postgres: String
+
+    init(table: String, rows: String, oldestBy: String, condition: (SQLDialect) -> String) {
+        self.table = table
+        self.rows = rows
+        self.oldestBy = oldestBy
+        sqlite = condition(.sqlite)
+        postgres = condition(.postgres)
+    }
+
+    /// The condition in a store's dialect.
+    public func condition(_ dialect: SQLDialect) -> String {
+        switch dialect {
+        case .sqlite: sqlite
+        case .postgres: postgres
+        }
+    }
+
+    /// Delivery records created before `before`.
+    public static func deliveries(before: Int64) -> RetentionRule {
+        RetentionRule(table: "notification_deliveries", rows: "old deliveries", oldestBy: "created_at") {
+            "created_at < \($0.instant(before))"
+        }
+    }
+
+    /// Log rows claimed before `before` whose period has ended everywhere, so that they guard nothing any more
+    /// (``PeriodGuards/expiredLogSQL(_:before:)``).
+    public static func expiredLogs(before: Int64, guards: PeriodGuards) -> RetentionRule {
+        RetentionRule(table: "notification_logs", rows: "old log rows", oldestBy: "claimed_at") {
+            guards.expiredLogSQL($0, before: before)
+        }
+    }
+
+    /// Run records (`job_runs`) for an instant before `before` and not at their job's latest instant, which the
+    /// report's "last run of each job" shows however old it is.
+    public static func runs(before: Int64) -> RetentionRule {
+        RetentionRule(table: "job_runs", rows: "old run records", oldestBy: "run_at") {
+            """
+            run_at < \($0.instant(before))
+            AND run_at < (SELECT max(latest.run_at) FROM job_runs latest WHERE latest.job = job_runs.job)
+            """
+        }
+    }
+
+    /// Device rows deactivated before `before` (`--purge`). Each store's form of "inactive" is the one its
+    /// partial index `user_devices_inactive_by_time` is declared with, so that the index serves the rule.
+    public static func inactiveDevices(deactivatedBefore before: Int64) -> RetentionRule {
+        RetentionRule(table: "user_devices", rows: "inactive devices", oldestBy: "deactivated_at") {
+            "\($0 == .sqlite ? "is_active = 0" : "NOT is_active") AND deactivated_at < \($0.instant(before))"
+        }
+    }
 }
 
 /// The oldest period keys that may still guard against a duplicate, per key shape. A log row whose period
@@ -62,19 +120,6 @@ public struct PeriodGuards: Sendable, Hashable {
             (length(period_key) = 10 AND period_key < '\(day)') OR
             (length(period_key) = 7 AND period_key < '\(month)') OR
             (length(period_key) = 4 AND period_key < '\(year)'))
-        """
-    }
-}
-
-/// The janitor's rule for a `job_runs` row.
-public enum RunRetention {
-    /// The rule as a SQL condition over a `job_runs` row: recorded for an instant before `before`, and not at
-    /// its job's latest instant, which the report's "last run of each job" shows however old it is. Both stores
-    /// use this one condition; its value is a number, written as a literal.
-    public static func expiredRunSQL(_ dialect: SQLDialect, before: Int64) -> String {
-        """
-        run_at < \(dialect.instant(before))
-        AND run_at < (SELECT max(latest.run_at) FROM job_runs latest WHERE latest.job = job_runs.job)
         """
     }
 }

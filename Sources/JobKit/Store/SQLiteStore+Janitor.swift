@@ -66,78 +66,20 @@ extension SQLiteStore: JanitorStore {
         }
     }
 
-    public func deliveryCount(before: Int64) async throws(JobError) -> Int {
-        try await read("counting old deliveries") { db in
-            try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM notification_deliveries WHERE created_at < ?", arguments: [before]) ?? 0
+    public func count(_ rule: RetentionRule) async throws(JobError) -> Int {
+        try await read("counting \(rule.rows)") { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.table) WHERE \(rule.condition(.sqlite))") ?? 0
         }
     }
 
-    public func deleteDeliveries(before: Int64, limit: Int) async throws(JobError) -> Int {
-        try await write("deleting old deliveries") { db in
+    public func delete(_ rule: RetentionRule, limit: Int) async throws(JobError) -> Int {
+        try await write("deleting \(rule.rows)") { db in
             try db.execute(
                 sql: """
-                    DELETE FROM notification_deliveries
-                    WHERE id IN (SELECT id FROM notification_deliveries WHERE created_at < ? ORDER BY created_at LIMIT ?)
-                    """, arguments: [before, limit])
-            return db.changesCount
-        }
-    }
-
-    public func expiredLogCount(before: Int64, guards: PeriodGuards) async throws(JobError) -> Int {
-        let expired = guards.expiredLogSQL(.sqlite, before: before)
-        return try await read("counting old log rows") { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM notification_logs WHERE \(expired)") ?? 0
-        }
-    }
-
-    public func deleteExpiredLogs(before: Int64, guards: PeriodGuards, limit: Int) async throws(JobError) -> Int {
-        try await write("deleting old log rows") { db in
-            try db.execute(
-                sql: """
-                    DELETE FROM notification_logs
-                    WHERE id IN (SELECT id FROM notification_logs WHERE \(guards.expiredLogSQL(.sqlite, before: before))
-                                 ORDER BY claimed_at LIMIT ?)
+                    DELETE FROM \(rule.table)
+                    WHERE id IN (SELECT id FROM \(rule.table) WHERE \(rule.condition(.sqlite))
+                                 ORDER BY \(rule.oldestBy) LIMIT ?)
                     """, arguments: [limit])
-            return db.changesCount
-        }
-    }
-
-    public func oldRunCount(before: Int64) async throws(JobError) -> Int {
-        try await read("counting old run records") { db in
-            try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM job_runs WHERE \(RunRetention.expiredRunSQL(.sqlite, before: before))")
-                ?? 0
-        }
-    }
-
-    public func deleteOldRuns(before: Int64, limit: Int) async throws(JobError) -> Int {
-        try await write("deleting old run records") { db in
-            try db.execute(
-                sql: """
-                    DELETE FROM job_runs
-                    WHERE id IN (SELECT id FROM job_runs WHERE \(RunRetention.expiredRunSQL(.sqlite, before: before))
-                                 ORDER BY run_at LIMIT ?)
-                    """, arguments: [limit])
-            return db.changesCount
-        }
-    }
-
-    public func inactiveDeviceCount(deactivatedBefore: Int64) async throws(JobError) -> Int {
-        try await read("counting inactive devices") { db in
-            try Int.fetchOne(
-                db, sql: "SELECT count(*) FROM user_devices WHERE is_active = 0 AND deactivated_at < ?",
-                arguments: [deactivatedBefore]) ?? 0
-        }
-    }
-
-    public func purgeInactiveDevices(deactivatedBefore: Int64, limit: Int) async throws(JobError) -> Int {
-        try await write("purging inactive devices") { db in
-            try db.execute(
-                sql: """
-                    DELETE FROM user_devices
-                    WHERE id IN (SELECT id FROM user_devices WHERE is_active = 0 AND deactivated_at < ? ORDER BY deactivated_at LIMIT ?)
-                    """, arguments: [deactivatedBefore, limit])
             return db.changesCount
         }
     }
