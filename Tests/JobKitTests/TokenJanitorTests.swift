@@ -368,8 +368,8 @@ import Testing
                 #"<td class="text">failed, 2 runs (failed=1 ok=1)</td><td class="text">longest 900 ms</td>"#))
     }
 
-    /// The worst outcome leads: a run still `running` at the latest instant (in progress, or one that died) before
-    /// one that went well; one run's line is as it always was.
+    /// The worst outcome leads: `running` (the schema allows it; no job writes it today) before `ok`; one run's
+    /// line is as it always was.
     @Test func theWorstOutcomeOfAnInstantLeadsAndOneRunReadsAsBefore() {
         let at = instant("2026-11-21T20:45:00Z")
         let runs = HealthReport.JobRun.fold([

@@ -65,8 +65,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
     public struct JobRun: Sendable, Codable, Hashable {
         public let job: String
         public let runAt: String
-        /// The worst outcome among the runs (`failed`, then `running`: one in progress or one that died, then
-        /// `ok`), so that a failed shard or first try does not hide behind a run that went well.
+        /// The worst outcome among the runs (`failed`, then `running`, the schema's third value, which no job
+        /// writes today, then `ok`), so that a failed shard or first try does not hide behind a run that went well.
         public let outcome: String
         /// The longest of the runs.
         public let durationMs: Int?
