@@ -314,6 +314,10 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
         #expect(try await db.count("SELECT count(*) FROM job_runs") == 0)
         #expect(try await db.contentDigest() == bytes)
+        // Nothing was delivered: the line said `outcomes[delivered=2]`, the dry-run channel's count of what it
+        // printed, which `notifications=2` already says.
+        #expect(summary.text.contains("would_send=1 notifications=2 skipped[]"), "\(summary.text)")
+        #expect(!summary.text.contains("delivered"), "\(summary.text)")
     }
 
     @Test(arguments: Backend.allCases) func consecutiveDaysNeverRepeatTheMessage(_ backend: Backend) async throws {

@@ -111,7 +111,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
         if invalidTokens > 0 { parts.append("invalid_tokens=\(invalidTokens)") }
         if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }
         parts.append("notifications=\(notifications)")
-        if !outcomes.isEmpty {
+        // A dry run delivers nothing: its channel counts every line it printed `delivered`, which
+        // `notifications` already says.
+        if !outcomes.isEmpty && !dryRun {
             parts.append("outcomes[\(outcomes.countsText)]")
         }
         parts.append("skipped[\(skipped.countsText)]")
