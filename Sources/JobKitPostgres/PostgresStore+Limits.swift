@@ -304,8 +304,8 @@ extension PostgresStore: ReportStore {
             ).map { try $0.decode((String, Int).self) }
             figures.lastRuns = try await all(
                 """
-                SELECT job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms FROM job_runs j
-                WHERE run_at = (SELECT max(run_at) FROM job_runs WHERE job = j.job)
+                SELECT job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms FROM job_runs
+                WHERE run_at = \(unescaped: JobRunsSQL.latestRunAt)
                 """
             ).map { try $0.decode((String, Int64, String, Int?).self) }
             return figures

@@ -65,8 +65,9 @@ public struct HealthReport: Sendable, Codable, Hashable {
     public struct JobRun: Sendable, Codable, Hashable {
         public let job: String
         public let runAt: String
-        /// The worst outcome among the runs (`failed`, then `running`, the schema's third value, which no job
-        /// writes today, then `ok`), so that a failed shard or first try does not hide behind a run that went well.
+        /// The worst outcome among the runs (any outcome but `ok`, by name: `failed`, then `running`, the schema's
+        /// third value, which no job writes today), so that a failed shard or first try does not hide behind a run
+        /// that went well.
         public let outcome: String
         /// The longest of the runs.
         public let durationMs: Int?
@@ -74,22 +75,13 @@ public struct HealthReport: Sendable, Codable, Hashable {
         /// How many runs ended each way, worst first.
         public let outcomes: [Count]
 
-        /// The worst first: an outcome this version does not know counts as failed.
-        static func severity(_ outcome: String) -> Int {
-            switch outcome {
-            case "ok": 2
-            case "running": 1
-            default: 0
-            }
-        }
-
         /// One line per job from the stores' rows (every run at the job's latest instant, any order).
         static func fold(_ rows: [(job: String, runAt: Int64, outcome: String, durationMs: Int?)]) -> [JobRun] {
             Dictionary(grouping: rows, by: \.job).sorted { $0.key < $1.key }.map { job, runs in
                 let outcomes = Dictionary(grouping: runs, by: \.outcome).map {
                     Count(key: $0.key, count: $0.value.count)
                 }
-                .sorted { (severity($0.key), $0.key) < (severity($1.key), $1.key) }
+                .sorted { ($0.key == "ok" ? 1 : 0, $0.key) < ($1.key == "ok" ? 1 : 0, $1.key) }
                 return JobRun(
                     job: job, runAt: Timestamps.format(runs.map(\.runAt).max() ?? 0), outcome: outcomes[0].key,
                     durationMs: runs.compactMap(\.durationMs).max(), runs: runs.count, outcomes: outcomes)
@@ -254,8 +246,7 @@ extension SQLiteStore: ReportStore {
             figures.lastRuns = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT job, run_at, outcome, duration_ms FROM job_runs j
-                    WHERE run_at = (SELECT max(run_at) FROM job_runs WHERE job = j.job)
+                    SELECT job, run_at, outcome, duration_ms FROM job_runs WHERE run_at = \(JobRunsSQL.latestRunAt)
                     """
             ).map { ($0[0], $0[1], $0[2], $0[3]) }
             return figures

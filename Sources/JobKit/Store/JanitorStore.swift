@@ -74,8 +74,7 @@ public struct RetentionRule: Sendable, Hashable {
     public static func runs(before: Int64) -> RetentionRule {
         RetentionRule(table: "job_runs", rows: "old run records", oldestBy: "run_at") {
             """
-            run_at < \($0.instant(before))
-            AND run_at < (SELECT max(latest.run_at) FROM job_runs latest WHERE latest.job = job_runs.job)
+            run_at < \($0.instant(before)) AND run_at < \(JobRunsSQL.latestRunAt)
             """
         }
     }
@@ -87,6 +86,13 @@ public struct RetentionRule: Sendable, Hashable {
             "\($0 == .sqlite ? "is_active = 0" : "NOT is_active") AND deactivated_at < \($0.instant(before))"
         }
     }
+}
+
+/// SQL about `job_runs`, the same in both stores.
+public enum JobRunsSQL {
+    /// The latest instant of the job of the row of the query's own `job_runs` (a correlated subquery): what the
+    /// report's "last run of each job" shows and what run retention keeps.
+    public static let latestRunAt = "(SELECT max(latest.run_at) FROM job_runs latest WHERE latest.job = job_runs.job)"
 }
 
 /// The oldest period keys that may still guard against a duplicate, per key shape. A log row whose period
