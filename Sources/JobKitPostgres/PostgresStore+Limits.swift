@@ -147,6 +147,27 @@ extension PostgresStore: ContentLimitStore {
         return won
     }
 
+    public func holdPendingWarnings(_ until: [Int64: Int64], runID: String, now: Int64, staleBefore: Int64)
+        async throws(JobError) -> Set<Int64>
+    {
+        guard !until.isEmpty else { return [] }
+        let ordered = until.sorted { $0.key < $1.key }
+        let rows = try await write(
+            "holding pending quota warnings",
+            """
+            UPDATE notification_logs l
+            SET status = 'deferred', deliver_after = to_timestamp(h.deliver_after), run_id = \(runID),
+                claimed_at = to_timestamp(\(now)), updated_at = to_timestamp(\(now))
+            FROM unnest(\(ordered.map(\.key))::int8[], \(ordered.map(\.value))::int8[]) AS h(id, deliver_after)
+            WHERE l.id = h.id
+              AND \(unescaped: DeliveryLifecycle.claimableWarningSQL(.postgres, now: now, staleBefore: staleBefore, table: "l"))
+            RETURNING l.id
+            """)
+        var held: Set<Int64> = []
+        for row in rows { held.insert(try decode(row, Int64.self)) }
+        return held
+    }
+
     public func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
         guard !logIDs.isEmpty else { return [:] }
         var result: [Int64: Set<Int64>] = [:]

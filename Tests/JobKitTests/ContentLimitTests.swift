@@ -401,6 +401,72 @@ import Testing
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit90])
     }
 
+    /// Measured: a warning held for quiet hours went out when they ended as the hook had computed them, whatever
+    /// the user did meanwhile. One who turned warnings off got it anyway; one who moved from Tokyo to Berlin got it
+    /// at 23:00 in Berlin, inside their quiet hours; one who made their quiet hours longer got it before they
+    /// ended. A held warning now goes out only if its user's settings allow it when it does: turned off, it is never
+    /// sent; inside the quiet hours in force, it is held again until they end.
+    @Test(arguments: Backend.allCases) func aHeldWarningHeedsItsUsersSettingsWhenItGoesOut(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        let tokyoNight = ("22:00", "07:00")
+        for id in ["opted-out", "traveller", "sleeper", "unchanged"] {
+            try await addWriter(db, zone: "Asia/Tokyo", quiet: tokyoNight, id: id)
+        }
+        let factory = SenderFactory()
+        for id in ["opted-out", "traveller", "sleeper", "unchanged"] {
+            let held = try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z", user: id)  // 23:30 JST
+            #expect(held.action == .deferred && held.deliverAfter == "2026-11-21T22:00:00Z")
+        }
+        try await db.store.upsertUser(
+            UserProfile(
+                id: "opted-out", timezone: "Asia/Tokyo", contentLimitWarningsEnabled: false,
+                quietHoursStart: "22:00", quietHoursEnd: "07:00"), now: 0)
+        try await db.store.upsertUser(
+            UserProfile(id: "traveller", timezone: "Europe/Berlin", quietHoursStart: "22:00", quietHoursEnd: "07:00"),
+            now: 0)
+        try await db.store.upsertUser(
+            UserProfile(id: "sleeper", timezone: "Asia/Tokyo", quietHoursStart: "22:00", quietHoursEnd: "09:00"),
+            now: 0)
+        let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
+        var held: [Int] = []
+        func run(_ at: String) async throws -> [String] {
+            let before = await factory.sender.sent.count
+            let summary = try await runner.run(ReminderRunOptions(now: instant(at)))
+            held.append(summary.warningsHeld)
+            if summary.warningsHeld > 0 { #expect(summary.text.contains("warnings_held=\(summary.warningsHeld)")) }
+            return await factory.sender.sent.dropFirst(before).map(\.device.userID).sorted()
+        }
+        func row(_ user: String) async throws -> String {
+            try await db.strings(
+                "SELECT status || ' ' || coalesce(detail, '-') FROM notification_logs WHERE user_id = '\(user)'"
+            ).joined()
+        }
+        #expect(try await run("2026-11-21T22:00:00Z") == ["unchanged"])  // 07:00 JST, 23:00 in Berlin
+        #expect(try await row("opted-out") == "superseded warnings turned off before it could be sent")
+        #expect(try await row("traveller") == "deferred -")
+        #expect(try await row("sleeper") == "deferred -")
+        #expect(
+            try await db.count(
+                "SELECT count(*) FROM notification_logs WHERE user_id = 'sleeper' AND deliver_after = \(db.ts(instant("2026-11-22T00:00:00Z")))"
+            ) == 1)
+        #expect(
+            try await db.count(
+                "SELECT count(*) FROM notification_logs WHERE user_id = 'traveller' AND deliver_after = \(db.ts(instant("2026-11-22T06:00:00Z")))"
+            ) == 1)
+        #expect(try await run("2026-11-21T23:45:00Z") == [])
+        #expect(try await run("2026-11-22T00:00:00Z") == ["sleeper"])  // 09:00 JST
+        #expect(try await run("2026-11-22T05:45:00Z") == [])
+        #expect(try await run("2026-11-22T06:00:00Z") == ["traveller"])  // 07:00 in Berlin
+        #expect(try await run("2026-11-22T06:15:00Z") == [])
+        #expect(
+            try await db.strings("SELECT user_id || ' ' || status FROM notification_logs ORDER BY user_id") == [
+                "opted-out superseded", "sleeper sent", "traveller sent", "unchanged sent",
+            ])
+        #expect(held == [2, 0, 0, 0, 0, 0])  // held once, then left alone until their quiet hours end
+    }
+
     /// Warnings held for quiet hours that end at the same minute for many users.
     func deferWarnings(_ db: TemporaryDatabase, users count: Int, heldUntil: Int64) async throws {
         for i in 0..<count { try await addWriter(db, id: "w\(1_000 + i)") }
@@ -483,6 +549,11 @@ import Testing
             async throws(JobError) -> Set<Int64>
         {
             try await store.claimPendingWarnings(ids, runID: runID, now: now, staleBefore: staleBefore)
+        }
+        func holdPendingWarnings(_ until: [Int64: Int64], runID: String, now: Int64, staleBefore: Int64)
+            async throws(JobError) -> Set<Int64>
+        {
+            try await store.holdPendingWarnings(until, runID: runID, now: now, staleBefore: staleBefore)
         }
         func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
             try await store.deliveredDevices(logIDs: logIDs)

@@ -126,11 +126,9 @@ public struct ContentLimitHook: Sendable {
         guard user.hasActiveDevice else { return finish("no active device") }
         step("active device: yes")
 
-        var deliverAfter: Int64?
+        let deliverAfter = ContentLimitRule.quietHoursEnd(now: options.now, zone: zone, of: user)
         if let start = user.quietHoursStart, let end = user.quietHoursEnd {
-            if let startTime = LocalTime(start), let endTime = LocalTime(end) {
-                deliverAfter = ContentLimitRule.quietHoursEnd(
-                    now: options.now, zone: zone, start: startTime, end: endTime)
+            if LocalTime(start) != nil, LocalTime(end) != nil {
                 step(
                     "quiet hours \(start)–\(end): "
                         + (deliverAfter.map { "inside, deferred until \(Timestamps.format($0))" } ?? "outside"))
@@ -325,35 +323,34 @@ extension DiaryReminderRunner {
     ) async throws(JobError) {
         let staleBefore = options.now - options.claimLeaseSeconds
         var pending: [PendingWarning] = []
-        var overtaken: [(warning: PendingWarning, detail: String)] = []
-        // One read for the page: each warning is decided from its user's rows of its period on, and the earliest
-        // period of the page covers every one of them.
+        var withdrawn: [(warning: PendingWarning, detail: String)] = []
+        var held: [Int64: Int64] = [:]
+        // One read for the page: each warning is decided from its user as they are now (settings, zone, quiet
+        // hours) and their rows of its period on; the earliest period of the page covers every one of them.
         guard let floor = page.map(\.warning.period).min() else { return }
         let snapshots = try await warningsStore.limitSnapshots(userIDs: page.map(\.warning.userID), periodsFrom: floor)
         for stored in page {
-            let warning = stored.warning
-            let snapshot = snapshots[warning.userID]
-            if let zone = snapshot.flatMap({ ZoneClock(identifier: $0.timezone) }),
-                ContentLimitRule.periodEnded(warning.period, now: options.now, zone: zone)
-            {
-                overtaken.append((stored, "its period \(warning.period) ended before it could be sent"))
-                continue
-            }
-            switch DeliveryLifecycle.warningOrder(
-                warning.type, period: warning.period, logs: snapshot?.logs ?? [:], staleBefore: staleBefore)
+            switch ContentLimitRule.fate(
+                of: stored.warning, user: snapshots[stored.warning.userID], now: options.now, staleBefore: staleBefore)
             {
             case .send: pending.append(stored)
-            case .overtaken: overtaken.append((stored, "overtaken by the 100 % warning"))
+            case .withdraw(let detail): withdrawn.append((stored, detail))
+            case .hold(let until): held[stored.logID] = until
             case .waitForLowerWarning: continue  // the next run, once the 90 % warning is recorded
             }
         }
-        guard !pending.isEmpty || !overtaken.isEmpty else { return }
+        if !held.isEmpty {
+            summary.warningsHeld += try await warningsStore.holdPendingWarnings(
+                held, runID: options.runID, now: options.now, staleBefore: staleBefore
+            ).count
+        }
+        guard !pending.isEmpty || !withdrawn.isEmpty else { return }
         let won = try await warningsStore.claimPendingWarnings(
-            pending.map(\.logID) + overtaken.map(\.warning.logID), runID: options.runID,
+            pending.map(\.logID) + withdrawn.map(\.warning.logID), runID: options.runID,
             now: options.now, staleBefore: staleBefore)
-        // Never sent: a 90 % warning left pending when its period's 100 % warning was claimed, and a warning
-        // whose period ended while it was held for quiet hours or left for retry.
-        let superseded = overtaken.filter { won.contains($0.warning.logID) }.map {
+        // Never sent: a 90 % warning left pending when its period's 100 % warning was claimed, a warning whose
+        // period ended while it was held for quiet hours or left for retry, and one whose user turned warnings off.
+        let superseded = withdrawn.filter { won.contains($0.warning.logID) }.map {
             ClaimResolution(
                 logID: $0.warning.logID, period: $0.warning.warning.period, status: .superseded, detail: $0.detail)
         }

@@ -49,6 +49,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var credentialMints: [Provider: Int] = [:]
     /// Quota warnings delivered by this run (deferred past quiet hours, or retried).
     public var warningsDelivered = 0
+    /// Quota warnings this run kept `deferred` because their users' quiet hours, as set now, are in force (set
+    /// longer, or in a zone the user moved to, since the hook held them): each goes out when they end.
+    public var warningsHeld = 0
     /// Device attempts.
     public var notifications = 0
     /// Device attempts by outcome.
@@ -110,6 +113,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
         if ambiguous > 0 { parts.append("ambiguous=\(ambiguous)") }
         if invalidTokens > 0 { parts.append("invalid_tokens=\(invalidTokens)") }
         if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }
+        if warningsHeld > 0 { parts.append("warnings_held=\(warningsHeld)") }
         parts.append("notifications=\(notifications)")
         // A dry run delivers nothing: its channel counts every line it printed `delivered`, which
         // `notifications` already says.

@@ -80,6 +80,18 @@ public struct ContentLimitEvent: Sendable, Hashable, Codable {
     }
 }
 
+/// What a run does with a stored quota warning (``ContentLimitRule/fate(of:user:now:staleBefore:)``).
+public enum HeldWarningFate: Sendable, Hashable {
+    /// Send it now.
+    case send
+    /// Never send it: its row is marked `superseded` with this detail.
+    case withdraw(String)
+    /// Its user's quiet hours, as they are set now, are in force: keep it `deferred` until they end.
+    case hold(until: Int64)
+    /// A 100 % warning whose period's 90 % warning is on its way: leave it for the next run.
+    case waitForLowerWarning
+}
+
 /// Quota warnings, free of I/O.
 public enum ContentLimitRule {
     /// The warning a usage level calls for: 100 % at or past the limit, 90 % from 90 % (integer arithmetic,
@@ -117,6 +129,37 @@ public enum ContentLimitRule {
         guard inside else { return nil }
         let endDate = minute < end.minuteOfDay ? wall.date : wall.date.adding(days: 1)
         return zone.instant(on: endDate, minuteOfDay: end.minuteOfDay)
+    }
+
+    /// When `user`'s quiet hours end, if `now` is inside them; `nil` outside them, or when they have none (or
+    /// malformed ones, which the hook reports).
+    public static func quietHoursEnd(now: Int64, zone: ZoneClock, of user: LimitSnapshot) -> Int64? {
+        guard let start = user.quietHoursStart.flatMap({ LocalTime($0) }),
+            let end = user.quietHoursEnd.flatMap({ LocalTime($0) })
+        else { return nil }
+        return quietHoursEnd(now: now, zone: zone, start: start, end: end)
+    }
+
+    /// What a run does now with a quota warning held for quiet hours, left for retry or left by a hook that
+    /// died, given its user as they are now (`nil`: no longer known) and the period's warning log rows.
+    public static func fate(of warning: QuotaWarning, user: LimitSnapshot?, now: Int64, staleBefore: Int64)
+        -> HeldWarningFate
+    {
+        guard let user else { return .send }  // no device to send to: recorded as such
+        let zone = ZoneClock(identifier: user.timezone) ?? ZoneClock(zone: .gmt)  // the hook's period zone
+        if periodEnded(warning.period, now: now, zone: zone) {
+            return .withdraw("its period \(warning.period) ended before it could be sent")
+        }
+        guard user.warningsEnabled else { return .withdraw("warnings turned off before it could be sent") }
+        switch DeliveryLifecycle.warningOrder(
+            warning.type, period: warning.period, logs: user.logs, staleBefore: staleBefore)
+        {
+        case .overtaken: return .withdraw("overtaken by the 100 % warning")
+        case .waitForLowerWarning: return .waitForLowerWarning
+        case .send: break
+        }
+        if let end = quietHoursEnd(now: now, zone: zone, of: user) { return .hold(until: end) }
+        return .send
     }
 
     /// The numbers a warning shows.

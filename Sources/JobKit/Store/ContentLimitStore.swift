@@ -116,6 +116,11 @@ public protocol ContentLimitStore: Sendable {
     /// Claims pending warnings for this run; returns the ids won.
     func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
         -> Set<Int64>
+    /// Keeps pending warnings `deferred`, each until its instant (logID → `deliver_after`), as this run's
+    /// (`run_id`, `claimed_at` = `now`); only those still claimable (another run may have claimed one). Returns
+    /// the ids held.
+    func holdPendingWarnings(_ until: [Int64: Int64], runID: String, now: Int64, staleBefore: Int64)
+        async throws(JobError) -> Set<Int64>
     /// The devices each of these claims already reached (a `delivered` attempt), by log id; claims that
     /// reached none are absent. A claim taken over is sent only to the others.
     func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>]

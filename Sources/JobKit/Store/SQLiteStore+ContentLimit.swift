@@ -150,6 +150,28 @@ extension SQLiteStore: ContentLimitStore {
         }
     }
 
+    public func holdPendingWarnings(_ until: [Int64: Int64], runID: String, now: Int64, staleBefore: Int64)
+        async throws(JobError) -> Set<Int64>
+    {
+        guard !until.isEmpty else { return [] }
+        return try await write("holding pending quota warnings") { db in
+            var held: Set<Int64> = []
+            let statement = try db.makeStatement(
+                sql: """
+                    UPDATE notification_logs
+                    SET status = 'deferred', deliver_after = ?, run_id = ?, claimed_at = ?, updated_at = ?
+                    WHERE id = ? AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore))
+                    RETURNING id
+                    """)
+            for (id, deliverAfter) in until.sorted(by: { $0.key < $1.key }) {
+                if let kept = try Int64.fetchOne(statement, arguments: [deliverAfter, runID, now, now, id]) {
+                    held.insert(kept)
+                }
+            }
+            return held
+        }
+    }
+
     public func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
         guard !logIDs.isEmpty else { return [:] }
         return try await read("reading earlier deliveries") { db in
