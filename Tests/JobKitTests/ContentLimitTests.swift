@@ -467,6 +467,46 @@ import Testing
         #expect(held == [2, 0, 0, 0, 0, 0])  // held once, then left alone until their quiet hours end
     }
 
+    /// Measured: a dry run printed nothing of the quota warnings a real run at the same instant delivers (held
+    /// past quiet hours, left for retry): `notifications=0`, where the real run said `warnings_delivered=1`. A dry
+    /// run now shows each one it would send, says how many it would send and hold, and writes nothing; the real
+    /// run then does just that.
+    @Test(arguments: Backend.allCases) func aDryRunShowsTheHeldWarningsARealRunWouldSend(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        for id in ["due", "still-quiet", "opted-out"] {
+            try await addWriter(db, zone: "Asia/Tokyo", quiet: ("22:00", "07:00"), id: id)
+        }
+        let factory = SenderFactory()
+        for id in ["due", "still-quiet", "opted-out"] {
+            #expect(try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z", user: id).action == .deferred)
+        }
+        try await db.store.upsertUser(
+            UserProfile(id: "still-quiet", timezone: "Asia/Tokyo", quietHoursStart: "22:00", quietHoursEnd: "09:00"),
+            now: 0)
+        try await db.store.upsertUser(
+            UserProfile(id: "opted-out", timezone: "Asia/Tokyo", contentLimitWarningsEnabled: false), now: 0)
+        let morning = instant("2026-11-21T22:00:00Z")  // 07:00 JST
+        let bytes = try await db.contentDigest()
+        let lines = LineBuffer()
+        let dry = try await DiaryReminderRunner(
+            store: try await db.reopen(.readOnly), sender: DryRunSender(sink: lines, json: false), logger: quietLogger
+        ).run(ReminderRunOptions(now: morning, dryRun: true))
+        #expect(lines.lines.count == 1)
+        let line = lines.lines.first ?? ""
+        #expect(line.hasPrefix("would send: user=due type=content_limit_90 device=") && line.contains("27"), "\(line)")
+        #expect(dry.notifications == 1)
+        #expect(dry.text.contains("warnings_would_send=1 warnings_would_hold=1 notifications=1"), "\(dry.text)")
+        #expect(dry.json.contains(#""warnings_would_send":1"#) && dry.json.contains(#""warnings_would_hold":1"#))
+        #expect(try await db.contentDigest() == bytes)
+
+        let real = try await DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
+            .run(ReminderRunOptions(now: morning))
+        #expect(real.warningsDelivered == 1 && real.warningsHeld == 1)
+        #expect(await factory.sender.sent.map(\.device.userID) == ["due"])
+    }
+
     /// Warnings held for quiet hours that end at the same minute for many users.
     func deferWarnings(_ db: TemporaryDatabase, users count: Int, heldUntil: Int64) async throws {
         for i in 0..<count { try await addWriter(db, id: "w\(1_000 + i)") }

@@ -34,8 +34,10 @@ public struct DryRunSender: Sender {
             if json {
                 sink.write(NotificationLine(notification, event: "would_send").json)
             } else {
+                // A reminder's line says no type (most lines are reminders); a quota warning's does.
+                let type = notification.type == .diaryReminder ? "" : " type=\(notification.type.rawValue)"
                 sink.write(
-                    "would send: user=\(LineText.field(notification.device.userID)) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) locale=\(LineText.field(notification.locale)) title=\(LineText.quoted(notification.title)) body=\(LineText.quoted(notification.body))"
+                    "would send: user=\(LineText.field(notification.device.userID))\(type) device=\(Redaction.maskToken(notification.device.token)) provider=\(notification.device.provider) locale=\(LineText.field(notification.locale)) title=\(LineText.quoted(notification.title)) body=\(LineText.quoted(notification.body))"
                 )
             }
         }

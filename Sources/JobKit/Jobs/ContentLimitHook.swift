@@ -221,11 +221,11 @@ public struct ContentLimitHook: Sendable {
     }
 
     /// Sends claimed quota warnings to every active device and records the outcome: the same path as
-    /// the reminder's claim → send → record.
+    /// the reminder's claim → send → record. A dry run (`record: false`, a dry-run sender) records nothing.
     static func deliver(
         _ warnings: [PendingWarning], store: any ContentLimitStore & ClaimLedger, sender: any Sender,
         catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: Deadline,
-        logger: Logger
+        logger: Logger, record: Bool = true
     ) async throws(JobError) -> (
         notifications: Int, outcomes: [DeliveryOutcome: Int], statuses: [ClaimStatus],
         troubles: [ProviderTrouble]
@@ -279,9 +279,11 @@ public struct ContentLimitHook: Sendable {
                 detail: byWarning[i].isEmpty && reached[warnings[i].logID] == nil
                     ? "no deliverable device at send time" : nil)
         }
-        try await store.recordPersistently(
-            records, resolutions: resolutions, runID: runID, now: now,
-            deadline: recordDeadline, logger: logger)
+        if record {
+            try await store.recordPersistently(
+                records, resolutions: resolutions, runID: runID, now: now,
+                deadline: recordDeadline, logger: logger)
+        }
         if let failure = await sender.channelFailure() { throw failure }
         return (notifications.count, outcomes, statuses, troubles)
     }
@@ -289,14 +291,15 @@ public struct ContentLimitHook: Sendable {
 
 extension DiaryReminderRunner {
     /// Delivers quota warnings that are due now: deferred past quiet hours, left for retry, or claimed by a
-    /// hook invocation that died. Part of every (non-dry) diary-reminder run, after its reminders: a page of
+    /// hook invocation that died. Part of every diary-reminder run, after its reminders (a dry run prints what
+    /// it would send and writes nothing): a page of
     /// `options.pageSize` at a time, until none is left or the run is asked to stop, its claim budget is spent
     /// or its channel failed (what is left then waits for the next run, and the run says it stopped early).
     func deliverPendingWarnings(
         _ options: ReminderRunOptions, summary: inout RunSummary, claimUntil: Deadline,
         recordDeadline: Deadline, logger: Logger
     ) async throws(JobError) {
-        guard !options.dryRun, let warningsStore = warnings, !summary.stoppedEarly else { return }
+        guard let warningsStore = warnings, !summary.stoppedEarly else { return }
         let staleBefore = options.now - options.claimLeaseSeconds
         let pageSize = max(1, options.pageSize)
         var afterID: Int64 = 0
@@ -340,28 +343,34 @@ extension DiaryReminderRunner {
             }
         }
         if !held.isEmpty {
-            summary.warningsHeld += try await warningsStore.holdPendingWarnings(
-                held, runID: options.runID, now: options.now, staleBefore: staleBefore
-            ).count
+            summary.warningsHeld +=
+                options.dryRun
+                ? held.count
+                : try await warningsStore.holdPendingWarnings(
+                    held, runID: options.runID, now: options.now, staleBefore: staleBefore
+                ).count
         }
         guard !pending.isEmpty || !withdrawn.isEmpty else { return }
-        let won = try await warningsStore.claimPendingWarnings(
-            pending.map(\.logID) + withdrawn.map(\.warning.logID), runID: options.runID,
-            now: options.now, staleBefore: staleBefore)
+        let candidates = pending.map(\.logID) + withdrawn.map(\.warning.logID)
+        let won =
+            options.dryRun
+            ? Set(candidates)
+            : try await warningsStore.claimPendingWarnings(
+                candidates, runID: options.runID, now: options.now, staleBefore: staleBefore)
         // Never sent: a 90 % warning left pending when its period's 100 % warning was claimed, a warning whose
         // period ended while it was held for quiet hours or left for retry, and one whose user turned warnings off.
         let superseded = withdrawn.filter { won.contains($0.warning.logID) }.map {
             ClaimResolution(
                 logID: $0.warning.logID, period: $0.warning.warning.period, status: .superseded, detail: $0.detail)
         }
-        if !superseded.isEmpty {
+        if !superseded.isEmpty && !options.dryRun {
             try await warningsStore.record([], resolutions: superseded, runID: options.runID, now: options.now)
         }
         let mine = pending.filter { won.contains($0.logID) }
         let result = try await ContentLimitHook.deliver(
             mine, store: warningsStore, sender: sender, catalog: catalog,
             runID: options.runID, now: options.now,
-            recordDeadline: recordDeadline, logger: logger)
+            recordDeadline: recordDeadline, logger: logger, record: !options.dryRun)
         summary.warningsDelivered += result.statuses.filter { $0 == .sent || $0 == .partial }.count
         summary.troubles = ProviderTrouble.merge(summary.troubles, result.troubles)
         summary.notifications += result.notifications

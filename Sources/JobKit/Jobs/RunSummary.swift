@@ -84,12 +84,14 @@ public struct RunSummary: Sendable, Codable, Hashable {
     }
 
     /// One JSON object on one line, keys sorted. A dry run claims and sends nothing: its counts are
-    /// `would_claim` and `would_send`.
+    /// `would_claim`, `would_send`, `warnings_would_send` and `warnings_would_hold`.
     public var json: String {
         let line = JSONLine.encode(self)
         guard dryRun else { return line }
         return line.replacingOccurrences(of: #""claimed":"#, with: #""would_claim":"#)
             .replacingOccurrences(of: #""sent":"#, with: #""would_send":"#)
+            .replacingOccurrences(of: #""warnings_delivered":"#, with: #""warnings_would_send":"#)
+            .replacingOccurrences(of: #""warnings_held":"#, with: #""warnings_would_hold":"#)
     }
 
     /// One human-readable line.
@@ -112,8 +114,10 @@ public struct RunSummary: Sendable, Codable, Hashable {
         if devicesPendingRetry > 0 { parts.append("devices_pending_retry=\(devicesPendingRetry)") }
         if ambiguous > 0 { parts.append("ambiguous=\(ambiguous)") }
         if invalidTokens > 0 { parts.append("invalid_tokens=\(invalidTokens)") }
-        if warningsDelivered > 0 { parts.append("warnings_delivered=\(warningsDelivered)") }
-        if warningsHeld > 0 { parts.append("warnings_held=\(warningsHeld)") }
+        if warningsDelivered > 0 {
+            parts.append("warnings_\(dryRun ? "would_send" : "delivered")=\(warningsDelivered)")
+        }
+        if warningsHeld > 0 { parts.append("warnings_\(dryRun ? "would_hold" : "held")=\(warningsHeld)") }
         parts.append("notifications=\(notifications)")
         // A dry run delivers nothing: its channel counts every line it printed `delivered`, which
         // `notifications` already says.
