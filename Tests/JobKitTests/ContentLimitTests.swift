@@ -361,6 +361,10 @@ import Testing
         #expect(early.warningsDelivered == 0)
         let morning = try await runner.run(ReminderRunOptions(now: instant("2026-11-21T22:00:00Z")))  // 07:00 JST
         #expect(morning.warningsDelivered == 1)
+        // Counted by provider too, as the metrics file's `diary_push_run_deliveries` reads them: the run's
+        // warnings were missing there, and from the JSON summary's `outcomes_by_provider`.
+        #expect(morning.outcomes == [.delivered: 1])
+        #expect(morning.outcomesByProvider == [DeliveryChannel(.fcm): [.delivered: 1]])
         let sent = await factory.sender.sent
         #expect(sent.map(\.type) == [.contentLimit100])
         #expect(sent.first?.body.contains("30") == true)

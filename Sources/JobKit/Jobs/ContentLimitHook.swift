@@ -227,10 +227,10 @@ public struct ContentLimitHook: Sendable {
         catalog: CopyCatalog, runID: String, now: Int64, recordDeadline: Deadline,
         logger: Logger, record: Bool = true
     ) async throws(JobError) -> (
-        notifications: Int, outcomes: [DeliveryOutcome: Int], statuses: [ClaimStatus],
-        troubles: [ProviderTrouble]
+        notifications: Int, outcomes: [DeliveryOutcome: Int], byChannel: [DeliveryChannel: [DeliveryOutcome: Int]],
+        statuses: [ClaimStatus], troubles: [ProviderTrouble]
     ) {
-        guard !warnings.isEmpty else { return (0, [:], [], []) }
+        guard !warnings.isEmpty else { return (0, [:], [:], [], []) }
         let devices = try await store.activeDevices(userIDs: warnings.map(\.warning.userID))
         let reached = try await store.deliveredDevices(logIDs: warnings.map(\.logID))
         var notifications: [OutgoingNotification] = []
@@ -259,11 +259,13 @@ public struct ContentLimitHook: Sendable {
             throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
         }
         var outcomes: [DeliveryOutcome: Int] = [:]
+        var byChannel: [DeliveryChannel: [DeliveryOutcome: Int]] = [:]
         var byWarning = Array(repeating: [DeliveryOutcome](), count: warnings.count)
         var records: [DeliveryRecord] = []
         var troubles: [ProviderTrouble] = []
         for (i, report) in reports.enumerated() {
             outcomes[report.outcome, default: 0] += 1
+            byChannel[report.channel, default: [:]][report.outcome, default: 0] += 1
             ProviderTrouble.add(report, to: &troubles)
             byWarning[owners[i]].append(report.outcome)
             records.append(
@@ -285,7 +287,7 @@ public struct ContentLimitHook: Sendable {
                 deadline: recordDeadline, logger: logger)
         }
         if let failure = await sender.channelFailure() { throw failure }
-        return (notifications.count, outcomes, statuses, troubles)
+        return (notifications.count, outcomes, byChannel, statuses, troubles)
     }
 }
 
@@ -375,5 +377,8 @@ extension DiaryReminderRunner {
         summary.troubles = ProviderTrouble.merge(summary.troubles, result.troubles)
         summary.notifications += result.notifications
         for (outcome, count) in result.outcomes { summary.outcomes[outcome, default: 0] += count }
+        for (channel, counts) in result.byChannel {
+            summary.outcomesByProvider[channel, default: [:]].merge(counts, uniquingKeysWith: +)
+        }
     }
 }
