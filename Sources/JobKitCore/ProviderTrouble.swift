@@ -80,6 +80,12 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
         return "\(what): \(devices) device\(devices == 1 ? "" : "s") left for the next runs\(reasonText)"
     }
 
+    /// The reasons of a provider's "too many requests" (HTTP 429): throttling, not a network fault.
+    static let throttleReasons: Set<String> = ["TooManyRequests", "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED", "HTTP 429"]
+
+    /// Whether every reason kept is a throttle.
+    var isThrottle: Bool { !reasons.isEmpty && reasons.allSatisfy { Self.throttleReasons.contains($0) } }
+
     /// What an operator should do about it.
     public var advice: String {
         let text = reasons.joined(separator: " ").lowercased()
@@ -101,6 +107,12 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
         case (_, .unavailable) where text.contains("certificate") || text.contains("tls") || text.contains("hostname"):
             return
                 "the provider's TLS certificate was not accepted: check the endpoint's host name, PUSH_CA_FILE, and any proxy that intercepts TLS"
+        case (.apns, .unavailable) where isThrottle:
+            return
+                "APNs throttled notifications to the same device token (TooManyRequests: too many to one device in a short time, often from another sender too); the devices are retried by the next runs inside the catch-up window"
+        case (.fcm, .unavailable) where isThrottle:
+            return
+                "FCM's sending quota was exceeded (the project's rate, or too many messages to one device): lower PUSH_FCM_RATE, spread the shards' runs, or ask for a higher quota; the devices are retried by the next runs inside the catch-up window"
         case (_, .unavailable):
             return
                 "check the network path to the provider (DNS, firewall, proxy, NAT) and its status page; the devices are retried by the next runs inside the catch-up window"

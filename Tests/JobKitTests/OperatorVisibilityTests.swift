@@ -491,3 +491,23 @@ import Testing
             text.contains(#"diary_push_janitor_rows{job="token-janitor",action="partitions_dropped"} 2"#), "\(text)")
     }
 }
+
+@Suite struct ProviderTroubleAdviceTests {
+    func advice(_ provider: Provider, _ reasons: [String]) -> String {
+        ProviderTrouble(provider: DeliveryChannel(provider), cause: .unavailable, devices: 1, reasons: reasons).advice
+    }
+
+    /// Measured: a warning APNs throttled (429 TooManyRequests, about its device token) left the advice to check
+    /// DNS, the firewall and the provider's status page, as FCM's project quota (429 QUOTA_EXCEEDED) did. Neither
+    /// is a network fault: the advice now says what each is and what to change.
+    @Test func throttlingIsNotAdvisedAsANetworkFault() {
+        let network = advice(.apns, ["connection refused"])
+        #expect(network.contains("check the network path"))
+        let apns = advice(.apns, ["TooManyRequests"])
+        #expect(!apns.contains("network path") && apns.contains("same device"), "\(apns)")
+        let fcm = advice(.fcm, ["QUOTA_EXCEEDED"])
+        #expect(!fcm.contains("network path") && fcm.contains("PUSH_FCM_RATE"), "\(fcm)")
+        // A throttle among network faults: the network advice, which the throttle's does not replace.
+        #expect(advice(.fcm, ["UNAVAILABLE", "QUOTA_EXCEEDED"]).contains("network path"))
+    }
+}
