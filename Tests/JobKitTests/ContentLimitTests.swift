@@ -511,6 +511,49 @@ import Testing
         #expect(await factory.sender.sent.map(\.device.userID) == ["due"])
     }
 
+    /// `diary-reminder --explain USER` said nothing of the user's quota warnings held for quiet hours or left for
+    /// retry: "why did that user not get the warning?" had no answer but the log table. It now lists each one with
+    /// what a run at that instant does with it, from the rule the run uses.
+    @Test(arguments: Backend.allCases) func explainSaysWhatARunDoesWithEachHeldWarning(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        for id in ["due", "traveller", "opted-out"] {
+            try await addWriter(db, zone: "Asia/Tokyo", quiet: ("22:00", "07:00"), id: id)
+        }
+        let factory = SenderFactory()
+        for id in ["due", "traveller", "opted-out"] {
+            #expect(try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z", user: id).action == .deferred)
+        }
+        try await db.store.upsertUser(
+            UserProfile(id: "traveller", timezone: "Europe/Berlin", quietHoursStart: "22:00", quietHoursEnd: "07:00"),
+            now: 0)
+        try await db.store.upsertUser(
+            UserProfile(id: "opted-out", timezone: "Asia/Tokyo", contentLimitWarningsEnabled: false), now: 0)
+        let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
+        func explained(_ user: String, _ at: String) async throws -> String {
+            try await runner.explain(userID: user, options: ReminderRunOptions(now: instant(at))).text
+        }
+        let night = try await explained("due", "2026-11-21T20:00:00Z")
+        #expect(night.contains("quota warning content_limit_90 2026-11 (deferred): held until 2026-11-21T22:00:00Z"))
+        let morning = "2026-11-21T22:00:00Z"
+        #expect(
+            try await explained("due", morning).contains(
+                "quota warning content_limit_90 2026-11 (deferred): a run now sends it"))
+        #expect(
+            try await explained("traveller", morning).contains(
+                "quota warning content_limit_90 2026-11 (deferred): a run now holds it again until 2026-11-22T06:00:00Z"
+            ))
+        #expect(
+            try await explained("opted-out", morning).contains(
+                "quota warning content_limit_90 2026-11 (deferred): a run now withdraws it: warnings turned off"))
+        // Once sent, the warning is finished: nothing to list.
+        _ = try await runner.run(ReminderRunOptions(now: instant(morning)))
+        #expect(!(try await explained("due", "2026-11-21T22:15:00Z").contains("quota warning")))
+        let json = try await runner.explain(userID: "traveller", options: ReminderRunOptions(now: instant(morning)))
+        #expect(json.json.contains(#""quota_warnings":[{"#), "\(json.json)")
+    }
+
     /// Warnings held for quiet hours that end at the same minute for many users.
     func deferWarnings(_ db: TemporaryDatabase, users count: Int, heldUntil: Int64) async throws {
         for i in 0..<count { try await addWriter(db, id: "w\(1_000 + i)") }

@@ -335,8 +335,9 @@ extension DiaryReminderRunner {
         guard let floor = page.map(\.warning.period).min() else { return }
         let snapshots = try await warningsStore.limitSnapshots(userIDs: page.map(\.warning.userID), periodsFrom: floor)
         for stored in page {
+            let key = LimitLogKey(type: stored.warning.type, period: stored.warning.period)
             switch ContentLimitRule.fate(
-                of: stored.warning, user: snapshots[stored.warning.userID], now: options.now, staleBefore: staleBefore)
+                of: key, user: snapshots[stored.warning.userID], now: options.now, staleBefore: staleBefore)
             {
             case .send: pending.append(stored)
             case .withdraw(let detail): withdrawn.append((stored, detail))

@@ -23,6 +23,15 @@ public struct ReminderExplanation: Sendable, Codable, Hashable {
         public let lastAt: String?
     }
 
+    /// A quota warning of the user not finished yet (held for quiet hours, left for retry, or claimed), and what
+    /// a run at this instant does with it.
+    public struct WarningState: Sendable, Codable, Hashable {
+        public let type: String
+        public let period: String
+        public let status: String
+        public let fate: String
+    }
+
     public let userID: String
     public let now: String
     public var steps: [Step] = []
@@ -32,6 +41,8 @@ public struct ReminderExplanation: Sendable, Codable, Hashable {
     public var verdict = ""
     /// The reason the user is not reminded (`nil` when due).
     public var skipReason: SkipReason?
+    /// The user's unfinished quota warnings (a run delivers them after its reminders).
+    public var quotaWarnings: [WarningState] = []
 
     mutating func step(_ rule: String, _ value: String, _ ok: Bool?) {
         steps.append(Step(rule: rule, value: value, ok: ok))
@@ -47,13 +58,33 @@ public struct ReminderExplanation: Sendable, Codable, Hashable {
             lines.append("  \(mark) \(step.rule.padding(toLength: width, withPad: " ", startingAt: 0))\(step.value)")
         }
         lines.append("verdict: \(verdict)")
+        for warning in quotaWarnings {
+            lines.append("quota warning \(warning.type) \(warning.period) (\(warning.status)): \(warning.fate)")
+        }
         return lines.map(LineText.escapingControls).joined(separator: "\n")
     }
 }
 
 extension DiaryReminderRunner {
-    /// Explains the decision for one user at `options.now`, reading only. The same rules as ``run(_:)``.
+    /// Explains the decision for one user at `options.now`, reading only. The same rules as ``run(_:)``: the
+    /// reminder's, then what the run does with each of the user's unfinished quota warnings.
     public func explain(userID: String, options: ReminderRunOptions) async throws(JobError) -> ReminderExplanation {
+        var explanation = try await explainReminder(userID: userID, options: options)
+        if let warnings {
+            // Every period key a warning the run still reads (claimed within a day) can have: this year's and
+            // last year's, monthly or annual.
+            let floor = LocalDate.pad(ZoneClock.split(wallSeconds: options.now - 2 * 86_400).date.year - 1, 4)
+            if let user = try await warnings.limitSnapshot(userID: userID, periodsFrom: floor) {
+                explanation.quotaWarnings = ReminderExplanation.warningStates(
+                    user, now: options.now, staleBefore: options.now - options.claimLeaseSeconds)
+            }
+        }
+        return explanation
+    }
+
+    private func explainReminder(userID: String, options: ReminderRunOptions) async throws(JobError)
+        -> ReminderExplanation
+    {
         var explanation = ReminderExplanation(userID: userID, now: Timestamps.format(options.now))
         func finish(_ reason: SkipReason?, _ verdict: String) -> ReminderExplanation {
             explanation.skipReason = reason
@@ -227,6 +258,37 @@ extension DiaryReminderRunner {
 }
 
 extension ReminderExplanation {
+    /// What a run at `now` does with each of the user's unfinished quota warnings, by period then type: the
+    /// rows the run reads (``ContentLimitStore/pendingWarnings(now:staleBefore:afterID:limit:)``) decided by its
+    /// rule (``ContentLimitRule/fate(of:user:now:staleBefore:)``).
+    static func warningStates(_ user: LimitSnapshot, now: Int64, staleBefore: Int64) -> [WarningState] {
+        user.logs.sorted { ($0.key.period, $0.key.type.rawValue) < ($1.key.period, $1.key.type.rawValue) }
+            .compactMap { key, log in
+                guard [.deferred, .retry, .claimed].contains(log.status) else { return nil }
+                let fate: String
+                if log.claimedAt < now - DeliveryLifecycle.retryHorizon {
+                    fate = "missed: no run sends it a day after its claim (\(Timestamps.format(log.claimedAt)))"
+                } else if !DeliveryLifecycle.canClaimWarning(
+                    log, deliverAfter: log.deliverAfter, now: now, staleBefore: staleBefore)
+                {
+                    fate =
+                        log.status == .deferred
+                        ? "held until \(log.deliverAfter.map(Timestamps.format) ?? "?")"
+                        : "being sent by run \(log.runID) since \(Timestamps.format(log.claimedAt))"
+                } else {
+                    switch ContentLimitRule.fate(of: key, user: user, now: now, staleBefore: staleBefore) {
+                    case .send: fate = "a run now sends it"
+                    case .withdraw(let detail): fate = "a run now withdraws it: \(detail)"
+                    case .hold(let until):
+                        fate = "a run now holds it again until \(Timestamps.format(until)) (quiet hours as set now)"
+                    case .waitForLowerWarning: fate = "a run now leaves it until the 90 % warning is recorded"
+                    }
+                }
+                return WarningState(
+                    type: key.type.rawValue, period: key.period, status: log.status.rawValue, fate: fate)
+            }
+    }
+
     /// Each device's state from its recorded attempts (the lifecycle decides what is final).
     static func deviceStates(_ devices: [Device], attempts: [DeliveryAttempt], windowClosed: Bool) -> [DeviceState] {
         devices.map { device in

@@ -142,7 +142,7 @@ public enum ContentLimitRule {
 
     /// What a run does now with a quota warning held for quiet hours, left for retry or left by a hook that
     /// died, given its user as they are now (`nil`: no longer known) and the period's warning log rows.
-    public static func fate(of warning: QuotaWarning, user: LimitSnapshot?, now: Int64, staleBefore: Int64)
+    public static func fate(of warning: LimitLogKey, user: LimitSnapshot?, now: Int64, staleBefore: Int64)
         -> HeldWarningFate
     {
         guard let user else { return .send }  // no device to send to: recorded as such

@@ -146,7 +146,7 @@ public enum LimitParams {
 
 extension LimitSnapshot {
     /// One log row as both stores aggregate it: `[id, type, period, status, claimed_at, message_index, locale,
-    /// run_id]`, message index and locale possibly null.
+    /// run_id, deliver_after]`, message index, locale and deliver_after possibly null.
     private struct LogRow: Decodable {
         let key: LimitLogKey
         let state: LogState
@@ -161,8 +161,9 @@ extension LimitSnapshot {
             let messageIndex = try row.decodeNil() ? nil : try row.decode(Int.self)
             let locale = try row.decodeNil() ? nil : try row.decode(String.self)
             let runID = try row.decode(String.self)
+            let deliverAfter = try row.decodeNil() ? nil : try row.decode(Int64.self)
             guard row.isAtEnd else {
-                throw DecodingError.dataCorrupted(.init(codingPath: row.codingPath, debugDescription: "a ninth field"))
+                throw DecodingError.dataCorrupted(.init(codingPath: row.codingPath, debugDescription: "a tenth field"))
             }
             guard let type = NotificationType(rawValue: type) else {
                 throw DecodingError.dataCorrupted(.init(codingPath: row.codingPath, debugDescription: "unknown type"))
@@ -170,7 +171,7 @@ extension LimitSnapshot {
             key = LimitLogKey(type: type, period: period)
             state = LogState(
                 id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt, messageIndex: messageIndex,
-                locale: locale, runID: runID)
+                locale: locale, runID: runID, deliverAfter: deliverAfter)
         }
     }
 
@@ -180,7 +181,8 @@ extension LimitSnapshot {
         init(from decoder: any Decoder) throws { row = try? LogRow(from: decoder) }
     }
 
-    /// Parses log rows given as a JSON array of `[id, type, period, status, claimed_at, message_index, locale, run_id]`
+    /// Parses log rows given as a JSON array of `[id, type, period, status, claimed_at, message_index, locale, run_id,
+    /// deliver_after]`
     /// (what both stores aggregate in their one read); a malformed row is skipped.
     public static func parseLogs(json: String?) -> [LimitLogKey: LogState] {
         var logs: [LimitLogKey: LogState] = [:]

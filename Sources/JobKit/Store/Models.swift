@@ -126,14 +126,20 @@ public struct LogState: Sendable, Hashable {
     public let messageIndex: Int?
     public let locale: String?
     public let runID: String
+    /// A `deferred` quota warning's `deliver_after` (read with the quota state; `nil` elsewhere).
+    public let deliverAfter: Int64?
 
-    public init(id: Int64, status: ClaimStatus, claimedAt: Int64, messageIndex: Int?, locale: String?, runID: String) {
+    public init(
+        id: Int64, status: ClaimStatus, claimedAt: Int64, messageIndex: Int?, locale: String?, runID: String,
+        deliverAfter: Int64? = nil
+    ) {
         self.id = id
         self.status = status
         self.claimedAt = claimedAt
         self.messageIndex = messageIndex
         self.locale = locale
         self.runID = runID
+        self.deliverAfter = deliverAfter
     }
 }
 
