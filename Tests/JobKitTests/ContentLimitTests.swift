@@ -405,6 +405,35 @@ import Testing
         #expect(await factory.sender.sent.map(\.type) == [.contentLimit90])
     }
 
+    /// Users in Tokyo with quiet hours 22:00–07:00, each with a 90 % warning the hook held at 23:30 JST until
+    /// 07:00 JST (22:00 UTC).
+    func holdWarnings(_ db: TemporaryDatabase, _ factory: SenderFactory, for users: [String]) async throws {
+        for id in users {
+            try await addWriter(db, zone: "Asia/Tokyo", quiet: ("22:00", "07:00"), id: id)
+            let held = try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z", user: id)
+            #expect(held.action == .deferred && held.deliverAfter == "2026-11-21T22:00:00Z")
+        }
+    }
+
+    /// What a user of ``holdWarnings(_:_:for:)`` changes after the hook held their warning.
+    enum SettingsChange {
+        case warningsOff, movedToBerlin, quietUntilNine
+
+        func profile(_ id: String) -> UserProfile {
+            switch self {
+            case .warningsOff: UserProfile(id: id, timezone: "Asia/Tokyo", contentLimitWarningsEnabled: false)
+            case .movedToBerlin:
+                UserProfile(id: id, timezone: "Europe/Berlin", quietHoursStart: "22:00", quietHoursEnd: "07:00")
+            case .quietUntilNine:
+                UserProfile(id: id, timezone: "Asia/Tokyo", quietHoursStart: "22:00", quietHoursEnd: "09:00")
+            }
+        }
+    }
+
+    func change(_ db: TemporaryDatabase, _ changes: [String: SettingsChange]) async throws {
+        for (id, change) in changes { try await db.store.upsertUser(change.profile(id), now: 0) }
+    }
+
     /// Measured: a warning held for quiet hours went out when they ended as the hook had computed them, whatever
     /// the user did meanwhile. One who turned warnings off got it anyway; one who moved from Tokyo to Berlin got it
     /// at 23:00 in Berlin, inside their quiet hours; one who made their quiet hours longer got it before they
@@ -414,25 +443,9 @@ import Testing
         async throws
     {
         let db = try await TemporaryDatabase(backend)
-        let tokyoNight = ("22:00", "07:00")
-        for id in ["opted-out", "traveller", "sleeper", "unchanged"] {
-            try await addWriter(db, zone: "Asia/Tokyo", quiet: tokyoNight, id: id)
-        }
         let factory = SenderFactory()
-        for id in ["opted-out", "traveller", "sleeper", "unchanged"] {
-            let held = try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z", user: id)  // 23:30 JST
-            #expect(held.action == .deferred && held.deliverAfter == "2026-11-21T22:00:00Z")
-        }
-        try await db.store.upsertUser(
-            UserProfile(
-                id: "opted-out", timezone: "Asia/Tokyo", contentLimitWarningsEnabled: false,
-                quietHoursStart: "22:00", quietHoursEnd: "07:00"), now: 0)
-        try await db.store.upsertUser(
-            UserProfile(id: "traveller", timezone: "Europe/Berlin", quietHoursStart: "22:00", quietHoursEnd: "07:00"),
-            now: 0)
-        try await db.store.upsertUser(
-            UserProfile(id: "sleeper", timezone: "Asia/Tokyo", quietHoursStart: "22:00", quietHoursEnd: "09:00"),
-            now: 0)
+        try await holdWarnings(db, factory, for: ["opted-out", "traveller", "sleeper", "unchanged"])
+        try await change(db, ["opted-out": .warningsOff, "traveller": .movedToBerlin, "sleeper": .quietUntilNine])
         let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
         var held: [Int] = []
         func run(_ at: String) async throws -> [String] {
@@ -479,18 +492,9 @@ import Testing
         async throws
     {
         let db = try await TemporaryDatabase(backend)
-        for id in ["due", "still-quiet", "opted-out"] {
-            try await addWriter(db, zone: "Asia/Tokyo", quiet: ("22:00", "07:00"), id: id)
-        }
         let factory = SenderFactory()
-        for id in ["due", "still-quiet", "opted-out"] {
-            #expect(try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z", user: id).action == .deferred)
-        }
-        try await db.store.upsertUser(
-            UserProfile(id: "still-quiet", timezone: "Asia/Tokyo", quietHoursStart: "22:00", quietHoursEnd: "09:00"),
-            now: 0)
-        try await db.store.upsertUser(
-            UserProfile(id: "opted-out", timezone: "Asia/Tokyo", contentLimitWarningsEnabled: false), now: 0)
+        try await holdWarnings(db, factory, for: ["due", "still-quiet", "opted-out"])
+        try await change(db, ["still-quiet": .quietUntilNine, "opted-out": .warningsOff])
         let morning = instant("2026-11-21T22:00:00Z")  // 07:00 JST
         let bytes = try await db.contentDigest()
         let lines = LineBuffer()
@@ -518,18 +522,9 @@ import Testing
         async throws
     {
         let db = try await TemporaryDatabase(backend)
-        for id in ["due", "traveller", "opted-out"] {
-            try await addWriter(db, zone: "Asia/Tokyo", quiet: ("22:00", "07:00"), id: id)
-        }
         let factory = SenderFactory()
-        for id in ["due", "traveller", "opted-out"] {
-            #expect(try await fire(db, factory, used: 27, at: "2026-11-21T14:30:00Z", user: id).action == .deferred)
-        }
-        try await db.store.upsertUser(
-            UserProfile(id: "traveller", timezone: "Europe/Berlin", quietHoursStart: "22:00", quietHoursEnd: "07:00"),
-            now: 0)
-        try await db.store.upsertUser(
-            UserProfile(id: "opted-out", timezone: "Asia/Tokyo", contentLimitWarningsEnabled: false), now: 0)
+        try await holdWarnings(db, factory, for: ["due", "traveller", "opted-out"])
+        try await change(db, ["traveller": .movedToBerlin, "opted-out": .warningsOff])
         let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
         func explained(_ user: String, _ at: String) async throws -> String {
             try await runner.explain(userID: user, options: ReminderRunOptions(now: instant(at))).text
