@@ -182,8 +182,7 @@ extension LimitSnapshot {
     }
 
     /// Parses log rows given as a JSON array of `[id, type, period, status, claimed_at, message_index, locale, run_id,
-    /// deliver_after]`
-    /// (what both stores aggregate in their one read); a malformed row is skipped.
+    /// deliver_after]` (what both stores aggregate in their one read); a malformed row is skipped.
     public static func parseLogs(json: String?) -> [LimitLogKey: LogState] {
         var logs: [LimitLogKey: LogState] = [:]
         for row in JSONLine.decode([Skippable].self, from: json ?? "[]")?.compactMap(\.row) ?? [] {
