@@ -264,9 +264,9 @@ extension ReminderExplanation {
     static func warningStates(_ user: LimitSnapshot, now: Int64, staleBefore: Int64) -> [WarningState] {
         user.logs.sorted { ($0.key.period, $0.key.type.rawValue) < ($1.key.period, $1.key.type.rawValue) }
             .compactMap { key, log in
-                guard [.deferred, .retry, .claimed].contains(log.status) else { return nil }
+                guard DeliveryLifecycle.unfinished.contains(log.status) else { return nil }
                 let fate: String
-                if log.claimedAt < now - DeliveryLifecycle.retryHorizon {
+                if DeliveryLifecycle.isMissed(log, now: now) {
                     fate = "missed: no run sends it a day after its claim (\(Timestamps.format(log.claimedAt)))"
                 } else if !DeliveryLifecycle.canClaimWarning(
                     log, deliverAfter: log.deliverAfter, now: now, staleBefore: staleBefore)

@@ -34,6 +34,15 @@ public enum DeliveryLifecycle {
     /// The delivery-health report's state for a missed claim: a column of the report, never a stored status.
     public static let missedState = "missed"
 
+    /// The statuses of a claim that still awaits a run: held or left for retry, or claimed by a run that may
+    /// have died.
+    public static let unfinished: [ClaimStatus] = [.retry, .deferred, .claimed]
+
+    /// Whether a claim is missed at `now` (``missedState``): still unfinished past ``retryHorizon``.
+    public static func isMissed(_ log: LogState, now: Int64) -> Bool {
+        unfinished.contains(log.status) && log.claimedAt <= now - retryHorizon
+    }
+
     /// Whether a device's outcome ends its delivery. Transient and credential failures do not: the device is
     /// sent to again by a later run.
     public static func isFinal(_ outcome: DeliveryOutcome) -> Bool {
@@ -141,7 +150,7 @@ extension DeliveryLifecycle {
     /// A `notification_logs` row's state in the delivery-health report at `now`: its status, or ``missedState``
     /// when it is still `retry`, `deferred` or `claimed` past ``retryHorizon``.
     public static func reportStatusSQL(_ dialect: SQLDialect, now: Int64) -> String {
-        "CASE WHEN status IN ('\(ClaimStatus.retry)', '\(ClaimStatus.deferred)', '\(ClaimStatus.claimed)')"
+        "CASE WHEN status IN (\(unfinished.map { "'\($0)'" }.joined(separator: ", ")))"
             + " AND claimed_at <= \(dialect.instant(now - retryHorizon)) THEN '\(missedState)' ELSE status END"
     }
 
