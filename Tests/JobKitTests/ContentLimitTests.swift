@@ -417,7 +417,7 @@ import Testing
 
     /// What a user of ``holdWarnings(_:_:for:)`` changes after the hook held their warning.
     enum SettingsChange {
-        case warningsOff, movedToBerlin, quietUntilNine
+        case warningsOff, movedToBerlin, quietUntilNine, upgraded
 
         func profile(_ id: String) -> UserProfile {
             switch self {
@@ -426,6 +426,9 @@ import Testing
                 UserProfile(id: id, timezone: "Europe/Berlin", quietHoursStart: "22:00", quietHoursEnd: "07:00")
             case .quietUntilNine:
                 UserProfile(id: id, timezone: "Asia/Tokyo", quietHoursStart: "22:00", quietHoursEnd: "09:00")
+            case .upgraded:
+                UserProfile(
+                    id: id, timezone: "Asia/Tokyo", plan: "plus", quietHoursStart: "22:00", quietHoursEnd: "07:00")
             }
         }
     }
@@ -482,6 +485,40 @@ import Testing
                 "opted-out superseded", "sleeper sent", "traveller sent", "unchanged sent",
             ])
         #expect(held == [2, 0, 0, 0, 0, 0])  // held once, then left alone until their quiet hours end
+    }
+
+    /// Measured: a user who hit their free plan's quota at 23:30 and upgraded before morning still got "27 of 30"
+    /// at 07:00, when the quiet hours ended: a quota they no longer have. The hook now stores the plan a warning
+    /// was counted against, and a run withdraws a held warning whose user's plan has changed since; explain says
+    /// so. A warning stored without a plan (before this) goes out as before.
+    @Test(arguments: Backend.allCases) func aHeldWarningIsWithdrawnWhenItsUsersPlanChanged(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        let factory = SenderFactory()
+        try await holdWarnings(db, factory, for: ["upgraded", "unchanged", "stored-before"])
+        try await db.execute(
+            """
+            UPDATE notification_logs SET params = '{"used":"27","limit":"30","percent":"90"}'
+            WHERE user_id = 'stored-before'
+            """)
+        try await change(db, ["upgraded": .upgraded, "stored-before": .upgraded])
+        let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
+        let morning = ReminderRunOptions(now: instant("2026-11-21T22:00:00Z"))  // 07:00 JST
+        #expect(
+            try await runner.explain(userID: "upgraded", options: morning).text.contains(
+                "quota warning content_limit_90 2026-11 (deferred): a run now withdraws it: "
+                    + "the plan changed (free → plus) before it could be sent"))
+        let summary = try await runner.run(morning)
+        #expect(summary.warningsDelivered == 2)
+        #expect(await factory.sender.sent.map(\.device.userID).sorted() == ["stored-before", "unchanged"])
+        #expect(
+            try await db.strings(
+                "SELECT user_id || ' ' || status || ' ' || coalesce(detail, '-') FROM notification_logs ORDER BY user_id"
+            ) == [
+                "stored-before sent -", "unchanged sent -",
+                "upgraded superseded the plan changed (free → plus) before it could be sent",
+            ])
     }
 
     /// Measured: a dry run printed nothing of the quota warnings a real run at the same instant delivers (held

@@ -120,11 +120,11 @@ import Testing
 
     @Test func logRowsAreReadAndMalformedOnesSkipped() {
         let json = """
-            [[7,"content_limit_90","2026-11","deferred",1764000000,2,"en","r1",1764030000],
-             [8,"content_limit_100","2026-11","claimed",1764000100,null,null,"r2",null],
-             [9.5,"content_limit_90","2026-12","sent",1,0,"en","r",null],
-             [10,"content_limit_100","2026-12","sent",1,0,"en","r"],
-             [11,"content_limit_100","2027-01","sent",1,0,"en","r",null,"tenth"],
+            [[7,"content_limit_90","2026-11","deferred",1764000000,2,"en","r1",1764030000,"free"],
+             [8,"content_limit_100","2026-11","claimed",1764000100,null,null,"r2",null,null],
+             [9.5,"content_limit_90","2026-12","sent",1,0,"en","r",null,null],
+             [10,"content_limit_100","2026-12","sent",1,0,"en","r",null],
+             [11,"content_limit_100","2027-01","sent",1,0,"en","r",null,"free","eleventh"],
              ["x"], 3]
             """
         let logs = LimitSnapshot.parseLogs(json: json)
@@ -132,10 +132,10 @@ import Testing
         let first = logs[LimitLogKey(type: .contentLimit90, period: "2026-11")]
         #expect(first?.id == 7 && first?.status == .deferred && first?.claimedAt == 1_764_000_000)
         #expect(first?.messageIndex == 2 && first?.locale == "en" && first?.runID == "r1")
-        #expect(first?.deliverAfter == 1_764_030_000)
+        #expect(first?.deliverAfter == 1_764_030_000 && first?.plan == "free")
         let second = logs[LimitLogKey(type: .contentLimit100, period: "2026-11")]
         #expect(second?.messageIndex == nil && second?.locale == nil && second?.status == .claimed)
-        #expect(second?.deliverAfter == nil)
+        #expect(second?.deliverAfter == nil && second?.plan == nil)
         #expect(LimitSnapshot.parseLogs(json: nil).isEmpty && LimitSnapshot.parseLogs(json: "{").isEmpty)
     }
 

@@ -138,7 +138,8 @@ public struct ContentLimitHook: Sendable {
         }
         summary.deliverAfter = deliverAfter.map(Timestamps.format)
 
-        let params = ContentLimitRule.parameters(used: event.used, limit: limit)
+        var params = ContentLimitRule.parameters(used: event.used, limit: limit)
+        params[LimitParams.planKey] = user.plan
         let catalog = try loadCatalog()
         let choice = catalog.choose(type, locale: user.locale, userID: user.userID, period: period, previousIndex: nil)
         if options.dryRun {

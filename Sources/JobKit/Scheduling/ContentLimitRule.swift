@@ -151,6 +151,10 @@ public enum ContentLimitRule {
             return .withdraw("its period \(warning.period) ended before it could be sent")
         }
         guard user.warningsEnabled else { return .withdraw("warnings turned off before it could be sent") }
+        if let plan = user.logs[warning]?.plan, plan != user.plan {
+            // Its numbers are of a quota the user no longer has ("upgrade to keep writing" after the upgrade).
+            return .withdraw("the plan changed (\(plan) → \(user.plan)) before it could be sent")
+        }
         switch DeliveryLifecycle.warningOrder(
             warning.type, period: warning.period, logs: user.logs, staleBefore: staleBefore)
         {

@@ -135,6 +135,11 @@ extension ContentLimitStore {
 
 /// The stored form of a warning's numbers: a JSON object of strings.
 public enum LimitParams {
+    /// The key under which the hook stores, beside the numbers, the plan they were counted against (`users.plan`
+    /// then): a run withdraws a held or retried warning whose user is on another plan by the time it goes out.
+    /// No copy placeholder has this name.
+    public static let planKey = "plan"
+
     public static func encode(_ params: [String: String]) -> String {
         JSONLine.encode(params, verbatimKeys: true)
     }
@@ -146,7 +151,8 @@ public enum LimitParams {
 
 extension LimitSnapshot {
     /// One log row as both stores aggregate it: `[id, type, period, status, claimed_at, message_index, locale,
-    /// run_id, deliver_after]`, message index, locale and deliver_after possibly null.
+    /// run_id, deliver_after, plan]`, message index, locale, deliver_after and plan possibly null (the plan is
+    /// the one ``LimitParams/planKey`` stored).
     private struct LogRow: Decodable {
         let key: LimitLogKey
         let state: LogState
@@ -162,8 +168,9 @@ extension LimitSnapshot {
             let locale = try row.decodeNil() ? nil : try row.decode(String.self)
             let runID = try row.decode(String.self)
             let deliverAfter = try row.decodeNil() ? nil : try row.decode(Int64.self)
+            let plan = try row.decodeNil() ? nil : try row.decode(String.self)
             guard row.isAtEnd else {
-                throw DecodingError.dataCorrupted(.init(codingPath: row.codingPath, debugDescription: "a tenth field"))
+                throw DecodingError.dataCorrupted(.init(codingPath: row.codingPath, debugDescription: "an 11th field"))
             }
             guard let type = NotificationType(rawValue: type) else {
                 throw DecodingError.dataCorrupted(.init(codingPath: row.codingPath, debugDescription: "unknown type"))
@@ -171,7 +178,7 @@ extension LimitSnapshot {
             key = LimitLogKey(type: type, period: period)
             state = LogState(
                 id: id, status: ClaimStatus(rawValue: status), claimedAt: claimedAt, messageIndex: messageIndex,
-                locale: locale, runID: runID, deliverAfter: deliverAfter)
+                locale: locale, runID: runID, deliverAfter: deliverAfter, plan: plan)
         }
     }
 
@@ -182,7 +189,7 @@ extension LimitSnapshot {
     }
 
     /// Parses log rows given as a JSON array of `[id, type, period, status, claimed_at, message_index, locale, run_id,
-    /// deliver_after]` (what both stores aggregate in their one read); a malformed row is skipped.
+    /// deliver_after, plan]` (what both stores aggregate in their one read); a malformed row is skipped.
     public static func parseLogs(json: String?) -> [LimitLogKey: LogState] {
         var logs: [LimitLogKey: LogState] = [:]
         for row in JSONLine.decode([Skippable].self, from: json ?? "[]")?.compactMap(\.row) ?? [] {

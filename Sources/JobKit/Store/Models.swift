@@ -128,10 +128,13 @@ public struct LogState: Sendable, Hashable {
     public let runID: String
     /// A `deferred` quota warning's `deliver_after` (read with the quota state; `nil` elsewhere).
     public let deliverAfter: Int64?
+    /// The plan a quota warning was counted against (read with the quota state; `nil` elsewhere, and for a
+    /// warning stored without one).
+    public let plan: String?
 
     public init(
         id: Int64, status: ClaimStatus, claimedAt: Int64, messageIndex: Int?, locale: String?, runID: String,
-        deliverAfter: Int64? = nil
+        deliverAfter: Int64? = nil, plan: String? = nil
     ) {
         self.id = id
         self.status = status
@@ -140,6 +143,7 @@ public struct LogState: Sendable, Hashable {
         self.locale = locale
         self.runID = runID
         self.deliverAfter = deliverAfter
+        self.plan = plan
     }
 }
 
