@@ -18,7 +18,9 @@ extension PostgresStore: ContentLimitStore {
                    (SELECT json_agg(json_build_array(l.id, l.notification_type, l.period_key, l.status,
                                                      \(unescaped: Self.epoch("l.claimed_at")), l.message_index, l.locale,
                                                      l.run_id, \(unescaped: Self.epoch("l.deliver_after")),
-                                                     l.params ->> '\(unescaped: LimitParams.planKey)'))::text
+                                                     CASE jsonb_typeof(l.params -> '\(unescaped: LimitParams.planKey)')
+                                                     WHEN 'string' THEN l.params ->> '\(unescaped: LimitParams.planKey)'
+                                                     END))::text
                     FROM notification_logs l
                     WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
                       AND l.period_key >= \(periodsFrom))

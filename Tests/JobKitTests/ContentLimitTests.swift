@@ -490,33 +490,43 @@ import Testing
     /// Measured: a user who hit their free plan's quota at 23:30 and upgraded before morning still got "27 of 30"
     /// at 07:00, when the quiet hours ended: a quota they no longer have. The hook now stores the plan a warning
     /// was counted against, and a run withdraws a held warning whose user's plan has changed since; explain says
-    /// so. A warning stored without a plan (before this) goes out as before.
+    /// so. A warning stored without a plan (before this), or with one that is not a string, goes out as before.
     @Test(arguments: Backend.allCases) func aHeldWarningIsWithdrawnWhenItsUsersPlanChanged(_ backend: Backend)
         async throws
     {
         let db = try await TemporaryDatabase(backend)
         let factory = SenderFactory()
-        try await holdWarnings(db, factory, for: ["upgraded", "unchanged", "stored-before"])
+        try await holdWarnings(db, factory, for: ["upgraded", "unchanged", "stored-before", "odd-plan"])
         try await db.execute(
             """
             UPDATE notification_logs SET params = '{"used":"27","limit":"30","percent":"90"}'
             WHERE user_id = 'stored-before'
             """)
-        try await change(db, ["upgraded": .upgraded, "stored-before": .upgraded])
+        try await db.execute(
+            """
+            UPDATE notification_logs SET params = '{"used":"27","limit":"30","percent":"90","plan":5}'
+            WHERE user_id = 'odd-plan'
+            """)
+        try await change(db, ["upgraded": .upgraded, "stored-before": .upgraded, "odd-plan": .upgraded])
         let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
         let morning = ReminderRunOptions(now: instant("2026-11-21T22:00:00Z"))  // 07:00 JST
         #expect(
             try await runner.explain(userID: "upgraded", options: morning).text.contains(
                 "quota warning content_limit_90 2026-11 (deferred): a run now withdraws it: "
                     + "the plan changed (free → plus) before it could be sent"))
+        // A plan that is not a string is no plan: the row is read (not skipped as malformed) and the warning sent.
+        #expect(
+            try await runner.explain(userID: "odd-plan", options: morning).text.contains(
+                "quota warning content_limit_90 2026-11 (deferred): a run now sends it"))
         let summary = try await runner.run(morning)
-        #expect(summary.warningsDelivered == 2)
-        #expect(await factory.sender.sent.map(\.device.userID).sorted() == ["stored-before", "unchanged"])
+        #expect(summary.warningsDelivered == 3)
+        #expect(
+            await factory.sender.sent.map(\.device.userID).sorted() == ["odd-plan", "stored-before", "unchanged"])
         #expect(
             try await db.strings(
                 "SELECT user_id || ' ' || status || ' ' || coalesce(detail, '-') FROM notification_logs ORDER BY user_id"
             ) == [
-                "stored-before sent -", "unchanged sent -",
+                "odd-plan sent -", "stored-before sent -", "unchanged sent -",
                 "upgraded superseded the plan changed (free → plus) before it could be sent",
             ])
     }
