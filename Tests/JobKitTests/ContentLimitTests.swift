@@ -589,6 +589,15 @@ import Testing
         #expect(
             try await explained("opted-out", morning).contains(
                 "quota warning content_limit_90 2026-11 (deferred): a run now withdraws it: warnings turned off"))
+        // Under `--shard`, only the run of the user's shard sends their warnings (as it reminds them).
+        let owner = Shard.holding(userID: "due", count: 2)
+        var otherShard = ReminderRunOptions(now: instant(morning))
+        otherShard.shard = Shard(index: 3 - owner.index, count: 2)
+        let sharded = try await runner.explain(userID: "due", options: otherShard).text
+        #expect(
+            sharded.contains(
+                "quota warning content_limit_90 2026-11 (deferred): the run of shard \(owner) now sends it, not this one"),
+            "\(sharded)")
         // Once sent, the warning is finished: nothing to list.
         _ = try await runner.run(ReminderRunOptions(now: instant(morning)))
         #expect(!(try await explained("due", "2026-11-21T22:15:00Z").contains("quota warning")))

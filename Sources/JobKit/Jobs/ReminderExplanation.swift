@@ -76,7 +76,8 @@ extension DiaryReminderRunner {
             let floor = LocalDate.pad(ZoneClock.split(wallSeconds: options.now - 2 * 86_400).date.year - 1, 4)
             if let user = try await warnings.limitSnapshot(userID: userID, periodsFrom: floor) {
                 explanation.quotaWarnings = ReminderExplanation.warningStates(
-                    user, now: options.now, staleBefore: options.now - options.claimLeaseSeconds)
+                    user, now: options.now, staleBefore: options.now - options.claimLeaseSeconds,
+                    shard: options.shard)
             }
         }
         return explanation
@@ -260,9 +261,14 @@ extension DiaryReminderRunner {
 extension ReminderExplanation {
     /// What a run at `now` does with each of the user's unfinished quota warnings, by period then type: the
     /// rows the run reads (``ContentLimitStore/pendingWarnings(now:staleBefore:afterID:limit:)``) decided by its
-    /// rule (``ContentLimitRule/fate(of:user:now:staleBefore:)``).
-    static func warningStates(_ user: LimitSnapshot, now: Int64, staleBefore: Int64) -> [WarningState] {
-        user.logs.sorted { ($0.key.period, $0.key.type.rawValue) < ($1.key.period, $1.key.type.rawValue) }
+    /// rule (``ContentLimitRule/fate(of:user:now:staleBefore:)``). Under `--shard`, the run of the user's shard is
+    /// the one that does it, as it is the one that reminds them.
+    static func warningStates(_ user: LimitSnapshot, now: Int64, staleBefore: Int64, shard: Shard = .all)
+        -> [WarningState]
+    {
+        let owner = shard.count > 1 ? Shard.holding(userID: user.userID, count: shard.count) : shard
+        let (run, notThis) = owner == shard ? ("a run", "") : ("the run of shard \(owner)", ", not this one")
+        return user.logs.sorted { ($0.key.period, $0.key.type.rawValue) < ($1.key.period, $1.key.type.rawValue) }
             .compactMap { key, log in
                 guard DeliveryLifecycle.unfinished.contains(log.status) else { return nil }
                 let fate: String
@@ -277,11 +283,13 @@ extension ReminderExplanation {
                         : "being sent by run \(log.runID) since \(Timestamps.format(log.claimedAt))"
                 } else {
                     switch ContentLimitRule.fate(of: key, user: user, now: now, staleBefore: staleBefore) {
-                    case .send: fate = "a run now sends it"
-                    case .withdraw(let detail): fate = "a run now withdraws it: \(detail)"
+                    case .send: fate = "\(run) now sends it\(notThis)"
+                    case .withdraw(let detail): fate = "\(run) now withdraws it\(notThis): \(detail)"
                     case .hold(let until):
-                        fate = "a run now holds it again until \(Timestamps.format(until)) (quiet hours as set now)"
-                    case .waitForLowerWarning: fate = "a run now leaves it until the 90 % warning is recorded"
+                        fate =
+                            "\(run) now holds it again until \(Timestamps.format(until)) (quiet hours as set now)\(notThis)"
+                    case .waitForLowerWarning:
+                        fate = "\(run) now leaves it until the 90 % warning is recorded\(notThis)"
                     }
                 }
                 return WarningState(
