@@ -596,7 +596,8 @@ import Testing
         let sharded = try await runner.explain(userID: "due", options: otherShard).text
         #expect(
             sharded.contains(
-                "quota warning content_limit_90 2026-11 (deferred): the run of shard \(owner) now sends it, not this one"),
+                "quota warning content_limit_90 2026-11 (deferred): the run of shard \(owner) now sends it, not this one"
+            ),
             "\(sharded)")
         // Once sent, the warning is finished: nothing to list.
         _ = try await runner.run(ReminderRunOptions(now: instant(morning)))
