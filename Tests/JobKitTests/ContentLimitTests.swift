@@ -451,11 +451,17 @@ import Testing
         try await change(db, ["opted-out": .warningsOff, "traveller": .movedToBerlin, "sleeper": .quietUntilNine])
         let runner = DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
         var held: [Int] = []
+        var withdrawn: [Int] = []
         func run(_ at: String) async throws -> [String] {
             let before = await factory.sender.sent.count
             let summary = try await runner.run(ReminderRunOptions(now: instant(at)))
             held.append(summary.warningsHeld)
+            withdrawn.append(summary.warningsWithdrawn)
             if summary.warningsHeld > 0 { #expect(summary.text.contains("warnings_held=\(summary.warningsHeld)")) }
+            if summary.warningsWithdrawn > 0 {
+                #expect(summary.text.contains("warnings_withdrawn=\(summary.warningsWithdrawn)"))
+                #expect(summary.json.contains(#""warnings_withdrawn":\#(summary.warningsWithdrawn)"#))
+            }
             return await factory.sender.sent.dropFirst(before).map(\.device.userID).sorted()
         }
         func row(_ user: String) async throws -> String {
@@ -485,6 +491,7 @@ import Testing
                 "opted-out superseded", "sleeper sent", "traveller sent", "unchanged sent",
             ])
         #expect(held == [2, 0, 0, 0, 0, 0])  // held once, then left alone until their quiet hours end
+        #expect(withdrawn == [1, 0, 0, 0, 0, 0])  // the one whose user turned warnings off
     }
 
     /// Measured: a user who hit their free plan's quota at 23:30 and upgraded before morning still got "27 of 30"
@@ -519,7 +526,7 @@ import Testing
             try await runner.explain(userID: "odd-plan", options: morning).text.contains(
                 "quota warning content_limit_90 2026-11 (deferred): a run now sends it"))
         let summary = try await runner.run(morning)
-        #expect(summary.warningsDelivered == 3)
+        #expect(summary.warningsDelivered == 3 && summary.warningsWithdrawn == 1)
         #expect(
             await factory.sender.sent.map(\.device.userID).sorted() == ["odd-plan", "stored-before", "unchanged"])
         #expect(
@@ -552,13 +559,16 @@ import Testing
         let line = lines.lines.first ?? ""
         #expect(line.hasPrefix("would send: user=due type=content_limit_90 device=") && line.contains("27"), "\(line)")
         #expect(dry.notifications == 1)
-        #expect(dry.text.contains("warnings_would_send=1 warnings_would_hold=1 notifications=1"), "\(dry.text)")
+        #expect(
+            dry.text.contains("warnings_would_send=1 warnings_would_hold=1 warnings_would_withdraw=1 notifications=1"),
+            "\(dry.text)")
         #expect(dry.json.contains(#""warnings_would_send":1"#) && dry.json.contains(#""warnings_would_hold":1"#))
+        #expect(dry.json.contains(#""warnings_would_withdraw":1"#), "\(dry.json)")
         #expect(try await db.contentDigest() == bytes)
 
         let real = try await DiaryReminderRunner(store: db.store, sender: factory.sender, logger: quietLogger)
             .run(ReminderRunOptions(now: morning))
-        #expect(real.warningsDelivered == 1 && real.warningsHeld == 1)
+        #expect(real.warningsDelivered == 1 && real.warningsHeld == 1 && real.warningsWithdrawn == 1)
         #expect(await factory.sender.sent.map(\.device.userID) == ["due"])
     }
 

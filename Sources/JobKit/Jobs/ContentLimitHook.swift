@@ -370,6 +370,7 @@ extension DiaryReminderRunner {
         if !superseded.isEmpty && !options.dryRun {
             try await warningsStore.record([], resolutions: superseded, runID: options.runID, now: options.now)
         }
+        summary.warningsWithdrawn += superseded.count
         let mine = pending.filter { won.contains($0.logID) }
         let result = try await ContentLimitHook.deliver(
             mine, store: warningsStore, sender: sender, catalog: catalog,

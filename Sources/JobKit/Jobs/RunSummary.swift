@@ -52,6 +52,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
     /// Quota warnings this run kept `deferred` because their users' quiet hours, as set now, are in force (set
     /// longer, or in a zone the user moved to, since the hook held them): each goes out when they end.
     public var warningsHeld = 0
+    /// Quota warnings this run withdrew, never to be sent (`superseded`): their period ended, their user turned
+    /// warnings off or changed plan, or the 100 % warning overtook them. The log row's `detail` says which.
+    public var warningsWithdrawn = 0
     /// Device attempts.
     public var notifications = 0
     /// Device attempts by outcome.
@@ -84,7 +87,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
     }
 
     /// One JSON object on one line, keys sorted. A dry run claims and sends nothing: its counts are
-    /// `would_claim`, `would_send`, `warnings_would_send` and `warnings_would_hold`.
+    /// `would_claim`, `would_send`, `warnings_would_send`, `warnings_would_hold` and `warnings_would_withdraw`.
     public var json: String {
         let line = JSONLine.encode(self)
         guard dryRun else { return line }
@@ -92,6 +95,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
             .replacingOccurrences(of: #""sent":"#, with: #""would_send":"#)
             .replacingOccurrences(of: #""warnings_delivered":"#, with: #""warnings_would_send":"#)
             .replacingOccurrences(of: #""warnings_held":"#, with: #""warnings_would_hold":"#)
+            .replacingOccurrences(of: #""warnings_withdrawn":"#, with: #""warnings_would_withdraw":"#)
     }
 
     /// One human-readable line.
@@ -118,6 +122,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
             parts.append("warnings_\(dryRun ? "would_send" : "delivered")=\(warningsDelivered)")
         }
         if warningsHeld > 0 { parts.append("warnings_\(dryRun ? "would_hold" : "held")=\(warningsHeld)") }
+        if warningsWithdrawn > 0 {
+            parts.append("warnings_\(dryRun ? "would_withdraw" : "withdrawn")=\(warningsWithdrawn)")
+        }
         parts.append("notifications=\(notifications)")
         // A dry run delivers nothing: its channel counts every line it printed `delivered`, which
         // `notifications` already says.
