@@ -492,6 +492,29 @@ import Testing
     }
 }
 
+/// The metrics file had no series for the quota warnings a reminder run delivers, holds again or withdraws: a
+/// dashboard could not tell a morning that sent every held warning from one that withdrew them all.
+@Suite struct QuotaWarningMetricsTests {
+    @Test func theRunsQuotaWarningsAreSeriesByState() {
+        var summary = RunSummary(job: "diary-reminder", runID: "r", now: 0, dryRun: false)
+        summary.warningsDelivered = 5
+        summary.warningsHeld = 2
+        summary.warningsWithdrawn = 1
+        let text = MetricsFile.text(
+            summary, job: "diary-reminder", now: 0, exitCode: 0, durationSeconds: 1, previousLastSuccess: nil)
+        for (state, count) in [("delivered", 5), ("held", 2), ("withdrawn", 1)] {
+            #expect(
+                text.contains(#"diary_push_run_quota_warnings{job="diary-reminder",state="\#(state)"} \#(count)"#),
+                "\(text)")
+        }
+        // A run with none reports zeros, so that the series do not vanish between runs.
+        let none = MetricsFile.text(
+            RunSummary(job: "diary-reminder", runID: "r", now: 0, dryRun: false), job: "diary-reminder", now: 0,
+            exitCode: 0, durationSeconds: 1, previousLastSuccess: nil)
+        #expect(none.contains(#"diary_push_run_quota_warnings{job="diary-reminder",state="withdrawn"} 0"#))
+    }
+}
+
 @Suite struct ProviderTroubleAdviceTests {
     func advice(_ provider: Provider, _ reasons: [String]) -> String {
         ProviderTrouble(provider: DeliveryChannel(provider), cause: .unavailable, devices: 1, reasons: reasons).advice

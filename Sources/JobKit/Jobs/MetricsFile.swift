@@ -46,6 +46,17 @@ public struct MetricsFile: Sendable {
                 help: "Users of the last run by state (due, claimed, sent, partial, failed, retry, …)."
             ).set(Int64(count))
         }
+        let warnings: [(String, Int)] = [
+            ("delivered", summary.warningsDelivered), ("held", summary.warningsHeld),
+            ("withdrawn", summary.warningsWithdrawn),
+        ]
+        for (state, count) in warnings {
+            registry.gauge(
+                "diary_push_run_quota_warnings", labels: [("job", job), ("state", state)],
+                help: "Quota warnings held for quiet hours or left for retry that the last run delivered, held again "
+                    + "or withdrew."
+            ).set(Int64(count))
+        }
         registry.gauge(
             "diary_push_run_devices_pending_retry", labels: [("job", job)],
             help: "Devices the last run left for later runs."
