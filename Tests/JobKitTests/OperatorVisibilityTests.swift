@@ -467,21 +467,25 @@ import Testing
 /// The metrics files carry what the summaries say about leases and dropped partitions: an operator's
 /// dashboard sees runners sharing a slot, and the janitor dropping history by the partition.
 @Suite struct LeaseAndPartitionMetricsTests {
-    @Test func leasesAndDroppedPartitionsAreSeries() {
+    /// The metrics file of a reminder run whose summary is as `change` sets it.
+    static func reminderMetrics(_ change: (inout RunSummary) -> Void = { _ in }) -> String {
         var summary = RunSummary(job: "diary-reminder", runID: "r", now: 0, dryRun: false)
-        summary.bucketsLeased = 3
-        summary.buckets = 12
-        summary.otherRunners = 2
-        let reminder = MetricsFile.text(
+        change(&summary)
+        return MetricsFile.text(
             summary, job: "diary-reminder", now: 0, exitCode: 0, durationSeconds: 1, previousLastSuccess: nil)
+    }
+
+    @Test func leasesAndDroppedPartitionsAreSeries() {
+        let reminder = Self.reminderMetrics {
+            $0.bucketsLeased = 3
+            $0.buckets = 12
+            $0.otherRunners = 2
+        }
         #expect(reminder.contains(#"diary_push_run_buckets{job="diary-reminder",kind="leased"} 3"#), "\(reminder)")
         #expect(reminder.contains(#"diary_push_run_buckets{job="diary-reminder",kind="total"} 12"#))
         #expect(reminder.contains(#"diary_push_run_other_runners{job="diary-reminder"} 2"#))
         // A run that leased nothing (one page, or a dry run) reports no bucket series.
-        let alone = MetricsFile.text(
-            RunSummary(job: "diary-reminder", runID: "r", now: 0, dryRun: false), job: "diary-reminder", now: 0,
-            exitCode: 0, durationSeconds: 1, previousLastSuccess: nil)
-        #expect(!alone.contains("diary_push_run_buckets"))
+        #expect(!Self.reminderMetrics().contains("diary_push_run_buckets"))
 
         var janitor = JanitorSummary(runID: "j", now: "1970-01-01T00:00:00Z", dryRun: false)
         janitor.partitionsDropped = ["notification_logs_m2025_10", "notification_deliveries_m2025_10"]
@@ -496,22 +500,20 @@ import Testing
 /// dashboard could not tell a morning that sent every held warning from one that withdrew them all.
 @Suite struct QuotaWarningMetricsTests {
     @Test func theRunsQuotaWarningsAreSeriesByState() {
-        var summary = RunSummary(job: "diary-reminder", runID: "r", now: 0, dryRun: false)
-        summary.warningsDelivered = 5
-        summary.warningsHeld = 2
-        summary.warningsWithdrawn = 1
-        let text = MetricsFile.text(
-            summary, job: "diary-reminder", now: 0, exitCode: 0, durationSeconds: 1, previousLastSuccess: nil)
+        let text = LeaseAndPartitionMetricsTests.reminderMetrics {
+            $0.warningsDelivered = 5
+            $0.warningsHeld = 2
+            $0.warningsWithdrawn = 1
+        }
         for (state, count) in [("delivered", 5), ("held", 2), ("withdrawn", 1)] {
             #expect(
                 text.contains(#"diary_push_run_quota_warnings{job="diary-reminder",state="\#(state)"} \#(count)"#),
                 "\(text)")
         }
         // A run with none reports zeros, so that the series do not vanish between runs.
-        let none = MetricsFile.text(
-            RunSummary(job: "diary-reminder", runID: "r", now: 0, dryRun: false), job: "diary-reminder", now: 0,
-            exitCode: 0, durationSeconds: 1, previousLastSuccess: nil)
-        #expect(none.contains(#"diary_push_run_quota_warnings{job="diary-reminder",state="withdrawn"} 0"#))
+        #expect(
+            LeaseAndPartitionMetricsTests.reminderMetrics().contains(
+                #"diary_push_run_quota_warnings{job="diary-reminder",state="withdrawn"} 0"#))
     }
 }
 
