@@ -362,7 +362,8 @@ extension DiaryReminderRunner {
             : try await warningsStore.claimPendingWarnings(
                 candidates, runID: options.runID, now: options.now, staleBefore: staleBefore)
         // Never sent: a 90 % warning left pending when its period's 100 % warning was claimed, a warning whose
-        // period ended while it was held for quiet hours or left for retry, and one whose user turned warnings off.
+        // period ended while it was held for quiet hours or left for retry, and one whose user turned warnings off
+        // or changed plan.
         let superseded = withdrawn.filter { won.contains($0.warning.logID) }.map {
             ClaimResolution(
                 logID: $0.warning.logID, period: $0.warning.warning.period, status: .superseded, detail: $0.detail)

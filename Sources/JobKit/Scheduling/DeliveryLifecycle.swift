@@ -8,7 +8,8 @@
 ///                         │                 retry ──take over──▶ claimed (only devices not yet reached)
 ///                         └──lease runs out (the run died)──take over──▶ claimed
 ///     warnings: deferred ──quiet hours end──▶ claimed;  deferred | retry ──100 % claimed──▶ superseded (final)
-///               deferred | retry ──its period ended (the quota reset), or warnings turned off──▶ superseded (final)
+///               deferred | retry ──its period ended (the quota reset), warnings turned off, or plan changed──▶
+///                   superseded (final)
 ///               deferred | retry ──inside the user's quiet hours as set now──▶ deferred (until they end)
 ///
 /// Each device of a claim ends `delivered`, `token_dead` or `rejected` (final), or `retry_later` /
