@@ -266,7 +266,7 @@ extension ReminderExplanation {
     static func warningStates(_ user: LimitSnapshot, now: Int64, staleBefore: Int64, shard: Shard = .all)
         -> [WarningState]
     {
-        let owner = shard.count > 1 ? Shard.holding(userID: user.userID, count: shard.count) : shard
+        let owner = Shard.holding(userID: user.userID, count: shard.count)  // `.all` when unsharded
         let (run, notThis) = owner == shard ? ("a run", "") : ("the run of shard \(owner)", ", not this one")
         return user.logs.sorted { ($0.key.period, $0.key.type.rawValue) < ($1.key.period, $1.key.type.rawValue) }
             .compactMap { key, log in
