@@ -328,10 +328,11 @@ extension PostgresStore: ReportStore {
             ).map { try $0.decode((String, Int).self) }
             figures.lastRuns = try await all(
                 """
-                SELECT job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms FROM job_runs
-                WHERE run_at = \(unescaped: JobRunsSQL.latestRunAt)
+                SELECT job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms,
+                       CASE jsonb_typeof(summary -> 'error') WHEN 'string' THEN summary ->> 'error' END
+                FROM job_runs WHERE run_at = \(unescaped: JobRunsSQL.latestRunAt)
                 """
-            ).map { try $0.decode((String, Int64, String, Int?).self) }
+            ).map { try $0.decode((String, Int64, String, Int?, String?).self) }
             return figures
         }
     }

@@ -576,6 +576,50 @@ import Testing
             from: instant("2026-11-20T00:00:00Z"), to: instant("2026-11-23T00:00:00Z"))
         #expect(report.lastRuns.map(\.outcome) == ["failed"])
     }
+
+    /// A run that ended with an error (here: recording a page's answers failed for good) recorded nothing in
+    /// `job_runs`, so the health report's last run was the run before, `ok`, as if this one had not happened.
+    /// It is now recorded `failed`, with its error and the counts of what it did before it.
+    @Test(arguments: Backend.allCases) func aRunThatEndsWithAnErrorIsRecordedFailedWithTheError(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        for i in 0..<6 { try await db.store.addUser("u\(i)", time: "20:00") }
+        try await run(db, RecordingSender(), at: "2026-11-21T20:00:00Z")
+        var options = ReminderRunOptions(now: instant("2026-11-22T20:00:00Z"))
+        options.pageSize = 3
+        let runner = DiaryReminderRunner(
+            remindersOnly: db.store, ledger: Self.firstRecordFails(db.store), sender: RecordingSender(),
+            logger: quietLogger)
+        await #expect(throws: JobError.cantCreate("recording deliveries: the database is read-only")) {
+            try await runner.run(options)
+        }
+        #expect(
+            try await db.strings("SELECT outcome || ' ' || \(db.epoch("run_at")) FROM job_runs ORDER BY run_at") == [
+                "ok \(instant("2026-11-21T20:00:00Z"))", "failed \(instant("2026-11-22T20:00:00Z"))",
+            ])
+        let stored = try await db.strings(
+            "SELECT summary\(backend == .postgres ? "::text" : "") FROM job_runs WHERE outcome = 'failed'")
+        let summary = try JSONSerialization.jsonObject(with: Data(stored.joined().utf8)) as? [String: Any]
+        #expect(summary?["error"] as? String == "recording deliveries: the database is read-only")
+        #expect(summary?["run_id"] as? String == options.runID)
+        #expect(summary?["claimed"] as? Int == 6, "\(stored)")
+        // The health report names the error beside the run.
+        let report = try await db.store.healthReport(
+            from: instant("2026-11-20T00:00:00Z"), to: instant("2026-11-23T00:00:00Z"))
+        #expect(report.lastRuns.map(\.outcome) == ["failed"])
+        #expect(report.lastRuns.map(\.error) == ["recording deliveries: the database is read-only"])
+        let line = report.text.split(separator: "\n").map { $0.drop { $0 == " " } }
+            .first { $0.hasPrefix("diary-reminder: ") }
+        #expect(line?.hasPrefix("diary-reminder: 2026-11-22T20:00:00Z failed ") == true, "\(report.text)")
+        #expect(line?.hasSuffix(" ms: recording deliveries: the database is read-only") == true, "\(report.text)")
+        // A dry run records nothing, even when it fails.
+        let dryRunner = DiaryReminderRunner(
+            remindersOnly: db.store, ledger: Self.firstRecordFails(db.store), sender: RecordingSender(),
+            logger: quietLogger)
+        _ = try? await dryRunner.run(ReminderRunOptions(now: instant("2026-11-23T20:00:00Z"), dryRun: true))
+        #expect(try await db.count("SELECT count(*) FROM job_runs") == 2)
+    }
 }
 
 @Suite struct ShardTests {

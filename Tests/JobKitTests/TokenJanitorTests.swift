@@ -114,6 +114,27 @@ import Testing
         #expect(try await db.strings("SELECT job || ' ' || outcome FROM job_runs") == ["token-janitor failed"])
     }
 
+    /// A janitor run that ended with an error (here: the probes' FCM credentials could not be loaded) recorded
+    /// nothing in `job_runs`; it is now recorded `failed`, with its error and what it did before it.
+    @Test(arguments: Backend.allCases) func aRunThatEndsWithAnErrorIsRecordedFailedWithTheError(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        try await device(db, user: "s", token: "stale-1", seenDaysAgo: 100)
+        try await device(db, user: "p", token: "quiet-1", seenDaysAgo: 45)
+        var options = JanitorOptions(now: now)
+        options.probe = true
+        let noAccount = JobError.config("FCM service account: no such file /etc/push/fcm.json")
+        await #expect(throws: noAccount) {
+            try await janitor(db.store) { () async throws(JobError) -> any Sender in throw noAccount }.run(options)
+        }
+        #expect(try await db.strings("SELECT job || ' ' || outcome FROM job_runs") == ["token-janitor failed"])
+        let stored = try await db.strings("SELECT summary\(backend == .postgres ? "::text" : "") FROM job_runs")
+        let summary = try JSONSerialization.jsonObject(with: Data(stored.joined().utf8)) as? [String: Any]
+        #expect(summary?["error"] as? String == noAccount.message)
+        #expect(summary?["stale_deactivated"] as? Int == 1, "\(stored)")
+    }
+
     func log(
         _ db: TemporaryDatabase, _ user: String, _ type: String, _ period: String, claimedDaysAgo: Int64,
         status: String = "sent"
@@ -373,13 +394,32 @@ import Testing
     @Test func theWorstOutcomeOfAnInstantLeadsAndOneRunReadsAsBefore() {
         let at = instant("2026-11-21T20:45:00Z")
         let runs = HealthReport.JobRun.fold([
-            ("diary-reminder", at, "ok", 12), ("diary-reminder", at, "running", nil), ("token-janitor", at, "ok", 7),
+            ("diary-reminder", at, "ok", 12, nil), ("diary-reminder", at, "running", nil, nil),
+            ("token-janitor", at, "ok", 7, nil),
         ])
         #expect(
             runs.map(\.line) == [
                 "diary-reminder: 2026-11-21T20:45:00Z running, 2 runs (running=1 ok=1), longest 12 ms",
                 "token-janitor: 2026-11-21T20:45:00Z ok 7 ms",
             ])
+    }
+
+    /// A run that an error ended shows it after its line (on one line), of several failed runs the first by text,
+    /// whatever order the store gave them in.
+    @Test func theErrorThatEndedARunFollowsItsLine() {
+        let at = instant("2026-11-21T20:45:00Z")
+        let rows: [HealthFigures.LastRunRow] = [
+            ("diary-reminder", at, "failed", 30, "recording deliveries: locked"), ("diary-reminder", at, "ok", 12, nil),
+            ("diary-reminder", at, "failed", 9, "claiming: the database\nis read-only"),
+            ("token-janitor", at, "failed", 7, "no FCM service account"),
+        ]
+        for order in [rows, rows.reversed()] {
+            #expect(
+                HealthReport.JobRun.fold(order).map(\.line) == [
+                    "diary-reminder: 2026-11-21T20:45:00Z failed, 3 runs (failed=2 ok=1), longest 30 ms: claiming: the database\\nis read-only",
+                    "token-janitor: 2026-11-21T20:45:00Z failed 7 ms: no FCM service account",
+                ])
+        }
     }
 
     static func counts(_ row: HealthReport.DayType) -> String {
@@ -481,8 +521,8 @@ import Testing
     @Test func noLineOfTheTextReportEndsInASpace() throws {
         var figures = HealthFigures()
         figures.lastRuns = [
-            ("diary-reminder", instant("2026-11-21T20:00:00Z"), "ok", nil),
-            ("token-janitor", instant("2026-11-21T03:00:00Z"), "ok", 1_250),
+            ("diary-reminder", instant("2026-11-21T20:00:00Z"), "ok", nil, nil),
+            ("token-janitor", instant("2026-11-21T03:00:00Z"), "ok", 1_250, nil),
         ]
         let report = HealthReport(
             from: instant("2026-11-15T00:00:00Z"), to: instant("2026-11-22T00:00:00Z"), figures: figures)

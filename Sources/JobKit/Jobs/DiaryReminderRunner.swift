@@ -103,10 +103,43 @@ public struct DiaryReminderRunner: Sendable {
             claimLeaseSeconds: options.claimLeaseSeconds, finishBy: options.finishBy, on: clock)
         var summary = RunSummary(job: Self.jobName, runID: options.runID, now: options.now, dryRun: options.dryRun)
         if options.shard.count > 1 { summary.shard = options.shard.description }
-        var phases = Phases()
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
+        do {
+            try await work(
+                options, claimUntil: claimUntil, recordDeadline: recordDeadline, summary: &summary, logger: logger)
+        } catch {
+            summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+            if !options.dryRun {
+                summary.error = error.message
+                await ledger.recordFailedRun(
+                    id: options.runID, job: Self.jobName, runAt: options.now, summary: summary,
+                    recordDeadline: recordDeadline, logger: logger)
+            }
+            throw error
+        }
+        summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+        let failure = await sender.channelFailure()
+        if !options.dryRun {
+            try await ledger.recordRun(
+                id: options.runID, job: Self.jobName, runAt: options.now,
+                durationMs: summary.durationMs, outcome: summary.recordedOutcome(channelFailure: failure),
+                summaryJSON: summary.json)
+        }
+        if let failure {
+            logger.error("run failed: \(failure.message)", metadata: ["summary": "\(summary.text)"])
+            throw failure
+        }
+        return summary
+    }
 
+    /// The run itself: select, claim, send and record the due reminders, then the pending quota warnings. What
+    /// it did is counted in `summary`, also when it throws.
+    private func work(
+        _ options: ReminderRunOptions, claimUntil: Deadline, recordDeadline: Deadline, summary: inout RunSummary,
+        logger: Logger
+    ) async throws(JobError) {
+        var phases = Phases()
         if !options.dryRun { await store.prepareHistory(now: options.now, logger: logger) }
         let malformed = try await phases.measure(.select) { () async throws(JobError) in
             try await store.malformedReminderTimeCount()
@@ -251,19 +284,6 @@ public struct DiaryReminderRunner: Sendable {
         }
 
         summary.phasesMs = phases.milliseconds
-        summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
-        let failure = await sender.channelFailure()
-        if !options.dryRun {
-            try await ledger.recordRun(
-                id: options.runID, job: Self.jobName, runAt: options.now,
-                durationMs: summary.durationMs, outcome: summary.recordedOutcome(channelFailure: failure),
-                summaryJSON: summary.json)
-        }
-        if let failure {
-            logger.error("run failed: \(failure.message)", metadata: ["summary": "\(summary.text)"])
-            throw failure
-        }
-        return summary
     }
 
     /// Whether the run is to claim nothing more: it was asked to stop (a signal) or its claim budget is spent.

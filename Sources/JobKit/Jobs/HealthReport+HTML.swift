@@ -43,7 +43,7 @@ extension HealthReport {
             <h2>Deactivations by reason</h2>
             \(table(["reason", "devices"], deactivations.map { [$0.key, String($0.count)] }))
             <h2>Last run of each job</h2>
-            \(table(["job", "run at", "outcome", "duration"], lastRuns.map { [$0.job, $0.runAt, $0.outcomeText, $0.durationText ?? ""] }))
+            \(table(["job", "run at", "outcome", "duration"], lastRuns.map { [$0.job, $0.runAt, $0.outcomeText + $0.errorText, $0.durationText ?? ""] }))
             <h2>Does the reminder work?</h2>
             <p>Share of reminded users who wrote within 3 hours, per locale and message, with its 95 % interval.
             Messages are assigned by a stable hash of user and day: within a locale this is a randomised comparison.</p>

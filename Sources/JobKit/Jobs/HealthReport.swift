@@ -74,17 +74,22 @@ public struct HealthReport: Sendable, Codable, Hashable {
         public let runs: Int
         /// How many runs ended each way, worst first.
         public let outcomes: [Count]
+        /// The error that ended the run, from its recorded summary (of several runs: a failed one's).
+        public var error: String?
 
         /// One line per job from the stores' rows (every run at the job's latest instant, any order).
-        static func fold(_ rows: [(job: String, runAt: Int64, outcome: String, durationMs: Int?)]) -> [JobRun] {
+        static func fold(_ rows: [HealthFigures.LastRunRow]) -> [JobRun] {
             Dictionary(grouping: rows, by: \.job).sorted { $0.key < $1.key }.map { job, runs in
                 let outcomes = Dictionary(grouping: runs, by: \.outcome).map {
                     Count(key: $0.key, count: $0.value.count)
                 }
                 .sorted { ($0.key == "ok" ? 1 : 0, $0.key) < ($1.key == "ok" ? 1 : 0, $1.key) }
+                // The error of a run that ended as the worst did, the first by its text (rows come in any order).
+                let error = runs.filter { $0.outcome == outcomes[0].key }.compactMap(\.error).min()
                 return JobRun(
                     job: job, runAt: Timestamps.format(runs.map(\.runAt).max() ?? 0), outcome: outcomes[0].key,
-                    durationMs: runs.compactMap(\.durationMs).max(), runs: runs.count, outcomes: outcomes)
+                    durationMs: runs.compactMap(\.durationMs).max(), runs: runs.count, outcomes: outcomes,
+                    error: error)
             }
         }
 
@@ -97,10 +102,15 @@ public struct HealthReport: Sendable, Codable, Hashable {
         /// `12 ms` for one run, `longest 40 ms` for several; nil without a recorded duration.
         var durationText: String? { durationMs.map { runs > 1 ? "longest \($0) ms" : "\($0) ms" } }
 
+        /// `: ` and the error that ended the run (on one line), or nothing.
+        var errorText: String { error.map { ": " + LineText.escapingControls($0) } ?? "" }
+
         /// The text report's line: `diary-reminder: 2026-11-21T20:45:00Z ok 12 ms`, or with several runs
-        /// `… failed, 3 runs (failed=1 ok=2), longest 40 ms`.
+        /// `… failed, 3 runs (failed=1 ok=2), longest 40 ms`; an error that ended the run last:
+        /// `… failed 12 ms: the database is read-only`.
         var line: String {
             "\(job): \(runAt) \(outcomeText)" + (durationText.map { (runs > 1 ? ", " : " ") + $0 } ?? "")
+                + errorText
         }
     }
 
@@ -157,7 +167,9 @@ public struct HealthFigures: Sendable {
     /// Devices deactivated in the window per reason (`unknown` for none), most first.
     public var deactivations: [(key: String, count: Int)] = []
     /// Every run at each job's latest instant (UTC seconds), in any order.
-    public var lastRuns: [(job: String, runAt: Int64, outcome: String, durationMs: Int?)] = []
+    public var lastRuns: [LastRunRow] = []
+    /// One run: its job, instant, outcome, duration, and the error that ended it (from its recorded summary).
+    public typealias LastRunRow = (job: String, runAt: Int64, outcome: String, durationMs: Int?, error: String?)
 
     public init() {}
 }
@@ -246,9 +258,12 @@ extension SQLiteStore: ReportStore {
             figures.lastRuns = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT job, run_at, outcome, duration_ms FROM job_runs WHERE run_at = \(JobRunsSQL.latestRunAt)
+                    SELECT job, run_at, outcome, duration_ms,
+                           CASE WHEN json_valid(summary) AND json_type(summary, '$.error') = 'text'
+                                THEN json_extract(summary, '$.error') END
+                    FROM job_runs WHERE run_at = \(JobRunsSQL.latestRunAt)
                     """
-            ).map { ($0[0], $0[1], $0[2], $0[3]) }
+            ).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) }
             return figures
         }
     }

@@ -63,6 +63,8 @@ public protocol JobSummary: Sendable {
     /// The error the run ends with after doing all it could and printing its summary; nil when it left no
     /// due work.
     var failure: JobError? { get }
+    /// How long the run took, in milliseconds.
+    var durationMs: Int { get }
 }
 
 extension JobSummary {
@@ -75,6 +77,31 @@ extension JobSummary {
     /// code says; `ok` otherwise.
     public func recordedOutcome(channelFailure: JobError? = nil) -> String {
         failure == nil && channelFailure == nil ? "ok" : "failed"
+    }
+}
+
+extension RunJournal {
+    /// Records a run that an error ended as `failed`, with `summary` (what it did by then, and the error), so that
+    /// `job_runs` and the health report show it: otherwise the run before stays its job's last run, as if this
+    /// one had not happened. Best effort: the store that just failed may fail again, or still be locked when
+    /// `recordDeadline` has passed (then no attempt is made, since waiting would outlast a Lambda's deadline or
+    /// the claims' lease). Either is logged, never thrown over the run's own error.
+    func recordFailedRun(
+        id: String, job: String, runAt: Int64, summary: some JobSummary, recordDeadline: Deadline? = nil,
+        logger: Logger
+    ) async {
+        guard recordDeadline?.hasPassed != true else {
+            logger.warning("the failed run is not recorded in job_runs: no time left to record")
+            return
+        }
+        do throws(JobError) {
+            try await recordRun(
+                id: id, job: job, runAt: runAt, durationMs: summary.durationMs, outcome: "failed",
+                summaryJSON: summary.json)
+        } catch {
+            logger.warning(
+                "the failed run could not be recorded in job_runs", metadata: ["error": "\(error.message)"])
+        }
     }
 }
 

@@ -70,6 +70,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var stoppedBy: String?
     /// Why the run did nothing at all (a stale scheduled event), if so.
     public var notRun: String?
+    /// The error that ended the run, if one did: the counts are what it had done by then. Only the summary
+    /// recorded in `job_runs` has it; the run's caller gets the error itself.
+    public var error: String?
     public var durationMs = 0
     /// Where the time went, in milliseconds.
     public var phasesMs: [RunPhase: Int] = [:]

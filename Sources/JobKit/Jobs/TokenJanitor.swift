@@ -131,6 +131,9 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     /// Probes that could not be answered: FCM refused our credentials or was unavailable.
     public var troubles: [ProviderTrouble] = []
     public var durationMs = 0
+    /// The error that ended the run, if one did: the counts are what it had done by then. Only the summary
+    /// recorded in `job_runs` has it; the run's caller gets the error itself.
+    public var error: String?
 
     public var json: String { JSONLine.encode(self) }
     public var text: String {
@@ -162,6 +165,29 @@ public struct TokenJanitor: Sendable {
     public func run(_ options: JanitorOptions) async throws(JobError) -> JanitorSummary {
         let started = ContinuousClock.now
         var summary = JanitorSummary(runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun)
+        do {
+            try await work(options, summary: &summary)
+        } catch {
+            summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+            if !options.dryRun {
+                summary.error = error.message
+                await store.recordFailedRun(
+                    id: options.runID, job: Self.jobName, runAt: options.now, summary: summary, logger: logger)
+            }
+            throw error
+        }
+        summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+        if !options.dryRun {
+            try await store.recordRun(
+                id: options.runID, job: Self.jobName, runAt: options.now, durationMs: summary.durationMs,
+                outcome: summary.recordedOutcome(), summaryJSON: summary.json)
+        }
+        return summary
+    }
+
+    /// The run itself: the device rules, the probes, then retention. What it did is counted in `summary`, also
+    /// when it throws.
+    private func work(_ options: JanitorOptions, summary: inout JanitorSummary) async throws(JobError) {
         let day: Int64 = 86_400
         let batch = max(1, options.batchSize)
 
@@ -214,13 +240,6 @@ public struct TokenJanitor: Sendable {
             summary.devicesPurged = try await drain(
                 .inactiveDevices(deactivatedBefore: options.now - Int64(options.purgeAfterDays) * day), options)
         }
-        summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
-        if !options.dryRun {
-            try await store.recordRun(
-                id: options.runID, job: Self.jobName, runAt: options.now, durationMs: summary.durationMs,
-                outcome: summary.recordedOutcome(), summaryJSON: summary.json)
-        }
-        return summary
     }
 
     /// Deletes what `rule` selects, a batch at a time (or, dry, just counts it).
