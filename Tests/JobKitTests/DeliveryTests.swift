@@ -410,6 +410,11 @@ import Testing
                 && !summary.text.contains(" sent="),
             "\(summary.text)")
         #expect(summary.json.contains(#""would_claim":1"#) && !summary.json.contains(#""claimed":"#), "\(summary.json)")
+        // FCM's answers are real ones, and stay in the JSON: only the dry-run channel's own counts are left out.
+        #expect(
+            summary.json.contains(#""outcomes":{"delivered":1,"token_dead":1}"#)
+                && summary.json.contains(#""outcomes_by_provider":{"fcm":{"delivered":1,"token_dead":1}}"#),
+            "\(summary.json)")
         #expect(harness.simulator.stats.validated == 1)
         #expect(harness.simulator.accepted().isEmpty)
         #expect(lines.lines.count == 2)

@@ -318,6 +318,9 @@ import Testing
         // printed, which `notifications=2` already says.
         #expect(summary.text.contains("would_send=1 notifications=2 skipped[]"), "\(summary.text)")
         #expect(!summary.text.contains("delivered"), "\(summary.text)")
+        // And the JSON said `"outcomes":{"delivered":2}`, `"outcomes_by_provider":{"dry-run":{"delivered":2}}`.
+        #expect(summary.json.contains(#""outcomes":{},"outcomes_by_provider":{}"#), "\(summary.json)")
+        #expect(!summary.json.contains("delivered"), "\(summary.json)")
     }
 
     @Test(arguments: Backend.allCases) func consecutiveDaysNeverRepeatTheMessage(_ backend: Backend) async throws {

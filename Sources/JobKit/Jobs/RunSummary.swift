@@ -90,11 +90,17 @@ public struct RunSummary: Sendable, Codable, Hashable {
     }
 
     /// One JSON object on one line, keys sorted. A dry run claims and sends nothing: its counts are
-    /// `would_claim`, `would_send`, `warnings_would_send`, `warnings_would_hold` and `warnings_would_withdraw`.
+    /// `would_claim`, `would_send`, `warnings_would_send`, `warnings_would_hold` and `warnings_would_withdraw`,
+    /// and its outcomes are the providers' answers only (FCM's, validating): the dry-run channel delivers nothing,
+    /// and what it printed, `notifications` already counts (as the text line leaves them out).
     public var json: String {
-        let line = JSONLine.encode(self)
-        guard dryRun else { return line }
-        return line.replacingOccurrences(of: #""claimed":"#, with: #""would_claim":"#)
+        guard dryRun else { return JSONLine.encode(self) }
+        var shown = self
+        for (outcome, printed) in shown.outcomesByProvider.removeValue(forKey: .dryRun) ?? [:] {
+            let left = (shown.outcomes[outcome] ?? 0) - printed
+            shown.outcomes[outcome] = left > 0 ? left : nil
+        }
+        return JSONLine.encode(shown).replacingOccurrences(of: #""claimed":"#, with: #""would_claim":"#)
             .replacingOccurrences(of: #""sent":"#, with: #""would_send":"#)
             .replacingOccurrences(of: #""warnings_delivered":"#, with: #""warnings_would_send":"#)
             .replacingOccurrences(of: #""warnings_held":"#, with: #""warnings_would_hold":"#)
