@@ -5,9 +5,16 @@ public enum LimitPeriod: String, Sendable, Codable, Hashable, CaseIterable {
 
 /// What the hook does for one event.
 public enum ContentLimitAction: String, Sendable, Hashable, Codable {
+    /// No warning is due (or it is someone else's, or already on its way).
     case none
+    /// The warning reached at least one device.
     case sent
+    /// The warning waits: past the user's quiet hours, or for the period's 90 % warning.
     case deferred
+    /// The warning reached no device yet, for a transient or credentials reason: the next reminder run retries it.
+    case retry
+    /// The warning reached no device and never will: every token is dead or was refused.
+    case failed
 }
 
 /// The account of one hook invocation: what both hook binaries print (the front for the quiet path, the

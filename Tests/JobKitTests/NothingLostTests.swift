@@ -207,6 +207,39 @@ extension ContentLimitHookTests {
             await factory.sender.sent.map(\.device.token).sorted() == ["flaky-tablet", "flaky-tablet", "phone-writer"])
     }
 
+    /// The hook's summary said `action=sent reason="claim retry"` when every device was left for a later run and
+    /// `action=sent reason="claim failed"` when every token was dead: a warning that reached nobody read as sent.
+    /// The action is now `sent` only when a device was reached, and the reason says what happened.
+    @Test(arguments: Backend.allCases) func theHookSaysWhetherItsWarningReachedAnyone(_ backend: Backend)
+        async throws
+    {
+        let cases: [(tokens: [String], action: ContentLimitAction, reason: String)] = [
+            (["phone"], .sent, "sent to every device"),
+            (["phone", "dead-tablet"], .sent, "sent; the other devices' tokens are dead or were refused"),
+            (["phone", "flaky-tablet"], .sent, "sent to some devices; the others are left for the next reminder run"),
+            (["flaky-phone"], .retry, "no device reached yet: left for the next reminder run"),
+            (["dead-phone", "dead-tablet"], .failed, "no device took it: every token is dead or was refused"),
+        ]
+        for (index, testCase) in cases.enumerated() {
+            let db = try await TemporaryDatabase(backend)
+            let user = "writer\(index)"
+            try await db.store.upsertUser(UserProfile(id: user, timezone: "UTC"), now: 0)
+            for token in testCase.tokens {
+                _ = try await db.store.register(
+                    DeviceRegistration(userID: user, token: token, provider: .fcm, platform: .android), now: 0)
+            }
+            let summary = try await fire(db, SenderFactory(), used: 27, user: user)
+            #expect(summary.action == testCase.action, "\(testCase.tokens): \(summary.text)")
+            #expect(summary.reason == testCase.reason, "\(testCase.tokens): \(summary.text)")
+            #expect(summary.text.contains(" action=\(testCase.action.rawValue) "), "\(summary.text)")
+            #expect(summary.json.contains(#""action":"\#(testCase.action.rawValue)""#), "\(summary.json)")
+        }
+        // Devices only of a provider this host has no credentials for: sent to none.
+        let unconfigured = ContentLimitHook.account(of: .failed, reached: 0, attempts: 0)
+        #expect(unconfigured.action == .failed)
+        #expect(unconfigured.reason == "no device it can be sent to: none of a provider configured here")
+    }
+
     /// A writer whose 90 % warning of 2026-11 another invocation claimed at 12:00 and is still sending.
     func writerWithNinetyPercentOnItsWay(_ backend: Backend) async throws -> (TemporaryDatabase, SenderFactory, Int64) {
         let db = try await TemporaryDatabase(backend)

@@ -190,12 +190,31 @@ public struct ContentLimitHook: Sendable {
             recordDeadline: .toRecord(
                 claimLeaseSeconds: options.claimLeaseSeconds, finishBy: options.finishBy, on: clock),
             logger: logger)
-        summary.action = .sent
+        let account = Self.account(
+            of: delivered.statuses.first, reached: delivered.outcomes[.delivered] ?? 0,
+            attempts: delivered.notifications)
+        summary.action = account.action
         summary.notifications = delivered.notifications
         summary.outcomes = delivered.outcomes
         summary.troubles = ProviderTrouble.merge(summary.troubles, delivered.troubles)
         ProviderTrouble.log(summary.troubles, logger: logger)
-        return finish(delivered.statuses.first.map { "claim \($0)" } ?? "sent")
+        return finish(account.reason)
+    }
+
+    /// What the summary says of a warning sent now, from its log row's status after the send, the devices it
+    /// reached and the devices it was sent to: `sent` only when it reached one.
+    static func account(of status: ClaimStatus?, reached: Int, attempts: Int) -> (
+        action: ContentLimitAction, reason: String
+    ) {
+        switch status {
+        case .failed where attempts == 0: (.failed, "no device it can be sent to: none of a provider configured here")
+        case .sent: (.sent, "sent to every device")
+        case .partial: (.sent, "sent; the other devices' tokens are dead or were refused")
+        case .retry where reached > 0: (.sent, "sent to some devices; the others are left for the next reminder run")
+        case .retry: (.retry, "no device reached yet: left for the next reminder run")
+        case .failed: (.failed, "no device took it: every token is dead or was refused")
+        default: (reached > 0 ? .sent : .none, "recorded \(status?.rawValue ?? "nothing")")
+        }
     }
 
     /// Waits, up to `options.lowerWarningWait`, while the period's 90 % warning is on its way (another
