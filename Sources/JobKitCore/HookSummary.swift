@@ -13,7 +13,8 @@ public enum ContentLimitAction: String, Sendable, Hashable, Codable {
     case deferred
     /// The warning reached no device yet, for a transient or credentials reason: the next reminder run retries it.
     case retry
-    /// The warning reached no device and never will: every token is dead or was refused.
+    /// The warning reached no device and never will: every token is dead or was refused, or no device is of a
+    /// provider configured where it ran.
     case failed
 }
 
