@@ -326,13 +326,29 @@ extension PostgresStore: ReportStore {
                 GROUP BY 1 ORDER BY 2 DESC, 1
                 """
             ).map { try $0.decode((String, Int).self) }
+            // The error a run's summary recorded, when it is a string.
+            let error = "CASE jsonb_typeof(summary -> 'error') WHEN 'string' THEN summary ->> 'error' END"
             figures.lastRuns = try await all(
                 """
-                SELECT job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms,
-                       CASE jsonb_typeof(summary -> 'error') WHEN 'string' THEN summary ->> 'error' END
+                SELECT job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms, \(unescaped: error)
                 FROM job_runs WHERE run_at = \(unescaped: JobRunsSQL.latestRunAt)
                 """
             ).map { try $0.decode((String, Int64, String, Int?, String?).self) }
+            figures.windowRuns = try await all(
+                """
+                SELECT job COLLATE "C", count(*)::bigint, count(*) FILTER (WHERE outcome = 'failed')::bigint FROM job_runs
+                WHERE run_at >= to_timestamp(\(from)) AND run_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
+                """
+            ).map { try $0.decode((String, Int, Int).self) }
+            figures.lastFailures = try await all(
+                """
+                SELECT job, \(unescaped: Self.epoch("run_at")), \(unescaped: error) FROM job_runs
+                WHERE outcome = 'failed'
+                  AND run_at = (SELECT max(f.run_at) FROM job_runs f
+                                WHERE f.job = job_runs.job AND f.outcome = 'failed'
+                                  AND f.run_at >= to_timestamp(\(from)) AND f.run_at < to_timestamp(\(to)))
+                """
+            ).map { try $0.decode((String, Int64, String?).self) }
             return figures
         }
     }

@@ -389,6 +389,48 @@ import Testing
                 #"<td class="text">failed, 2 runs (failed=1 ok=1)</td><td class="text">longest 900 ms</td>"#))
     }
 
+    /// The report showed each job's last run only: a job that failed every other night of the week read as healthy
+    /// when its last run went well. It now counts each job's runs in the window, how many failed, and names the
+    /// last failed one with its error.
+    @Test(arguments: Backend.allCases) func theReportCountsEachJobsRunsAndFailuresInTheWindow(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        let end = instant("2026-11-22T00:00:00Z")
+        let day: Int64 = 86_400
+        for (id, job, at, outcome, summary) in [
+            ("r0", "diary-reminder", end - 8 * day, "failed", #"{"error":"before the window"}"#),
+            ("r1", "diary-reminder", end - 3 * day, "failed", #"{"error":"claiming: the database is locked"}"#),
+            ("r2", "diary-reminder", end - 2 * day, "failed", #"{"error":"recording deliveries: disk full"}"#),
+            ("r3", "diary-reminder", end - 2 * day + 900, "failed", "{}"),
+            ("r4", "diary-reminder", end - day, "ok", "{}"), ("r5", "diary-reminder", end - 900, "ok", "{}"),
+            ("j1", "token-janitor", end - day, "ok", "{}"),
+        ] {
+            try await db.execute(
+                "INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary) VALUES ('\(id)', '\(job)', \(db.ts(at)), 5, '\(outcome)', '\(summary)')"
+            )
+        }
+        let report = try await db.store.healthReport(from: end - 7 * day, to: end)
+        #expect(
+            report.runsInWindow == [
+                .init(job: "diary-reminder", runs: 5, failed: 3, lastFailedAt: "2026-11-20T00:15:00Z", lastError: nil),
+                .init(job: "token-janitor", runs: 1, failed: 0, lastFailedAt: nil, lastError: nil),
+            ])
+        let lines = report.text.split(separator: "\n").map(String.init)
+        #expect(lines.contains("runs of each job in the window:"), "\(report.text)")
+        #expect(
+            lines.contains("  diary-reminder: 5 runs, 3 failed, the last at 2026-11-20T00:15:00Z"), "\(report.text)")
+        #expect(lines.contains("  token-janitor: 1 run, 0 failed"), "\(report.text)")
+        #expect(report.html.contains("<h2>Runs of each job in the window</h2>"))
+        // The last failed run's error, when it recorded one.
+        try await db.execute("DELETE FROM job_runs WHERE id = 'r3'")
+        let again = try await db.store.healthReport(from: end - 7 * day, to: end)
+        #expect(
+            again.text.contains(
+                "  diary-reminder: 4 runs, 2 failed, the last at 2026-11-20T00:00:00Z: recording deliveries: disk full"),
+            "\(again.text)")
+    }
+
     /// The worst outcome leads: `running` (the schema allows it; no job writes it today) before `ok`; one run's
     /// line is as it always was.
     @Test func theWorstOutcomeOfAnInstantLeadsAndOneRunReadsAsBefore() {

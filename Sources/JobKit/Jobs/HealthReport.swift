@@ -127,6 +127,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
     /// Devices deactivated in the window, by reason.
     public let deactivations: [Count]
     public let lastRuns: [JobRun]
+    /// Each job's runs in the window, how many failed, and the last that did.
+    public let runsInWindow: [JobWindow]
     /// Does the reminder work? Per locale and message (``ReminderEffect``); filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
     public var reminderEffect: [ReminderEffect.Message] = []
 
@@ -150,6 +152,30 @@ public struct HealthReport: Sendable, Codable, Hashable {
         activeDevices = figures.activeDevices.map { Count(key: $0.key, count: $0.count) }
         deactivations = figures.deactivations.map { Count(key: $0.key, count: $0.count) }
         lastRuns = JobRun.fold(figures.lastRuns)
+        runsInWindow = figures.windowRuns.map { row in
+            let failures = figures.lastFailures.filter { $0.job == row.job }
+            return JobWindow(
+                job: row.job, runs: row.runs, failed: row.failed,
+                lastFailedAt: failures.map(\.runAt).max().map(Timestamps.format),
+                lastError: failures.compactMap(\.error).min())
+        }
+    }
+
+    /// A job's runs in the report's window: the last run alone hides a job that fails now and then.
+    public struct JobWindow: Sendable, Codable, Hashable {
+        public let job: String
+        public let runs: Int
+        public let failed: Int
+        /// The latest instant a run of the job failed, in the window.
+        public let lastFailedAt: String?
+        /// The error that ended a run failed at that instant, if it recorded one.
+        public let lastError: String?
+
+        /// `diary-reminder: 672 runs, 3 failed, the last at 2026-11-20T03:15:00Z: recording deliveries: …`.
+        var line: String {
+            "\(job): \(runs) run\(runs == 1 ? "" : "s"), \(failed) failed"
+                + (lastFailedAt.map { ", the last at \($0)" } ?? "") + (lastError.map { ": " + $0 } ?? "")
+        }
     }
 }
 
@@ -170,6 +196,11 @@ public struct HealthFigures: Sendable {
     public var lastRuns: [LastRunRow] = []
     /// One run: its job, instant, outcome, duration, and the error that ended it (from its recorded summary).
     public typealias LastRunRow = (job: String, runAt: Int64, outcome: String, durationMs: Int?, error: String?)
+    /// Per job, ordered by job: its runs in the window and how many of them failed.
+    public var windowRuns: [(job: String, runs: Int, failed: Int)] = []
+    /// Every failed run at each job's latest failed instant in the window (UTC seconds), in any order, with the
+    /// error that ended it (from its recorded summary).
+    public var lastFailures: [(job: String, runAt: Int64, error: String?)] = []
 
     public init() {}
 }
@@ -255,15 +286,34 @@ extension SQLiteStore: ReportStore {
                     WHERE is_active = 0 AND deactivated_at >= ? AND deactivated_at < ? GROUP BY 1 ORDER BY 2 DESC, 1
                     """, arguments: [from, to]
             ).map { ($0[0], $0[1]) }
+            // The error a run's summary recorded, when it is a string.
+            let error = """
+                CASE WHEN json_valid(summary) AND json_type(summary, '$.error') = 'text'
+                     THEN json_extract(summary, '$.error') END
+                """
             figures.lastRuns = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT job, run_at, outcome, duration_ms,
-                           CASE WHEN json_valid(summary) AND json_type(summary, '$.error') = 'text'
-                                THEN json_extract(summary, '$.error') END
+                    SELECT job, run_at, outcome, duration_ms, \(error)
                     FROM job_runs WHERE run_at = \(JobRunsSQL.latestRunAt)
                     """
             ).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) }
+            figures.windowRuns = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT job, count(*), sum(outcome = 'failed') FROM job_runs
+                    WHERE run_at >= ? AND run_at < ? GROUP BY job ORDER BY job
+                    """, arguments: [from, to]
+            ).map { ($0[0], $0[1], $0[2]) }
+            figures.lastFailures = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT job, run_at, \(error) FROM job_runs
+                    WHERE outcome = 'failed'
+                      AND run_at = (SELECT max(f.run_at) FROM job_runs f
+                                    WHERE f.job = job_runs.job AND f.outcome = 'failed' AND f.run_at >= ? AND f.run_at < ?)
+                    """, arguments: [from, to]
+            ).map { ($0[0], $0[1], $0[2]) }
             return figures
         }
     }
@@ -311,6 +361,7 @@ extension HealthReport {
         lines += section(
             "last run of each job:",
             lastRuns.map(\.line))
+        lines += section("runs of each job in the window:", runsInWindow.map(\.line))
         func share(_ share: ReminderEffect.Share) -> String {
             String(format: "%5.1f %% [%4.1f–%4.1f]", share.share * 100, share.low * 100, share.high * 100)
         }
