@@ -342,11 +342,13 @@ extension PostgresStore: ReportStore {
             ).map { try $0.decode((String, Int, Int).self) }
             figures.lastFailures = try await all(
                 """
-                SELECT job, \(unescaped: Self.epoch("run_at")), \(unescaped: error) FROM job_runs
+                SELECT job_runs.job, \(unescaped: Self.epoch("run_at")), \(unescaped: error)
+                FROM job_runs
+                JOIN (SELECT job, max(run_at) AS at FROM job_runs
+                      WHERE outcome = 'failed' AND run_at >= to_timestamp(\(from)) AND run_at < to_timestamp(\(to))
+                      GROUP BY job) latest
+                  ON job_runs.job = latest.job AND job_runs.run_at = latest.at
                 WHERE outcome = 'failed'
-                  AND run_at = (SELECT max(f.run_at) FROM job_runs f
-                                WHERE f.job = job_runs.job AND f.outcome = 'failed'
-                                  AND f.run_at >= to_timestamp(\(from)) AND f.run_at < to_timestamp(\(to)))
                 """
             ).map { try $0.decode((String, Int64, String?).self) }
             return figures

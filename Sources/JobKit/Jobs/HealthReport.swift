@@ -308,10 +308,12 @@ extension SQLiteStore: ReportStore {
             figures.lastFailures = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT job, run_at, \(error) FROM job_runs
+                    SELECT job_runs.job, run_at, \(error)
+                    FROM job_runs
+                    JOIN (SELECT job, max(run_at) AS at FROM job_runs
+                          WHERE outcome = 'failed' AND run_at >= ? AND run_at < ? GROUP BY job) latest
+                      ON job_runs.job = latest.job AND job_runs.run_at = latest.at
                     WHERE outcome = 'failed'
-                      AND run_at = (SELECT max(f.run_at) FROM job_runs f
-                                    WHERE f.job = job_runs.job AND f.outcome = 'failed' AND f.run_at >= ? AND f.run_at < ?)
                     """, arguments: [from, to]
             ).map { ($0[0], $0[1], $0[2]) }
             return figures
