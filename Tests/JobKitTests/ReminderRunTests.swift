@@ -578,6 +578,13 @@ import Testing
         let report = try await db.store.healthReport(
             from: instant("2026-11-20T00:00:00Z"), to: instant("2026-11-23T00:00:00Z"))
         #expect(report.lastRuns.map(\.outcome) == ["failed"])
+        // Each failed run says why, as its exit code does: the report showed `failed` and nothing more.
+        #expect(refused.error == refused.failure?.message && refused.error?.hasPrefix("due work left") == true)
+        #expect(
+            report.lastRuns.map(\.error) == [
+                "the run's time ran out before every due user was claimed (stopped_early): the next run reminds the rest"
+            ])
+        #expect(report.runsInWindow.map(\.lastError) == [report.lastRuns.first?.error])
     }
 
     /// A run that ended with an error (here: recording a page's answers failed for good) recorded nothing in

@@ -112,6 +112,9 @@ import Testing
             .run(options)
         #expect(summary.failure?.exitCode == 77)
         #expect(try await db.strings("SELECT job || ' ' || outcome FROM job_runs") == ["token-janitor failed"])
+        // It says why, as its exit code does.
+        let report = try await db.store.healthReport(from: now - day, to: now + 1)
+        #expect(report.lastRuns.map(\.error) == [summary.failure?.message])
     }
 
     /// A janitor run that ended with an error (here: the probes' FCM credentials could not be loaded) recorded

@@ -120,6 +120,7 @@ public struct DiaryReminderRunner: Sendable {
         }
         summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
         let failure = await sender.channelFailure()
+        summary.error = (failure ?? summary.failure)?.message
         if !options.dryRun {
             try await ledger.recordRun(
                 id: options.runID, job: Self.jobName, runAt: options.now,

@@ -70,8 +70,8 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var stoppedBy: String?
     /// Why the run did nothing at all (a stale scheduled event), if so.
     public var notRun: String?
-    /// The error that ended the run, if one did: the counts are what it had done by then. Only the summary
-    /// recorded in `job_runs` has it; the run's caller gets the error itself.
+    /// The error the run ends with, as its exit code says: one that ended it (the counts are what it had done by
+    /// then), or due work it left (``failure``). Nil for a run that went well.
     public var error: String?
     public var durationMs = 0
     /// Where the time went, in milliseconds.

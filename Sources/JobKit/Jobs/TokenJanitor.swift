@@ -131,8 +131,8 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     /// Probes that could not be answered: FCM refused our credentials or was unavailable.
     public var troubles: [ProviderTrouble] = []
     public var durationMs = 0
-    /// The error that ended the run, if one did: the counts are what it had done by then. Only the summary
-    /// recorded in `job_runs` has it; the run's caller gets the error itself.
+    /// The error the run ends with, as its exit code says: one that ended it (the counts are what it had done by
+    /// then), or due work it left (``failure``). Nil for a run that went well.
     public var error: String?
 
     public var json: String { JSONLine.encode(self) }
@@ -177,6 +177,7 @@ public struct TokenJanitor: Sendable {
             throw error
         }
         summary.durationMs = Phases.milliseconds(ContinuousClock.now - started)
+        summary.error = summary.failure?.message
         if !options.dryRun {
             try await store.recordRun(
                 id: options.runID, job: Self.jobName, runAt: options.now, durationMs: summary.durationMs,
