@@ -623,11 +623,14 @@ import Testing
             .first { $0.hasPrefix("diary-reminder: ") }
         #expect(line?.hasPrefix("diary-reminder: 2026-11-22T20:00:00Z failed ") == true, "\(report.text)")
         #expect(line?.hasSuffix(" ms: recording deliveries: the database is read-only") == true, "\(report.text)")
-        // A dry run records nothing, even when it fails.
+        // A dry run records nothing, even when it fails (here: its store was closed; its ledger would take it).
+        let closed = try await db.reopen(.readOnly)
+        await closed.close()
         let dryRunner = DiaryReminderRunner(
-            remindersOnly: db.store, ledger: Self.firstRecordFails(db.store), sender: RecordingSender(),
-            logger: quietLogger)
-        _ = try? await dryRunner.run(ReminderRunOptions(now: instant("2026-11-23T20:00:00Z"), dryRun: true))
+            remindersOnly: closed, ledger: db.store, sender: RecordingSender(), logger: quietLogger)
+        await #expect(throws: JobError.self) {
+            try await dryRunner.run(ReminderRunOptions(now: instant("2026-11-23T20:00:00Z"), dryRun: true))
+        }
         #expect(try await db.count("SELECT count(*) FROM job_runs") == 2)
     }
 }
