@@ -18,9 +18,7 @@ extension PostgresStore: ContentLimitStore {
                    (SELECT json_agg(json_build_array(l.id, l.notification_type, l.period_key, l.status,
                                                      \(unescaped: Self.epoch("l.claimed_at")), l.message_index, l.locale,
                                                      l.run_id, \(unescaped: Self.epoch("l.deliver_after")),
-                                                     CASE jsonb_typeof(l.params -> '\(unescaped: LimitParams.planKey)')
-                                                     WHEN 'string' THEN l.params ->> '\(unescaped: LimitParams.planKey)'
-                                                     END))::text
+                                                     \(unescaped: Self.jsonString("l.params", key: LimitParams.planKey))))::text
                     FROM notification_logs l
                     WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
                       AND l.period_key >= \(periodsFrom))
@@ -327,7 +325,7 @@ extension PostgresStore: ReportStore {
                 """
             ).map { try $0.decode((String, Int).self) }
             // The error a run's summary recorded, when it is a string.
-            let error = "CASE jsonb_typeof(summary -> 'error') WHEN 'string' THEN summary ->> 'error' END"
+            let error = Self.jsonString("summary", key: "error")
             figures.lastRuns = try await all(
                 """
                 SELECT job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms, \(unescaped: error)

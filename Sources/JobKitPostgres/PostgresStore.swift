@@ -267,6 +267,11 @@ public final class PostgresStore: Sendable {
     static func epoch(_ expression: String) -> String {
         "floor(extract(epoch FROM \(expression)))::int8"
     }
+
+    /// The string at `key` of the `jsonb` expression, or NULL for a value that is not a string.
+    static func jsonString(_ expression: String, key: String) -> String {
+        "CASE jsonb_typeof(\(expression) -> '\(key)') WHEN 'string' THEN \(expression) ->> '\(key)' END"
+    }
 }
 
 extension PostgresStore: JobStore {

@@ -287,10 +287,7 @@ extension SQLiteStore: ReportStore {
                     """, arguments: [from, to]
             ).map { ($0[0], $0[1]) }
             // The error a run's summary recorded, when it is a string.
-            let error = """
-                CASE WHEN json_valid(summary) AND json_type(summary, '$.error') = 'text'
-                     THEN json_extract(summary, '$.error') END
-                """
+            let error = Self.jsonString("summary", key: "error")
             figures.lastRuns = try Row.fetchAll(
                 db,
                 sql: """

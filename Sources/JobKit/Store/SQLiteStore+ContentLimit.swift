@@ -10,10 +10,7 @@ extension SQLiteStore: ContentLimitStore {
                EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = u.id AND d.is_active = 1),
                (SELECT json_group_array(json_array(l.id, l.notification_type, l.period_key, l.status, l.claimed_at,
                                                    l.message_index, l.locale, l.run_id, l.deliver_after,
-                                                   CASE WHEN json_valid(l.params) THEN
-                                                       CASE json_type(l.params, '$.\(LimitParams.planKey)')
-                                                       WHEN 'text' THEN json_extract(l.params, '$.\(LimitParams.planKey)') END
-                                                   END))
+                                                   \(jsonString("l.params", key: LimitParams.planKey))))
                 FROM notification_logs l
                 WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
                   AND l.period_key >= ?)
