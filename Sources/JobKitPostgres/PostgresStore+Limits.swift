@@ -334,10 +334,13 @@ extension PostgresStore: ReportStore {
             ).map { try $0.decode((String, Int64, String, Int?, String?).self) }
             figures.windowRuns = try await all(
                 """
-                SELECT job COLLATE "C", count(*)::bigint, count(*) FILTER (WHERE outcome = 'failed')::bigint FROM job_runs
+                SELECT job COLLATE "C", count(*)::bigint, count(*) FILTER (WHERE outcome = 'failed')::bigint,
+                       count(*) FILTER (WHERE outcome = 'running')::bigint,
+                       \(unescaped: Self.epoch("max(run_at) FILTER (WHERE outcome = 'running')"))
+                FROM job_runs
                 WHERE run_at >= to_timestamp(\(from)) AND run_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
                 """
-            ).map { try $0.decode((String, Int, Int).self) }
+            ).map { try $0.decode((String, Int, Int, Int, Int64?).self) }
             figures.lastFailures = try await all(
                 """
                 SELECT job_runs.job, \(unescaped: Self.epoch("run_at")), \(unescaped: error)

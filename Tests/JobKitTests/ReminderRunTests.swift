@@ -554,6 +554,57 @@ import Testing
         #expect(try object(stored[0]) == object(summary.json))
     }
 
+    /// A sender that holds every batch until it is opened: a run caught mid-send, as a SIGKILL would leave it.
+    actor GateSender: Sender {
+        private(set) var waiting = 0
+        private var open = false
+        nonisolated func canDeliver(to provider: Provider) -> Bool { true }
+        func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+            waiting += 1
+            while !open { try? await Task.sleep(for: .milliseconds(10)) }
+            return batch.map { _ in DeliveryReport(channel: .apns, outcome: .delivered) }
+        }
+        func release() { open = true }
+    }
+
+    /// A run killed outright (SIGKILL, out of memory, the host going down) left no `job_runs` row, so the health
+    /// report's last run was the one before, `ok`, as if this one had not happened. A run now journals itself
+    /// `running` before it claims anything, and its end replaces that row: a run that never ends leaves it.
+    @Test(arguments: Backend.allCases) func aRunIsJournaledRunningFromItsStart(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        try await db.store.addUser("alice")
+        try await run(db, RecordingSender(), at: "2026-11-21T20:00:00Z")
+        let sender = GateSender()
+        let runner = runner(db, sender)
+        let running = Task { try await runner.run(ReminderRunOptions(now: instant("2026-11-22T20:00:00Z"))) }
+        let started = ContinuousClock.now
+        while await sender.waiting == 0, ContinuousClock.now - started < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let outcomes = "SELECT outcome || ' ' || \(db.epoch("run_at")) FROM job_runs ORDER BY run_at"
+        #expect(
+            try await db.strings(outcomes) == [
+                "ok \(instant("2026-11-21T20:00:00Z"))", "running \(instant("2026-11-22T20:00:00Z"))",
+            ])
+        // What a run killed here leaves is what the report shows.
+        let report = try await db.store.healthReport(
+            from: instant("2026-11-20T00:00:00Z"), to: instant("2026-11-23T00:00:00Z"))
+        #expect(report.lastRuns.map(\.outcome) == ["running"])
+        #expect(
+            report.text.contains(
+                "  diary-reminder: 2026-11-22T20:00:00Z running (no end recorded: still going, or killed)\n"),
+            "\(report.text)")
+        #expect(report.runsInWindow.map(\.unfinished) == [1])
+        #expect(report.runsInWindow.map(\.lastUnfinishedAt) == ["2026-11-22T20:00:00Z"])
+        await sender.release()
+        let summary = try await running.value
+        #expect(summary.sent == 1)
+        #expect(
+            try await db.strings(outcomes) == [
+                "ok \(instant("2026-11-21T20:00:00Z"))", "ok \(instant("2026-11-22T20:00:00Z"))",
+            ])
+    }
+
     /// A run that left due work undone (devices left to a provider that refused our credentials: exit 77; the
     /// run's time ran out before it claimed every due user: exit 75) was recorded `ok` in `job_runs`, so the
     /// health report's "last run of each job" said `ok` for a run that exited with an error.

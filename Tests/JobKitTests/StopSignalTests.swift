@@ -68,6 +68,28 @@ import Testing
         #expect(result.stderr.contains("SIGINT: claiming no more"), "\(result.stderr)")
     }
 
+    /// `diary-reminder` killed outright (SIGKILL: the out-of-memory killer, `kill -9`, a host going down) cannot
+    /// record its end. It left no `job_runs` row, and the health report read as if the run had not happened once
+    /// the next run went well. Its `running` row, written before it claimed anything, now stays for the report.
+    @Test func aRunKilledOutrightLeavesItsRunningRowForTheReport() async throws {
+        let (db, run) = try await Self.runWaitingOnItsOutbox(due: 3000)
+        kill(run.process.processIdentifier, SIGKILL)
+        let killed = await Executables.finish(run)
+        #expect(killed.signal == SIGKILL, "status \(killed.status): \(killed.stderr)")
+        let next = try await Executables.run(
+            "diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:15:00Z", "--outbox", "/dev/null"])
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(
+            try await db.strings("SELECT outcome FROM job_runs ORDER BY run_at") == ["running", "ok"])
+        let report = try await Executables.run(
+            "token-janitor", ["report", "--database", db.path, "--now", "2026-11-22T00:00:00Z", "--days", "1"])
+        #expect(report.status == 0, "\(report.stderr)")
+        #expect(
+            report.stdout.contains(
+                "  diary-reminder: 2 runs, 1 with no end recorded (killed, or still going), the last at \(Self.now); 0 failed\n"
+            ), "\(report.stdout)")
+    }
+
     /// `content-limit-hook` sent SIGTERM while its warning is on its way (the provider answers after 3 s)
     /// finishes it: sent, answered, recorded, and the usual summary and exit. The signal ended it mid-send with
     /// the claim open and nothing recorded, and the reminder run that took the claim over after the lease would

@@ -256,7 +256,7 @@ final class SQLiteWriteLock: Sendable {
     }
 }
 
-/// A ledger that forwards to `inner`, and asks `beforeRecord` first on each `record` (and `recordRun`): a test
+/// A ledger that forwards to `inner`, and asks `beforeRecord` first on each `record` (and a run's end): a test
 /// makes recording fail by throwing there, as a database that goes away or a process killed between sending
 /// and recording. The runner takes it as its `ledger`, beside the real store.
 struct InterceptingLedger: ClaimLedger, RunJournal {
@@ -284,10 +284,11 @@ struct InterceptingLedger: ClaimLedger, RunJournal {
         try beforeRecord()
         try await inner.record(deliveries, resolutions: resolutions, runID: runID, now: now)
     }
-    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
+    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: String, summaryJSON: String)
         async throws(JobError)
     {
-        try beforeRecord()
+        // A run's `running` row is written before it claims or sends anything: only its end is a recording.
+        if outcome != "running" { try beforeRecord() }
         try await inner.recordRun(
             id: id, job: job, runAt: runAt, durationMs: durationMs, outcome: outcome, summaryJSON: summaryJSON)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import JobKit
@@ -115,6 +116,25 @@ import Testing
         // It says why, as its exit code does.
         let report = try await db.store.healthReport(from: now - day, to: now + 1)
         #expect(report.lastRuns.map(\.error) == [summary.failure?.message])
+    }
+
+    /// A janitor run killed outright left no `job_runs` row. It journals itself `running` from its start (as the
+    /// probes' sender is made, mid-run), and its end replaces that row.
+    @Test(arguments: Backend.allCases) func aRunIsJournaledRunningFromItsStart(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        try await device(db, user: "p", token: "quiet-1", seenDaysAgo: 45)
+        var options = JanitorOptions(now: now)
+        options.probe = true
+        let query = "SELECT job || ' ' || outcome FROM job_runs"
+        let midRun = NIOLockedValueBox<[String]?>(nil)
+        let summary = try await janitor(db.store) { () async throws(JobError) -> any Sender in
+            let rows = try? await db.strings(query)
+            midRun.withLockedValue { $0 = rows }
+            return RecordingSender()
+        }.run(options)
+        #expect(summary.probed == 1)
+        #expect(midRun.withLockedValue { $0 } == ["token-janitor running"])
+        #expect(try await db.strings(query) == ["token-janitor ok"])
     }
 
     /// A janitor run that ended with an error (here: the probes' FCM credentials could not be loaded) recorded
@@ -434,7 +454,36 @@ import Testing
             "\(again.text)")
     }
 
-    /// The worst outcome leads: `running` (the schema allows it; no job writes it today) before `ok`; one run's
+    /// A run that never recorded its end (killed outright, or still going) is counted apart, with its instant:
+    /// the next run's `ok` hid it from the last-run section.
+    @Test(arguments: Backend.allCases) func theReportCountsRunsThatRecordedNoEnd(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        let end = instant("2026-11-22T00:00:00Z")
+        let day: Int64 = 86_400
+        for (id, at, outcome, summary) in [
+            ("r0", end - 8 * day, "running", "{}"), ("r1", end - 3 * day, "running", "{}"),
+            ("r2", end - 2 * day, "running", "{}"), ("r3", end - day, "failed", #"{"error":"disk full"}"#),
+            ("r4", end - 900, "ok", "{}"),
+        ] {
+            try await db.execute(
+                "INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary) VALUES ('\(id)', 'diary-reminder', \(db.ts(at)), NULL, '\(outcome)', '\(summary)')"
+            )
+        }
+        let report = try await db.store.healthReport(from: end - 7 * day, to: end)
+        #expect(
+            report.runsInWindow == [
+                .init(
+                    job: "diary-reminder", runs: 4, failed: 1, lastFailedAt: "2026-11-21T00:00:00Z",
+                    lastError: "disk full", unfinished: 2, lastUnfinishedAt: "2026-11-20T00:00:00Z")
+            ])
+        #expect(
+            report.text.contains(
+                "  diary-reminder: 4 runs, 2 with no end recorded (killed, or still going), the last at 2026-11-20T00:00:00Z; 1 failed, the last at 2026-11-21T00:00:00Z: disk full\n"
+            ), "\(report.text)")
+        #expect(report.html.contains("<th>no end recorded</th>"), "\(report.html)")
+    }
+
+    /// The worst outcome leads: `running` (a run that has not recorded its end) before `ok`; one run's
     /// line is as it always was.
     @Test func theWorstOutcomeOfAnInstantLeadsAndOneRunReadsAsBefore() {
         let at = instant("2026-11-21T20:45:00Z")

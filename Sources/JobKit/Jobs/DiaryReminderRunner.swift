@@ -141,7 +141,10 @@ public struct DiaryReminderRunner: Sendable {
         logger: Logger
     ) async throws(JobError) {
         var phases = Phases()
-        if !options.dryRun { await store.prepareHistory(now: options.now, logger: logger) }
+        if !options.dryRun {
+            try await ledger.recordRunStart(id: options.runID, job: Self.jobName, runAt: options.now, summary: summary)
+            await store.prepareHistory(now: options.now, logger: logger)
+        }
         let malformed = try await phases.measure(.select) { () async throws(JobError) in
             try await store.malformedReminderTimeCount()
         }

@@ -45,7 +45,7 @@ extension HealthReport {
             <h2>Last run of each job</h2>
             \(table(["job", "run at", "outcome", "duration"], lastRuns.map { [$0.job, $0.runAt, $0.outcomeText + $0.errorText, $0.durationText ?? ""] }))
             <h2>Runs of each job in the window</h2>
-            \(table(["job", "runs", "failed", "last failed", "its error"], runsInWindow.map { [$0.job, String($0.runs), String($0.failed), $0.lastFailedAt ?? "", $0.lastError ?? ""] }))
+            \(table(["job", "runs", "no end recorded", "the last of those", "failed", "last failed", "its error"], runsInWindow.map { [$0.job, String($0.runs), String($0.unfinished), $0.lastUnfinishedAt ?? "", String($0.failed), $0.lastFailedAt ?? "", $0.lastError ?? ""] }))
             <h2>Does the reminder work?</h2>
             <p>Share of reminded users who wrote within 3 hours, per locale and message, with its 95 % interval.
             Messages are assigned by a stable hash of user and day: within a locale this is a randomised comparison.</p>

@@ -65,9 +65,9 @@ public struct HealthReport: Sendable, Codable, Hashable {
     public struct JobRun: Sendable, Codable, Hashable {
         public let job: String
         public let runAt: String
-        /// The worst outcome among the runs (any outcome but `ok`, by name: `failed`, then `running`, the schema's
-        /// third value, which no job writes today), so that a failed shard or first try does not hide behind a run
-        /// that went well.
+        /// The worst outcome among the runs (any outcome but `ok`, by name: `failed`, then `running`, a run that
+        /// has not recorded its end: still going, or killed outright), so that a failed shard or first try does not
+        /// hide behind a run that went well.
         public let outcome: String
         /// The longest of the runs.
         public let durationMs: Int?
@@ -93,9 +93,12 @@ public struct HealthReport: Sendable, Codable, Hashable {
             }
         }
 
-        /// `ok` for one run; `failed, 3 runs (failed=1 ok=2)` for several.
+        /// `ok` for one run (`running (no end recorded: …)` for one that has not recorded its end); `failed, 3 runs
+        /// (failed=1 ok=2)` for several.
         var outcomeText: String {
-            guard runs > 1 else { return outcome }
+            guard runs > 1 else {
+                return outcome == "running" ? "running (no end recorded: still going, or killed)" : outcome
+            }
             return "\(outcome), \(runs) runs (\(outcomes.map { "\($0.key)=\($0.count)" }.joined(separator: " ")))"
         }
 
@@ -157,7 +160,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
             return JobWindow(
                 job: row.job, runs: row.runs, failed: row.failed,
                 lastFailedAt: failures.map(\.runAt).max().map(Timestamps.format),
-                lastError: failures.compactMap(\.error).min())
+                lastError: failures.compactMap(\.error).min(), unfinished: row.unfinished,
+                lastUnfinishedAt: row.lastUnfinishedAt.map(Timestamps.format))
         }
     }
 
@@ -170,11 +174,22 @@ public struct HealthReport: Sendable, Codable, Hashable {
         public let lastFailedAt: String?
         /// The error that ended a run failed at that instant, if it recorded one.
         public let lastError: String?
+        /// Runs still `running`: killed outright (SIGKILL, out of memory, the host going down) before they
+        /// recorded their end, or still going.
+        public var unfinished = 0
+        /// The latest instant of such a run, in the window.
+        public var lastUnfinishedAt: String? = nil
 
-        /// `diary-reminder: 672 runs, 3 failed, the last at 2026-11-20T03:15:00Z: recording deliveries: …`.
+        /// `diary-reminder: 672 runs, 3 failed, the last at 2026-11-20T03:15:00Z: recording deliveries: …`, with
+        /// `1 with no end recorded (killed, or still going), the last at …;` before the failures when there are such.
         var line: String {
-            "\(job): \(runs) run\(runs == 1 ? "" : "s"), \(failed) failed"
-                + (lastFailedAt.map { ", the last at \($0)" } ?? "") + (lastError.map { ": " + $0 } ?? "")
+            "\(job): \(runs) run\(runs == 1 ? "" : "s"), "
+                + (unfinished == 0
+                    ? ""
+                    : "\(unfinished) with no end recorded (killed, or still going)"
+                        + (lastUnfinishedAt.map { ", the last at \($0)" } ?? "") + "; ")
+                + "\(failed) failed" + (lastFailedAt.map { ", the last at \($0)" } ?? "")
+                + (lastError.map { ": " + $0 } ?? "")
         }
     }
 }
@@ -196,8 +211,9 @@ public struct HealthFigures: Sendable {
     public var lastRuns: [LastRunRow] = []
     /// One run: its job, instant, outcome, duration, and the error that ended it (from its recorded summary).
     public typealias LastRunRow = (job: String, runAt: Int64, outcome: String, durationMs: Int?, error: String?)
-    /// Per job, ordered by job: its runs in the window and how many of them failed.
-    public var windowRuns: [(job: String, runs: Int, failed: Int)] = []
+    /// Per job, ordered by job: its runs in the window, how many of them failed, how many are still `running`
+    /// (no end recorded), and the latest instant of those (UTC seconds).
+    public var windowRuns: [(job: String, runs: Int, failed: Int, unfinished: Int, lastUnfinishedAt: Int64?)] = []
     /// Every failed run at each job's latest failed instant in the window (UTC seconds), in any order, with the
     /// error that ended it (from its recorded summary).
     public var lastFailures: [(job: String, runAt: Int64, error: String?)] = []
@@ -298,10 +314,11 @@ extension SQLiteStore: ReportStore {
             figures.windowRuns = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT job, count(*), sum(outcome = 'failed') FROM job_runs
-                    WHERE run_at >= ? AND run_at < ? GROUP BY job ORDER BY job
+                    SELECT job, count(*), sum(outcome = 'failed'), sum(outcome = 'running'),
+                           max(CASE WHEN outcome = 'running' THEN run_at END)
+                    FROM job_runs WHERE run_at >= ? AND run_at < ? GROUP BY job ORDER BY job
                     """, arguments: [from, to]
-            ).map { ($0[0], $0[1], $0[2]) }
+            ).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) }
             figures.lastFailures = try Row.fetchAll(
                 db,
                 sql: """

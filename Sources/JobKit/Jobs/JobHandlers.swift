@@ -81,6 +81,14 @@ extension JobSummary {
 }
 
 extension RunJournal {
+    /// Journals a run as `running` before it claims or changes anything. Its end replaces the row (the same id);
+    /// a run killed outright (SIGKILL, out of memory, the host going down) cannot record its end, and this row is
+    /// what the health report then shows of it.
+    func recordRunStart(id: String, job: String, runAt: Int64, summary: some JobSummary) async throws(JobError) {
+        try await recordRun(
+            id: id, job: job, runAt: runAt, durationMs: nil, outcome: "running", summaryJSON: summary.json)
+    }
+
     /// Records a run that an error ended as `failed`, with `summary` (what it did by then, and the error), so that
     /// `job_runs` and the health report show it: otherwise the run before stays its job's last run, as if this
     /// one had not happened. Best effort: the store that just failed may fail again, or still be locked when

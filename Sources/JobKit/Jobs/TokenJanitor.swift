@@ -189,6 +189,9 @@ public struct TokenJanitor: Sendable {
     /// The run itself: the device rules, the probes, then retention. What it did is counted in `summary`, also
     /// when it throws.
     private func work(_ options: JanitorOptions, summary: inout JanitorSummary) async throws(JobError) {
+        if !options.dryRun {
+            try await store.recordRunStart(id: options.runID, job: Self.jobName, runAt: options.now, summary: summary)
+        }
         let day: Int64 = 86_400
         let batch = max(1, options.batchSize)
 

@@ -620,7 +620,7 @@ extension SQLiteStore: ReminderStore {
     /// SQLite's history is not partitioned.
     public func prepareHistory(now: Int64) async throws(JobError) {}
 
-    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
+    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: String, summaryJSON: String)
         async throws(JobError)
     {
         try await write("recording the run") { db in

@@ -103,7 +103,9 @@ public protocol ExplainSource: Sendable {
 
 /// Job bookkeeping: the report's "last run of each job".
 public protocol RunJournal: Sendable {
-    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int, outcome: String, summaryJSON: String)
+    /// Writes the run's row, or replaces the row of the same `id`: `running` (with no duration) as it starts,
+    /// then `ok` or `failed` as it ends.
+    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: String, summaryJSON: String)
         async throws(JobError)
 }
 
