@@ -533,14 +533,14 @@ extension PostgresStore: ReminderStore {
         ).first.map { row throws(JobError) in try decode(row, Int.self) }
     }
 
-    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: String, summaryJSON: String)
-        async throws(JobError)
-    {
+    public func recordRun(
+        id: String, job: String, runAt: Int64, durationMs: Int?, outcome: RunOutcome, summaryJSON: String
+    ) async throws(JobError) {
         _ = try await write(
             "recording the run",
             """
             INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary)
-            VALUES (\(id), \(job), to_timestamp(\(runAt)), \(durationMs.map { Int32(clamping: $0) }), \(outcome), \(summaryJSON)::jsonb)
+            VALUES (\(id), \(job), to_timestamp(\(runAt)), \(durationMs.map { Int32(clamping: $0) }), \(outcome.rawValue), \(summaryJSON)::jsonb)
             ON CONFLICT (id) DO UPDATE SET duration_ms = excluded.duration_ms, outcome = excluded.outcome,
                                            summary = excluded.summary
             """)

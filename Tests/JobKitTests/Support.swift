@@ -284,11 +284,11 @@ struct InterceptingLedger: ClaimLedger, RunJournal {
         try beforeRecord()
         try await inner.record(deliveries, resolutions: resolutions, runID: runID, now: now)
     }
-    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: String, summaryJSON: String)
+    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: RunOutcome, summaryJSON: String)
         async throws(JobError)
     {
         // A run's `running` row is written before it claims or sends anything: only its end is a recording.
-        if outcome != "running" { try beforeRecord() }
+        if outcome != .running { try beforeRecord() }
         try await inner.recordRun(
             id: id, job: job, runAt: runAt, durationMs: durationMs, outcome: outcome, summaryJSON: summaryJSON)
     }

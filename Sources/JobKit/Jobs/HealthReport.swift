@@ -79,11 +79,12 @@ public struct HealthReport: Sendable, Codable, Hashable {
 
         /// One line per job from the stores' rows (every run at the job's latest instant, any order).
         static func fold(_ rows: [HealthFigures.LastRunRow]) -> [JobRun] {
-            Dictionary(grouping: rows, by: \.job).sorted { $0.key < $1.key }.map { job, runs in
+            let ok = RunOutcome.ok.rawValue
+            return Dictionary(grouping: rows, by: \.job).sorted { $0.key < $1.key }.map { job, runs in
                 let outcomes = Dictionary(grouping: runs, by: \.outcome).map {
                     Count(key: $0.key, count: $0.value.count)
                 }
-                .sorted { ($0.key == "ok" ? 1 : 0, $0.key) < ($1.key == "ok" ? 1 : 0, $1.key) }
+                .sorted { ($0.key == ok ? 1 : 0, $0.key) < ($1.key == ok ? 1 : 0, $1.key) }
                 // The error of a run that ended as the worst did, the first by its text (rows come in any order).
                 let error = runs.filter { $0.outcome == outcomes[0].key }.compactMap(\.error).min()
                 return JobRun(
@@ -97,7 +98,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
         /// (failed=1 ok=2)` for several.
         var outcomeText: String {
             guard runs > 1 else {
-                return outcome == "running" ? "running (no end recorded: still going, or killed)" : outcome
+                return outcome == RunOutcome.running.rawValue
+                    ? "running (no end recorded: still going, or killed)" : outcome
             }
             return "\(outcome), \(runs) runs (\(outcomes.map { "\($0.key)=\($0.count)" }.joined(separator: " ")))"
         }

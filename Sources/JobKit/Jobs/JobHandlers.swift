@@ -75,8 +75,8 @@ extension JobSummary {
     /// The run's `job_runs.outcome`: `failed` for a run that ends with an error, the summary's ``failure``
     /// (due work left: 77, 69, 75) or `channelFailure` (the outbox could not take what was sent), as its exit
     /// code says; `ok` otherwise.
-    public func recordedOutcome(channelFailure: JobError? = nil) -> String {
-        failure == nil && channelFailure == nil ? "ok" : "failed"
+    public func recordedOutcome(channelFailure: JobError? = nil) -> RunOutcome {
+        failure == nil && channelFailure == nil ? .ok : .failed
     }
 }
 
@@ -86,7 +86,7 @@ extension RunJournal {
     /// what the health report then shows of it.
     func recordRunStart(id: String, job: String, runAt: Int64, summary: some JobSummary) async throws(JobError) {
         try await recordRun(
-            id: id, job: job, runAt: runAt, durationMs: nil, outcome: "running", summaryJSON: summary.json)
+            id: id, job: job, runAt: runAt, durationMs: nil, outcome: .running, summaryJSON: summary.json)
     }
 
     /// Records a run that an error ended as `failed`, with `summary` (what it did by then, and the error), so that
@@ -104,7 +104,7 @@ extension RunJournal {
         }
         do throws(JobError) {
             try await recordRun(
-                id: id, job: job, runAt: runAt, durationMs: summary.durationMs, outcome: "failed",
+                id: id, job: job, runAt: runAt, durationMs: summary.durationMs, outcome: .failed,
                 summaryJSON: summary.json)
         } catch {
             logger.warning(

@@ -620,16 +620,16 @@ extension SQLiteStore: ReminderStore {
     /// SQLite's history is not partitioned.
     public func prepareHistory(now: Int64) async throws(JobError) {}
 
-    public func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: String, summaryJSON: String)
-        async throws(JobError)
-    {
+    public func recordRun(
+        id: String, job: String, runAt: Int64, durationMs: Int?, outcome: RunOutcome, summaryJSON: String
+    ) async throws(JobError) {
         try await write("recording the run") { db in
             try db.execute(
                 sql: """
                     INSERT INTO job_runs (id, job, run_at, duration_ms, outcome, summary) VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT (id) DO UPDATE SET duration_ms = excluded.duration_ms, outcome = excluded.outcome,
                                                    summary = excluded.summary
-                    """, arguments: [id, job, runAt, durationMs, outcome, summaryJSON])
+                    """, arguments: [id, job, runAt, durationMs, outcome.rawValue, summaryJSON])
         }
     }
 }

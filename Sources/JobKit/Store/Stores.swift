@@ -101,11 +101,20 @@ public protocol ExplainSource: Sendable {
         async throws(JobError) -> Int?
 }
 
+/// A run's `job_runs.outcome`: the schema's closed set.
+public enum RunOutcome: String, Sendable, Hashable, Codable {
+    /// Started and not ended: still going, or killed outright before it could record its end.
+    case running
+    case ok
+    /// Ended with an error, as its exit code says.
+    case failed
+}
+
 /// Job bookkeeping: the report's "last run of each job".
 public protocol RunJournal: Sendable {
     /// Writes the run's row, or replaces the row of the same `id`: `running` (with no duration) as it starts,
     /// then `ok` or `failed` as it ends.
-    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: String, summaryJSON: String)
+    func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: RunOutcome, summaryJSON: String)
         async throws(JobError)
 }
 
