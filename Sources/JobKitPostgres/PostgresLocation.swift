@@ -5,7 +5,14 @@ import PostgresNIO
 
 /// A parsed `postgres://user[:password]@host[:port]/database?…` URL.
 ///
-/// Query parameters (anything else is a configuration error, so a typo never goes unnoticed):
+/// As in libpq, a host that is an absolute path is the directory of the server's Unix-domain socket
+/// (`<directory>/.s.PGSQL.<port>`): percent-encoded in the URL (`postgres://%2Fvar%2Frun%2Fpostgresql/diary`) or
+/// given as `?host=` (`postgres://push@/diary?host=/var/run/postgresql`). A URL with no host at all
+/// (`postgres:///diary`) means the socket in `/var/run/postgresql` where that directory exists (Debian's), else in
+/// `/tmp` (libpq's own default).
+///
+/// Query parameters (anything else, or one given twice, is a configuration error, so a typo never goes unnoticed):
+/// - `host`, `port`: override the URL's (as in libpq).
 /// - `sslmode`: `disable`, `prefer` (default), `require` — as libpq: encrypted, certificate not checked —,
 ///   `verify-ca` or `verify-full` (certificate checked against the system roots or `sslrootcert`).
 /// - `sslrootcert`: a PEM file of CA certificates for the verify modes.
@@ -37,8 +44,16 @@ public struct PostgresLocation: Sendable {
     /// Never printed: ``display`` leaves it out.
     var password: String?
 
+    /// The Unix-domain socket to connect to, when ``host`` is a directory (an absolute path, as libpq has it).
+    public var unixSocketPath: String? {
+        host.hasPrefix("/") ? "\(host)/.s.PGSQL.\(port)" : nil
+    }
+
     /// The location for messages and logs: no password.
-    public var display: String { "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)" }
+    public var display: String {
+        if unixSocketPath != nil { return "postgres://\(user)@/\(database)?host=\(host)&port=\(port)" }
+        return "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)"
+    }
 
     /// Parses `url`; `passwordFile` (from `PUSH_DATABASE_PASSWORD_FILE`) supplies the password when the URL has none.
     public static func parse(_ url: String, passwordFile: String? = nil, source: String = "PUSH_DATABASE_URL")
@@ -52,10 +67,7 @@ public struct PostgresLocation: Sendable {
         }
         var host = components.host ?? ""
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { throw .config("\(source): the postgres:// URL names no host") }
-        let user =
-            components.user?.removingPercentEncoding ?? components.user ?? ProcessInfo.processInfo.environment["USER"]
-            ?? "postgres"
+        let user = components.user?.removingPercentEncoding ?? components.user ?? currentUserName()
         var path = components.path
         if path.hasPrefix("/") { path.removeFirst() }
         let database = path.removingPercentEncoding ?? path
@@ -64,9 +76,18 @@ public struct PostgresLocation: Sendable {
             database: database.isEmpty ? user : database)
         location.password = components.password?.removingPercentEncoding ?? components.password
         var passwordFile = passwordFile
+        var seen: Set<String> = []
         for item in components.queryItems ?? [] {
             let value = item.value ?? ""
+            guard seen.insert(item.name).inserted else { throw .config("\(source): \(item.name) is given twice") }
             switch item.name {
+            case "host":
+                location.host = value
+            case "port":
+                guard let number = Int(value), (1...65535).contains(number) else {
+                    throw .config("\(source): port must be within 1…65535, got \(value)")
+                }
+                location.port = number
             case "sslmode":
                 guard let mode = TLSMode(rawValue: value) else {
                     throw .config(
@@ -98,9 +119,18 @@ public struct PostgresLocation: Sendable {
                 }
             default:
                 throw .config(
-                    "\(source): unknown postgres:// parameter \(item.name) (known: sslmode, sslrootcert, password_file, max_connections, connect_timeout, application_name, prepared_statements)"
+                    "\(source): unknown postgres:// parameter \(item.name) (known: host, port, sslmode, sslrootcert, password_file, max_connections, connect_timeout, application_name, prepared_statements)"
                 )
             }
+        }
+        if location.host.isEmpty {
+            location.host =
+                FileManager.default.fileExists(atPath: "/var/run/postgresql") ? "/var/run/postgresql" : "/tmp"
+        }
+        if location.unixSocketPath != nil, [.require, .verifyCA, .verifyFull].contains(location.tlsMode) {
+            throw .config(
+                "\(source): sslmode=\(location.tlsMode.rawValue) asks for TLS, which a Unix-domain socket (\(location.host)) does not carry; leave sslmode out, or name a TCP host"
+            )
         }
         if let passwordFile {
             guard location.password == nil else {
@@ -137,11 +167,25 @@ public struct PostgresLocation: Sendable {
         } catch {
             throw .config("PostgreSQL TLS (sslmode=\(tlsMode.rawValue)): \(error)")
         }
-        var configuration = PostgresConnection.Configuration(
-            host: host, port: port, username: user, password: password,
-            database: database, tls: tls)
+        var configuration =
+            if let unixSocketPath {
+                PostgresConnection.Configuration(
+                    unixSocketPath: unixSocketPath, username: user, password: password, database: database)
+            } else {
+                PostgresConnection.Configuration(
+                    host: host, port: port, username: user, password: password, database: database, tls: tls)
+            }
         configuration.options.connectTimeout = .seconds(Int64(connectTimeoutSeconds))
         configuration.options.additionalStartupParameters = [("application_name", applicationName ?? fallback)]
         return configuration
     }
+}
+
+/// The name of the user this process runs as, libpq's default role name (a cron job or a systemd unit need not
+/// set `USER`); `USER`, then `postgres`, where the system has no name for it.
+private func currentUserName() -> String {
+    if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name {
+        return String(cString: name)
+    }
+    return ProcessInfo.processInfo.environment["USER"] ?? "postgres"
 }

@@ -255,7 +255,8 @@ public final class PostgresStore: Sendable {
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown,
             .failedToAddSSLHandler:
             let detail = error.underlying.map { "\($0)" } ?? "\(error.code)"
-            return .unavailable("\(context): cannot reach PostgreSQL at \(location.display): \(detail)")
+            let socket = location.unixSocketPath.map { " (socket \($0))" } ?? ""
+            return .unavailable("\(context): cannot reach PostgreSQL at \(location.display)\(socket): \(detail)")
         default:
             return .unavailable("\(context): PostgreSQL (\(error.code)) \(message)")
         }

@@ -391,10 +391,14 @@ import Testing
             try PostgresLocation.parse("postgres://h/db?prepared_statements=yes")
         }
         for bad in [
-            "postgres://h/db?sslmode=sometimes", "postgres://h/db?pool=3", "postgres:///db",
+            "postgres://h/db?sslmode=sometimes", "postgres://h/db?pool=3",
             "postgres://h/db?max_connections=0",
         ] {
             #expect(throws: JobError.self, "\(bad)") { try PostgresLocation.parse(bad) }
+        }
+        // A parameter given twice is a mistake to name, not one to settle by taking the last.
+        #expect(throws: JobError.config("PUSH_DATABASE_URL: sslmode is given twice")) {
+            try PostgresLocation.parse("postgres://h/db?sslmode=require&sslmode=disable")
         }
         let secret = FileManager.default.temporaryDirectory.appendingPathComponent("pw-\(UUID().uuidString)")
         try Data("from-file\n".utf8).write(to: secret)
@@ -407,6 +411,84 @@ import Testing
                 "cannot read the database password file /nonexistent/pw: No such file or directory")
         ) {
             try PostgresLocation.parse("postgres://app@h/db?password_file=/nonexistent/pw")
+        }
+    }
+
+    /// A Unix-domain socket, named as libpq names it: a host that is an absolute path is the socket's directory
+    /// (in the URL's host, percent-encoded, or in `?host=`, which like `?port=` overrides the URL's), the socket
+    /// is `<directory>/.s.PGSQL.<port>`, and a URL with no host at all means the default directory.
+    @Test func unixSocketURLsAreParsedAsLibpqParsesThem() throws {
+        let query = try PostgresLocation.parse("postgres://push@/diary?host=/var/run/postgresql")
+        #expect(query.host == "/var/run/postgresql")
+        #expect(query.port == 5432)
+        #expect(query.user == "push")
+        #expect(query.database == "diary")
+        #expect(query.unixSocketPath == "/var/run/postgresql/.s.PGSQL.5432")
+        #expect(query.display == "postgres://push@/diary?host=/var/run/postgresql&port=5432")
+        let encoded = try PostgresLocation.parse("postgresql://push:pw@%2Frun%2Fpg:5433/diary?sslmode=prefer")
+        #expect(encoded.unixSocketPath == "/run/pg/.s.PGSQL.5433")
+        #expect(encoded.password == "pw")
+        #expect(encoded.display == "postgres://push@/diary?host=/run/pg&port=5433")
+        // The display is a URL that names the same socket.
+        #expect(try PostgresLocation.parse(encoded.display).unixSocketPath == encoded.unixSocketPath)
+        let overridden = try PostgresLocation.parse("postgres://app@db.example/diary?host=other.example&port=6000")
+        #expect(overridden.host == "other.example")
+        #expect(overridden.port == 6000)
+        #expect(overridden.unixSocketPath == nil)
+        #expect(overridden.display == "postgres://app@other.example:6000/diary")
+        let defaultDirectory =
+            FileManager.default.fileExists(atPath: "/var/run/postgresql") ? "/var/run/postgresql" : "/tmp"
+        #expect(try PostgresLocation.parse("postgres:///diary").unixSocketPath == "\(defaultDirectory)/.s.PGSQL.5432")
+        #expect(try PostgresLocation.parse("postgres://app@/diary?host=").host == defaultDirectory)
+        for (bad, message) in [
+            (
+                "postgres:///diary?host=/run/pg&sslmode=require",
+                "PUSH_DATABASE_URL: sslmode=require asks for TLS, which a Unix-domain socket (/run/pg) does not carry; leave sslmode out, or name a TCP host"
+            ),
+            (
+                "postgres://%2Frun%2Fpg/diary?sslmode=verify-full",
+                "PUSH_DATABASE_URL: sslmode=verify-full asks for TLS, which a Unix-domain socket (/run/pg) does not carry; leave sslmode out, or name a TCP host"
+            ),
+            ("postgres://h/db?port=0", "PUSH_DATABASE_URL: port must be within 1…65535, got 0"),
+            ("postgres://h/db?port=x", "PUSH_DATABASE_URL: port must be within 1…65535, got x"),
+        ] {
+            #expect(throws: JobError.config(message), "\(bad)") { try PostgresLocation.parse(bad) }
+        }
+    }
+
+    /// The same jobs over the test server's Unix-domain socket (trust authentication there, as on a host where
+    /// the job's system user logs in by peer authentication with no password).
+    @Test func theStoreConnectsOverAUnixDomainSocket() async throws {
+        guard let directory = ProcessInfo.processInfo.environment["PUSH_TEST_POSTGRES_SOCKET_DIR"], !directory.isEmpty
+        else {
+            throw TestSetupError(
+                message:
+                    "PUSH_TEST_POSTGRES_SOCKET_DIR is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)"
+            )
+        }
+        let db = try await TemporaryDatabase(.postgres)
+        try await db.store.addUser("u1", time: "20:00")
+        let tcp = try PostgresLocation.parse(db.path)
+        let url = "postgres://\(tcp.user)@/\(tcp.database)?host=\(directory)&port=\(tcp.port)"
+        let store = try await PostgresStore.open(try PostgresLocation.parse(url), mode: .readWrite, logger: quietLogger)
+        // No server address: the session came in over the socket, not TCP.
+        let address = try await store.rows("reading", "SELECT coalesce(inet_server_addr()::text, 'socket')")
+            .map { try $0.decode(String.self) }
+        #expect(address == ["socket"])
+        let summary = try await DiaryReminderRunner(store: store, sender: RecordingSender(), logger: quietLogger).run(
+            ReminderRunOptions(now: instant("2026-11-21T20:00:00Z")))
+        #expect(summary.sent == 1)
+        await store.close()
+        let nowhere = try PostgresLocation.parse("postgres://\(tcp.user)@/\(tcp.database)?host=\(db.directory.path)")
+        do {
+            _ = try await PostgresStore.open(nowhere, mode: .readWrite, logger: quietLogger)
+            Issue.record("connected to a socket that is not there")
+        } catch {
+            #expect(error.exitCode == 69, "\(error.message)")
+            #expect(
+                error.message.contains(
+                    "cannot reach PostgreSQL at \(nowhere.display) (socket \(db.directory.path)/.s.PGSQL.5432)"),
+                "\(error.message)")
         }
     }
 

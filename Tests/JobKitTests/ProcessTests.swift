@@ -243,6 +243,12 @@ enum Executables {
                     "/nonexistent/pw",
                 ] + now, [:], 66, "password file"
             ),
+            // With no user in the URL the role is the name of the user the job runs as, as in libpq, whatever USER
+            // says (it was USER, which cron and systemd units need not set, and then "postgres").
+            (
+                ["--database", "postgres://127.0.0.1:1/x", "--dry-run"] + now, ["USER": "someone-else"], 69,
+                "cannot reach PostgreSQL at postgres://\(String(cString: getpwuid(geteuid())!.pointee.pw_name))@127.0.0.1:1/x"
+            ),
             (["--database", db.path, "--dry-run", "--shard", "3/2"] + now, [:], 64, "--shard"),
             (["--database", db.path, "--dry-run"] + now, ["PUSH_SHARD": "one"], 78, "PUSH_SHARD"),
             (
