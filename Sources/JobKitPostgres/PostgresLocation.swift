@@ -142,6 +142,22 @@ public struct PostgresLocation: Sendable {
         return location
     }
 
+    /// What to do about a server certificate that `sslmode` `verify-ca` or `verify-full` refused.
+    func hint(_ failure: ConnectionErrorText.TLSFailure) -> String {
+        switch failure {
+        case .hostname:
+            return
+                "sslmode=verify-full checks that it names \(host): connect by a name it holds, or use sslmode=verify-ca"
+        case .notAccepted:
+            if let rootCertificateFile {
+                return
+                    "sslmode=\(tlsMode.rawValue) checks it against sslrootcert \(rootCertificateFile): is that the CA that signed it?"
+            }
+            return
+                "sslmode=\(tlsMode.rawValue) checks it against the system's trusted CAs: name the CA that signed it with sslrootcert=<PEM file>"
+        }
+    }
+
     /// The postgres-nio configuration of one connection.
     func connectionConfiguration(applicationName fallback: String) throws(JobError) -> PostgresConnection.Configuration
     {

@@ -254,9 +254,11 @@ public final class PostgresStore: Sendable {
             return .config("\(context): cannot authenticate to \(location.display) (\(error.code))")
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown,
             .failedToAddSSLHandler:
-            let detail = error.underlying.map { "\($0)" } ?? "\(error.code)"
+            let detail = error.underlying.map(ConnectionErrorText.describe) ?? "\(error.code)"
             let socket = location.unixSocketPath.map { " (socket \($0))" } ?? ""
-            return .unavailable("\(context): cannot reach PostgreSQL at \(location.display)\(socket): \(detail)")
+            let hint = error.underlying.flatMap(ConnectionErrorText.tlsFailure).map { "; " + location.hint($0) } ?? ""
+            return .unavailable(
+                "\(context): cannot reach PostgreSQL at \(location.display)\(socket): \(detail)\(hint)")
         default:
             return .unavailable("\(context): PostgreSQL (\(error.code)) \(message)")
         }

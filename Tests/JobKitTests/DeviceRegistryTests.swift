@@ -1,5 +1,7 @@
 import Foundation
 import GRDB
+import NIOCore
+import NIOPosix
 import PostgresNIO
 import Testing
 
@@ -492,6 +494,66 @@ import Testing
         }
     }
 
+    /// The test server offers TLS, with a certificate its own CA signed for `localhost` only. Each `sslmode` does
+    /// what libpq's does: `disable` stays in clear text, `prefer` and `require` encrypt without checking the
+    /// certificate, `verify-ca` checks who signed it, `verify-full` that and the name.
+    @Test func eachSSLModeDoesWhatLibpqsDoesAgainstAServerWithTLS() async throws {
+        guard let ca = ProcessInfo.processInfo.environment["PUSH_TEST_POSTGRES_CA_FILE"], !ca.isEmpty else {
+            throw TestSetupError(
+                message:
+                    "PUSH_TEST_POSTGRES_CA_FILE is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)"
+            )
+        }
+        let db = try await TemporaryDatabase(.postgres)
+        let tcp = try PostgresLocation.parse(db.path)
+        func location(_ host: String, _ parameters: String) throws -> PostgresLocation {
+            var location = try PostgresLocation.parse(
+                "postgres://\(tcp.user)@\(host):\(tcp.port)/\(tcp.database)?\(parameters)")
+            location.password = tcp.password
+            return location
+        }
+        func encrypted(_ location: PostgresLocation) async throws -> Bool {
+            let store = try await PostgresStore.open(location, mode: .readWrite, logger: quietLogger)
+            let rows = try await store.rows("reading", "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+                .map { try $0.decode(Bool.self) }
+            await store.close()
+            return rows == [true]
+        }
+        #expect(try await !encrypted(location("127.0.0.1", "sslmode=disable")))
+        #expect(try await encrypted(location("127.0.0.1", "sslmode=prefer")))
+        #expect(try await encrypted(location("127.0.0.1", "sslmode=require")))
+        #expect(try await encrypted(location("127.0.0.1", "sslmode=verify-ca&sslrootcert=\(ca)")))
+        #expect(try await encrypted(location("localhost", "sslmode=verify-full&sslrootcert=\(ca)")))
+        // Refused, with what the certificate lacks and what to do (it said "cannot reach PostgreSQL at …:
+        // NIOSSLExtraError.failedToValidateHostname: Couldn't find <none> in certificate from peer" and
+        // "handshakeFailed(NIOSSL.BoringSSLError.sslError([Error: 268435581 error:1000007d:…]))").
+        let untrusted =
+            "TLS: the server's certificate was not accepted (CERTIFICATE_VERIFY_FAILED); sslmode=%@ checks it against the system's trusted CAs: name the CA that signed it with sslrootcert=<PEM file>"
+        for (host, parameters, words) in [
+            (
+                "127.0.0.1", "sslmode=verify-full&sslrootcert=\(ca)",
+                "TLS: the server's certificate does not name the host; sslmode=verify-full checks that it names 127.0.0.1: connect by a name it holds, or use sslmode=verify-ca"
+            ),
+            ("localhost", "sslmode=verify-full", untrusted.replacingOccurrences(of: "%@", with: "verify-full")),
+            ("localhost", "sslmode=verify-ca", untrusted.replacingOccurrences(of: "%@", with: "verify-ca")),
+            (
+                "localhost", "sslmode=verify-ca&sslrootcert=/etc/ssl/certs/ca-certificates.crt",
+                "TLS: the server's certificate was not accepted (CERTIFICATE_VERIFY_FAILED); sslmode=verify-ca checks it against sslrootcert /etc/ssl/certs/ca-certificates.crt: is that the CA that signed it?"
+            ),
+        ] {
+            let refused = try location(host, parameters)
+            do {
+                _ = try await PostgresStore.open(refused, mode: .readWrite, logger: quietLogger)
+                Issue.record("\(parameters) connected to \(host)")
+            } catch {
+                #expect(error.exitCode == 69, "\(host) \(parameters): \(error.message)")
+                #expect(
+                    error.message == "connecting: cannot reach PostgreSQL at \(refused.display): \(words)",
+                    "\(host) \(parameters)")
+            }
+        }
+    }
+
     @Test func connectionFailuresAreClearAndCarryNoPassword() async throws {
         let admin = try PostgresLocation.parse(try Backend.postgresAdminURL)
         var wrong = admin
@@ -521,16 +583,26 @@ import Testing
             #expect(error.exitCode == 69, "\(error.message)")
             #expect(!error.message.contains(admin.password ?? "-"))
         }
-        // The test server offers no TLS: `require` refuses to go on in clear text, `prefer` falls back.
+        // A server that offers no TLS (it answers PostgreSQL's SSLRequest with "N"): `require` refuses to go on in
+        // clear text. (The test server offers TLS: `eachSSLModeDoesWhatLibpqsDoesAgainstAServerWithTLS`.)
+        let plain = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(NoTLSOffered()) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
         var tls = admin
+        tls.port = plain.localAddress?.port ?? 0
         tls.tlsMode = .require
         do {
             _ = try await PostgresStore.open(tls, mode: .readOnly, logger: quietLogger)
             Issue.record("sslmode=require connected without TLS")
         } catch {
-            #expect(error.exitCode == 78, "\(error.message)")
-            #expect(error.message.contains("sslmode=require"), "\(error.message)")
+            #expect(
+                error
+                    == .config(
+                        "connecting: \(tls.display) does not offer TLS, and sslmode=require requires it"))
         }
+        try await plain.close()
         // A database nobody migrated: read-only use is refused with the fix, not an SQL error.
         let fresh = try await TemporaryDatabase(.postgres)
         _ = try await (fresh.store as! PostgresStore).rows("drop", "DROP TABLE schema_migrations")
@@ -625,5 +697,15 @@ import Testing
         try await db.execute("DELETE FROM users WHERE id = 'ann'")
         #expect(try await db.count("SELECT count(*) FROM notification_deliveries") == 1)
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 1)
+    }
+}
+
+/// A server that answers a PostgreSQL client's SSLRequest with "N": no TLS here.
+private final class NoTLSOffered: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "N")), promise: nil)
     }
 }

@@ -203,24 +203,3 @@ final class HTTP2Connection: Sendable {
     /// False once the socket is closed (by us after a drained GOAWAY, by the server, or by an error).
     var isOpen: Bool { channel.isActive }
 }
-
-/// A connection error in words an operator can act on: TLS failures name the TLS reason (a certificate not
-/// signed by a trusted CA, one that does not name the host); anything else is described as it is, cut short.
-enum ConnectionErrorText {
-    static func describe(_ error: any Error) -> String {
-        let text = String(describing: error)
-        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
-            return "TLS: the server's certificate does not name the host"
-        }
-        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
-            // BoringSSL's reason is the upper-case word after "OPENSSL_internal:" (CERTIFICATE_VERIFY_FAILED, …).
-            var reason = "handshake failed"
-            if let range = text.range(of: "OPENSSL_internal:") {
-                let word = text[range.upperBound...].prefix { $0.isUppercase || $0.isNumber || $0 == "_" }
-                if !word.isEmpty { reason = String(word) }
-            }
-            return "TLS: the server's certificate was not accepted (\(reason))"
-        }
-        return String(text.prefix(200))
-    }
-}

@@ -1,0 +1,38 @@
+import NIOSSL
+
+/// A connection error in words an operator can act on: TLS failures name the TLS reason (a certificate not
+/// signed by a trusted CA, one that does not name the host); anything else is described as it is, cut short.
+/// The senders' connections and the PostgreSQL store's both say it so.
+package enum ConnectionErrorText {
+    /// Why a TLS handshake refused the server.
+    package enum TLSFailure: Sendable, Hashable {
+        /// The certificate does not name the host (or address) connected to.
+        case hostname
+        /// The certificate was not accepted: BoringSSL's reason (CERTIFICATE_VERIFY_FAILED, …).
+        case notAccepted(reason: String)
+    }
+
+    /// The TLS failure `error` is, or nil for any other error.
+    package static func tlsFailure(_ error: any Error) -> TLSFailure? {
+        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname {
+            return .hostname
+        }
+        guard error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError else { return nil }
+        // BoringSSL's reason is the upper-case word after "OPENSSL_internal:" (CERTIFICATE_VERIFY_FAILED, …).
+        let text = String(describing: error)
+        var reason = "handshake failed"
+        if let range = text.range(of: "OPENSSL_internal:") {
+            let word = text[range.upperBound...].prefix { $0.isUppercase || $0.isNumber || $0 == "_" }
+            if !word.isEmpty { reason = String(word) }
+        }
+        return .notAccepted(reason: reason)
+    }
+
+    package static func describe(_ error: any Error) -> String {
+        switch tlsFailure(error) {
+        case .hostname: "TLS: the server's certificate does not name the host"
+        case .notAccepted(let reason): "TLS: the server's certificate was not accepted (\(reason))"
+        case nil: String(String(describing: error).prefix(200))
+        }
+    }
+}
