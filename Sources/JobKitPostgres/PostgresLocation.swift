@@ -15,7 +15,8 @@ import PostgresNIO
 /// - `host`, `port`: override the URL's (as in libpq).
 /// - `sslmode`: `disable`, `prefer` (default), `require` — as libpq: encrypted, certificate not checked —,
 ///   `verify-ca` or `verify-full` (certificate checked against the system roots or `sslrootcert`).
-/// - `sslrootcert`: a PEM file of CA certificates for the verify modes.
+/// - `sslrootcert`: a PEM file of CA certificates for the verify modes (and only for them).
+/// - `sslcert`, `sslkey`: a client certificate and its unencrypted key, PEM, for a server that asks for one.
 /// - `password_file`: a file holding the password (also `PUSH_DATABASE_PASSWORD_FILE`).
 /// - `max_connections`: connections this process may open (default 4).
 /// - `connect_timeout`: seconds (default 10).
@@ -37,6 +38,9 @@ public struct PostgresLocation: Sendable {
     public var database: String
     public var tlsMode: TLSMode = .prefer
     public var rootCertificateFile: String?
+    /// A client certificate (PEM) and its key, for a server that asks for one (`cert` in `pg_hba.conf`).
+    public var clientCertificateFile: String?
+    public var clientKeyFile: String?
     public var maxConnections = 4
     public var connectTimeoutSeconds = 10
     public var applicationName: String?
@@ -97,6 +101,10 @@ public struct PostgresLocation: Sendable {
                 location.tlsMode = mode
             case "sslrootcert":
                 location.rootCertificateFile = value
+            case "sslcert":
+                location.clientCertificateFile = value
+            case "sslkey":
+                location.clientKeyFile = value
             case "password_file":
                 passwordFile = value
             case "max_connections":
@@ -119,7 +127,7 @@ public struct PostgresLocation: Sendable {
                 }
             default:
                 throw .config(
-                    "\(source): unknown postgres:// parameter \(item.name) (known: host, port, sslmode, sslrootcert, password_file, max_connections, connect_timeout, application_name, prepared_statements)"
+                    "\(source): unknown postgres:// parameter \(item.name) (known: host, port, sslmode, sslrootcert, sslcert, sslkey, password_file, max_connections, connect_timeout, application_name, prepared_statements)"
                 )
             }
         }
@@ -127,11 +135,7 @@ public struct PostgresLocation: Sendable {
             location.host =
                 FileManager.default.fileExists(atPath: "/var/run/postgresql") ? "/var/run/postgresql" : "/tmp"
         }
-        if location.unixSocketPath != nil, [.require, .verifyCA, .verifyFull].contains(location.tlsMode) {
-            throw .config(
-                "\(source): sslmode=\(location.tlsMode.rawValue) asks for TLS, which a Unix-domain socket (\(location.host)) does not carry; leave sslmode out, or name a TCP host"
-            )
-        }
+        try location.checkTLSParameters(source: source)
         if let passwordFile {
             guard location.password == nil else {
                 throw .config("\(source): a password is in the URL and a password file is given too; use one")
@@ -142,58 +146,115 @@ public struct PostgresLocation: Sendable {
         return location
     }
 
-    /// What to do about a server certificate that `sslmode` `verify-ca` or `verify-full` refused.
-    func hint(_ failure: ConnectionErrorText.TLSFailure) -> String {
+    /// The TLS parameters make sense together, and with the host: none over a Unix-domain socket (it carries no
+    /// TLS), a CA only where it is checked, a client certificate with its key and TLS.
+    private func checkTLSParameters(source: String) throws(JobError) {
+        let requirements: [(name: String, given: Bool)] = [
+            ("sslmode=\(tlsMode.rawValue)", [.require, .verifyCA, .verifyFull].contains(tlsMode)),
+            ("sslrootcert", rootCertificateFile != nil), ("sslcert", clientCertificateFile != nil),
+            ("sslkey", clientKeyFile != nil),
+        ]
+        if unixSocketPath != nil, let named = requirements.first(where: \.given)?.name {
+            throw .config(
+                "\(source): \(named) asks for TLS, which a Unix-domain socket (\(host)) does not carry; leave \(named.prefix { $0 != "=" }) out, or name a TCP host"
+            )
+        }
+        if rootCertificateFile != nil, tlsMode != .verifyCA, tlsMode != .verifyFull {
+            throw .config(
+                "\(source): sslrootcert is checked only with sslmode=verify-ca or verify-full (sslmode=\(tlsMode.rawValue) does not check the server's certificate)"
+            )
+        }
+        if (clientCertificateFile == nil) != (clientKeyFile == nil) {
+            throw .config("\(source): sslcert and sslkey go together (a client certificate and its key)")
+        }
+        if clientCertificateFile != nil, tlsMode == .disable {
+            throw .config("\(source): sslcert needs TLS, and sslmode=disable turns it off")
+        }
+    }
+
+    /// What to do about a TLS handshake that failed: a server certificate that `verify-ca` or `verify-full`
+    /// refused, or a client certificate the server refused. Nil where there is nothing to add.
+    func hint(_ failure: ConnectionErrorText.TLSFailure) -> String? {
         switch failure {
         case .hostname:
             return
                 "sslmode=verify-full checks that it names \(host): connect by a name it holds, or use sslmode=verify-ca"
         case .notAccepted:
+            guard tlsMode == .verifyCA || tlsMode == .verifyFull else { return nil }
             if let rootCertificateFile {
                 return
                     "sslmode=\(tlsMode.rawValue) checks it against sslrootcert \(rootCertificateFile): is that the CA that signed it?"
             }
             return
                 "sslmode=\(tlsMode.rawValue) checks it against the system's trusted CAs: name the CA that signed it with sslrootcert=<PEM file>"
+        case .refusedByServer:
+            return clientCertificateFile.map { "does the server trust the CA that signed sslcert \($0)?" }
         }
     }
 
-    /// The postgres-nio configuration of one connection.
+    /// The postgres-nio configuration of one connection. Reads the certificate and key files the URL names.
     func connectionConfiguration(applicationName fallback: String) throws(JobError) -> PostgresConnection.Configuration
     {
-        let tls: PostgresConnection.Configuration.TLS
-        do {
-            switch tlsMode {
-            case .disable:
-                tls = .disable
-            case .prefer, .require:
-                var configuration = TLSConfiguration.makeClientConfiguration()
-                configuration.certificateVerification = .none
-                let context = try NIOSSLContext(configuration: configuration)
-                tls = tlsMode == .prefer ? .prefer(context) : .require(context)
-            case .verifyCA, .verifyFull:
-                var configuration = TLSConfiguration.makeClientConfiguration()
-                configuration.certificateVerification =
-                    tlsMode == .verifyFull ? .fullVerification : .noHostnameVerification
-                if let rootCertificateFile {
-                    configuration.trustRoots = .file(rootCertificateFile)
-                }
-                tls = .require(try NIOSSLContext(configuration: configuration))
-            }
-        } catch {
-            throw .config("PostgreSQL TLS (sslmode=\(tlsMode.rawValue)): \(error)")
-        }
         var configuration =
             if let unixSocketPath {
                 PostgresConnection.Configuration(
                     unixSocketPath: unixSocketPath, username: user, password: password, database: database)
             } else {
                 PostgresConnection.Configuration(
-                    host: host, port: port, username: user, password: password, database: database, tls: tls)
+                    host: host, port: port, username: user, password: password, database: database,
+                    tls: try tls())
             }
         configuration.options.connectTimeout = .seconds(Int64(connectTimeoutSeconds))
         configuration.options.additionalStartupParameters = [("application_name", applicationName ?? fallback)]
         return configuration
+    }
+
+    private func tls() throws(JobError) -> PostgresConnection.Configuration.TLS {
+        guard tlsMode != .disable else { return .disable }
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        switch tlsMode {
+        case .disable, .prefer, .require: configuration.certificateVerification = .none
+        case .verifyCA: configuration.certificateVerification = .noHostnameVerification
+        case .verifyFull: configuration.certificateVerification = .fullVerification
+        }
+        if let rootCertificateFile {
+            configuration.trustRoots = .certificates(
+                try Self.certificates(rootCertificateFile, parameter: "sslrootcert"))
+        }
+        if let clientCertificateFile, let clientKeyFile {
+            configuration.certificateChain = try Self.certificates(clientCertificateFile, parameter: "sslcert").map {
+                .certificate($0)
+            }
+            let bytes = try readInputFile(clientKeyFile, what: "the sslkey file")
+            do {
+                configuration.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(bytes), format: .pem))
+            } catch {
+                throw .config("sslkey \(clientKeyFile): not a PEM private key (unencrypted)")
+            }
+        }
+        let context: NIOSSLContext
+        do {
+            context = try NIOSSLContext(configuration: configuration)
+        } catch NIOSSLError.failedToLoadPrivateKey where clientCertificateFile != nil {
+            throw .config(
+                "sslkey \(clientKeyFile ?? "-") is not the key of sslcert \(clientCertificateFile ?? "-") (they go together)"
+            )
+        } catch {
+            // BoringSSL's reason where it gave one.
+            let reason =
+                if case .notAccepted(let reason)? = ConnectionErrorText.tlsFailure(error) { reason } else { "\(error)" }
+            throw .config("PostgreSQL TLS (sslmode=\(tlsMode.rawValue)): \(reason)")
+        }
+        return tlsMode == .prefer ? .prefer(context) : .require(context)
+    }
+
+    /// The PEM certificates in the file a URL parameter names.
+    private static func certificates(_ path: String, parameter: String) throws(JobError) -> [NIOSSLCertificate] {
+        let bytes = try readInputFile(path, what: "the \(parameter) file")
+        guard let certificates = try? NIOSSLCertificate.fromPEMBytes(Array(bytes)), !certificates.isEmpty else {
+            throw .config("\(parameter) \(path): no PEM certificate in it")
+        }
+        return certificates
     }
 }
 

@@ -256,7 +256,8 @@ public final class PostgresStore: Sendable {
             .failedToAddSSLHandler:
             let detail = error.underlying.map(ConnectionErrorText.describe) ?? "\(error.code)"
             let socket = location.unixSocketPath.map { " (socket \($0))" } ?? ""
-            let hint = error.underlying.flatMap(ConnectionErrorText.tlsFailure).map { "; " + location.hint($0) } ?? ""
+            let hint =
+                error.underlying.flatMap(ConnectionErrorText.tlsFailure).flatMap(location.hint).map { "; " + $0 } ?? ""
             return .unavailable(
                 "\(context): cannot reach PostgreSQL at \(location.display)\(socket): \(detail)\(hint)")
         default:

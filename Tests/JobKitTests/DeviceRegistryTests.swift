@@ -3,6 +3,7 @@ import GRDB
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import PushSimulator
 import Testing
 
 @testable import JobKit
@@ -451,6 +452,22 @@ import Testing
                 "postgres://%2Frun%2Fpg/diary?sslmode=verify-full",
                 "PUSH_DATABASE_URL: sslmode=verify-full asks for TLS, which a Unix-domain socket (/run/pg) does not carry; leave sslmode out, or name a TCP host"
             ),
+            (
+                "postgres://%2Frun%2Fpg/diary?sslcert=/c.pem&sslkey=/c.key",
+                "PUSH_DATABASE_URL: sslcert asks for TLS, which a Unix-domain socket (/run/pg) does not carry; leave sslcert out, or name a TCP host"
+            ),
+            (
+                "postgres://h/db?sslrootcert=/ca.pem",
+                "PUSH_DATABASE_URL: sslrootcert is checked only with sslmode=verify-ca or verify-full (sslmode=prefer does not check the server's certificate)"
+            ),
+            (
+                "postgres://h/db?sslmode=require&sslcert=/c.pem",
+                "PUSH_DATABASE_URL: sslcert and sslkey go together (a client certificate and its key)"
+            ),
+            (
+                "postgres://h/db?sslmode=disable&sslcert=/c.pem&sslkey=/c.key",
+                "PUSH_DATABASE_URL: sslcert needs TLS, and sslmode=disable turns it off"
+            ),
             ("postgres://h/db?port=0", "PUSH_DATABASE_URL: port must be within 1…65535, got 0"),
             ("postgres://h/db?port=x", "PUSH_DATABASE_URL: port must be within 1…65535, got x"),
         ] {
@@ -498,12 +515,7 @@ import Testing
     /// what libpq's does: `disable` stays in clear text, `prefer` and `require` encrypt without checking the
     /// certificate, `verify-ca` checks who signed it, `verify-full` that and the name.
     @Test func eachSSLModeDoesWhatLibpqsDoesAgainstAServerWithTLS() async throws {
-        guard let ca = ProcessInfo.processInfo.environment["PUSH_TEST_POSTGRES_CA_FILE"], !ca.isEmpty else {
-            throw TestSetupError(
-                message:
-                    "PUSH_TEST_POSTGRES_CA_FILE is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)"
-            )
-        }
+        let ca = try Backend.postgresTLSFile("ca.pem")
         let db = try await TemporaryDatabase(.postgres)
         let tcp = try PostgresLocation.parse(db.path)
         func location(_ host: String, _ parameters: String) throws -> PostgresLocation {
@@ -550,6 +562,88 @@ import Testing
                 #expect(
                     error.message == "connecting: cannot reach PostgreSQL at \(refused.display): \(words)",
                     "\(host) \(parameters)")
+            }
+        }
+    }
+
+    /// A client certificate where the server asks for one (`cert` in `pg_hba.conf`): the test server lets the
+    /// role diary_cert in with its certificate only. Certificate and key files that cannot be used are named.
+    @Test func aClientCertificateLogsInWhereTheServerAsksForOne() async throws {
+        let (ca, certificate, key) = try (
+            Backend.postgresTLSFile("ca.pem"), Backend.postgresTLSFile("client.pem"),
+            Backend.postgresTLSFile("client.key")
+        )
+        let admin = try PostgresLocation.parse(try Backend.postgresAdminURL)
+        let name = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let connection = try await PostgresConnection.connect(
+            configuration: try admin.connectionConfiguration(applicationName: "tests"), id: 0, logger: quietLogger)
+        for statement in [
+            "DO $$ BEGIN CREATE ROLE diary_cert LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$",
+            "CREATE DATABASE \(name) OWNER diary_cert",
+        ] {
+            _ = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: quietLogger).collect()
+        }
+        try await connection.close()
+        func location(_ parameters: String) throws -> PostgresLocation {
+            try PostgresLocation.parse("postgres://diary_cert@localhost:\(admin.port)/\(name)?\(parameters)")
+        }
+        let store = try await PostgresStore.open(
+            try location("sslmode=verify-full&sslrootcert=\(ca)&sslcert=\(certificate)&sslkey=\(key)"), mode: .create,
+            logger: quietLogger)
+        let session = try await store.rows(
+            "reading", "SELECT current_user || ' ' || client_dn FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+        ).map { try $0.decode(String.self) }
+        #expect(session == ["diary_cert /CN=diary_cert"])
+        #expect(try await store.appliedMigrations() == SchemaMigrations.all.map(\.id))
+        await store.close()
+        let refused = try location("sslmode=require")
+        do {
+            _ = try await PostgresStore.open(refused, mode: .readWrite, logger: quietLogger)
+            Issue.record("diary_cert logged in without its certificate")
+        } catch {
+            #expect(error.exitCode == 78, "\(error.message)")
+            #expect(error.message.contains("diary_cert"), "\(error.message)")
+        }
+        // A certificate the server does not trust (the simulator's, from another CA): the server ends the handshake,
+        // which is not the server's certificate refused (it said "the server's certificate was not accepted
+        // (TLSV1_ALERT_UNKNOWN_CA); sslmode=require checks it against the system's trusted CAs", which it does not).
+        let stranger = try SimulatorCredentials.prepare(
+            in: FileManager.default.temporaryDirectory.appendingPathComponent("stranger-\(UUID().uuidString)"))
+        let untrusted = try location(
+            "sslmode=require&sslcert=\(stranger.serverCertificateFile)&sslkey=\(stranger.serverKeyFile)")
+        do {
+            _ = try await PostgresStore.open(untrusted, mode: .readWrite, logger: quietLogger)
+            Issue.record("connected with a certificate from another CA")
+        } catch {
+            #expect(
+                error
+                    == .unavailable(
+                        "connecting: cannot reach PostgreSQL at \(untrusted.display): TLS: the server refused the handshake (TLSV1_ALERT_UNKNOWN_CA); does the server trust the CA that signed sslcert \(stranger.serverCertificateFile)?"
+                    ))
+        }
+        for (parameters, status, message) in [
+            (
+                "sslmode=require&sslcert=\(certificate)&sslkey=\(ca.replacingOccurrences(of: "ca.pem", with: "ca.key"))",
+                78,
+                "sslkey \(ca.replacingOccurrences(of: "ca.pem", with: "ca.key")) is not the key of sslcert \(certificate) (they go together)"
+            ),
+            (
+                "sslmode=require&sslcert=\(certificate)&sslkey=\(certificate)", 78,
+                "sslkey \(certificate): not a PEM private key (unencrypted)"
+            ),
+            (
+                "sslmode=verify-full&sslrootcert=/nonexistent/ca.pem", 66,
+                "cannot read the sslrootcert file /nonexistent/ca.pem: No such file or directory"
+            ),
+            ("sslmode=verify-full&sslrootcert=\(key)", 78, "sslrootcert \(key): no PEM certificate in it"),
+        ] {
+            let given = try location(parameters)
+            do {
+                _ = try await PostgresStore.open(given, mode: .readWrite, logger: quietLogger)
+                Issue.record("connected with \(parameters)")
+            } catch {
+                #expect(error.exitCode == status, "\(parameters): \(error.message)")
+                #expect(error.message == message, "\(parameters)")
             }
         }
     }

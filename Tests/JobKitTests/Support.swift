@@ -26,6 +26,20 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     }
 }
 
+extension Backend {
+    /// A file of the test server's TLS set-up (`scripts/with-postgres`): `ca.pem`, `client.pem`, `client.key`.
+    static func postgresTLSFile(_ name: String) throws -> String {
+        guard let directory = ProcessInfo.processInfo.environment["PUSH_TEST_POSTGRES_TLS_DIR"], !directory.isEmpty
+        else {
+            throw TestSetupError(
+                message:
+                    "PUSH_TEST_POSTGRES_TLS_DIR is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)"
+            )
+        }
+        return directory + "/" + name
+    }
+}
+
 struct TestSetupError: Error, CustomStringConvertible {
     let message: String
     var description: String { message }

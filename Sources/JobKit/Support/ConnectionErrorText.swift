@@ -10,6 +10,9 @@ package enum ConnectionErrorText {
         case hostname
         /// The certificate was not accepted: BoringSSL's reason (CERTIFICATE_VERIFY_FAILED, …).
         case notAccepted(reason: String)
+        /// The server ended the handshake with an alert (TLSV1_ALERT_UNKNOWN_CA: it did not trust our client
+        /// certificate, …).
+        case refusedByServer(alert: String)
     }
 
     /// The TLS failure `error` is, or nil for any other error.
@@ -25,6 +28,10 @@ package enum ConnectionErrorText {
             let word = text[range.upperBound...].prefix { $0.isUppercase || $0.isNumber || $0 == "_" }
             if !word.isEmpty { reason = String(word) }
         }
+        // An alert the peer sent is named so by BoringSSL (SSLV3_ALERT_…, TLSV1_ALERT_…); one we send is not.
+        if reason.hasPrefix("TLSV1_ALERT_") || reason.hasPrefix("SSLV3_ALERT_") {
+            return .refusedByServer(alert: reason)
+        }
         return .notAccepted(reason: reason)
     }
 
@@ -32,6 +39,7 @@ package enum ConnectionErrorText {
         switch tlsFailure(error) {
         case .hostname: "TLS: the server's certificate does not name the host"
         case .notAccepted(let reason): "TLS: the server's certificate was not accepted (\(reason))"
+        case .refusedByServer(let alert): "TLS: the server refused the handshake (\(alert))"
         case nil: String(String(describing: error).prefix(200))
         }
     }
