@@ -15,7 +15,8 @@ import PostgresNIO
 /// - `host`, `port`: override the URL's (as in libpq).
 /// - `sslmode`: `disable`, `prefer` (default), `require` — as libpq: encrypted, certificate not checked —,
 ///   `verify-ca` or `verify-full` (certificate checked against the system roots or `sslrootcert`).
-/// - `sslrootcert`: a PEM file of CA certificates for the verify modes (and only for them).
+/// - `sslrootcert`: a PEM file of CA certificates for the verify modes (and only for them); `system`, as in libpq
+///   16, names the system's trusted CAs and makes `verify-full` the default.
 /// - `sslcert`, `sslkey`: a client certificate and its unencrypted key, PEM, for a server that asks for one.
 /// - `password_file`: a file holding the password (also `PUSH_DATABASE_PASSWORD_FILE`).
 /// - `max_connections`: connections this process may open (default 4).
@@ -81,6 +82,7 @@ public struct PostgresLocation: Sendable {
         location.password = components.password?.removingPercentEncoding ?? components.password
         var passwordFile = passwordFile
         var seen: Set<String> = []
+        var systemRoots = false
         for item in components.queryItems ?? [] {
             let value = item.value ?? ""
             guard seen.insert(item.name).inserted else { throw .config("\(source): \(item.name) is given twice") }
@@ -100,7 +102,12 @@ public struct PostgresLocation: Sendable {
                 }
                 location.tlsMode = mode
             case "sslrootcert":
-                location.rootCertificateFile = value
+                // `system`, as in libpq 16: the system's trusted CAs, and verify-full unless sslmode says otherwise.
+                if value == "system" {
+                    systemRoots = true
+                } else {
+                    location.rootCertificateFile = value
+                }
             case "sslcert":
                 location.clientCertificateFile = value
             case "sslkey":
@@ -134,6 +141,14 @@ public struct PostgresLocation: Sendable {
         if location.host.isEmpty {
             location.host =
                 FileManager.default.fileExists(atPath: "/var/run/postgresql") ? "/var/run/postgresql" : "/tmp"
+        }
+        if systemRoots {
+            if !seen.contains("sslmode") { location.tlsMode = .verifyFull }
+            guard location.tlsMode == .verifyCA || location.tlsMode == .verifyFull else {
+                throw .config(
+                    "\(source): sslrootcert is checked only with sslmode=verify-ca or verify-full (sslmode=\(location.tlsMode.rawValue) does not check the server's certificate)"
+                )
+            }
         }
         try location.checkTLSParameters(source: source)
         if let passwordFile {

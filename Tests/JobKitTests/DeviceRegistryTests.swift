@@ -439,6 +439,12 @@ import Testing
         #expect(overridden.port == 6000)
         #expect(overridden.unixSocketPath == nil)
         #expect(overridden.display == "postgres://app@other.example:6000/diary")
+        // sslrootcert=system, as in libpq 16: the system's CAs, and verify-full unless sslmode says otherwise.
+        let system = try PostgresLocation.parse("postgres://db.example/diary?sslrootcert=system")
+        #expect(system.tlsMode == .verifyFull && system.rootCertificateFile == nil)
+        #expect(
+            try PostgresLocation.parse("postgres://db.example/diary?sslrootcert=system&sslmode=verify-ca").tlsMode
+                == .verifyCA)
         let defaultDirectory =
             FileManager.default.fileExists(atPath: "/var/run/postgresql") ? "/var/run/postgresql" : "/tmp"
         #expect(try PostgresLocation.parse("postgres:///diary").unixSocketPath == "\(defaultDirectory)/.s.PGSQL.5432")
@@ -467,6 +473,10 @@ import Testing
             (
                 "postgres://h/db?sslmode=disable&sslcert=/c.pem&sslkey=/c.key",
                 "PUSH_DATABASE_URL: sslcert needs TLS, and sslmode=disable turns it off"
+            ),
+            (
+                "postgres://h/db?sslrootcert=system&sslmode=require",
+                "PUSH_DATABASE_URL: sslrootcert is checked only with sslmode=verify-ca or verify-full (sslmode=require does not check the server's certificate)"
             ),
             ("postgres://h/db?port=0", "PUSH_DATABASE_URL: port must be within 1…65535, got 0"),
             ("postgres://h/db?port=x", "PUSH_DATABASE_URL: port must be within 1…65535, got x"),
