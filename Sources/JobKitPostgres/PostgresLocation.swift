@@ -56,9 +56,16 @@ public struct PostgresLocation: Sendable {
 
     /// The location for messages and logs: no password.
     public var display: String {
-        if unixSocketPath != nil { return "postgres://\(user)@/\(database)?host=\(host)&port=\(port)" }
+        if unixSocketPath != nil {
+            let directory = host.addingPercentEncoding(withAllowedCharacters: Self.queryValueCharacters) ?? host
+            return "postgres://\(user)@/\(database)?host=\(directory)&port=\(port)"
+        }
         return "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)"
     }
+
+    /// What a query value may hold unescaped.
+    private static let queryValueCharacters = CharacterSet.urlQueryAllowed.subtracting(
+        CharacterSet(charactersIn: "&+=#"))
 
     /// Parses `url`; `passwordFile` (from `PUSH_DATABASE_PASSWORD_FILE`) supplies the password when the URL has none.
     public static func parse(_ url: String, passwordFile: String? = nil, source: String = "PUSH_DATABASE_URL")

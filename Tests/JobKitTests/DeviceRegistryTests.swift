@@ -434,6 +434,10 @@ import Testing
         #expect(encoded.display == "postgres://push@/diary?host=/run/pg&port=5433")
         // The display is a URL that names the same socket.
         #expect(try PostgresLocation.parse(encoded.display).unixSocketPath == encoded.unixSocketPath)
+        let odd = try PostgresLocation.parse("postgres://push@/diary?host=%2Fsrv%2Fpg%20%26%20co")
+        #expect(odd.unixSocketPath == "/srv/pg & co/.s.PGSQL.5432")
+        #expect(odd.display == "postgres://push@/diary?host=/srv/pg%20%26%20co&port=5432")
+        #expect(try PostgresLocation.parse(odd.display).unixSocketPath == odd.unixSocketPath)
         let overridden = try PostgresLocation.parse("postgres://app@db.example/diary?host=other.example&port=6000")
         #expect(overridden.host == "other.example")
         #expect(overridden.port == 6000)
