@@ -222,6 +222,11 @@ public final class PostgresStore: Sendable {
             case "28P01", "28000":
                 return .config(
                     "\(context): PostgreSQL refused the login of \(location.user) at \(location.display): \(message)")
+            case "3F000":
+                // The search_path names no schema that exists: nowhere to create the tables.
+                return .config(
+                    "\(context): PostgreSQL: \(message) at \(location.display): the search_path of \(location.user) names no schema that exists (CREATE SCHEMA it, or ALTER ROLE \(location.user) SET search_path)"
+                )
             case "3D000":
                 return .noInput(
                     "\(context): \(message) at \(location.display) (create it with createdb, then run pushctl migrate)")

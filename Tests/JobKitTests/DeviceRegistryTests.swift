@@ -662,6 +662,87 @@ import Testing
         }
     }
 
+    /// The jobs' tables in a schema of their own, in the app's database beside the app's tables (here a `users`
+    /// table of its own in `public`), found by the role's `search_path`. The backend writes to them by qualified
+    /// name from its own `search_path`; the triggers on them must act on the jobs' tables, whatever the session's
+    /// path. They named their tables unqualified: a timezone read from the app's `users`, a settings update and
+    /// a user's deletion that failed ("relation … does not exist").
+    @Test func tablesInASchemaOfTheirOwnServeABackendOnAnotherSearchPath() async throws {
+        let admin = try PostgresLocation.parse(try Backend.postgresAdminURL)
+        var location = admin
+        location.database = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        func session(_ location: PostgresLocation, _ statements: [String]) async throws -> [String] {
+            let connection = try await PostgresConnection.connect(
+                configuration: try location.connectionConfiguration(applicationName: "tests"), id: 0,
+                logger: quietLogger)
+            var last: [String] = []
+            do {
+                for statement in statements {
+                    last = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: quietLogger)
+                        .collect().map { try $0.decode(String.self) }
+                }
+            } catch {
+                try? await connection.close()
+                throw TestSetupError(message: String(reflecting: error))
+            }
+            try await connection.close()
+            return last
+        }
+        _ = try await session(admin, ["CREATE DATABASE \(location.database)"])
+        _ = try await session(
+            location,
+            [
+                "CREATE SCHEMA push",
+                "ALTER ROLE \(location.user) IN DATABASE \(location.database) SET search_path = push",
+                "CREATE TABLE public.users (id text PRIMARY KEY, timezone text NOT NULL)",
+                "INSERT INTO public.users VALUES ('u1', 'Pacific/Kiritimati'), ('u2', 'Pacific/Kiritimati')",
+            ])
+        let store = try await PostgresStore.open(location, mode: .create, logger: quietLogger)
+        try await store.addUser("u1", time: "20:00")
+        let summary = try await DiaryReminderRunner(store: store, sender: RecordingSender(), logger: quietLogger).run(
+            ReminderRunOptions(now: instant("2026-11-21T20:00:00Z")))
+        #expect(summary.sent == 1)
+        await store.close()
+        let tables = try await session(
+            location,
+            ["SELECT string_agg(schemaname || '.' || tablename, ' ') FROM pg_tables WHERE tablename = 'users'"])
+        #expect(tables == ["public.users push.users"] || tables == ["push.users public.users"])
+        // The backend, on its own path.
+        func backend(_ statements: [String]) async throws -> [String] {
+            try await session(location, ["SET search_path = public"] + statements)
+        }
+        #expect(
+            try await backend([
+                "UPDATE push.users SET timezone = 'Asia/Tokyo' WHERE id = 'u1'",
+                "SELECT timezone FROM push.notification_settings WHERE user_id = 'u1'",
+            ]) == ["Asia/Tokyo"])
+        #expect(
+            try await backend([
+                "INSERT INTO push.users (id, timezone) VALUES ('u2', 'Europe/Berlin')",
+                "INSERT INTO push.notification_settings (user_id) VALUES ('u2')",
+                "SELECT timezone FROM push.notification_settings WHERE user_id = 'u2'",
+            ]) == ["Europe/Berlin"])
+        #expect(
+            try await backend([
+                "DELETE FROM push.users WHERE id = 'u1'",
+                "SELECT (SELECT count(*) FROM push.notification_logs) || ' ' || (SELECT count(*) FROM push.notification_deliveries)",
+            ]) == ["0 0"])
+        #expect(try await backend(["SELECT count(*)::text FROM public.users"]) == ["2"])
+        // A search_path that names no schema that exists: nowhere to migrate to, and the message says so.
+        _ = try await session(
+            location, ["ALTER ROLE \(location.user) IN DATABASE \(location.database) SET search_path = nowhere"])
+        do {
+            _ = try await PostgresStore.open(location, mode: .create, logger: quietLogger)
+            Issue.record("migrated on a search_path of no schema")
+        } catch {
+            #expect(error.exitCode == 78, "\(error.message)")
+            #expect(
+                error.message.hasSuffix(
+                    "no schema has been selected to create in at \(location.display): the search_path of \(location.user) names no schema that exists (CREATE SCHEMA it, or ALTER ROLE \(location.user) SET search_path)"
+                ), "\(error.message)")
+        }
+    }
+
     @Test func connectionFailuresAreClearAndCarryNoPassword() async throws {
         let admin = try PostgresLocation.parse(try Backend.postgresAdminURL)
         var wrong = admin

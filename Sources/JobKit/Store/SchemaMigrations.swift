@@ -11,7 +11,7 @@ public struct SchemaMigration: Sendable {
 }
 
 public enum SchemaMigrations {
-    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011]
+    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
     /// migration. Apart from these, both stores have the same tables and columns at every version.
@@ -586,6 +586,27 @@ public enum SchemaMigrations {
                 FOR partition IN SELECT inhrelid::regclass FROM pg_inherits
                                  WHERE inhparent = 'notification_logs'::regclass LOOP
                     EXECUTE format('ALTER TABLE %s SET (fillfactor = 50)', partition);
+                END LOOP;
+            END $$;
+            """)
+
+    /// PostgreSQL: each trigger function runs with the `search_path` of the schema the tables are in, so that a
+    /// backend writing to them by qualified name from another `search_path` (the tables in a schema of their own,
+    /// beside an app's) sets off triggers that act on these tables, not on whatever its path names first.
+    static let m012 = SchemaMigration(
+        id: "012_trigger_functions_in_their_schema",
+        sqlite: "",
+        postgres: """
+            DO $$
+            DECLARE function_name text;
+            BEGIN
+                FOREACH function_name IN ARRAY ARRAY[
+                    'notification_settings_copy_timezone', 'users_timezone_to_settings',
+                    'notification_logs_of_deleted_users', 'notification_deliveries_of_deleted_logs',
+                    'notification_deliveries_of_deleted_devices'
+                ] LOOP
+                    EXECUTE format('ALTER FUNCTION %I.%I() SET search_path = %I',
+                                   current_schema(), function_name, current_schema());
                 END LOOP;
             END $$;
             """)
