@@ -149,15 +149,8 @@ public struct PostgresLocation: Sendable {
             location.host =
                 FileManager.default.fileExists(atPath: "/var/run/postgresql") ? "/var/run/postgresql" : "/tmp"
         }
-        if systemRoots {
-            if !seen.contains("sslmode") { location.tlsMode = .verifyFull }
-            guard location.tlsMode == .verifyCA || location.tlsMode == .verifyFull else {
-                throw .config(
-                    "\(source): sslrootcert is checked only with sslmode=verify-ca or verify-full (sslmode=\(location.tlsMode.rawValue) does not check the server's certificate)"
-                )
-            }
-        }
-        try location.checkTLSParameters(source: source)
+        if systemRoots && !seen.contains("sslmode") && location.unixSocketPath == nil { location.tlsMode = .verifyFull }
+        try location.checkTLSParameters(source: source, systemRoots: systemRoots)
         if let passwordFile {
             guard location.password == nil else {
                 throw .config("\(source): a password is in the URL and a password file is given too; use one")
@@ -170,18 +163,18 @@ public struct PostgresLocation: Sendable {
 
     /// The TLS parameters make sense together, and with the host: none over a Unix-domain socket (it carries no
     /// TLS), a CA only where it is checked, a client certificate with its key and TLS.
-    private func checkTLSParameters(source: String) throws(JobError) {
+    private func checkTLSParameters(source: String, systemRoots: Bool) throws(JobError) {
+        let rootsNamed = rootCertificateFile != nil || systemRoots
         let requirements: [(name: String, given: Bool)] = [
             ("sslmode=\(tlsMode.rawValue)", [.require, .verifyCA, .verifyFull].contains(tlsMode)),
-            ("sslrootcert", rootCertificateFile != nil), ("sslcert", clientCertificateFile != nil),
-            ("sslkey", clientKeyFile != nil),
+            ("sslrootcert", rootsNamed), ("sslcert", clientCertificateFile != nil), ("sslkey", clientKeyFile != nil),
         ]
         if unixSocketPath != nil, let named = requirements.first(where: \.given)?.name {
             throw .config(
                 "\(source): \(named) asks for TLS, which a Unix-domain socket (\(host)) does not carry; leave \(named.prefix { $0 != "=" }) out, or name a TCP host"
             )
         }
-        if rootCertificateFile != nil, tlsMode != .verifyCA, tlsMode != .verifyFull {
+        if rootsNamed, tlsMode != .verifyCA, tlsMode != .verifyFull {
             throw .config(
                 "\(source): sslrootcert is checked only with sslmode=verify-ca or verify-full (sslmode=\(tlsMode.rawValue) does not check the server's certificate)"
             )
@@ -257,11 +250,11 @@ public struct PostgresLocation: Sendable {
         let context: NIOSSLContext
         do {
             context = try NIOSSLContext(configuration: configuration)
-        } catch NIOSSLError.failedToLoadPrivateKey where clientCertificateFile != nil {
-            throw .config(
-                "sslkey \(clientKeyFile ?? "-") is not the key of sslcert \(clientCertificateFile ?? "-") (they go together)"
-            )
         } catch {
+            if case .failedToLoadPrivateKey? = error as? NIOSSLError, let clientCertificateFile, let clientKeyFile {
+                throw .config(
+                    "sslkey \(clientKeyFile) is not the key of sslcert \(clientCertificateFile) (they go together)")
+            }
             // BoringSSL's reason where it gave one.
             let reason =
                 if case .notAccepted(let reason)? = ConnectionErrorText.tlsFailure(error) { reason } else { "\(error)" }

@@ -479,6 +479,10 @@ import Testing
                 "PUSH_DATABASE_URL: sslcert needs TLS, and sslmode=disable turns it off"
             ),
             (
+                "postgres:///diary?host=/run/pg&sslrootcert=system",
+                "PUSH_DATABASE_URL: sslrootcert asks for TLS, which a Unix-domain socket (/run/pg) does not carry; leave sslrootcert out, or name a TCP host"
+            ),
+            (
                 "postgres://h/db?sslrootcert=system&sslmode=require",
                 "PUSH_DATABASE_URL: sslrootcert is checked only with sslmode=verify-ca or verify-full (sslmode=require does not check the server's certificate)"
             ),
