@@ -496,13 +496,7 @@ import Testing
     /// The same jobs over the test server's Unix-domain socket (trust authentication there, as on a host where
     /// the job's system user logs in by peer authentication with no password).
     @Test func theStoreConnectsOverAUnixDomainSocket() async throws {
-        guard let directory = ProcessInfo.processInfo.environment["PUSH_TEST_POSTGRES_SOCKET_DIR"], !directory.isEmpty
-        else {
-            throw TestSetupError(
-                message:
-                    "PUSH_TEST_POSTGRES_SOCKET_DIR is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)"
-            )
-        }
+        let directory = try Backend.postgresSocketDirectory
         let db = try await TemporaryDatabase(.postgres)
         try await db.store.addUser("u1", time: "20:00")
         let tcp = try PostgresLocation.parse(db.path)

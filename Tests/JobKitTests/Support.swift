@@ -29,14 +29,23 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
 extension Backend {
     /// A file of the test server's TLS set-up (`scripts/with-postgres`): `ca.pem`, `client.pem`, `client.key`.
     static func postgresTLSFile(_ name: String) throws -> String {
-        guard let directory = ProcessInfo.processInfo.environment["PUSH_TEST_POSTGRES_TLS_DIR"], !directory.isEmpty
-        else {
+        try postgresSetting("PUSH_TEST_POSTGRES_TLS_DIR") + "/" + name
+    }
+
+    /// The directory of the test server's Unix-domain socket.
+    static var postgresSocketDirectory: String {
+        get throws { try postgresSetting("PUSH_TEST_POSTGRES_SOCKET_DIR") }
+    }
+
+    /// A setting `scripts/with-postgres` gives the tests.
+    private static func postgresSetting(_ name: String) throws -> String {
+        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
             throw TestSetupError(
                 message:
-                    "PUSH_TEST_POSTGRES_TLS_DIR is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)"
+                    "\(name) is not set: run the suite with scripts/test, which starts a throwaway PostgreSQL (or: scripts/with-postgres swift test)"
             )
         }
-        return directory + "/" + name
+        return value
     }
 }
 

@@ -1,10 +1,11 @@
 import NIOSSL
 
 /// A connection error in words an operator can act on: TLS failures name the TLS reason (a certificate not
-/// signed by a trusted CA, one that does not name the host); anything else is described as it is, cut short.
-/// The senders' connections and the PostgreSQL store's both say it so.
+/// signed by a trusted CA, one that does not name the host, an alert the server ended the handshake with);
+/// anything else is described as it is, cut short. The senders' connections and the PostgreSQL store's both say
+/// it so.
 package enum ConnectionErrorText {
-    /// Why a TLS handshake refused the server.
+    /// Why a TLS handshake failed.
     package enum TLSFailure: Sendable, Hashable {
         /// The certificate does not name the host (or address) connected to.
         case hostname
