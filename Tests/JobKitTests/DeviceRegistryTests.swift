@@ -511,16 +511,14 @@ import Testing
         #expect(summary.sent == 1)
         await store.close()
         let nowhere = try PostgresLocation.parse("postgres://\(tcp.user)@/\(tcp.database)?host=\(db.directory.path)")
-        do {
+        let error = await #expect(throws: JobError.self, "a socket that is not there") {
             _ = try await PostgresStore.open(nowhere, mode: .readWrite, logger: quietLogger)
-            Issue.record("connected to a socket that is not there")
-        } catch {
-            #expect(error.exitCode == 69, "\(error.message)")
-            #expect(
-                error.message.contains(
-                    "cannot reach PostgreSQL at \(nowhere.display) (socket \(db.directory.path)/.s.PGSQL.5432)"),
-                "\(error.message)")
         }
+        #expect(error?.exitCode == 69, "\(error?.message ?? "")")
+        #expect(
+            error?.message.contains(
+                "cannot reach PostgreSQL at \(nowhere.display) (socket \(db.directory.path)/.s.PGSQL.5432)") == true,
+            "\(error?.message ?? "")")
     }
 
     /// The test server offers TLS, with a certificate its own CA signed for `localhost` only. Each `sslmode` does
@@ -566,14 +564,11 @@ import Testing
             ),
         ] {
             let refused = try location(host, parameters)
-            do {
+            await #expect(
+                throws: JobError.unavailable("connecting: cannot reach PostgreSQL at \(refused.display): \(words)"),
+                "\(host) \(parameters)"
+            ) {
                 _ = try await PostgresStore.open(refused, mode: .readWrite, logger: quietLogger)
-                Issue.record("\(parameters) connected to \(host)")
-            } catch {
-                #expect(error.exitCode == 69, "\(host) \(parameters): \(error.message)")
-                #expect(
-                    error.message == "connecting: cannot reach PostgreSQL at \(refused.display): \(words)",
-                    "\(host) \(parameters)")
             }
         }
     }
@@ -609,13 +604,11 @@ import Testing
         #expect(try await store.appliedMigrations() == SchemaMigrations.all.map(\.id))
         await store.close()
         let refused = try location("sslmode=require")
-        do {
+        let error = await #expect(throws: JobError.self, "diary_cert without its certificate") {
             _ = try await PostgresStore.open(refused, mode: .readWrite, logger: quietLogger)
-            Issue.record("diary_cert logged in without its certificate")
-        } catch {
-            #expect(error.exitCode == 78, "\(error.message)")
-            #expect(error.message.contains("diary_cert"), "\(error.message)")
         }
+        #expect(error?.exitCode == 78, "\(error?.message ?? "")")
+        #expect(error?.message.contains("diary_cert") == true, "\(error?.message ?? "")")
         // A certificate the server does not trust (the simulator's, from another CA): the server ends the handshake,
         // which is not the server's certificate refused (it said "the server's certificate was not accepted
         // (TLSV1_ALERT_UNKNOWN_CA); sslmode=require checks it against the system's trusted CAs", which it does not).
@@ -623,15 +616,12 @@ import Testing
             in: FileManager.default.temporaryDirectory.appendingPathComponent("stranger-\(UUID().uuidString)"))
         let untrusted = try location(
             "sslmode=require&sslcert=\(stranger.serverCertificateFile)&sslkey=\(stranger.serverKeyFile)")
-        do {
+        await #expect(
+            throws: JobError.unavailable(
+                "connecting: cannot reach PostgreSQL at \(untrusted.display): TLS: the server refused the handshake (TLSV1_ALERT_UNKNOWN_CA); does the server trust the CA that signed sslcert \(stranger.serverCertificateFile)?"
+            )
+        ) {
             _ = try await PostgresStore.open(untrusted, mode: .readWrite, logger: quietLogger)
-            Issue.record("connected with a certificate from another CA")
-        } catch {
-            #expect(
-                error
-                    == .unavailable(
-                        "connecting: cannot reach PostgreSQL at \(untrusted.display): TLS: the server refused the handshake (TLSV1_ALERT_UNKNOWN_CA); does the server trust the CA that signed sslcert \(stranger.serverCertificateFile)?"
-                    ))
         }
         for (parameters, status, message) in [
             (
@@ -650,13 +640,11 @@ import Testing
             ("sslmode=verify-full&sslrootcert=\(key)", 78, "sslrootcert \(key): no PEM certificate in it"),
         ] {
             let given = try location(parameters)
-            do {
+            let error = await #expect(throws: JobError.self, "\(parameters)") {
                 _ = try await PostgresStore.open(given, mode: .readWrite, logger: quietLogger)
-                Issue.record("connected with \(parameters)")
-            } catch {
-                #expect(error.exitCode == status, "\(parameters): \(error.message)")
-                #expect(error.message == message, "\(parameters)")
             }
+            #expect(error.map { Int($0.exitCode) } == status, "\(parameters): \(error?.message ?? "")")
+            #expect(error?.message == message, "\(parameters)")
         }
     }
 
@@ -729,16 +717,14 @@ import Testing
         // A search_path that names no schema that exists: nowhere to migrate to, and the message says so.
         _ = try await session(
             location, ["ALTER ROLE \(location.user) IN DATABASE \(location.database) SET search_path = nowhere"])
-        do {
+        let error = await #expect(throws: JobError.self, "a search_path of no schema") {
             _ = try await PostgresStore.open(location, mode: .create, logger: quietLogger)
-            Issue.record("migrated on a search_path of no schema")
-        } catch {
-            #expect(error.exitCode == 78, "\(error.message)")
-            #expect(
-                error.message.hasSuffix(
-                    "no schema has been selected to create in at \(location.display): the search_path of \(location.user) names no schema that exists (CREATE SCHEMA it, or ALTER ROLE \(location.user) SET search_path)"
-                ), "\(error.message)")
         }
+        #expect(error?.exitCode == 78, "\(error?.message ?? "")")
+        #expect(
+            error?.message.hasSuffix(
+                "no schema has been selected to create in at \(location.display): the search_path of \(location.user) names no schema that exists (CREATE SCHEMA it, or ALTER ROLE \(location.user) SET search_path)"
+            ) == true, "\(error?.message ?? "")")
     }
 
     @Test func connectionFailuresAreClearAndCarryNoPassword() async throws {
@@ -780,14 +766,10 @@ import Testing
         var tls = admin
         tls.port = plain.localAddress?.port ?? 0
         tls.tlsMode = .require
-        do {
+        await #expect(
+            throws: JobError.config("connecting: \(tls.display) does not offer TLS, and sslmode=require requires it")
+        ) {
             _ = try await PostgresStore.open(tls, mode: .readOnly, logger: quietLogger)
-            Issue.record("sslmode=require connected without TLS")
-        } catch {
-            #expect(
-                error
-                    == .config(
-                        "connecting: \(tls.display) does not offer TLS, and sslmode=require requires it"))
         }
         try await plain.close()
         // A database nobody migrated: read-only use is refused with the fix, not an SQL error.
