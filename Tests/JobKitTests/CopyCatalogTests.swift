@@ -29,6 +29,79 @@ import Testing
         #expect(catalog.resolveLocale(requested, for: .diaryReminder) == resolved)
     }
 
+    /// A catalog with the given locales, two reminder messages each, and `en` for every type.
+    static func catalog(locales: [String]) throws -> CopyCatalog {
+        func list(_ tag: String) -> String {
+            "[{\"title\": \"\(tag) 1\", \"body\": \"b\"}, {\"title\": \"\(tag) 2\", \"body\": \"b\"}]"
+        }
+        let reminder = (["en"] + locales).map { "\"\($0)\": \(list($0))" }.joined(separator: ", ")
+        let warning = "{\"en\": [{\"title\": \"t\", \"body\": \"{used} of {limit}\"}]}"
+        let json = """
+            {"diary_reminder": {\(reminder)}, "content_limit_90": \(warning), "content_limit_100": \(warning)}
+            """
+        return try CopyCatalog(json: Data(json.utf8), source: "test catalog")
+    }
+
+    /// What the app sends is what the phone calls its locale: Android's `Locale.toString()` (`iw_IL`, `in_ID`,
+    /// `zh_TW`), iOS's identifiers (`zh-Hant-TW`, `es-419`), a server's POSIX locale (`de_DE.UTF-8`). Each finds
+    /// the catalog's words in its language and script, as CLDR's matching would: legacy codes are the same
+    /// language, Taiwan and Hong Kong write Traditional Chinese, Mexico reads Latin American Spanish.
+    @Test(arguments: [
+        ("iw", "he"), ("iw_IL", "he"), ("he-IL", "he"), ("in-ID", "id"), ("no-NO", "nb"), ("tl-PH", "fil"),
+        ("zh-TW", "zh-Hant"), ("zh_HK", "zh-Hant"), ("zh-MO", "zh-Hant"), ("zh-Hant-TW", "zh-Hant"),
+        ("zh-CN", "zh-Hans"), ("zh", "zh-Hans"), ("zh-SG", "zh-Hans"), ("zh-Hans-CN", "zh-Hans"),
+        ("sr-RS", "sr"), ("sr-ME", "sr-Latn"), ("sh", "sr-Latn"), ("sr-Latn-RS", "sr-Latn"),
+        ("es-MX", "es-419"), ("es_AR", "es-419"), ("es-419", "es-419"), ("es-ES", "es"), ("es", "es"),
+        ("de_DE.UTF-8", "de"), ("de_AT@euro", "de"), ("de-CH-1996", "de"),
+        ("sw", "en"), ("", "en"), ("en-US", "en"), ("C", "en"), ("zh-", "zh-Hans"),
+    ])
+    func aPhonesLocaleFindsItsLanguageAndScript(requested: String, resolved: String) throws {
+        let catalog = try Self.catalog(locales: [
+            "de", "he", "id", "nb", "fil", "sr", "sr-Latn", "zh-Hans", "zh-Hant", "es", "es-419",
+        ])
+        #expect(catalog.resolveLocale(requested, for: .diaryReminder) == resolved)
+        // The choice uses it, and says so.
+        let choice = catalog.choose(.diaryReminder, locale: requested, userID: "u", period: "p", previousIndex: nil)
+        #expect(choice.locale == resolved)
+        #expect(choice.message.title.hasPrefix("\(resolved) "))
+    }
+
+    /// The same, the other way round: the catalog names the legacy code or a region, the phone the modern code
+    /// or a script.
+    @Test(arguments: [
+        ("he", "iw"), ("nb-NO", "no"), ("zh-Hant-TW", "zh-TW"), ("zh-Hant", "zh-TW"), ("zh-Hant-MO", "zh-HK"),
+        ("zh-MO", "zh-HK"), ("zh-HK", "zh-HK"), ("zh-Hans", "zh-CN"), ("zh", "zh-CN"), ("zh-SG", "zh-CN"),
+        ("pt-AO", "pt-PT"), ("pt-MZ", "pt-PT"), ("pt-BR", "pt"), ("pt", "pt"), ("de-AT", "de-DE"), ("de", "de-DE"),
+    ])
+    func aCatalogsRegionalLocalesServeTheirLanguage(requested: String, resolved: String) throws {
+        let catalog = try Self.catalog(locales: ["iw", "no", "zh-CN", "zh-TW", "zh-HK", "pt", "pt-PT", "de-DE"])
+        #expect(catalog.resolveLocale(requested, for: .diaryReminder) == resolved)
+    }
+
+    /// A reader of one script gets another's words only where the catalog names the language alone, as before.
+    @Test func aScriptIsCrossedOnlyToTheLanguageAlone() throws {
+        let scripts = try Self.catalog(locales: ["zh-Hans", "sr-Latn"])
+        for locale in ["zh-TW", "zh-Hant", "zh_HK", "sr-RS", "sr-Cyrl"] {
+            #expect(scripts.resolveLocale(locale, for: .diaryReminder) == "en", "\(locale)")
+        }
+        let languages = try Self.catalog(locales: ["zh", "sr"])
+        #expect(languages.resolveLocale("zh-Hant-TW", for: .diaryReminder) == "zh")
+        #expect(languages.resolveLocale("zh_TW", for: .diaryReminder) == "zh")
+        #expect(languages.resolveLocale("sr-Latn", for: .diaryReminder) == "sr")
+    }
+
+    /// Answers are remembered for the locales a run meets, and a column of a million different strings does not
+    /// change them.
+    @Test func manyDifferentLocalesDoNotChangeTheAnswers() throws {
+        let catalog = try Self.catalog(locales: ["zh-Hant", "zh-Hans"])
+        for i in 0..<3_000 {
+            #expect(catalog.resolveLocale("x\(i)-TW", for: .diaryReminder) == "en")
+            #expect(
+                catalog.resolveLocale(i.isMultiple(of: 2) ? "zh_TW" : "zh-CN", for: .diaryReminder)
+                    == (i.isMultiple(of: 2) ? "zh-Hant" : "zh-Hans"))
+        }
+    }
+
     @Test func theChoiceIsStableAndNeverThePreviousOne() {
         for i in 0..<500 {
             let user = "user-\(i)"

@@ -47,6 +47,8 @@ public struct CopyCatalog: Sendable {
 
     /// type → lower-cased locale → messages
     private let messages: [NotificationType: [String: (tag: String, list: [CopyMessage])]]
+    /// type → which of its locales serves a user's locale
+    private let matchers: [NotificationType: LocaleMatcher]
 
     /// The catalog compiled into the binary (`default-copy-catalog.json`, embedded by the package manager).
     public static let builtIn: CopyCatalog = {
@@ -107,21 +109,14 @@ public struct CopyCatalog: Sendable {
                     + problems.map(LineText.escapingControls).joined(separator: "\n  "))
         }
         self.messages = table
+        self.matchers = table.mapValues { LocaleMatcher(tags: $0.values.map(\.tag), fallback: Self.fallbackLocale) }
     }
 
-    /// The catalog locale used for a user's locale: the tag itself, then shorter prefixes
-    /// (`zh-Hant-TW` → `zh-Hant` → `zh`), then `en`. Case and `_`/`-` are ignored.
+    /// The catalog locale used for a user's locale (``LocaleMatcher``): the tag itself and its shorter forms
+    /// (`zh-Hant-TW` → `zh-Hant`), then the same language and script as CLDR names them (`zh_TW` → `zh-Hant`,
+    /// `iw` → `he`, `es-MX` → `es-419`), then the language, then `en`. Case and `_`/`-` are ignored.
     public func resolveLocale(_ locale: String, for type: NotificationType) -> String {
-        let available = messages[type] ?? [:]
-        // Keys are lower-case tags: a tag written that way (`en`, `ja`, `pt-br`) is found as it is.
-        if let entry = available[locale] { return entry.tag }
-        var subtags = locale.replacingOccurrences(of: "_", with: "-").lowercased()
-            .split(separator: "-").map(String.init)
-        while !subtags.isEmpty {
-            if let entry = available[subtags.joined(separator: "-")] { return entry.tag }
-            subtags.removeLast()
-        }
-        return available[Self.fallbackLocale]?.tag ?? Self.fallbackLocale
+        matchers[type]?.resolve(locale) ?? Self.fallbackLocale
     }
 
     /// The messages for a catalog locale (as returned by ``resolveLocale(_:for:)``).
