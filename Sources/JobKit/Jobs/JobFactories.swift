@@ -117,7 +117,8 @@ extension DeliveryConfiguration {
     public func deliverableProviders(outbox: String?, logger: Logger) -> Set<Provider>? {
         if outbox != nil { return nil }
         guard hasProvider else {
-            logger.notice("no provider configured: the dry run assumes APNs and FCM both are (a real run needs one)")
+            logger.notice(
+                "no provider configured: --dry-run and --explain assume APNs and FCM both are (a real run needs one)")
             return nil
         }
         return Set([apns == nil ? nil : Provider.apns, fcm == nil ? nil : Provider.fcm].compactMap { $0 })
