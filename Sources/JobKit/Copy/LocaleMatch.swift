@@ -99,8 +99,9 @@ struct LocaleKey: Hashable {
         }
     }
 
-    /// CLDR's language aliases that phones still send: Java's `iw`, `in`, `ji`; `no` for Bokmål; `tl` for
-    /// Filipino; `sh` for Serbian in Latin script.
+    /// The language aliases phones still send: Java's `iw`, `in`, `ji` (CLDR's aliases, as are `jw`, `mo`, `tl`
+    /// for Filipino and `sh` for Serbian in Latin script); and `no`, which the phones' Norwegian Bokmål (`nb`)
+    /// is also called.
     static let languageAliases: [String: (language: String, script: String?)] = [
         "iw": ("he", nil), "in": ("id", nil), "ji": ("yi", nil), "jw": ("jv", nil), "mo": ("ro", nil),
         "no": ("nb", nil), "tl": ("fil", nil), "sh": ("sr", "Latn"),
