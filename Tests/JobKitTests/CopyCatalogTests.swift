@@ -90,6 +90,36 @@ import Testing
         #expect(languages.resolveLocale("sr-Latn", for: .diaryReminder) == "sr")
     }
 
+    /// Generated locales (subtags, separators, POSIX suffixes, stray bytes; seeded, repeatable): the answer is
+    /// always one of the catalog's locales, the same from a catalog that has answered thousands before as from a
+    /// new one, and, for ASCII text, the same whatever the case and whichever separator.
+    @Test func anyTextGetsOneOfTheCatalogsLocales() throws {
+        let tags = ["de", "he", "nb", "sr", "sr-Latn", "zh-Hans", "zh-Hant", "zh-HK", "es-419", "pt-PT", "de-CH"]
+        let used = try Self.catalog(locales: tags)
+        var random = SplitMix64(seed: 2026_11_26)
+        let pieces = [
+            "zh", "ZH", "Hant", "hans", "TW", "hk", "mo", "sr", "Latn", "ME", "iw", "no", "es", "419", "MX", "pt",
+            "AO", "de", "CH", "1996", "x", "u", "ca", "", "abcd", "12", "e", "é", "中文", ".UTF-8", "@euro", " ",
+        ]
+        for _ in 0..<5_000 {
+            var text = ""
+            for i in 0..<Int.random(in: 1...5, using: &random) {
+                if i > 0 { text += ["-", "_", "-", "--", "."].randomElement(using: &random)! }
+                text += pieces.randomElement(using: &random)!
+            }
+            let answer = used.resolveLocale(text, for: .diaryReminder)
+            #expect((["en"] + tags).contains(answer), "\(text)")
+            #expect(LocaleMatcher(tags: ["en"] + tags, fallback: "en").resolve(text) == answer, "\(text)")
+            if text.allSatisfy(\.isASCII) {
+                let variant = String(
+                    text.enumerated().map { i, c in
+                        c == "-" ? "_" : c == "_" ? "-" : i.isMultiple(of: 2) ? Character(c.uppercased()) : c
+                    })
+                #expect(used.resolveLocale(variant, for: .diaryReminder) == answer, "\(text) / \(variant)")
+            }
+        }
+    }
+
     /// Answers are remembered for the locales a run meets, and a column of a million different strings does not
     /// change them.
     @Test func manyDifferentLocalesDoNotChangeTheAnswers() throws {
