@@ -179,8 +179,16 @@ public struct DeliveryOptions: ParsableArguments {
     @Option(help: ArgumentHelp("FCM service-account JSON (env PUSH_FCM_SERVICE_ACCOUNT_FILE).", valueName: "path"))
     public var fcmServiceAccountFile: String?
     @Option(help: ArgumentHelp("FCM endpoint override.", valueName: "url")) public var fcmEndpoint: String?
-    @Option(help: ArgumentHelp("Android notification channel id (default diary_reminders).", valueName: "id"))
+    @Option(
+        help: ArgumentHelp(
+            "Android notification channel id of the reminders (env PUSH_FCM_ANDROID_CHANNEL_ID; default diary_reminders).",
+            valueName: "id"))
     public var fcmAndroidChannelID: String?
+    @Option(
+        help: ArgumentHelp(
+            "Android notification channel id of the quota warnings (env PUSH_FCM_ANDROID_WARNING_CHANNEL_ID; default: the reminders' channel).",
+            valueName: "id"))
+    public var fcmAndroidWarningChannelID: String?
     @Option(help: ArgumentHelp("Extra trusted CA certificates, PEM (env PUSH_CA_FILE).", valueName: "path")) public
         var caFile: String?
     @Option(parsing: .unconditional, help: "Seconds a run may spend retrying transient provider errors (default 60).")
@@ -211,6 +219,7 @@ public struct DeliveryOptions: ParsableArguments {
         flags.fcmServiceAccountFile = fcmServiceAccountFile
         flags.fcmEndpoint = fcmEndpoint
         flags.fcmAndroidChannelID = fcmAndroidChannelID
+        flags.fcmAndroidWarningChannelID = fcmAndroidWarningChannelID
         flags.caFile = caFile
         flags.retryBudgetSeconds = retryBudgetSeconds
         flags.deepLinkBase = deepLinkBase

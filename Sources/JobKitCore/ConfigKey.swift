@@ -26,6 +26,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case fcmServiceAccountFile = "PUSH_FCM_SERVICE_ACCOUNT_FILE"
     case fcmEndpoint = "PUSH_FCM_ENDPOINT"
     case fcmAndroidChannelID = "PUSH_FCM_ANDROID_CHANNEL_ID"
+    case fcmAndroidWarningChannelID = "PUSH_FCM_ANDROID_WARNING_CHANNEL_ID"
     case caFile = "PUSH_CA_FILE"
     case retryBudgetSeconds = "PUSH_RETRY_BUDGET_SECONDS"
     case apnsRate = "PUSH_APNS_RATE"
@@ -56,6 +57,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .fcmServiceAccountFile: "--fcm-service-account-file"
         case .fcmEndpoint: "--fcm-endpoint"
         case .fcmAndroidChannelID: "--fcm-android-channel-id"
+        case .fcmAndroidWarningChannelID: "--fcm-android-warning-channel-id"
         case .caFile: "--ca-file"
         case .retryBudgetSeconds: "--retry-budget-seconds"
         case .apnsRate: "--apns-rate"
@@ -92,7 +94,9 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .apnsSandboxEndpoint: "APNs sandbox endpoint (default https://api.sandbox.push.apple.com)."
         case .fcmServiceAccountFile: "Firebase service-account JSON (its token_uri is used for OAuth)."
         case .fcmEndpoint: "FCM endpoint (default https://fcm.googleapis.com)."
-        case .fcmAndroidChannelID: "Android notification channel id (default diary_reminders)."
+        case .fcmAndroidChannelID: "Android notification channel id of the reminders (default diary_reminders)."
+        case .fcmAndroidWarningChannelID:
+            "Android notification channel id of the quota warnings (default: the reminders' channel)."
         case .caFile: "PEM CA certificates trusted in addition to the system roots (simulator, proxies)."
         case .retryBudgetSeconds: "Seconds a run may spend retrying transient provider errors (default 60)."
         case .apnsRate:
@@ -125,7 +129,8 @@ extension ConfigKey {
         case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes, .shard, .copyCatalog, .outbox, .apnsKeyFile,
             .apnsKeyID,
             .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
-            .fcmAndroidChannelID, .caFile, .retryBudgetSeconds, .apnsRate, .fcmRate, .deepLinkBase, .metricsFile,
+            .fcmAndroidChannelID, .fcmAndroidWarningChannelID, .caFile, .retryBudgetSeconds, .apnsRate, .fcmRate,
+            .deepLinkBase, .metricsFile,
             .pingURL:
             .unread
         }

@@ -628,6 +628,33 @@ final class ManualClock: @unchecked Sendable {
         #expect(String(decoding: small, as: UTF8.self).contains(#""body":"short""#))
     }
 
+    /// Android silences a notification channel as a whole: quota warnings go to a channel of their own when one
+    /// is set, so that a person who silences the reminders still hears that their diary is full.
+    @Test func quotaWarningsGoToTheirOwnAndroidChannelWhenOneIsSet() throws {
+        func channel(_ type: NotificationType, _ configuration: FCMConfiguration) throws -> String? {
+            let notification = OutgoingNotification(
+                logID: nil,
+                device: Device(
+                    id: 1, userID: "u", token: "droid", provider: .fcm, platform: .android, apnsEnvironment: nil),
+                type: type, period: type == .diaryReminder ? "2026-11-21" : "2026-11", locale: "en",
+                messageIndex: 0, title: "t", body: "b", expiresAt: 100)
+            let data = FCM.message(for: notification, configuration: configuration, links: DeepLinks(), now: 0)
+            let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let message = try #require(object["message"] as? [String: Any])
+            let android = try #require(message["android"] as? [String: Any])
+            return (android["notification"] as? [String: Any])?["channel_id"] as? String
+        }
+        var configuration = FCMConfiguration(serviceAccountFile: "")
+        for type in NotificationType.allCases { #expect(try channel(type, configuration) == "diary_reminders") }
+        configuration.androidChannelID = "reminders"
+        configuration.androidWarningChannelID = "quota"
+        #expect(try channel(.diaryReminder, configuration) == "reminders")
+        #expect(try channel(.contentLimit90, configuration) == "quota")
+        #expect(try channel(.contentLimit100, configuration) == "quota")
+        configuration.androidWarningChannelID = nil
+        #expect(try channel(.contentLimit100, configuration) == "reminders")
+    }
+
     /// Only what repeats goes into HPACK's dynamic table: the path (the device token) and the length are sent literally, so the
     /// provider token and the other repeating headers stay indexed however many devices a run reaches.
     @Test func theAPNsPathStaysOutOfTheHPACKTable() {

@@ -172,6 +172,24 @@ import Testing
         #expect(try resolve(["PUSH_FCM_RATE": "0"], flags).fcm?.rate == ProviderRate(perSecond: 1_200))
     }
 
+    @Test func theWarningChannelIsReadFromItsFlagOrTheEnvironment() throws {
+        #expect(try resolve([:]).fcm?.androidWarningChannelID == nil)
+        let fromEnvironment = try resolve([
+            "PUSH_FCM_ANDROID_CHANNEL_ID": "reminders", "PUSH_FCM_ANDROID_WARNING_CHANNEL_ID": "quota",
+        ])
+        #expect(fromEnvironment.fcm?.androidChannelID(for: .diaryReminder) == "reminders")
+        #expect(fromEnvironment.fcm?.androidChannelID(for: .contentLimit90) == "quota")
+        var flags = DeliveryFlags()
+        flags.fcmAndroidWarningChannelID = "from-flag"
+        #expect(
+            try resolve(["PUSH_FCM_ANDROID_WARNING_CHANNEL_ID": "quota"], flags).fcm?.androidWarningChannelID
+                == "from-flag")
+        // An empty variable is unset, as for every setting; an empty flag is a usage error.
+        #expect(try resolve(["PUSH_FCM_ANDROID_WARNING_CHANNEL_ID": ""]).fcm?.androidWarningChannelID == nil)
+        flags.fcmAndroidWarningChannelID = ""
+        #expect(throws: JobError.usage("--fcm-android-warning-channel-id: empty")) { try resolve([:], flags) }
+    }
+
     @Test func aBadRateIsAConfigurationOrUsageError() {
         #expect(throws: JobError.self) { try resolve(["PUSH_FCM_RATE": "fast"]) }
         #expect(throws: JobError.self) { try resolve(["PUSH_FCM_RATE": "-1"]) }

@@ -76,7 +76,8 @@ public struct DatabaseLocation: Sendable, Hashable {
 /// Flag values for delivery; `nil` means "not given on the command line".
 public struct DeliveryFlags: Sendable {
     public var apnsKeyFile, apnsKeyID, apnsTeamID, apnsTopic, apnsEndpoint, apnsSandboxEndpoint: String?
-    public var fcmServiceAccountFile, fcmEndpoint, fcmAndroidChannelID, caFile, deepLinkBase: String?
+    public var fcmServiceAccountFile, fcmEndpoint, fcmAndroidChannelID, fcmAndroidWarningChannelID: String?
+    public var caFile, deepLinkBase: String?
     public var retryBudgetSeconds: Int?
     /// Requests per second (0: unpaced).
     public var apnsRate, fcmRate: Int?
@@ -111,6 +112,8 @@ extension DeliveryConfiguration {
         let fcmEndpoint = try endpoint(.fcmEndpoint, flags.fcmEndpoint)
         let fcmRate = try rate(.fcmRate, flags.fcmRate, default: .fcmDefault)
         let fcmChannel = try config.string(.fcmAndroidChannelID, flag: flags.fcmAndroidChannelID)
+        let fcmWarningChannel = try config.string(
+            .fcmAndroidWarningChannelID, flag: flags.fcmAndroidWarningChannelID)
         let apnsKeys: [(ConfigKey, String?)] = [
             (.apnsKeyFile, flags.apnsKeyFile), (.apnsKeyID, flags.apnsKeyID),
             (.apnsTeamID, flags.apnsTeamID), (.apnsTopic, flags.apnsTopic),
@@ -134,6 +137,7 @@ extension DeliveryConfiguration {
             var fcm = FCMConfiguration(serviceAccountFile: file)
             if let fcmEndpoint { fcm.endpoint = fcmEndpoint }
             if let fcmChannel { fcm.androidChannelID = fcmChannel }
+            fcm.androidWarningChannelID = fcmWarningChannel
             fcm.validateOnly = flags.validateOnly
             fcm.rate = fcmRate
             delivery.fcm = fcm

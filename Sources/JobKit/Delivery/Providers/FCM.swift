@@ -6,8 +6,12 @@ import NIOHPACK
 public struct FCMConfiguration: Sendable, Hashable {
     /// The service-account JSON file (its `token_uri` is where access tokens come from).
     public var serviceAccountFile: String
-    /// The Android notification channel (required on Android 8+).
+    /// The Android notification channel of the reminders (required on Android 8+).
     public var androidChannelID = "diary_reminders"
+    /// The Android notification channel of the quota warnings; nil: the reminders' channel. Android lets a
+    /// person silence a channel only as a whole, so an app that declares a channel of each kind lets them keep
+    /// the warnings and silence the reminders, or the other way round.
+    public var androidWarningChannelID: String?
     public var endpoint = Endpoint(host: "fcm.googleapis.com", port: 443)
     /// Send with `validate_only: true`: FCM checks every token and payload and delivers nothing.
     public var validateOnly = false
@@ -16,6 +20,14 @@ public struct FCMConfiguration: Sendable, Hashable {
 
     public init(serviceAccountFile: String) {
         self.serviceAccountFile = serviceAccountFile
+    }
+
+    /// The Android notification channel a notification of this type goes to.
+    public func androidChannelID(for type: NotificationType) -> String {
+        switch type {
+        case .diaryReminder: androidChannelID
+        case .contentLimit90, .contentLimit100: androidWarningChannelID ?? androidChannelID
+        }
     }
 }
 
@@ -79,7 +91,8 @@ enum FCM {
                     "android",
                     [
                         "notification": [
-                            "channel_id": .string(configuration.androidChannelID), "sound": "default",
+                            "channel_id": .string(configuration.androidChannelID(for: notification.type)),
+                            "sound": "default",
                             "tag": .string(notification.collapseID),
                         ],
                         "priority": "high",
