@@ -90,13 +90,16 @@ import Testing
             ), "\(report.stdout)")
     }
 
-    /// `content-limit-hook` sent SIGTERM while its warning is on its way (the provider answers after 3 s)
+    /// `content-limit-hook` sent SIGTERM while its warning is on its way (the provider answers after 8 s)
     /// finishes it: sent, answered, recorded, and the usual summary and exit. The signal ended it mid-send with
     /// the claim open and nothing recorded, and the reminder run that took the claim over after the lease would
     /// have sent the warning again.
+    ///
+    /// 8 s, under the 10 s request timeout: with 3 s, a CI run whose test task was starved that long signalled a
+    /// hook that had already finished (no SIGTERM line; everything else held).
     @Test func theHookFinishesAWarningOnItsWayWhenStopped() async throws {
         let harness = try await DeliveryHarness.start(.sqlite) { configuration in
-            configuration.rules = [SimulatorRule(prefix: "slow-", kind: .slow, delayMs: 3_000)]
+            configuration.rules = [SimulatorRule(prefix: "slow-", kind: .slow, delayMs: 8_000)]
         }
         defer { Task { await harness.stop() } }
         try await harness.addUser("w", devices: [("slow-phone-w", .fcm, .android)])
