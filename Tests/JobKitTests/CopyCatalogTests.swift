@@ -120,6 +120,33 @@ import Testing
         }
     }
 
+    /// A server's POSIX locale: the charset is left out, and glibc's script modifiers name the script
+    /// (`sr_RS@latin` got the Cyrillic `sr-Cyrl`, as `sr-RS` does).
+    @Test(arguments: [
+        ("de_DE.UTF-8", "de"), ("ca_ES.UTF-8@valencia", "ca"), ("sr_RS@latin", "sr-Latn"), ("sr_RS", "sr-Cyrl"),
+        ("sr_RS.UTF-8@latin", "sr-Latn"), ("sr_ME@cyrillic", "sr-Cyrl"), ("sr_ME", "sr-Latn"),
+        ("uz_UZ@cyrillic", "uz-Cyrl"), ("sd_IN@devanagari", "sd-Deva"), ("sd_IN@euro", "sd"),
+    ])
+    func aPOSIXLocaleIsReadAsGlibcWritesIt(requested: String, resolved: String) throws {
+        let catalog = try Self.catalog(locales: ["de", "ca", "sr-Cyrl", "sr-Latn", "uz-Cyrl", "sd", "sd-Deva"])
+        #expect(catalog.resolveLocale(requested, for: .diaryReminder) == resolved)
+    }
+
+    /// `pushctl user set --locale` takes a locale as a phone or a server writes it: `de_DE.UTF-8` and
+    /// `sr_RS@latin` were refused as "not a BCP 47 locale", though the job reads them.
+    @Test func aUsersLocaleMayBeWrittenAsAPhoneOrAServerWritesIt() {
+        for locale in [
+            "ja", "pt-BR", "pt_BR", "zh-Hant-TW", "zh_TW", "es-419", "iw_IL", "de_DE.UTF-8", "sr_RS@latin",
+            "ca_ES.UTF-8@valencia", "de_DE@euro",
+        ] {
+            #expect(UserProfile.isLocale(locale), "\(locale)")
+            #expect(LocaleKey(locale) != nil, "\(locale)")
+        }
+        for locale in ["", "en US", "english!", "e", ".UTF-8", "@latin", "de__DE", "de-DE-", "中文", "de_DE UTF-8"] {
+            #expect(!UserProfile.isLocale(locale), "\(locale)")
+        }
+    }
+
     /// Answers are remembered for the locales a run meets, up to a cap; thousands of different strings, past
     /// the cap, change no answer.
     @Test func manyDifferentLocalesDoNotChangeTheAnswers() throws {

@@ -213,10 +213,7 @@ public struct CopyCatalog: Sendable {
 
     static func isLocaleTag(_ tag: String) -> Bool {
         let parts = tag.split(separator: "-", omittingEmptySubsequences: false)
-        guard let first = parts.first, (2...3).contains(first.count), first.allSatisfy({ $0.isASCII && $0.isLetter })
-        else {
-            return false
-        }
+        guard let first = parts.first, LocaleKey.isLanguage(first) else { return false }
         return parts.dropFirst().allSatisfy {
             (1...8).contains($0.count) && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
         }

@@ -13,15 +13,13 @@ struct LocaleKey: Hashable {
     let script: String?
     let region: String?
 
-    /// Parses a tag: `_` or `-` between subtags, any case, a POSIX `.charset` or `@modifier` ignored, variants
-    /// and extensions after the region ignored. Nil when it does not start with a 2–3 letter language.
+    /// Parses a tag: `_` or `-` between subtags, any case, a POSIX `.charset` ignored, variants and extensions
+    /// after the region ignored. A POSIX `@modifier` names the script where glibc's locales use it so (`@latin`,
+    /// `@cyrillic`, `@devanagari`: `sr_RS@latin` is Serbian in Latin script); any other (`@euro`, `@valencia`) is
+    /// ignored. Nil when it does not start with a 2–3 letter language.
     init?(_ tag: String) {
-        var text = Substring(tag)
-        if let cut = text.firstIndex(where: { $0 == "." || $0 == "@" }) { text = text[..<cut] }
-        let subtags = text.split(omittingEmptySubsequences: false) { $0 == "-" || $0 == "_" }
-        guard let first = subtags.first, (2...3).contains(first.count), first.allSatisfy(\.isASCIILetter) else {
-            return nil
-        }
+        let subtags = Self.tagPart(tag).split(omittingEmptySubsequences: false) { $0 == "-" || $0 == "_" }
+        guard let first = subtags.first, Self.isLanguage(first) else { return nil }
         var language = first.lowercased()
         var script: String?
         var region: String?
@@ -36,6 +34,9 @@ struct LocaleKey: Hashable {
         {
             region = next.uppercased()
         }
+        if script == nil, let at = tag.lastIndex(of: "@") {
+            script = Self.modifierScripts[tag[tag.index(after: at)...].lowercased()]
+        }
         if let alias = Self.languageAliases[language] {
             language = alias.language
             script = script ?? alias.script
@@ -43,6 +44,17 @@ struct LocaleKey: Hashable {
         self.language = language
         self.region = region
         self.script = script ?? Self.likelyScript(language: language, region: region)
+    }
+
+    /// The part of a locale string that names the locale: what comes before a POSIX `.charset` or `@modifier`
+    /// (`de_DE` of `de_DE.UTF-8`, `sr_RS` of `sr_RS@latin`).
+    static func tagPart(_ tag: String) -> Substring {
+        tag.prefix { $0 != "." && $0 != "@" }
+    }
+
+    /// Whether a subtag is a language: 2–3 ASCII letters (ISO 639-1, or 639-2/3 where there is no 639-1 code).
+    static func isLanguage(_ subtag: Substring) -> Bool {
+        (2...3).contains(subtag.count) && subtag.allSatisfy(\.isASCIILetter)
     }
 
     init(language: String, script: String?, region: String?) {
@@ -106,6 +118,10 @@ struct LocaleKey: Hashable {
         "iw": ("he", nil), "in": ("id", nil), "ji": ("yi", nil), "jw": ("jv", nil), "mo": ("ro", nil),
         "no": ("nb", nil), "tl": ("fil", nil), "sh": ("sr", "Latn"),
     ]
+
+    /// The POSIX modifiers that name a script in glibc's locales (`sr_RS@latin`, `uz_UZ@cyrillic`,
+    /// `sd_IN@devanagari`).
+    static let modifierScripts: [String: String] = ["latin": "Latn", "cyrillic": "Cyrl", "devanagari": "Deva"]
 
     /// The regions whose Spanish is `es-419` in CLDR's parent locales.
     static let latinAmericanSpanish: Set<String> = [

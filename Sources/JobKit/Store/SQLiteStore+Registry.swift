@@ -64,10 +64,11 @@ public struct UserProfile: Sendable, Hashable, Codable {
         return "a user id is \(idLength.lowerBound) to \(idLength.upperBound) characters, got \(count)"
     }
 
-    /// Whether `locale` is a BCP 47 tag such as `ja` or `pt-BR` (`pt_BR` too: the catalog's fallback reads `_`
-    /// as `-`).
+    /// Whether `locale` is a BCP 47 tag such as `ja` or `pt-BR`, or a locale as Android or a server writes it:
+    /// `pt_BR`, `de_DE.UTF-8`, `sr_RS@latin` (choosing copy reads `_` as `-` and leaves out the charset and the
+    /// modifier).
     public static func isLocale(_ locale: String) -> Bool {
-        CopyCatalog.isLocaleTag(locale.replacingOccurrences(of: "_", with: "-"))
+        CopyCatalog.isLocaleTag(LocaleKey.tagPart(locale).replacingOccurrences(of: "_", with: "-"))
     }
 
     /// The schema's default `reminder_time`.
