@@ -196,6 +196,11 @@ public struct DeliveryOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Base of deep links (default diary://).", valueName: "url")) public var deepLinkBase:
         String?
     @Option(
+        help: ArgumentHelp(
+            "The app icon's badge an iOS notification sets: a number (0 clears it) or none to leave it (env PUSH_IOS_BADGE; default 1).",
+            valueName: "n|none"))
+    public var iosBadge: String?
+    @Option(
         parsing: .unconditional,
         help: ArgumentHelp("APNs requests per second at most (env PUSH_APNS_RATE; default 0: unpaced).", valueName: "n")
     )
@@ -223,6 +228,7 @@ public struct DeliveryOptions: ParsableArguments {
         flags.caFile = caFile
         flags.retryBudgetSeconds = retryBudgetSeconds
         flags.deepLinkBase = deepLinkBase
+        flags.iosBadge = iosBadge
         flags.apnsRate = apnsRate
         flags.fcmRate = fcmRate
         flags.validateOnly = validateOnly

@@ -32,6 +32,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case apnsRate = "PUSH_APNS_RATE"
     case fcmRate = "PUSH_FCM_RATE"
     case deepLinkBase = "PUSH_DEEP_LINK_BASE"
+    case iosBadge = "PUSH_IOS_BADGE"
 
     /// The flag that overrides this key.
     public var flag: String {
@@ -63,6 +64,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .apnsRate: "--apns-rate"
         case .fcmRate: "--fcm-rate"
         case .deepLinkBase: "--deep-link-base"
+        case .iosBadge: "--ios-badge"
         }
     }
 
@@ -104,6 +106,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .fcmRate:
             "FCM requests per second at most, reached over the first 60 s of a run (default 9000, 90 % of FCM's 600,000 a minute; 0: unpaced). Divided by N under --shard K/N."
         case .deepLinkBase: "Base of the deep links in notifications (default diary://)."
+        case .iosBadge:
+            "The app icon's badge an iOS notification sets, through APNs or FCM: a number (0 clears it), or none to leave it as it is (default 1)."
         }
     }
 }
@@ -130,7 +134,7 @@ extension ConfigKey {
             .apnsKeyID,
             .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
             .fcmAndroidChannelID, .fcmAndroidWarningChannelID, .caFile, .retryBudgetSeconds, .apnsRate, .fcmRate,
-            .deepLinkBase, .metricsFile,
+            .deepLinkBase, .iosBadge, .metricsFile,
             .pingURL:
             .unread
         }

@@ -613,7 +613,7 @@ final class ManualClock: @unchecked Sendable {
                 id: 1, userID: "u", token: "ab", provider: .apns, platform: .ios, apnsEnvironment: .production),
             type: .diaryReminder, period: "2026-11-21", locale: "en", messageIndex: 0, title: "Title", body: body,
             expiresAt: 0)
-        let data = APNs.payload(for: notification, links: DeepLinks())
+        let data = APNs.payload(for: notification, links: DeepLinks(), badge: .number(1))
         #expect(data.count <= 4096)
         #expect(data.count > 3800)
         let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
@@ -623,18 +623,58 @@ final class ManualClock: @unchecked Sendable {
         #expect(body.hasPrefix(String(shortened.dropLast()).trimmingCharacters(in: .whitespaces)))
         #expect(shortened.unicodeScalars.last != "\u{200D}")
         let fcmData = FCM.message(
-            for: notification, configuration: FCMConfiguration(serviceAccountFile: ""), links: DeepLinks(), now: 0)
+            for: notification, configuration: FCMConfiguration(serviceAccountFile: ""), links: DeepLinks(),
+            badge: .number(1), now: 0)
         #expect(fcmData.count <= 4096 + 200)
         let small = APNs.payload(
             for: OutgoingNotification(
                 logID: nil, device: notification.device, type: .diaryReminder,
                 period: "p", locale: "en", messageIndex: 0, title: "t", body: "short",
-                expiresAt: 0), links: DeepLinks())
+                expiresAt: 0), links: DeepLinks(), badge: .number(1))
         #expect(String(decoding: small, as: UTF8.self).contains(#""body":"short""#))
     }
 
     /// Android silences a notification channel as a whole: quota warnings go to a channel of their own when one
     /// is set, so that a person who silences the reminders still hears that their diary is full.
+    /// An app that shows no badge, or sets it itself, leaves it alone (`--ios-badge none`); another clears it
+    /// (`0`). Every iOS notification carried `badge: 1`, through APNs and through FCM alike, and the icon kept a
+    /// "1" until the app reset it.
+    @Test func theIOSBadgeIsWhatTheSettingSays() async throws {
+        let harness = try await DeliveryHarness.start(.sqlite)
+        let apnsToken = hexToken("ba", 1)
+        try await harness.addUser(
+            "u", devices: [(apnsToken, .apns, .ios), ("fire-ios-1", .fcm, .ios), ("droid-1", .fcm, .android)],
+            zone: "Asia/Tokyo", time: "21:00")
+        for (day, badge, expected) in [
+            ("2026-11-21", AppBadge.unchanged, nil as Int?), ("2026-11-22", .number(0), 0),
+            ("2026-11-23", .number(7), 7),
+        ] {
+            var delivery = harness.delivery()
+            delivery.badge = badge
+            let summary = try await harness.run(at: "\(day)T12:00:00Z", sender: try await harness.sender(delivery))
+            #expect(summary.outcomes == [.delivered: 3], "\(day)")
+            let sent = Dictionary(
+                uniqueKeysWithValues: harness.simulator.accepted().filter { $0.payload.contains(day) }.map {
+                    ($0.token, $0)
+                })
+            func object(_ token: String) throws -> [String: Any] {
+                let payload = try #require(sent[token]?.payload, "\(day) \(token)")
+                return try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+            }
+            let apns = try #require(try object(apnsToken)["aps"] as? [String: Any])
+            let message = try #require(try object("fire-ios-1")["message"] as? [String: Any])
+            let fcm = try #require(
+                ((message["apns"] as? [String: Any])?["payload"] as? [String: Any])?["aps"] as? [String: Any])
+            for aps in [apns, fcm] {
+                #expect(aps["badge"] as? Int == expected, "\(day)")
+                #expect(aps.keys.contains("badge") == (expected != nil), "\(day)")
+                #expect(aps["sound"] as? String == "default", "\(day)")
+            }
+            #expect(try object("droid-1")["message"].map { !"\($0)".contains("badge") } == true)
+        }
+        await harness.stop()
+    }
+
     @Test func quotaWarningsGoToTheirOwnAndroidChannelWhenOneIsSet() throws {
         func channel(_ type: NotificationType, _ configuration: FCMConfiguration) throws -> String? {
             let notification = OutgoingNotification(
@@ -643,7 +683,8 @@ final class ManualClock: @unchecked Sendable {
                     id: 1, userID: "u", token: "droid", provider: .fcm, platform: .android, apnsEnvironment: nil),
                 type: type, period: type == .diaryReminder ? "2026-11-21" : "2026-11", locale: "en",
                 messageIndex: 0, title: "t", body: "b", expiresAt: 100)
-            let data = FCM.message(for: notification, configuration: configuration, links: DeepLinks(), now: 0)
+            let data = FCM.message(
+                for: notification, configuration: configuration, links: DeepLinks(), badge: .number(1), now: 0)
             let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
             let message = try #require(object["message"] as? [String: Any])
             let android = try #require(message["android"] as? [String: Any])
@@ -671,7 +712,7 @@ final class ManualClock: @unchecked Sendable {
             expiresAt: 7)
         let request = APNs.request(
             for: notification, topic: "app.example", authority: "api.push.apple.com",
-            authorization: APNs.authorization(jwt: "j.w.t"), links: DeepLinks())
+            authorization: APNs.authorization(jwt: "j.w.t"), links: DeepLinks(), badge: .number(1))
         let indexing = Dictionary(uniqueKeysWithValues: request.headers.map { ($0.name, $0.indexable) })
         #expect(indexing[":path"] == .nonIndexable)
         #expect(indexing["content-length"] == .nonIndexable)

@@ -24,9 +24,10 @@ import Testing
             logID: 1, device: device, type: .diaryReminder, period: "2026-11-21", locale: "en",
             messageIndex: 0, title: "Ti\"tle", body: "Body\nline", expiresAt: 100)
         for data in [
-            APNs.payload(for: notification, links: DeepLinks()),
+            APNs.payload(for: notification, links: DeepLinks(), badge: .number(1)),
             FCM.message(
-                for: notification, configuration: FCMConfiguration(serviceAccountFile: "x"), links: DeepLinks(), now: 40
+                for: notification, configuration: FCMConfiguration(serviceAccountFile: "x"), links: DeepLinks(),
+                badge: .number(1), now: 40
             ),
         ] {
             let object = try JSONSerialization.jsonObject(with: data)
@@ -53,12 +54,12 @@ import Testing
                 logID: 1, device: device, type: .contentLimit90, period: "2026-11",
                 locale: "en", messageIndex: 0, title: title, body: body, expiresAt: 100)
             let payloads = [
-                ("APNs", APNs.payload(for: notification, links: DeepLinks()), APNs.maxPayloadBytes),
+                ("APNs", APNs.payload(for: notification, links: DeepLinks(), badge: .number(1)), APNs.maxPayloadBytes),
                 (
                     "FCM",
                     FCM.message(
                         for: notification, configuration: FCMConfiguration(serviceAccountFile: "x"),
-                        links: DeepLinks(), now: 40), FCM.maxPayloadBytes
+                        links: DeepLinks(), badge: .number(1), now: 40), FCM.maxPayloadBytes
                 ),
             ]
             for (provider, data, limit) in payloads {

@@ -307,6 +307,14 @@ enum Executables {
                 "PUSH_DEEP_LINK_BASE: not a URL base"
             ),
             (
+                ["--database", db.path, "--dry-run", "--ios-badge", "many"] + now, [:], 64,
+                "--ios-badge: not a badge number from 0 to 99999 or none: many"
+            ),
+            (
+                ["--database", db.path, "--dry-run"] + now, ["PUSH_IOS_BADGE": "-1"], 78,
+                "PUSH_IOS_BADGE: not a badge number"
+            ),
+            (
                 ["--database", db.path, "--copy-catalog", "/nonexistent.json", "--dry-run"] + now, [:], 66,
                 "cannot read the copy catalog at /nonexistent.json: No such file or directory"
             ),

@@ -190,6 +190,25 @@ import Testing
         #expect(throws: JobError.usage("--fcm-android-warning-channel-id: empty")) { try resolve([:], flags) }
     }
 
+    @Test func theIOSBadgeIsReadFromItsFlagOrTheEnvironment() throws {
+        #expect(try resolve([:]).badge == .number(1))
+        #expect(try resolve(["PUSH_IOS_BADGE": "none"]).badge == .unchanged)
+        #expect(try resolve(["PUSH_IOS_BADGE": "0"]).badge == .number(0))
+        #expect(try resolve(["PUSH_IOS_BADGE": "99999"]).badge == .number(99_999))
+        var flags = DeliveryFlags()
+        flags.iosBadge = "3"
+        #expect(try resolve(["PUSH_IOS_BADGE": "none"], flags).badge == .number(3))
+        for bad in ["-1", "+1", "1.5", "100000", "None", " 1", "one", "٣"] {
+            #expect(throws: JobError.config("PUSH_IOS_BADGE: not a badge number from 0 to 99999 or none: \(bad)")) {
+                try resolve(["PUSH_IOS_BADGE": bad])
+            }
+        }
+        flags.iosBadge = "many"
+        #expect(throws: JobError.usage("--ios-badge: not a badge number from 0 to 99999 or none: many")) {
+            try resolve([:], flags)
+        }
+    }
+
     @Test func aBadRateIsAConfigurationOrUsageError() {
         #expect(throws: JobError.self) { try resolve(["PUSH_FCM_RATE": "fast"]) }
         #expect(throws: JobError.self) { try resolve(["PUSH_FCM_RATE": "-1"]) }

@@ -77,7 +77,7 @@ public struct DatabaseLocation: Sendable, Hashable {
 public struct DeliveryFlags: Sendable {
     public var apnsKeyFile, apnsKeyID, apnsTeamID, apnsTopic, apnsEndpoint, apnsSandboxEndpoint: String?
     public var fcmServiceAccountFile, fcmEndpoint, fcmAndroidChannelID, fcmAndroidWarningChannelID: String?
-    public var caFile, deepLinkBase: String?
+    public var caFile, deepLinkBase, iosBadge: String?
     public var retryBudgetSeconds: Int?
     /// Requests per second (0: unpaced).
     public var apnsRate, fcmRate: Int?
@@ -154,6 +154,14 @@ extension DeliveryConfiguration {
                 throw raw.source.hasPrefix("--") ? .usage(message) : .config(message)
             }
             delivery.links = links
+        }
+        if let raw = try config.raw(.iosBadge, flag: flags.iosBadge) {
+            guard let badge = AppBadge(raw.value) else {
+                let message =
+                    "\(raw.source): not a badge number from 0 to \(AppBadge.numbers.upperBound) or none: \(raw.value)"
+                throw raw.source.hasPrefix("--") ? .usage(message) : .config(message)
+            }
+            delivery.badge = badge
         }
         return delivery
     }

@@ -9,6 +9,8 @@ public struct DeliveryConfiguration: Sendable {
     public var tls = TLSSettings()
     public var retry = RetryPolicy()
     public var links = DeepLinks()
+    /// What an iOS notification does to the app icon's badge, through APNs or FCM.
+    public var badge = AppBadge.number(1)
     /// The clock of credentials (JWT `iat`, token expiry): the real clock, which the providers share.
     /// Scheduling uses the run's `now` instead.
     public var credentialClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
@@ -45,6 +47,7 @@ public final class PushSender: Sender {
         let tls = try configuration.tls.makeContext()
         let clock = configuration.credentialClock
         let links = configuration.links
+        let badge = configuration.badge
         if let apnsConfiguration = configuration.apns {
             let keys = try await ProviderTokens.apnsKey(apnsConfiguration)
             let credential = SharedCredential(
@@ -69,7 +72,7 @@ public final class PushSender: Sender {
                     request: { notification, authorization, authority in
                         APNs.request(
                             for: notification, topic: topic, authority: authority, authorization: authorization,
-                            links: links)
+                            links: links, badge: badge)
                     },
                     classify: { APNs.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, rate: apnsConfiguration.rate,
@@ -96,7 +99,8 @@ public final class PushSender: Sender {
                     request: { [path = FCM.path(projectID: account.projectID)] notification, authorization, _ in
                         FCM.request(
                             for: notification, configuration: fcmConfiguration, path: path,
-                            authorization: authorization, links: links, now: clock())
+                            authorization: authorization, links: links, badge: badge,
+                            now: clock())
                     },
                     classify: { FCM.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, rate: fcmConfiguration.rate,

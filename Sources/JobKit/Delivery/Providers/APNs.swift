@@ -25,22 +25,50 @@ public struct APNsConfiguration: Sendable, Hashable {
     }
 }
 
+/// What an iOS notification does to the app icon's badge (`aps.badge`), whichever provider carries it.
+public enum AppBadge: Sendable, Hashable {
+    /// Leaves the badge as it is: no `badge` key (for an app that does not show one, or sets it itself).
+    case unchanged
+    /// Shows this number; 0 removes the badge.
+    case number(Int)
+
+    /// The numbers a setting may give.
+    public static let numbers = 0...99_999
+
+    /// Reads a setting: `none`, or a number in ``numbers``.
+    public init?(_ text: String) {
+        if text == "none" {
+            self = .unchanged
+        } else if text.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(text), Self.numbers.contains(number)
+        {
+            self = .number(number)
+        } else {
+            return nil
+        }
+    }
+
+    /// The `badge` member of an `aps` dictionary, if any.
+    var apsMember: (String, PayloadJSON)? {
+        guard case .number(let number) = self else { return nil }
+        return ("badge", .int(Int64(number)))
+    }
+}
+
 /// APNs requests and answers, free of I/O.
 enum APNs {
     static let maxPayloadBytes = 4096
 
     /// The JSON payload: alert, explicit sound (without it iOS delivers silently), badge, thread id, and the
     /// custom keys the app reads.
-    static func payload(for notification: OutgoingNotification, links: DeepLinks) -> Data {
+    static func payload(for notification: OutgoingNotification, links: DeepLinks, badge: AppBadge) -> Data {
         PayloadFitting.fit(title: notification.title, body: notification.body, maxBytes: maxPayloadBytes) {
             title, body in
+            // Sorted: alert, badge, sound, thread-id.
+            let aps: [(String, PayloadJSON)] =
+                [("alert", ["body": .string(body), "title": .string(title)])] + [badge.apsMember].compactMap { $0 }
+                + [("sound", "default"), ("thread-id", .string(notification.type.rawValue))]
             let payload: PayloadJSON = [
-                "aps": [
-                    "alert": ["body": .string(body), "title": .string(title)],
-                    "badge": 1,
-                    "sound": "default",
-                    "thread-id": .string(notification.type.rawValue),
-                ],
+                "aps": .object(aps),
                 "link": .string(links.link(for: notification.type, period: notification.period)),
                 "period": .string(notification.period),
                 "type": .string(notification.type.rawValue),
@@ -54,9 +82,9 @@ enum APNs {
 
     static func request(
         for notification: OutgoingNotification, topic: String, authority: String, authorization: String,
-        links: DeepLinks
+        links: DeepLinks, badge: AppBadge
     ) -> HTTP2Request {
-        let body = payload(for: notification, links: links)
+        let body = payload(for: notification, links: links, badge: badge)
         var headers = HPACKHeaders()
         headers.reserveCapacity(12)
         headers.add(name: ":method", value: "POST")

@@ -76,7 +76,7 @@ enum FCM {
 
     static func message(
         for notification: OutgoingNotification, configuration: FCMConfiguration, links: DeepLinks,
-        now: Int64
+        badge: AppBadge, now: Int64
     ) -> Data {
         let ttl = max(0, notification.expiresAt - now)
         let data: PayloadJSON = [
@@ -108,7 +108,7 @@ enum FCM {
                             "apns-expiration": .string(String(notification.expiresAt)),
                             "apns-priority": "10", "apns-push-type": "alert",
                         ],
-                        "payload": ["aps": ["badge": 1, "sound": "default"]],
+                        "payload": ["aps": .object([badge.apsMember].compactMap { $0 } + [("sound", "default")])],
                     ]
                 )
             }
@@ -132,9 +132,9 @@ enum FCM {
 
     static func request(
         for notification: OutgoingNotification, configuration: FCMConfiguration, path: String,
-        authorization: String, links: DeepLinks, now: Int64
+        authorization: String, links: DeepLinks, badge: AppBadge, now: Int64
     ) -> HTTP2Request {
-        let body = message(for: notification, configuration: configuration, links: links, now: now)
+        let body = message(for: notification, configuration: configuration, links: links, badge: badge, now: now)
         var headers = HPACKHeaders()
         headers.reserveCapacity(7)
         headers.add(name: ":method", value: "POST")
