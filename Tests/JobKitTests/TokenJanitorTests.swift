@@ -158,6 +158,25 @@ import Testing
         #expect(summary?["stale_deactivated"] as? Int == 1, "\(stored)")
     }
 
+    /// A dry run that fails writes nothing either: no failed-run record (whose guard had no test of its own), no
+    /// device changed. The failure here is a table the retention step counts in, gone.
+    @Test(arguments: Backend.allCases) func aDryRunThatFailsRecordsNoRun(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        try await device(db, user: "s", token: "stale-1", seenDaysAgo: 100)
+        try await db.execute("DROP TABLE notification_deliveries")
+        let devices =
+            "SELECT token || ' ' || CASE WHEN is_active THEN 1 ELSE 0 END || ' ' || \(db.epoch("updated_at")) FROM user_devices"
+        let before = try await db.strings(devices)
+        var options = JanitorOptions(now: now)
+        options.dryRun = true
+        await #expect(throws: JobError.self) { try await janitor(db.store).run(options) }
+        #expect(try await db.count("SELECT count(*) FROM job_runs") == 0)
+        #expect(try await db.strings(devices) == before)
+        options.dryRun = false
+        await #expect(throws: JobError.self) { try await janitor(db.store).run(options) }
+        #expect(try await db.strings("SELECT job || ' ' || outcome FROM job_runs") == ["token-janitor failed"])
+    }
+
     func log(
         _ db: TemporaryDatabase, _ user: String, _ type: String, _ period: String, claimedDaysAgo: Int64,
         status: String = "sent"
