@@ -283,6 +283,24 @@ extension PostgresStore: ReportStore {
         }
     }
 
+    public func remindedLocales(from: Int64, to: Int64) async throws(JobError) -> [(locale: String, users: Int)] {
+        let logger = self.logger
+        return try await read("reading the reminded users' locales") { connection in
+            try await connection.query(
+                """
+                SELECT u.locale, count(DISTINCT l.user_id)
+                FROM notification_logs l JOIN users u ON u.id = l.user_id
+                WHERE l.notification_type = 'diary_reminder' AND l.status IN ('sent', 'partial')
+                  AND l.claimed_at >= to_timestamp(\(from)) AND l.claimed_at < to_timestamp(\(to))
+                GROUP BY u.locale
+                """, logger: logger
+            ).collect().map { row in
+                let (locale, users) = try row.decode((String, Int).self)
+                return (locale, users)
+            }
+        }
+    }
+
     public func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
         let logger = self.logger
         return try await read("building the report") { connection in

@@ -147,6 +147,22 @@ import Testing
         }
     }
 
+    /// The readers a catalog's words miss, for the report: those sent the fallback's words though they read
+    /// another language, by the language and script their locale names.
+    @Test func theReadersACatalogMissesAreCountedByLanguage() throws {
+        let catalog = try Self.catalog(locales: ["de", "zh-Hans"])
+        let missed = catalog.readersWithoutWords(
+            [
+                ("zh_TW", 3), ("zh-CN", 5), ("pl", 2), ("pl_PL.UTF-8", 1), ("en-GB", 9), ("EN_us", 1), ("de-AT", 4),
+                ("C", 1), ("sr_RS@latin", 2), ("iw", 1), ("he-IL", 1),
+            ], for: .diaryReminder)
+        #expect(
+            missed.map { "\($0.language) \($0.users)" } == ["pl 3", "zh-Hant 3", "he 2", "sr-Latn 2", "C 1"])
+        #expect(catalog.readersWithoutWords([("de", 1), ("en", 1)], for: .diaryReminder).isEmpty)
+        // Per type: the warnings of this catalog are in English alone.
+        #expect(catalog.readersWithoutWords([("de", 4)], for: .contentLimit90).map(\.users) == [4])
+    }
+
     /// Answers are remembered for the locales a run meets, up to a cap; thousands of different strings, past
     /// the cap, change no answer.
     @Test func manyDifferentLocalesDoNotChangeTheAnswers() throws {

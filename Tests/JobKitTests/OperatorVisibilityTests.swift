@@ -464,6 +464,54 @@ import Testing
     }
 }
 
+/// Which translations would reach the most people: the report names the languages of the users reminded in the
+/// window whom the catalog has no words for, on both stores. Nothing said so: their reminders went out in English,
+/// and the report showed them under `en`.
+@Suite struct ReadersWithoutWordsReportTests {
+    @Test(arguments: Backend.allCases)
+    func theReportNamesTheLanguagesTheCatalogLacks(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        let at = instant("2026-11-20T20:00:00Z")
+        // (user, locale, status, claimed at, period)
+        let history: [(String, String, String, Int64, String)] = [
+            ("a", "pl_PL", "sent", at, "2026-11-20"),
+            ("a", "pl_PL", "sent", at - 86_400, "2026-11-19"),  // the same user on another day: one user
+            ("b", "pl", "partial", at, "2026-11-20"),
+            ("c", "zh_TW", "sent", at, "2026-11-20"),
+            ("d", "en-AU", "sent", at, "2026-11-20"),  // English: served
+            ("e", "de-CH", "sent", at, "2026-11-20"),  // the catalog has de
+            ("f", "tr", "retry", at, "2026-11-20"),  // not sent (yet)
+            ("g", "tr", "sent", instant("2026-11-01T20:00:00Z"), "2026-11-01"),  // before the window
+        ]
+        for (user, locale, status, claimed, period) in history {
+            try await db.store.upsertUser(UserProfile(id: user, timezone: "UTC", locale: locale), now: 0)
+            try await db.execute(
+                """
+                INSERT INTO notification_logs (user_id, notification_type, period_key, status, message_index, locale, run_id,
+                                               claimed_at, finished_at, updated_at)
+                VALUES ('\(user)', 'diary_reminder', '\(period)', '\(status)', 0, 'en', 'r',
+                        \(db.ts(claimed)), \(db.ts(claimed + 2)), \(db.ts(claimed + 2)))
+                """)
+        }
+        let report = try await db.store.fullHealthReport(
+            from: instant("2026-11-14T00:00:00Z"), to: instant("2026-11-21T00:00:00Z"))
+        #expect(report.readersWithoutWords.map { "\($0.key) \($0.count)" } == ["pl 2", "zh-Hant 1"])
+        #expect(
+            report.text.contains(
+                "reminded users whose language has no words in the catalog (sent en), by language:\n  pl: 2\n  zh-Hant: 1"
+            ), "\(report.text)")
+        let json = try JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any]
+        #expect(
+            (json?["readers_without_words"] as? [[String: Any]])?.first?["key"] as? String == "pl", "\(report.json)")
+        #expect(report.html.contains("<td class=\"text\">zh-Hant</td><td>1</td>"))
+        // A quiet window says none.
+        let quiet = try await db.store.fullHealthReport(
+            from: instant("2026-10-01T00:00:00Z"), to: instant("2026-10-08T00:00:00Z"))
+        #expect(quiet.readersWithoutWords.isEmpty)
+        #expect(quiet.text.contains("by language:\n  none"))
+    }
+}
+
 /// The metrics files carry what the summaries say about leases and dropped partitions: an operator's
 /// dashboard sees runners sharing a slot, and the janitor dropping history by the partition.
 @Suite struct LeaseAndPartitionMetricsTests {

@@ -604,11 +604,17 @@ import Testing
         let table = try #require(lines.firstIndex { $0.hasPrefix("day         type") })
         #expect(lines.dropFirst(table + 1).first == "  none")
         let effect = try #require(lines.firstIndex { $0.hasPrefix("does the reminder work?") })
-        #expect(Array(lines.dropFirst(effect + 1)) == ["  none"])
+        #expect(Array(lines.dropFirst(effect + 1).prefix(2)) == ["  none", ""])
+        let readers = try #require(lines.firstIndex { $0.hasPrefix("reminded users whose language") })
+        #expect(Array(lines.dropFirst(readers + 1)) == ["  none"])
         let html = report.html
-        let section = try #require(html.components(separatedBy: "<h2>Does the reminder work?</h2>").last)
+        let section = try #require(
+            html.components(separatedBy: "<h2>Does the reminder work?</h2>").last?.components(
+                separatedBy: "<h2>Reminded users"
+            ).first)
         #expect(section.components(separatedBy: "No reminders in this window.").count == 2)
         #expect(!section.contains("<p>none</p>"))
+        #expect(html.components(separatedBy: "<h2>Reminded users").last?.contains("<p>none</p>") == true)
     }
 
     /// The chart's legend names the table's states in the table's order, each once (it kept its own list, with

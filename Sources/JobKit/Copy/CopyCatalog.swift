@@ -119,6 +119,25 @@ public struct CopyCatalog: Sendable {
         matchers[type]?.resolve(locale) ?? Self.fallbackLocale
     }
 
+    /// The readers a type's words miss: of `locales` (a locale as users have it, and how many users), those
+    /// served the fallback locale though they read another language, summed by the language (and script) their
+    /// locale names (`pl_PL` and `pl` are `pl`, `zh_TW` is `zh-Hant`), most readers first. A locale that names no
+    /// language (`C`) counts as written.
+    public func readersWithoutWords(_ locales: [(locale: String, users: Int)], for type: NotificationType)
+        -> [(language: String, users: Int)]
+    {
+        let fallback = LocaleKey(Self.fallbackLocale)?.language
+        var users: [String: Int] = [:]
+        for (locale, count) in locales where resolveLocale(locale, for: type) == Self.fallbackLocale {
+            let key = LocaleKey(locale)
+            guard key?.language != fallback else { continue }
+            users[
+                key.map { [$0.language, $0.script].compactMap { $0 }.joined(separator: "-") } ?? locale, default: 0] +=
+                count
+        }
+        return users.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { ($0.key, $0.value) }
+    }
+
     /// The messages for a catalog locale (as returned by ``resolveLocale(_:for:)``).
     public func messages(for type: NotificationType, locale: String) -> [CopyMessage] {
         messages[type]?[locale.lowercased()]?.list ?? []

@@ -136,6 +136,9 @@ public struct HealthReport: Sendable, Codable, Hashable {
     public let runsInWindow: [JobWindow]
     /// Does the reminder work? Per locale and message (``ReminderEffect``); filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
     public var reminderEffect: [ReminderEffect.Message] = []
+    /// The users reminded in the window whose language the catalog has no reminder words for (they were sent the
+    /// fallback locale's), by that language, most first; filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
+    public var readersWithoutWords: [Count] = []
 
     /// The report of the window `from..<to` (UTC seconds) from what a store counted in it.
     public init(from: Int64, to: Int64, figures: HealthFigures) {
@@ -227,6 +230,9 @@ public protocol ReportStore: Sendable {
     func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures
     /// Every diary reminder sent (or partly sent) and claimed in `from..<to`, with the user's first entry after it.
     func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow]
+    /// The locales of the users sent (or partly sent) a diary reminder claimed in `from..<to`, each with how many
+    /// such users have it.
+    func remindedLocales(from: Int64, to: Int64) async throws(JobError) -> [(locale: String, users: Int)]
 }
 
 extension ReportStore {
@@ -234,7 +240,8 @@ extension ReportStore {
         HealthReport(from: from, to: to, figures: try await healthFigures(from: from, to: to))
     }
 
-    /// The report with its "does the reminder work?" section, the messages' titles from `catalog`.
+    /// The report with its "does the reminder work?" section, the messages' titles from `catalog`, and the readers
+    /// `catalog` has no reminder words for.
     public func fullHealthReport(from: Int64, to: Int64, catalog: CopyCatalog = .builtIn) async throws(JobError)
         -> HealthReport
     {
@@ -243,6 +250,9 @@ extension ReportStore {
             locale, index in
             catalog.message(.diaryReminder, locale: locale, index: index)?.title
         }
+        report.readersWithoutWords = catalog.readersWithoutWords(
+            try await remindedLocales(from: from, to: to), for: .diaryReminder
+        ).map { HealthReport.Count(key: $0.language, count: $0.users) }
         return report
     }
 }
@@ -262,6 +272,21 @@ extension SQLiteStore: ReportStore {
                       AND l.claimed_at >= ? AND l.claimed_at < ? AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
                     """, arguments: [from, to]
             ).map { ($0[0], $0[1], $0[2], $0[3], $0[4], $0[5]) }
+        }
+    }
+
+    public func remindedLocales(from: Int64, to: Int64) async throws(JobError) -> [(locale: String, users: Int)] {
+        try await read("reading the reminded users' locales") { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT u.locale, count(DISTINCT l.user_id)
+                    FROM notification_logs l JOIN users u ON u.id = l.user_id
+                    WHERE l.notification_type = 'diary_reminder' AND l.status IN ('sent', 'partial')
+                      AND l.claimed_at >= ? AND l.claimed_at < ?
+                    GROUP BY u.locale
+                    """, arguments: [from, to]
+            ).map { ($0[0], $0[1]) }
         }
     }
 
@@ -389,6 +414,9 @@ extension HealthReport {
                 "\(message.locale) #\(message.messageIndex) reminded=\(message.reminded) 3h=\(share(message.within3h)) day=\(share(message.sameLocalDay))"
                     + (message.title.map { " \"\($0)\"" } ?? "")
             })
+        lines += section(
+            "reminded users whose language has no words in the catalog (sent \(CopyCatalog.fallbackLocale)), by language:",
+            readersWithoutWords.map { "\($0.key): \($0.count)" })
         // Reasons, locales and titles are stored text (the app records its own deactivation reasons): each row
         // stays on its line.
         return lines.map(LineText.escapingControls).joined(separator: "\n")
