@@ -78,6 +78,30 @@ import Testing
         #expect(catalog.resolveLocale(requested, for: .diaryReminder) == resolved)
     }
 
+    /// English outside the United States reads as a catalog's `en-GB` writes it, as CLDR's parent `en-001` (and
+    /// iOS) would have it: `en-AU`, `en-IN` and `en-DE` got the catalog's American `en`. A regional catalog locale
+    /// serves the other children of its CLDR parent, after a catalog locale that is the parent itself.
+    @Test(arguments: [
+        ("en-AU", "en-GB"), ("en_IN", "en-GB"), ("en-NZ", "en-GB"), ("en-CA", "en-GB"), ("en-DE", "en-GB"),
+        ("en-150", "en-GB"), ("en-001", "en-GB"), ("en-GB", "en-GB"), ("en-IE", "en-IE"), ("en-US", "en"),
+        ("en", "en"), ("en-PR", "en"), ("en_US.UTF-8", "en"), ("es-AR", "es-MX"), ("es-419", "es-MX"),
+        ("es-ES", "es"), ("pt-AO", "pt-MZ"), ("pt-PT", "pt-MZ"), ("pt-BR", "pt"),
+    ])
+    func aRegionalLocaleServesItsCLDRParentsOtherChildren(requested: String, resolved: String) throws {
+        let catalog = try Self.catalog(locales: ["en-IE", "en-GB", "es", "es-MX", "pt", "pt-MZ"])
+        #expect(catalog.resolveLocale(requested, for: .diaryReminder) == resolved)
+    }
+
+    /// Under a CLDR parent, the catalog's locale that is the parent comes first, then a paradigm locale (`en-GB`),
+    /// then another child.
+    @Test func theParentOrAParadigmLocaleComesBeforeAnotherChild() throws {
+        let withParent = try Self.catalog(locales: ["en-AU", "en-001", "es-AR", "es-419"])
+        #expect(withParent.resolveLocale("en-NZ", for: .diaryReminder) == "en-001")
+        #expect(withParent.resolveLocale("es-CL", for: .diaryReminder) == "es-419")
+        let australianAndBritish = try Self.catalog(locales: ["en-AU", "en-GB"])
+        #expect(australianAndBritish.resolveLocale("en-NZ", for: .diaryReminder) == "en-GB")
+    }
+
     /// A reader of one script gets another's words only where the catalog names the language alone, as before.
     @Test func aScriptIsCrossedOnlyToTheLanguageAlone() throws {
         let scripts = try Self.catalog(locales: ["zh-Hans", "sr-Latn"])

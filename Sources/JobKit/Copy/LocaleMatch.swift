@@ -74,10 +74,15 @@ struct LocaleKey: Hashable {
     }
 
     /// CLDR's parent locale, for the regions whose parent is not the bare language: `es-MX` → `es-419`,
-    /// `pt-AO` → `pt-PT`, `zh-Hant-MO` → `zh-Hant-HK`.
+    /// `pt-AO` → `pt-PT`, `zh-Hant-MO` → `zh-Hant-HK`, and English outside the United States: `en-AU` → `en-001`
+    /// (international English, as `en-GB` writes it), `en-DE` → `en-150` → `en-001`.
     var parent: LocaleKey? {
         guard let region else { return nil }
         switch language {
+        case "en" where Self.europeanEnglishChildren.contains(region):
+            return LocaleKey(language: language, script: script, region: "150")
+        case "en" where region == "150" || Self.internationalEnglishChildren.contains(region):
+            return LocaleKey(language: language, script: script, region: "001")
         case "es" where Self.latinAmericanSpanish.contains(region):
             return LocaleKey(language: language, script: script, region: "419")
         case "pt" where Self.europeanPortugueseChildren.contains(region):
@@ -123,6 +128,23 @@ struct LocaleKey: Hashable {
     /// `sd_IN@devanagari`).
     static let modifierScripts: [String: String] = ["latin": "Latn", "cyrillic": "Cyrl", "devanagari": "Deva"]
 
+    /// The regions whose English is `en-001` in CLDR's parent locales: every English-speaking region but the
+    /// United States and its territories (and the European ones of `en-150`).
+    static let internationalEnglishChildren: Set<String> = [
+        "AG", "AI", "AU", "BB", "BM", "BS", "BW", "BZ", "CA", "CC", "CK", "CM", "CX", "CY", "DG", "DM", "ER", "FJ",
+        "FK", "FM", "GB", "GD", "GG", "GH", "GI", "GM", "GY", "HK", "IE", "IL", "IM", "IN", "IO", "JE", "JM", "KE",
+        "KI", "KN", "KY", "LC", "LR", "LS", "MG", "MO", "MS", "MT", "MU", "MV", "MW", "MY", "NA", "NF", "NG", "NR",
+        "NU", "NZ", "PG", "PH", "PK", "PN", "PW", "RW", "SB", "SC", "SD", "SG", "SH", "SL", "SS", "SX", "SZ", "TC",
+        "TK", "TO", "TT", "TV", "TZ", "UG", "VC", "VG", "VU", "WS", "ZA", "ZM", "ZW",
+    ]
+
+    /// The regions whose English is `en-150` (English in Europe) in CLDR's parent locales.
+    static let europeanEnglishChildren: Set<String> = ["AT", "BE", "CH", "DE", "DK", "FI", "NL", "SE", "SI"]
+
+    /// CLDR's paradigm locales: of a parent's regional children in a catalog, these serve it first (`en-GB` for
+    /// `en-001`).
+    static let paradigms: Set<String> = ["en", "en-gb", "es", "es-419", "pt-br", "pt-pt"]
+
     /// The regions whose Spanish is `es-419` in CLDR's parent locales.
     static let latinAmericanSpanish: Set<String> = [
         "AR", "BO", "BR", "BZ", "CL", "CO", "CR", "CU", "DO", "EC", "GT", "HN", "MX", "NI", "PA", "PE", "PR", "PY",
@@ -140,10 +162,11 @@ struct LocaleKey: Hashable {
 /// In order: the tag as written and its shorter forms short of the bare language (`de-CH-1996` → `de-ch`);
 /// then, by language and script, the locale itself, its CLDR parent, its language and script, its language. A
 /// catalog locale is found by its own tag and by its canonical form (a catalog's `zh-TW` serves `zh-Hant-TW`,
-/// its `iw` serves `he`, its `de-DE` serves `de`); where several serve a language and script, the one without a
-/// region first, then the likely region's, then the first by tag. A script is crossed only to a catalog locale
-/// that names the language alone (`zh-Hant-TW` finds a catalog's `zh`, never its `zh-Hans`). Then the fallback
-/// locale.
+/// its `iw` serves `he`, its `de-DE` serves `de`) and, after any locale that is the parent itself, under its
+/// CLDR parents (its `en-GB` serves `en-AU` through `en-001`); where several serve a language and script, the
+/// one without a region first, then the likely region's, then the first by tag. A script is crossed only to a
+/// catalog locale that names the language alone (`zh-Hant-TW` finds a catalog's `zh`, never its `zh-Hans`).
+/// Then the fallback locale.
 struct LocaleMatcher: Sendable {
     /// Lower-cased catalog tag → the tag as the catalog writes it.
     private let literal: [String: String]
@@ -173,6 +196,13 @@ struct LocaleMatcher: Sendable {
             // Not under the language alone: a reader of one script is not served another's words unless the
             // catalog says only the language (its literal `zh`, as before).
             offer(key.languageAndScript, (1, regionRank, lower), tag)
+            // Under its CLDR parents, after any catalog locale that is the parent: a catalog's `en-GB` serves
+            // `en-001` and so `en-AU`, its `es-MX` serves `es-419` and so `es-AR`; a paradigm locale first.
+            var parent = key.parent
+            while let next = parent {
+                offer(next.canonical, (2, LocaleKey.paradigms.contains(lower) ? 0 : 1, lower), tag)
+                parent = next.parent
+            }
         }
         self.literal = literal
         self.canonical = best.mapValues(\.1)
