@@ -532,6 +532,15 @@ import Testing
         let off = try await runner.explain(
             userID: "off", options: ReminderRunOptions(now: instant("2026-11-21T20:00:00Z")))
         #expect(off.skipReason == .disabled)
+        // The copy step says when the words are the fallback's because the catalog has none in the user's
+        // language: it said `locale pl_PL → en #3`, as for an English reader.
+        let words = due.steps.first { $0.rule == "copy" }?.value ?? ""
+        #expect(words.hasPrefix("locale ja → ja #"), "\(words)")
+        try await db.store.addUser("warsaw", zone: "Europe/Warsaw", time: "13:00", locale: "pl_PL")
+        let polish = try await runner.explain(
+            userID: "warsaw", options: ReminderRunOptions(now: instant("2026-11-21T12:05:00Z")))
+        let fallback = polish.steps.first { $0.rule == "copy" }?.value ?? ""
+        #expect(fallback.hasPrefix("locale pl_PL → en (the catalog has no pl words) #"), "\(fallback)")
         await #expect(throws: JobError.dataError("unknown user ghost")) {
             try await runner.explain(userID: "ghost", options: ReminderRunOptions(now: 0))
         }

@@ -126,16 +126,21 @@ public struct CopyCatalog: Sendable {
     public func readersWithoutWords(_ locales: [(locale: String, users: Int)], for type: NotificationType)
         -> [(language: String, users: Int)]
     {
-        let fallback = LocaleKey(Self.fallbackLocale)?.language
         var users: [String: Int] = [:]
-        for (locale, count) in locales where resolveLocale(locale, for: type) == Self.fallbackLocale {
-            let key = LocaleKey(locale)
-            guard key?.language != fallback else { continue }
-            users[
-                key.map { [$0.language, $0.script].compactMap { $0 }.joined(separator: "-") } ?? locale, default: 0] +=
-                count
+        for (locale, count) in locales {
+            if let language = languageWithoutWords(locale, for: type) { users[language, default: 0] += count }
         }
         return users.sorted { ($1.value, $0.key) < ($0.value, $1.key) }.map { ($0.key, $0.value) }
+    }
+
+    /// The language (and script) `locale` names when this catalog serves it the fallback locale's words though it
+    /// reads another language (`pl` for `pl_PL`, `zh-Hant` for `zh_TW`; a locale that names no language, as
+    /// written); nil when its words are there.
+    public func languageWithoutWords(_ locale: String, for type: NotificationType) -> String? {
+        guard resolveLocale(locale, for: type) == Self.fallbackLocale else { return nil }
+        guard let key = LocaleKey(locale) else { return locale }
+        guard key.language != LocaleKey(Self.fallbackLocale)?.language else { return nil }
+        return [key.language, key.script].compactMap { $0 }.joined(separator: "-")
     }
 
     /// The messages for a catalog locale (as returned by ``resolveLocale(_:for:)``).

@@ -210,9 +210,12 @@ extension DiaryReminderRunner {
             let choice = catalog.choose(
                 .diaryReminder, locale: user.locale, userID: userID,
                 period: timing.period.description, previousIndex: previous)
+            let missing = catalog.languageWithoutWords(user.locale, for: .diaryReminder).map {
+                " (the catalog has no \($0) words)"
+            }
             explanation.step(
                 "copy",
-                "locale \(user.locale) → \(choice.locale) #\(choice.index) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"",
+                "locale \(user.locale) → \(choice.locale)\(missing ?? "") #\(choice.index) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"",
                 nil)
         }
 
