@@ -124,7 +124,7 @@ struct UserCommand: AsyncParsableCommand {
         @OptionGroup var db: StoreOptions
         @Option(help: "User id.") var id: String
         @Option(help: "IANA time zone, e.g. Asia/Tokyo (required for a new user).") var timezone: String?
-        @Option(help: "BCP 47 locale, e.g. ja or pt-BR (new user: en).") var locale: String?
+        @Option(help: "Locale, e.g. ja, pt-BR or pt_BR.UTF-8 (new user: en).") var locale: String?
         @Option(help: "Plan (free, pro, …) (new user: free).") var plan: String?
         @Option(help: "Local reminder time HH:MM (new user: 21:00).") var reminderTime: String?
         @Option(help: "Diary reminders on or off (new user: on).") var reminders: Toggle?
@@ -140,7 +140,8 @@ struct UserCommand: AsyncParsableCommand {
         func validate() throws {
             if let problem = UserProfile.idProblem(id) { throw ValidationError("--id: \(problem)") }
             if let locale, !UserProfile.isLocale(locale) {
-                throw ValidationError("--locale: not a BCP 47 locale (e.g. ja or pt-BR): \"\(locale)\"")
+                throw ValidationError(
+                    "--locale: not a BCP 47 locale (e.g. ja or pt-BR) or a POSIX one (pt_BR.UTF-8): \"\(locale)\"")
             }
             if plan?.isEmpty == true { throw ValidationError("--plan: empty") }
             if let timezone, ZoneClock(identifier: timezone) == nil {
