@@ -35,6 +35,8 @@ public struct CopyChoice: Sendable, Hashable {
 /// validated as a whole when loaded: every problem is reported at once, with its path.
 public struct CopyCatalog: Sendable {
     public static let fallbackLocale = "en"
+    /// The language of ``fallbackLocale``: a reader of it is served, whatever the region.
+    static let fallbackLanguage = LocaleKey(fallbackLocale)?.language
     /// Longest title, in characters (grapheme clusters), before placeholders are filled.
     public static let maxTitleLength = 60
     /// Longest body, in characters (grapheme clusters), before placeholders are filled.
@@ -139,7 +141,7 @@ public struct CopyCatalog: Sendable {
     public func languageWithoutWords(_ locale: String, for type: NotificationType) -> String? {
         guard resolveLocale(locale, for: type) == Self.fallbackLocale else { return nil }
         guard let key = LocaleKey(locale) else { return locale }
-        guard key.language != LocaleKey(Self.fallbackLocale)?.language else { return nil }
+        guard key.language != Self.fallbackLanguage else { return nil }
         return [key.language, key.script].compactMap { $0 }.joined(separator: "-")
     }
 

@@ -251,6 +251,6 @@ extension LocaleMatcher {
 }
 
 extension Character {
-    fileprivate var isASCIILetter: Bool { isASCII && isLetter }
-    fileprivate var isASCIIDigit: Bool { isASCII && isNumber }
+    var isASCIILetter: Bool { isASCII && isLetter }
+    var isASCIIDigit: Bool { isASCII && isNumber }
 }

@@ -39,18 +39,17 @@ public enum AppBadge: Sendable, Hashable {
     public init?(_ text: String) {
         if text == "none" {
             self = .unchanged
-        } else if text.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Int(text), Self.numbers.contains(number)
-        {
+        } else if text.allSatisfy(\.isASCIIDigit), let number = Int(text), Self.numbers.contains(number) {
             self = .number(number)
         } else {
             return nil
         }
     }
 
-    /// The `badge` member of an `aps` dictionary, if any.
-    var apsMember: (String, PayloadJSON)? {
-        guard case .number(let number) = self else { return nil }
-        return ("badge", .int(Int64(number)))
+    /// The `badge` member of an `aps` dictionary: one, or none.
+    var apsMembers: [(String, PayloadJSON)] {
+        guard case .number(let number) = self else { return [] }
+        return [("badge", .int(Int64(number)))]
     }
 }
 
@@ -65,7 +64,7 @@ enum APNs {
             title, body in
             // Sorted: alert, badge, sound, thread-id.
             let aps: [(String, PayloadJSON)] =
-                [("alert", ["body": .string(body), "title": .string(title)])] + [badge.apsMember].compactMap { $0 }
+                [("alert", ["body": .string(body), "title": .string(title)])] + badge.apsMembers
                 + [("sound", "default"), ("thread-id", .string(notification.type.rawValue))]
             let payload: PayloadJSON = [
                 "aps": .object(aps),
