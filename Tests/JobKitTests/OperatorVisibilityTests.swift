@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import PushSimulator
 import Testing
 
@@ -582,5 +583,27 @@ import Testing
         #expect(!fcm.contains("network path") && fcm.contains("PUSH_FCM_RATE"), "\(fcm)")
         // A throttle among network faults: the network advice, which the throttle's does not replace.
         #expect(advice(.fcm, ["UNAVAILABLE", "QUOTA_EXCEEDED"]).contains("network path"))
+    }
+}
+
+@Suite struct ConnectionErrorTextTests {
+    /// Measured: a provider or a PostgreSQL server that refused the connection was described as NIO prints its
+    /// error, `Connection errors: SingleConnectionFailure(target: [IPv4]127.0.0.1/127.0.0.1:1, error: connection
+    /// reset (error set): Connection refused (errno: 111))`. It is now what the system said, once for every address
+    /// that said the same; a name that does not resolve says that.
+    @Test func aRefusedConnectionIsDescribedAsTheSystemSaysIt() async throws {
+        for host in ["127.0.0.1", "localhost"] {
+            let error = await #expect(throws: (any Error).self) {
+                try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: host, port: 1)
+                    .get().close()
+            }
+            #expect(error.map(ConnectionErrorText.describe) == "Connection refused", "\(host)")
+        }
+        // A name that resolves to nothing (`.invalid` never does) says so, where NIO's text listed no failure.
+        let unresolved = await #expect(throws: (any Error).self) {
+            try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connect(host: "no-such-host.invalid", port: 443).get().close()
+        }
+        #expect(unresolved.map(ConnectionErrorText.describe) == "cannot resolve no-such-host.invalid")
     }
 }

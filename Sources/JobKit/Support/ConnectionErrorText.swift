@@ -1,4 +1,12 @@
+import NIOCore
+import NIOPosix
 import NIOSSL
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A connection error in words an operator can act on: TLS failures name the TLS reason (a certificate not
 /// signed by a trusted CA, one that does not name the host, an alert the server ended the handshake with);
@@ -41,7 +49,23 @@ package enum ConnectionErrorText {
         case .hostname: "TLS: the server's certificate does not name the host"
         case .notAccepted(let reason): "TLS: the server's certificate was not accepted (\(reason))"
         case .refusedByServer(let alert): "TLS: the server refused the handshake (\(alert))"
-        case nil: String(String(describing: error).prefix(200))
+        case nil: unreachable(error) ?? String(String(describing: error).prefix(200))
         }
+    }
+
+    /// Why a connection could not be made, as the system says it ("Connection refused"), for each address the
+    /// name resolved to (once for addresses that said the same); nil for an error that is not one of these.
+    private static func unreachable(_ error: any Error) -> String? {
+        if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
+        guard let error = error as? NIOConnectionError else { return nil }
+        var reasons: [String] = []
+        for failure in error.connectionErrors {
+            let reason = describe(failure.error)
+            if !reasons.contains(reason) { reasons.append(reason) }
+        }
+        if reasons.isEmpty, error.dnsAError != nil || error.dnsAAAAError != nil {
+            return "cannot resolve \(error.host)"
+        }
+        return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
     }
 }
