@@ -11,8 +11,15 @@ import PostgresNIO
 /// (`postgres:///diary`) means the socket in `/var/run/postgresql` where that directory exists (Debian's), else in
 /// `/tmp` (libpq's own default).
 ///
+/// Several servers, as libpq takes them: `postgres://user@host1:5432,host2:5433/database`, or lists in `?host=` and
+/// `?port=` (one port for all, or one per host). A job connects to the first that answers and will do (see
+/// `target_session_attrs`), so that a URL naming a primary and its standby follows a failover.
+///
 /// Query parameters (anything else, or one given twice, is a configuration error, so a typo never goes unnoticed):
-/// - `host`, `port`: override the URL's (as in libpq).
+/// - `host`, `port`: override the URL's (as in libpq); each may be a comma-separated list.
+/// - `target_session_attrs`: `any` (default: the first server that answers), `read-write` (one whose sessions
+///   take writes) or `primary` (one that is not a standby), as in libpq. The jobs write, so the others libpq
+///   knows (`read-only`, `standby`, `prefer-standby`) are refused.
 /// - `sslmode`: `disable`, `prefer` (default), `require` — as libpq: encrypted, certificate not checked —,
 ///   `verify-ca` or `verify-full` (certificate checked against the system roots or `sslrootcert`).
 /// - `sslrootcert`: a PEM file of CA certificates for the verify modes (and only for them); `system`, as in libpq
@@ -33,8 +40,42 @@ public struct PostgresLocation: Sendable {
         case verifyFull = "verify-full"
     }
 
-    public var host: String
-    public var port: Int
+    /// One server a location names: a TCP host and port, or (a host that is an absolute path, as libpq has it)
+    /// the directory of the server's Unix-domain socket.
+    public struct Server: Sendable, Hashable {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int = 5432) {
+            self.host = host
+            self.port = port
+        }
+
+        /// The Unix-domain socket to connect to, when ``host`` is a directory.
+        public var unixSocketPath: String? {
+            host.hasPrefix("/") ? "\(host)/.s.PGSQL.\(port)" : nil
+        }
+
+        /// `db.example:5432`, `[::1]:5432`, or the socket's path: the server in a message.
+        public var display: String {
+            unixSocketPath ?? "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        }
+    }
+
+    /// What a server must be for a job to use it: libpq's `target_session_attrs`, of the values that suit a job
+    /// that writes.
+    public enum SessionTarget: String, Sendable, CaseIterable {
+        /// The first server that answers.
+        case any
+        /// A server whose sessions take writes (`SHOW transaction_read_only` is `off`).
+        case readWrite = "read-write"
+        /// A server that is not a standby (`pg_is_in_recovery()` is false).
+        case primary
+    }
+
+    /// The servers to try, in order (at least one).
+    public var servers: [Server]
+    public var targetSessionAttributes = SessionTarget.any
     public var user: String
     public var database: String
     public var tlsMode: TLSMode = .prefer
@@ -49,18 +90,32 @@ public struct PostgresLocation: Sendable {
     /// Never printed: ``display`` leaves it out.
     var password: String?
 
-    /// The Unix-domain socket to connect to, when ``host`` is a directory (an absolute path, as libpq has it).
-    public var unixSocketPath: String? {
-        host.hasPrefix("/") ? "\(host)/.s.PGSQL.\(port)" : nil
+    /// The first server's host (the only one's, in a URL that names one).
+    public var host: String {
+        get { servers[0].host }
+        set { servers[0].host = newValue }
     }
 
-    /// The location for messages and logs: no password.
+    /// The first server's port.
+    public var port: Int {
+        get { servers[0].port }
+        set { servers[0].port = newValue }
+    }
+
+    /// The first server's Unix-domain socket, when its host is a directory.
+    public var unixSocketPath: String? { servers[0].unixSocketPath }
+
+    /// The location for messages and logs: no password. A URL that names the same servers.
     public var display: String {
-        if unixSocketPath != nil {
-            let directory = host.addingPercentEncoding(withAllowedCharacters: Self.queryValueCharacters) ?? host
-            return "postgres://\(user)@/\(database)?host=\(directory)&port=\(port)"
+        guard servers.contains(where: { $0.unixSocketPath != nil }) else {
+            return "postgres://\(user)@\(servers.map(\.display).joined(separator: ","))/\(database)"
         }
-        return "postgres://\(user)@\(host.contains(":") ? "[\(host)]" : host):\(port)/\(database)"
+        let hosts = servers.map {
+            $0.host.addingPercentEncoding(withAllowedCharacters: Self.queryValueCharacters) ?? $0.host
+        }
+        let ports = servers.map { String($0.port) }
+        return
+            "postgres://\(user)@/\(database)?host=\(hosts.joined(separator: ","))&port=\(ports.joined(separator: ","))"
     }
 
     /// What a query value may hold unescaped.
@@ -72,20 +127,32 @@ public struct PostgresLocation: Sendable {
         throws(JobError) -> PostgresLocation
     {
         // Never echo the URL itself: it may hold a password.
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+        let invalid = JobError.config("\(source): not a valid postgres:// URL")
+        // `URLComponents` takes one host: the host list is read here, one host at a time, and the rest of the URL
+        // with a host in its place.
+        guard let (oneHost, hostList) = splitHostList(url) else { throw invalid }
+        guard let components = URLComponents(string: oneHost), let scheme = components.scheme?.lowercased(),
             scheme == "postgres" || scheme == "postgresql"
         else {
-            throw .config("\(source): not a valid postgres:// URL")
+            throw invalid
         }
-        var host = components.host ?? ""
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        var hosts: [String] = []
+        var ports: [Int?] = []
+        for server in hostList.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let parts = URLComponents(string: "postgres://\(server)"), parts.path.isEmpty, parts.user == nil
+            else { throw invalid }
+            var host = parts.host ?? ""
+            if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            hosts.append(host)
+            ports.append(try parts.port.map { port throws(JobError) in try checkedPort(String(port), source: source) })
+        }
+        if ports.allSatisfy({ $0 == nil }) { ports = [] }
         let user = components.user?.removingPercentEncoding ?? components.user ?? currentUserName()
         var path = components.path
         if path.hasPrefix("/") { path.removeFirst() }
         let database = path.removingPercentEncoding ?? path
         var location = PostgresLocation(
-            host: host, port: components.port ?? 5432, user: user,
-            database: database.isEmpty ? user : database)
+            servers: [], user: user, database: database.isEmpty ? user : database)
         location.password = components.password?.removingPercentEncoding ?? components.password
         var passwordFile = passwordFile
         var seen: Set<String> = []
@@ -95,12 +162,18 @@ public struct PostgresLocation: Sendable {
             guard seen.insert(item.name).inserted else { throw .config("\(source): \(item.name) is given twice") }
             switch item.name {
             case "host":
-                location.host = value
+                hosts = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             case "port":
-                guard let number = Int(value), (1...65535).contains(number) else {
-                    throw .config("\(source): port must be within 1…65535, got \(value)")
+                ports = try value.split(separator: ",", omittingEmptySubsequences: false).map { port throws(JobError) in
+                    port.isEmpty ? nil : try checkedPort(String(port), source: source)
                 }
-                location.port = number
+            case "target_session_attrs":
+                guard let target = SessionTarget(rawValue: value) else {
+                    throw .config(
+                        "\(source): target_session_attrs must be \(SessionTarget.allCases.map(\.rawValue).joined(separator: ", ")) (the jobs write), got \(value)"
+                    )
+                }
+                location.targetSessionAttributes = target
             case "sslmode":
                 guard let mode = TLSMode(rawValue: value) else {
                     throw .config(
@@ -141,15 +214,23 @@ public struct PostgresLocation: Sendable {
                 }
             default:
                 throw .config(
-                    "\(source): unknown postgres:// parameter \(item.name) (known: host, port, sslmode, sslrootcert, sslcert, sslkey, password_file, max_connections, connect_timeout, application_name, prepared_statements)"
+                    "\(source): unknown postgres:// parameter \(item.name) (known: host, port, target_session_attrs, sslmode, sslrootcert, sslcert, sslkey, password_file, max_connections, connect_timeout, application_name, prepared_statements)"
                 )
             }
         }
-        if location.host.isEmpty {
-            location.host =
-                FileManager.default.fileExists(atPath: "/var/run/postgresql") ? "/var/run/postgresql" : "/tmp"
+        // As libpq: one port for every host, or one per host; an empty host is the default socket directory.
+        if ports.isEmpty { ports = [nil] }
+        if ports.count == 1 { ports = Array(repeating: ports[0], count: hosts.count) }
+        guard ports.count == hosts.count else {
+            throw .config(
+                "\(source): \(ports.count) ports for \(hosts.count) hosts (give one port for all, or one per host)")
         }
-        if systemRoots && !seen.contains("sslmode") && location.unixSocketPath == nil { location.tlsMode = .verifyFull }
+        let socketDirectory =
+            FileManager.default.fileExists(atPath: "/var/run/postgresql") ? "/var/run/postgresql" : "/tmp"
+        location.servers = zip(hosts, ports).map { Server(host: $0.isEmpty ? socketDirectory : $0, port: $1 ?? 5432) }
+        if systemRoots && !seen.contains("sslmode") && !location.servers.contains(where: { $0.unixSocketPath != nil }) {
+            location.tlsMode = .verifyFull
+        }
         try location.checkTLSParameters(source: source, systemRoots: systemRoots)
         if let passwordFile {
             guard location.password == nil else {
@@ -161,6 +242,24 @@ public struct PostgresLocation: Sendable {
         return location
     }
 
+    /// `url` with one host where its host list was (`URLComponents` takes one), and that host list: what lies
+    /// between the user's `@` (or the scheme's `//`) and the path, the query or the fragment.
+    private static func splitHostList(_ url: String) -> (url: String, hosts: Substring)? {
+        guard let scheme = url.range(of: "://") else { return nil }
+        let authority = url[scheme.upperBound...].prefix { !"/?#".contains($0) }
+        let hosts = authority.lastIndex(of: "@").map { authority[authority.index(after: $0)...] } ?? authority
+        var oneHost = url
+        oneHost.replaceSubrange(hosts.startIndex..<hosts.endIndex, with: "localhost")
+        return (oneHost, hosts)
+    }
+
+    private static func checkedPort(_ text: String, source: String) throws(JobError) -> Int {
+        guard let number = Int(text), (1...65535).contains(number) else {
+            throw .config("\(source): port must be within 1…65535, got \(text)")
+        }
+        return number
+    }
+
     /// The TLS parameters make sense together, and with the host: none over a Unix-domain socket (it carries no
     /// TLS), a CA only where it is checked, a client certificate with its key and TLS.
     private func checkTLSParameters(source: String, systemRoots: Bool) throws(JobError) {
@@ -169,9 +268,11 @@ public struct PostgresLocation: Sendable {
             ("sslmode=\(tlsMode.rawValue)", [.require, .verifyCA, .verifyFull].contains(tlsMode)),
             ("sslrootcert", rootsNamed), ("sslcert", clientCertificateFile != nil), ("sslkey", clientKeyFile != nil),
         ]
-        if unixSocketPath != nil, let named = requirements.first(where: \.given)?.name {
+        if let socket = servers.first(where: { $0.unixSocketPath != nil }),
+            let named = requirements.first(where: \.given)?.name
+        {
             throw .config(
-                "\(source): \(named) asks for TLS, which a Unix-domain socket (\(host)) does not carry; leave \(named.prefix { $0 != "=" }) out, or name a TCP host"
+                "\(source): \(named) asks for TLS, which a Unix-domain socket (\(socket.host)) does not carry; leave \(named.prefix { $0 != "=" }) out, or name a TCP host"
             )
         }
         if rootsNamed, tlsMode != .verifyCA, tlsMode != .verifyFull {
@@ -189,11 +290,11 @@ public struct PostgresLocation: Sendable {
 
     /// What to do about a TLS handshake that failed: a server certificate that `verify-ca` or `verify-full`
     /// refused, or a client certificate the server refused. Nil where there is nothing to add.
-    func hint(_ failure: ConnectionErrorText.TLSFailure) -> String? {
+    func hint(_ failure: ConnectionErrorText.TLSFailure, server: Server) -> String? {
         switch failure {
         case .hostname:
             return
-                "sslmode=verify-full checks that it names \(host): connect by a name it holds, or use sslmode=verify-ca"
+                "sslmode=verify-full checks that it names \(server.host): connect by a name it holds, or use sslmode=verify-ca"
         case .notAccepted:
             guard tlsMode == .verifyCA || tlsMode == .verifyFull else { return nil }
             if let rootCertificateFile {
@@ -207,21 +308,32 @@ public struct PostgresLocation: Sendable {
         }
     }
 
-    /// The postgres-nio configuration of one connection. Reads the certificate and key files the URL names.
+    /// The postgres-nio configuration of a connection to the first server.
     func connectionConfiguration(applicationName fallback: String) throws(JobError) -> PostgresConnection.Configuration
     {
-        var configuration =
-            if let unixSocketPath {
-                PostgresConnection.Configuration(
-                    unixSocketPath: unixSocketPath, username: user, password: password, database: database)
-            } else {
-                PostgresConnection.Configuration(
-                    host: host, port: port, username: user, password: password, database: database,
-                    tls: try tls())
-            }
-        configuration.options.connectTimeout = .seconds(Int64(connectTimeoutSeconds))
-        configuration.options.additionalStartupParameters = [("application_name", applicationName ?? fallback)]
-        return configuration
+        try connectionConfigurations(applicationName: fallback)[0]
+    }
+
+    /// The postgres-nio configuration of a connection to each server, in order. Reads the certificate and key
+    /// files the URL names.
+    func connectionConfigurations(applicationName fallback: String) throws(JobError)
+        -> [PostgresConnection.Configuration]
+    {
+        let tls = servers.allSatisfy { $0.unixSocketPath != nil } ? .disable : try tls()
+        return servers.map { server in
+            var configuration =
+                if let unixSocketPath = server.unixSocketPath {
+                    PostgresConnection.Configuration(
+                        unixSocketPath: unixSocketPath, username: user, password: password, database: database)
+                } else {
+                    PostgresConnection.Configuration(
+                        host: server.host, port: server.port, username: user, password: password, database: database,
+                        tls: tls)
+                }
+            configuration.options.connectTimeout = .seconds(Int64(connectTimeoutSeconds))
+            configuration.options.additionalStartupParameters = [("application_name", applicationName ?? fallback)]
+            return configuration
+        }
     }
 
     private func tls() throws(JobError) -> PostgresConnection.Configuration.TLS {

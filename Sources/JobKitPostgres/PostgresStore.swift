@@ -32,10 +32,13 @@ public final class PostgresStore: Sendable {
         _ location: PostgresLocation, mode: StoreOpenMode, applicationName: String = "diary-push",
         logger: Logger = Logger(label: "postgres")
     ) async throws(JobError) -> PostgresStore {
-        let configuration = try location.connectionConfiguration(applicationName: applicationName)
+        let configurations = try location.connectionConfigurations(applicationName: applicationName)
         var quiet = logger
         quiet.logLevel = max(logger.logLevel, .warning)
-        let pool = PostgresConnectionPool(configuration: configuration, maximum: location.maxConnections, logger: quiet)
+        let (target, checkLogger) = (location.targetSessionAttributes, quiet)
+        let pool = PostgresConnectionPool(
+            servers: Array(zip(location.servers, configurations)), maximum: location.maxConnections, logger: quiet
+        ) { connection, _ in try await target.isMet(by: connection, logger: checkLogger) }
         let store = PostgresStore(location: location, pool: pool, readOnly: mode == .readOnly, logger: quiet)
         do {
             // The first connection: a wrong host, database or password fails here, at once.
@@ -208,6 +211,7 @@ public final class PostgresStore: Sendable {
     /// without its password, never a bound value.
     static func mapError(_ error: any Error, _ context: String, location: PostgresLocation) -> JobError {
         if let error = error as? JobError { return error }
+        if let passedOver = error as? ServersPassedOver { return describe(passedOver, context, location: location) }
         guard let error = error as? PSQLError else {
             if error is PostgresDecodingError { return .software("\(context): unexpected column type from PostgreSQL") }
             return .unavailable("\(context): \(location.display): \(error)")
@@ -259,15 +263,46 @@ public final class PostgresStore: Sendable {
             return .config("\(context): cannot authenticate to \(location.display) (\(error.code))")
         case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown,
             .failedToAddSSLHandler:
-            let detail = error.underlying.map(ConnectionErrorText.describe) ?? "\(error.code)"
             let socket = location.unixSocketPath.map { " (socket \($0))" } ?? ""
-            let hint =
-                error.underlying.flatMap(ConnectionErrorText.tlsFailure).flatMap(location.hint).map { "; " + $0 } ?? ""
             return .unavailable(
-                "\(context): cannot reach PostgreSQL at \(location.display)\(socket): \(detail)\(hint)")
+                "\(context): cannot reach PostgreSQL at \(location.display)\(socket): \(unreachable(error, location.servers[0], location))"
+            )
         default:
             return .unavailable("\(context): PostgreSQL (\(error.code)) \(message)")
         }
+    }
+
+    /// Why `server` could not be reached, with what to do about a TLS handshake that failed.
+    private static func unreachable(_ error: PSQLError, _ server: PostgresLocation.Server, _ location: PostgresLocation)
+        -> String
+    {
+        let detail = error.underlying.map(ConnectionErrorText.describe) ?? "\(error.code)"
+        let hint = error.underlying.flatMap(ConnectionErrorText.tlsFailure).flatMap {
+            location.hint($0, server: server)
+        }
+        return detail + (hint.map { "; " + $0 } ?? "")
+    }
+
+    /// The servers of a URL that names several, each passed over, as an error's text.
+    private static func describe(_ passedOver: ServersPassedOver, _ context: String, location: PostgresLocation)
+        -> JobError
+    {
+        let reasons = passedOver.servers.map { server, reason in
+            let why =
+                switch reason {
+                case .target:
+                    location.targetSessionAttributes == .primary
+                        ? "a standby (target_session_attrs=primary asks for one that is not)"
+                        : "read-only (target_session_attrs=read-write asks for one that takes writes)"
+                case .failed(let error) where error.code == .server:
+                    "\(error.serverInfo?[.message] ?? "") (\(error.serverInfo?[.sqlState] ?? ""))"
+                case .failed(let error):
+                    unreachable(error, server, location)
+                }
+            return "\(server.display): \(why)"
+        }
+        return .unavailable(
+            "\(context): no PostgreSQL server of \(location.display) will do: \(reasons.joined(separator: "; "))")
     }
 
     // MARK: SQL helpers
@@ -296,10 +331,46 @@ extension PostgresStore: JobStore {
     }
 }
 
+/// Every server of a URL that names several was passed over: unreachable, or not what `target_session_attrs` asks.
+struct ServersPassedOver: Error {
+    enum Reason {
+        case failed(PSQLError)
+        case target
+    }
+
+    var servers: [(server: PostgresLocation.Server, reason: Reason)] = []
+}
+
+extension PostgresLocation.SessionTarget {
+    /// Whether the server `connection` reached is one this target takes.
+    func isMet(by connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        switch self {
+        case .any:
+            return true
+        case .readWrite:
+            let rows = try await connection.query("SHOW transaction_read_only", logger: logger).collect()
+            return try rows.first?.decode(String.self) == "off"
+        case .primary:
+            let rows = try await connection.query("SELECT pg_is_in_recovery()", logger: logger).collect()
+            return try rows.first?.decode(Bool.self) == false
+        }
+    }
+}
+
 /// A few connections, opened on demand and kept for the process's life (a warm serverless instance
 /// reuses them). A connection that failed is dropped, never handed out again.
+///
+/// Of several servers, the first connection goes to the first that answers and will do (`willDo`), as libpq
+/// chooses; every later connection goes to the same one. A server is passed over when it cannot be reached or
+/// is not ready for connections (starting up, shutting down, too many connections); a refused login or a
+/// missing database stops at once, as every server would say the same.
 actor PostgresConnectionPool {
-    private let configuration: PostgresConnection.Configuration
+    typealias Check = @Sendable (PostgresConnection, PostgresLocation.Server) async throws -> Bool
+
+    private let servers: [(server: PostgresLocation.Server, configuration: PostgresConnection.Configuration)]
+    private let willDo: Check
+    /// The server every connection goes to, once one would do.
+    private var chosen: Int?
     private let maximum: Int
     private let logger: Logger
     private var idle: [PostgresConnection] = []
@@ -308,10 +379,14 @@ actor PostgresConnectionPool {
     private var waiters: [CheckedContinuation<PostgresConnection?, Never>] = []
     private var closed = false
 
-    init(configuration: PostgresConnection.Configuration, maximum: Int, logger: Logger) {
-        self.configuration = configuration
+    init(
+        servers: [(server: PostgresLocation.Server, configuration: PostgresConnection.Configuration)], maximum: Int,
+        logger: Logger, willDo: @escaping Check
+    ) {
+        self.servers = servers
         self.maximum = maximum
         self.logger = logger
+        self.willDo = willDo
     }
 
     func lease() async throws -> PostgresConnection {
@@ -325,8 +400,7 @@ actor PostgresConnectionPool {
                 open += 1
                 nextID += 1
                 do {
-                    return try await PostgresConnection.connect(
-                        configuration: configuration, id: nextID, logger: logger)
+                    return try await connect(id: nextID)
                 } catch {
                     open -= 1
                     wakeOne(with: nil)
@@ -337,6 +411,52 @@ actor PostgresConnectionPool {
             if let handed = await withCheckedContinuation({ waiters.append($0) }) {
                 return handed
             }
+        }
+    }
+
+    private func connect(id: Int) async throws -> PostgresConnection {
+        if let chosen {
+            return try await PostgresConnection.connect(
+                configuration: servers[chosen].configuration, id: id, logger: logger)
+        }
+        var passedOver = ServersPassedOver()
+        for (index, candidate) in servers.enumerated() {
+            let connection: PostgresConnection
+            do {
+                connection = try await PostgresConnection.connect(
+                    configuration: candidate.configuration, id: id, logger: logger)
+            } catch let error as PSQLError where servers.count > 1 && Self.passesOver(error) {
+                passedOver.servers.append((candidate.server, .failed(error)))
+                continue
+            }
+            let fits: Bool
+            do {
+                fits = try await willDo(connection, candidate.server)
+            } catch {
+                try? await connection.close()
+                throw error
+            }
+            guard fits else {
+                try? await connection.close()
+                passedOver.servers.append((candidate.server, .target))
+                continue
+            }
+            chosen = index
+            return connection
+        }
+        throw passedOver
+    }
+
+    /// Whether a server that failed so is passed over for the next: it could not be reached, or is not ready.
+    private static func passesOver(_ error: PSQLError) -> Bool {
+        switch error.code {
+        case .connectionError, .serverClosedConnection, .uncleanShutdown, .failedToAddSSLHandler, .sslUnsupported:
+            return true
+        case .server:
+            // cannot_connect_now (starting up, shutting down, in recovery), too_many_connections.
+            return ["57P03", "53300"].contains(error.serverInfo?[.sqlState] ?? "")
+        default:
+            return false
         }
     }
 

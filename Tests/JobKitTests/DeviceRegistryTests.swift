@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import PostgresNIO
@@ -493,6 +494,67 @@ import Testing
         }
     }
 
+    /// Several servers, written as libpq reads them: `host:port` pairs in the URL, or lists in `?host=` and `?port=`
+    /// (which override the URL's), one port for all hosts or one per host, an empty host the default socket.
+    @Test func severalServersAreParsedAsLibpqParsesThem() throws {
+        typealias Server = PostgresLocation.Server
+        let pair = try PostgresLocation.parse(
+            "postgres://app:pw@db1.example:5433,db2.example/diary?target_session_attrs=read-write")
+        #expect(pair.servers == [Server(host: "db1.example", port: 5433), Server(host: "db2.example", port: 5432)])
+        #expect(pair.host == "db1.example" && pair.port == 5433)
+        #expect(pair.user == "app" && pair.password == "pw" && pair.database == "diary")
+        #expect(pair.targetSessionAttributes == .readWrite)
+        #expect(pair.display == "postgres://app@db1.example:5433,db2.example:5432/diary")
+        #expect(try PostgresLocation.parse(pair.display).servers == pair.servers)
+        #expect(try PostgresLocation.parse("postgres://h/db").targetSessionAttributes == .any)
+        #expect(
+            try PostgresLocation.parse("postgres://h/db?target_session_attrs=primary").targetSessionAttributes
+                == .primary)
+
+        let addresses = try PostgresLocation.parse("postgres://app@[::1]:6000,10.0.0.2/diary")
+        #expect(addresses.servers == [Server(host: "::1", port: 6000), Server(host: "10.0.0.2")])
+        #expect(addresses.display == "postgres://app@[::1]:6000,10.0.0.2:5432/diary")
+        // `?port=` with one port gives it to every host; with one per host, in order.
+        #expect(
+            try PostgresLocation.parse("postgres://app@a,b/diary?port=6000").servers == [
+                Server(host: "a", port: 6000), Server(host: "b", port: 6000),
+            ])
+        let listed = try PostgresLocation.parse("postgres://app@/diary?host=a,/run/pg,&port=1,2,3")
+        let defaultDirectory =
+            FileManager.default.fileExists(atPath: "/var/run/postgresql") ? "/var/run/postgresql" : "/tmp"
+        #expect(
+            listed.servers == [
+                Server(host: "a", port: 1), Server(host: "/run/pg", port: 2), Server(host: defaultDirectory, port: 3),
+            ])
+        // With a socket among them, the display lists them in the query, and names the same servers.
+        #expect(listed.display == "postgres://app@/diary?host=a,/run/pg,\(defaultDirectory)&port=1,2,3")
+        #expect(try PostgresLocation.parse(listed.display).servers == listed.servers)
+
+        for (bad, message) in [
+            (
+                "postgres://app@/diary?host=a,b&port=1,2,3",
+                "PUSH_DATABASE_URL: 3 ports for 2 hosts (give one port for all, or one per host)"
+            ),
+            (
+                "postgres://app@a:1,b:2,c/diary?host=a,b",
+                "PUSH_DATABASE_URL: 3 ports for 2 hosts (give one port for all, or one per host)"
+            ),
+            ("postgres://a:70000,b/diary", "PUSH_DATABASE_URL: port must be within 1…65535, got 70000"),
+            ("postgres://a,b/diary?port=5432,x", "PUSH_DATABASE_URL: port must be within 1…65535, got x"),
+            ("postgres://a,b c/diary", "PUSH_DATABASE_URL: not a valid postgres:// URL"),
+            (
+                "postgres://a,b/diary?target_session_attrs=standby",
+                "PUSH_DATABASE_URL: target_session_attrs must be any, read-write, primary (the jobs write), got standby"
+            ),
+            (
+                "postgres://db1,%2Frun%2Fpg/diary?sslmode=require",
+                "PUSH_DATABASE_URL: sslmode=require asks for TLS, which a Unix-domain socket (/run/pg) does not carry; leave sslmode out, or name a TCP host"
+            ),
+        ] {
+            #expect(throws: JobError.config(message), "\(bad)") { try PostgresLocation.parse(bad) }
+        }
+    }
+
     /// The same jobs over the test server's Unix-domain socket (trust authentication there, as on a host where
     /// the job's system user logs in by peer authentication with no password).
     @Test func theStoreConnectsOverAUnixDomainSocket() async throws {
@@ -519,6 +581,80 @@ import Testing
             error?.message.contains(
                 "cannot reach PostgreSQL at \(nowhere.display) (socket \(db.directory.path)/.s.PGSQL.5432)") == true,
             "\(error?.message ?? "")")
+    }
+
+    /// Several servers in one URL, as libpq takes them (`host1:port1,host2:port2`, or lists in `?host=` and
+    /// `?port=`): a job connects to the first that answers and, with `target_session_attrs=read-write` (or
+    /// `primary`), takes writes, so that a URL naming a primary and its standby follows a failover. A server
+    /// that cannot be reached or will not do is passed over, and each is named when none will do. Before, such a
+    /// URL was "not a valid postgres:// URL".
+    @Test func aURLOfSeveralServersConnectsToTheFirstThatWillDo() async throws {
+        let db = try await TemporaryDatabase(.postgres)
+        try await db.store.addUser("u1", time: "20:00")
+        let tcp = try PostgresLocation.parse(db.path)
+        func open(_ url: String, _ mode: StoreOpenMode = .readWrite) async throws -> PostgresStore {
+            var location = try PostgresLocation.parse(url)
+            location.password = tcp.password
+            return try await PostgresStore.open(location, mode: mode, logger: quietLogger)
+        }
+        // Nothing listens on port 1: the second server is the one used.
+        let store = try await open("postgres://\(tcp.user)@127.0.0.1:1,127.0.0.1:\(tcp.port)/\(tcp.database)")
+        let summary = try await DiaryReminderRunner(store: store, sender: RecordingSender(), logger: quietLogger).run(
+            ReminderRunOptions(now: instant("2026-11-21T20:00:00Z")))
+        #expect(summary.sent == 1)
+        await store.close()
+        // The same servers as lists in the query, and a primary asked for: the test server is one.
+        try await open(
+            "postgres://\(tcp.user)@/\(tcp.database)?host=127.0.0.1,localhost&port=1,\(tcp.port)&target_session_attrs=primary"
+        ).close()
+
+        // A read-only database (as a hot standby is): read-write passes it over, and with no server left, the
+        // error names each server and why it would not do.
+        _ = try await (db.store as! PostgresStore).rows(
+            "read-only",
+            PostgresQuery(unsafeSQL: "ALTER DATABASE \(tcp.database) SET default_transaction_read_only = on"))
+        let readWrite =
+            "postgres://\(tcp.user)@127.0.0.1:1,localhost:\(tcp.port)/\(tcp.database)?target_session_attrs=read-write"
+        let error = await #expect(throws: JobError.self) { _ = try await open(readWrite) }
+        #expect(error?.exitCode == 69, "\(error?.message ?? "")")
+        #expect(
+            error?.message
+                == "connecting: no PostgreSQL server of postgres://\(tcp.user)@127.0.0.1:1,localhost:\(tcp.port)/\(tcp.database) will do: 127.0.0.1:1: Connection refused; localhost:\(tcp.port): read-only (target_session_attrs=read-write asks for one that takes writes)",
+            "\(error?.message ?? "")")
+        // Without target_session_attrs (any, as in libpq) the first server that answers is taken as it is.
+        try await open("postgres://\(tcp.user)@127.0.0.1:1,localhost:\(tcp.port)/\(tcp.database)", .readOnly).close()
+    }
+
+    /// The first connection chooses the server (the first that will do); every later one goes to it, unchecked.
+    /// Here the check passes over the test server's TCP address, so the connections come in over its socket.
+    @Test func theServerTheFirstConnectionChoseServesEveryLaterOne() async throws {
+        let db = try await TemporaryDatabase(.postgres)
+        let tcp = try PostgresLocation.parse(db.path)
+        var location = tcp
+        location.servers = [
+            PostgresLocation.Server(host: "127.0.0.1", port: tcp.port),
+            PostgresLocation.Server(host: try Backend.postgresSocketDirectory, port: tcp.port),
+        ]
+        let checked = NIOLockedValueBox<[String]>([])
+        let pool = PostgresConnectionPool(
+            servers: Array(zip(location.servers, try location.connectionConfigurations(applicationName: "tests"))),
+            maximum: 2, logger: quietLogger
+        ) { _, server in
+            checked.withLockedValue { $0.append(server.display) }
+            return server.unixSocketPath != nil
+        }
+        let first = try await pool.lease()
+        let second = try await pool.lease()
+        for connection in [first, second] {
+            let address = try await connection.query(
+                "SELECT coalesce(inet_server_addr()::text, 'socket')", logger: quietLogger
+            ).collect().map { try $0.decode(String.self) }
+            #expect(address == ["socket"])
+        }
+        #expect(checked.withLockedValue { $0 } == [location.servers[0].display, location.servers[1].display])
+        await pool.release(first)
+        await pool.release(second)
+        await pool.close()
     }
 
     /// The test server offers TLS, with a certificate its own CA signed for `localhost` only. Each `sslmode` does
