@@ -40,7 +40,18 @@ import Testing
         #expect(android.payload.contains(#""priority":"high""#))
         let fireIOS = try #require(accepted["fire-ios-1"])
         #expect(fireIOS.payload.contains(#""apns-collapse-id":"diary_reminder:2026-11-21""#))
-        #expect(fireIOS.payload.contains(#""sound":"default""#))
+        // An iOS app that uses Firebase gets the `aps` members an APNs device gets (FCM writes the alert itself
+        // from `notification`): its reminders had no thread id, so iOS did not group them as it groups the same
+        // app's through APNs.
+        let fireMessage = try #require(
+            (try JSONSerialization.jsonObject(with: Data(fireIOS.payload.utf8)) as? [String: Any])?["message"]
+                as? [String: Any])
+        let fireAPS = try #require(
+            ((fireMessage["apns"] as? [String: Any])?["payload"] as? [String: Any])?["aps"] as? [String: Any])
+        #expect(Set(fireAPS.keys) == Set(aps.keys).subtracting(["alert"]), "\(fireAPS)")
+        #expect(fireAPS["sound"] as? String == "default")
+        #expect(fireAPS["badge"] as? Int == 1)
+        #expect(fireAPS["thread-id"] as? String == "diary_reminder")
         #expect(
             try await harness.db.count(
                 "SELECT count(*) FROM notification_deliveries WHERE outcome = 'delivered' AND provider_message_id IS NOT NULL"

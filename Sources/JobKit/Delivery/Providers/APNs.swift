@@ -57,15 +57,20 @@ public enum AppBadge: Sendable, Hashable {
 enum APNs {
     static let maxPayloadBytes = 4096
 
+    /// The `aps` members besides the alert, sorted (badge, sound, thread id): an iOS device gets the same ones
+    /// through APNs and through FCM (whose `apns.payload`, FCM writing the alert from its `notification`). The sound
+    /// is explicit, as without it iOS delivers silently; the thread id groups each type's notifications.
+    static func apsMembers(_ notification: OutgoingNotification, _ badge: AppBadge) -> [(String, PayloadJSON)] {
+        badge.apsMembers + [("sound", "default"), ("thread-id", .string(notification.type.rawValue))]
+    }
+
     /// The JSON payload: alert, explicit sound (without it iOS delivers silently), badge, thread id, and the
     /// custom keys the app reads.
     static func payload(for notification: OutgoingNotification, links: DeepLinks, badge: AppBadge) -> Data {
         PayloadFitting.fit(title: notification.title, body: notification.body, maxBytes: maxPayloadBytes) {
             title, body in
-            // Sorted: alert, badge, sound, thread-id.
-            let aps: [(String, PayloadJSON)] =
-                [("alert", ["body": .string(body), "title": .string(title)])] + badge.apsMembers
-                + [("sound", "default"), ("thread-id", .string(notification.type.rawValue))]
+            // Sorted: alert, then badge, sound, thread-id.
+            let aps = [("alert", ["body": .string(body), "title": .string(title)])] + apsMembers(notification, badge)
             let payload: PayloadJSON = [
                 "aps": .object(aps),
                 "link": .string(links.link(for: notification.type, period: notification.period)),

@@ -108,7 +108,7 @@ enum FCM {
                             "apns-expiration": .string(String(notification.expiresAt)),
                             "apns-priority": "10", "apns-push-type": "alert",
                         ],
-                        "payload": ["aps": .object(badge.apsMembers + [("sound", "default")])],
+                        "payload": ["aps": .object(APNs.apsMembers(notification, badge))],
                     ]
                 )
             }
