@@ -273,12 +273,15 @@ struct CopyCommand: AsyncParsableCommand {
 
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Validate a catalog file: every problem, with its path.")
+            abstract: "Validate a catalog file: every problem, with its path.",
+            discussion:
+                "A valid catalog is followed by a note for each language one type has words for and another lacks.")
         @Argument(help: "Catalog file.") var path: String
         func run() async throws {
             try await withExitCode("pushctl copy check") { () async throws(JobError) in
-                _ = try CopyCatalog.load(path: path)
+                let catalog = try CopyCatalog.load(path: path)
                 print("\(path): valid")
+                for note in catalog.coverageNotes { print("note: \(note)") }
             }
         }
     }

@@ -187,6 +187,27 @@ import Testing
         #expect(catalog.readersWithoutWords([("de", 4)], for: .contentLimit90).map(\.users) == [4])
     }
 
+    /// A language that one type has and another lacks is valid: its readers get the fallback's words for that type.
+    /// It is more likely a translation not yet done, and `pushctl copy check` said only "valid": it now names each.
+    @Test func aLanguageOneTypeHasAndAnotherLacksIsNamed() throws {
+        #expect(CopyCatalog.builtIn.coverageNotes.isEmpty)
+        let two = #"[{"title": "a", "body": "b"}, {"title": "c", "body": "d"}]"#
+        let warning = #"[{"title": "t", "body": "{used} of {limit}"}]"#
+        let json = """
+            {"diary_reminder": {"en": \(two), "ko": \(two), "pt-BR": \(two)},
+             "content_limit_90": {"en": \(warning), "ko": \(warning), "pt": \(warning), "zh-Hant": \(warning)},
+             "content_limit_100": {"en": \(warning), "zh-TW": \(warning)}}
+            """
+        let catalog = try CopyCatalog(json: Data(json.utf8), source: "c.json")
+        // `pt` and `pt-BR` serve each other's readers, as `zh-Hant` and `zh-TW` do: no note for them.
+        #expect(
+            catalog.coverageNotes == [
+                "diary_reminder has no zh-Hant words, which content_limit_90 and content_limit_100 have: its zh-Hant readers get en",
+                "content_limit_100 has no ko words, which diary_reminder and content_limit_90 have: its ko readers get en",
+                "content_limit_100 has no pt words, which diary_reminder and content_limit_90 have: its pt readers get en",
+            ])
+    }
+
     /// Answers are remembered for the locales a run meets, up to a cap; thousands of different strings, past
     /// the cap, change no answer.
     @Test func manyDifferentLocalesDoNotChangeTheAnswers() throws {

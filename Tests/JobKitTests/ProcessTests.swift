@@ -739,7 +739,20 @@ enum Executables {
         let export = try await Executables.run("pushctl", ["copy", "export"])
         let file = db.directory.appendingPathComponent("copy.json")
         try export.stdout.write(to: file, atomically: true, encoding: .utf8)
-        #expect(try await Executables.run("pushctl", ["copy", "check", file.path]).status == 0)
+        let check = try await Executables.run("pushctl", ["copy", "check", file.path])
+        #expect(check.status == 0 && check.stdout == "\(file.path): valid\n", "\(check.stdout)")
+        // Without the Korean 90 % warning: still valid, and a note says whose words its readers get.
+        var catalog = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any])
+        var warnings = try #require(catalog["content_limit_90"] as? [String: Any])
+        warnings["ko"] = nil
+        catalog["content_limit_90"] = warnings
+        try JSONSerialization.data(withJSONObject: catalog).write(to: file)
+        let noted = try await Executables.run("pushctl", ["copy", "check", file.path])
+        #expect(noted.status == 0, "\(noted.stderr)")
+        #expect(
+            noted.stdout
+                == "\(file.path): valid\nnote: content_limit_90 has no ko words, which diary_reminder and content_limit_100 have: its ko readers get en\n",
+            "\(noted.stdout)")
     }
 
     @Test(arguments: Backend.allCases) func theHookTakesFlagsOrAStdinEventAndRejectsBadInputWritingNothing(

@@ -145,6 +145,25 @@ public struct CopyCatalog: Sendable {
         return [key.language, key.script].compactMap { $0 }.joined(separator: "-")
     }
 
+    /// Each language that one type has words for and another does not, as a note for the catalog's author: valid,
+    /// but that type's readers of it get the fallback locale's words. By type, then language.
+    public var coverageNotes: [String] {
+        NotificationType.allCases.flatMap { type in
+            var others: [String: [NotificationType]] = [:]
+            for other in NotificationType.allCases where other != type {
+                for tag in messages[other]?.values.map(\.tag) ?? [] {
+                    guard let language = languageWithoutWords(tag, for: type) else { continue }
+                    if others[language]?.last != other { others[language, default: []].append(other) }
+                }
+            }
+            return others.sorted { $0.key < $1.key }.map { language, types in
+                let names = types.map(\.rawValue).joined(separator: " and ")
+                return
+                    "\(type.rawValue) has no \(language) words, which \(names) \(types.count == 1 ? "has" : "have"): its \(language) readers get \(Self.fallbackLocale)"
+            }
+        }
+    }
+
     /// The messages for a catalog locale (as returned by ``resolveLocale(_:for:)``).
     public func messages(for type: NotificationType, locale: String) -> [CopyMessage] {
         messages[type]?[locale.lowercased()]?.list ?? []
