@@ -27,6 +27,12 @@ public struct StoreOptions: ParsableArguments {
 
     public init() {}
 
+    /// `pushctl backup`: copies the SQLite database these options name to `path`.
+    public func backup(to path: String) throws(JobError) -> (source: String, copy: SQLiteBackup) {
+        try JobStores.backup(
+            ConfigResolver(environment: ProcessInfo.processInfo.environment), database: database, to: path)
+    }
+
     /// The shared options of a command that takes only these and `--now`.
     public func common(now: String?) -> CommonOptions {
         var common = CommonOptions.environmentOnly

@@ -10,16 +10,38 @@ public enum JobStores {
         _ config: ConfigResolver, flags: (database: String?, passwordFile: String?)? = nil, mode: StoreOpenMode,
         applicationName: String, logger: Logger = Logger(label: "store")
     ) async throws(JobError) -> any JobStore {
-        guard let raw = try config.raw(.databaseURL, flag: flags?.database) else {
-            throw .config(
-                flags == nil
-                    ? "no database: set PUSH_DATABASE_URL"
-                    : "no database: pass --database PATH|URL or set PUSH_DATABASE_URL")
-        }
+        let (location, source) = try location(config, flag: flags?.database, flagged: flags != nil)
         return try await open(
-            try DatabaseLocation.parse(raw.value, source: raw.source), mode: mode,
-            passwordFile: try config.string(.databasePasswordFile, flag: flags?.passwordFile),
-            applicationName: applicationName, source: raw.source, logger: logger)
+            location, mode: mode, passwordFile: try config.string(.databasePasswordFile, flag: flags?.passwordFile),
+            applicationName: applicationName, source: source, logger: logger)
+    }
+
+    /// Copies the SQLite database the settings name, while the jobs run (``SQLiteStore/backup(_:to:)``): its
+    /// path, and the copy. A PostgreSQL database is refused: `pg_dump` copies one.
+    public static func backup(_ config: ConfigResolver, database flag: String?, to path: String) throws(JobError)
+        -> (source: String, copy: SQLiteBackup)
+    {
+        let (location, source) = try location(config, flag: flag, flagged: true)
+        switch location.kind {
+        case .sqlite(let database):
+            return (database, try SQLiteStore.backup(database, to: path))
+        case .postgres:
+            throw .usage(
+                "\(source) names a PostgreSQL database: copy it with pg_dump (or the server's own backups)")
+        }
+    }
+
+    /// The database location the settings name, and the setting that named it.
+    private static func location(_ config: ConfigResolver, flag: String?, flagged: Bool) throws(JobError)
+        -> (DatabaseLocation, String)
+    {
+        guard let raw = try config.raw(.databaseURL, flag: flag) else {
+            throw .config(
+                flagged
+                    ? "no database: pass --database PATH|URL or set PUSH_DATABASE_URL"
+                    : "no database: set PUSH_DATABASE_URL")
+        }
+        return (try DatabaseLocation.parse(raw.value, source: raw.source), raw.source)
     }
 
     /// Opens the store as ``open(_:flags:mode:applicationName:logger:)`` does, runs `body` with it and closes

@@ -11,6 +11,7 @@ struct PushCtl: AsyncParsableCommand {
         version: JobKitVersion.current,
         subcommands: [
             Migrate.self, Seed.self, UserCommand.self, DeviceCommand.self, EntryCommand.self, CopyCommand.self,
+            Backup.self,
         ])
 }
 
@@ -48,6 +49,31 @@ struct Migrate: AsyncParsableCommand {
                 return try await store.appliedMigrations()
             }
             print("schema up to date: \(applied.joined(separator: ", "))")
+        }
+    }
+}
+
+struct Backup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Copy a SQLite database while the jobs run, as it is at one instant.",
+        discussion: """
+            The copy replaces PATH whole, mode 0600 (it holds the cached provider credentials), as one file with no \
+            -wal beside it. The database is neither migrated nor written. A PostgreSQL database is refused: copy it \
+            with pg_dump.
+            """)
+    @OptionGroup var db: StoreOptions
+    @Argument(help: ArgumentHelp("Where to write the copy.", valueName: "path")) var path: String
+
+    func validate() throws {
+        guard !path.isEmpty else { throw ValidationError("the copy's path is empty") }
+    }
+
+    func run() async throws {
+        try await withExitCode("pushctl backup") { () async throws(JobError) in
+            let (source, copy) = try db.backup(to: path)
+            print(
+                "copied \(source) to \(copy.path): \(copy.users) users, \(copy.bytes) bytes, schema \(copy.migrations.last ?? "none")"
+            )
         }
     }
 }

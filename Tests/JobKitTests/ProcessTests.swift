@@ -741,6 +741,21 @@ enum Executables {
         try export.stdout.write(to: file, atomically: true, encoding: .utf8)
         let check = try await Executables.run("pushctl", ["copy", "check", file.path])
         #expect(check.status == 0 && check.stdout == "\(file.path): valid\n", "\(check.stdout)")
+        // `pushctl backup`: a copy of a SQLite database while it is in use; PostgreSQL's is refused (pg_dump).
+        let copy = db.directory.appendingPathComponent("copy.sqlite").path
+        let backup = try await Executables.run("pushctl", ["backup", copy] + database)
+        if backend == .sqlite {
+            #expect(backup.status == 0, "\(backup.stderr)")
+            #expect(backup.stdout.hasPrefix("copied \(db.path) to \(copy): 2 users, "), "\(backup.stdout)")
+        } else {
+            #expect(backup.status == 64, "\(backup.status) \(backup.stderr)")
+            #expect(
+                backup.stderr
+                    == "pushctl backup: error: --database names a PostgreSQL database: copy it with pg_dump (or the server's own backups)\n",
+                "\(backup.stderr)")
+        }
+        let nowhere = try await Executables.run("pushctl", ["backup", ""] + database)
+        #expect(nowhere.status == 64 && nowhere.stderr.contains("the copy's path is empty"), "\(nowhere.stderr)")
         // Without the Korean 90 % warning: still valid, and a note says whose words its readers get.
         var catalog = try #require(try JSONSerialization.jsonObject(with: Data(export.stdout.utf8)) as? [String: Any])
         var warnings = try #require(catalog["content_limit_90"] as? [String: Any])

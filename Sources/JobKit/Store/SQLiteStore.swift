@@ -47,7 +47,7 @@ public final class SQLiteStore: Sendable {
     /// refused before anything is written. A new file is created readable and writable by its owner only: it
     /// holds the cached provider credentials (docs/SCHEMA.md), and SQLite gives its WAL and shared-memory
     /// files the same permissions.
-    private static func checkFile(_ path: String, mode: OpenMode) throws(JobError) {
+    static func checkFile(_ path: String, mode: OpenMode) throws(JobError) {
         var isDirectory: ObjCBool = false
         let exists = FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
         if exists && isDirectory.boolValue {
