@@ -322,6 +322,14 @@ extension PostgresStore: ReportStore {
                 WHERE created_at >= to_timestamp(\(from)) AND created_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
                 """
             ).map { try $0.decode((String, Int).self) }
+            figures.answerTimes = try await all(
+                """
+                SELECT provider COLLATE "C", (\(unescaped: HealthReport.AnswerTimes.bucketSQL("latency_ms")))::int8, count(*)
+                FROM notification_deliveries
+                WHERE created_at >= to_timestamp(\(from)) AND created_at < to_timestamp(\(to)) AND latency_ms IS NOT NULL
+                GROUP BY 1, 2
+                """
+            ).map { try $0.decode((String, Int, Int).self) }
             figures.deliveryDays = try await all(
                 """
                 SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), count(*),

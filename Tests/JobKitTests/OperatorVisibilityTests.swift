@@ -607,3 +607,74 @@ import Testing
         #expect(unresolved.map(ConnectionErrorText.describe) == "cannot resolve no-such-host.invalid")
     }
 }
+
+/// How long each provider took to answer, in the report: the deliveries record it (`latency_ms`, from the request
+/// written to its answer), and nothing showed it. An operator asking "is APNs slow this week?" read the table.
+@Suite struct AnswerTimesReportTests {
+    /// Each percentile is the upper bound of the bucket it falls in; past the last bucket, "> 30 s".
+    @Test func eachProvidersAnswerTimesAreItsPercentilesByBucket() {
+        var figures = HealthFigures()
+        figures.answerTimes = [
+            ("apns", 20, 50), ("apns", 50, 45), ("apns", 500, 4), ("apns", 30_000, 1),
+            ("fcm", 100, 10), ("fcm", HealthReport.AnswerTimes.beyondBuckets, 1),
+        ]
+        let report = HealthReport(
+            from: instant("2026-11-15T00:00:00Z"), to: instant("2026-11-22T00:00:00Z"), figures: figures)
+        #expect(
+            report.answerTimes == [
+                HealthReport.AnswerTimes(provider: "apns", answers: 100, p50Ms: 20, p95Ms: 50, p99Ms: 500),
+                HealthReport.AnswerTimes(
+                    provider: "fcm", answers: 11, p50Ms: 100, p95Ms: HealthReport.AnswerTimes.beyondBuckets,
+                    p99Ms: HealthReport.AnswerTimes.beyondBuckets),
+            ])
+        #expect(
+            report.text.contains(
+                """
+                provider answer times (request written to answer; the bucket of each percentile):
+                  apns: p50 ≤ 20 ms, p95 ≤ 50 ms, p99 ≤ 500 ms (100 answers)
+                  fcm: p50 ≤ 100 ms, p95 > 30 s, p99 > 30 s (11 answers)
+
+                """), "\(report.text)")
+        #expect(report.html.contains("<h2>Provider answer times</h2>"))
+        #expect(report.html.contains("<td class=\"text\">fcm</td><td>11</td><td class=\"text\">≤ 100 ms</td>"))
+        let quiet = HealthReport(
+            from: instant("2026-11-15T00:00:00Z"), to: instant("2026-11-22T00:00:00Z"), figures: HealthFigures())
+        #expect(quiet.text.contains("the bucket of each percentile):\n  none\n"), "\(quiet.text)")
+    }
+
+    /// Both stores count the window's answers per provider and bucket; a delivery with no answer time (the outbox)
+    /// and one outside the window are left out.
+    @Test(arguments: Backend.allCases)
+    func theStoresCountTheAnswersOfTheWindow(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        try await db.store.addUser("u", time: "20:00")
+        let at = instant("2026-11-20T20:00:00Z")
+        try await db.execute(
+            """
+            INSERT INTO notification_logs (user_id, notification_type, period_key, status, run_id, claimed_at, updated_at)
+            VALUES ('u', 'diary_reminder', '2026-11-20', 'sent', 'r', \(db.ts(at)), \(db.ts(at)))
+            """)
+        let log = try await db.count("SELECT max(id) FROM notification_logs")
+        for (provider, latency, created) in [
+            ("apns", "12", at), ("apns", "40", at), ("apns", "41", at), ("apns", "180", at), ("apns", "900", at),
+            ("fcm", "70", at), ("outbox", "NULL", at), ("fcm", "9000", instant("2026-11-01T20:00:00Z")),
+        ] {
+            try await db.execute(
+                """
+                INSERT INTO notification_deliveries (log_id, provider, outcome, attempts, latency_ms, run_id, created_at)
+                VALUES (\(log), '\(provider)', 'delivered', 1, \(latency), 'r', \(db.ts(created)))
+                """)
+        }
+        let report = try await db.store.healthReport(
+            from: instant("2026-11-14T00:00:00Z"), to: instant("2026-11-21T00:00:00Z"))
+        #expect(
+            report.answerTimes == [
+                HealthReport.AnswerTimes(provider: "apns", answers: 5, p50Ms: 50, p95Ms: 1_000, p99Ms: 1_000),
+                HealthReport.AnswerTimes(provider: "fcm", answers: 1, p50Ms: 100, p95Ms: 100, p99Ms: 100),
+            ])
+        #expect(report.text.contains("  apns: p50 ≤ 50 ms, p95 ≤ 1 s, p99 ≤ 1 s (5 answers)"), "\(report.text)")
+        let json = try JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any]
+        let first = (json?["answer_times"] as? [[String: Any]])?.first
+        #expect(first?["provider"] as? String == "apns" && first?["p95_ms"] as? Int == 1_000, "\(report.json)")
+    }
+}

@@ -38,6 +38,9 @@ extension HealthReport {
                 volume.map { row in [row.day, row.type] + DayType.columns.map { String($0.value(row)) } }))
             <h2>Deliveries by provider and outcome</h2>
             \(table(["provider/outcome", "deliveries"], deliveries.map { [$0.key, String($0.count)] }))
+            <h2>Provider answer times</h2>
+            <p>From a request written to its answer; each percentile is the bucket it falls in.</p>
+            \(table(["provider", "answers", "p50", "p95", "p99"], answerTimes.map { [$0.provider, String($0.answers), AnswerTimes.bound($0.p50Ms), AnswerTimes.bound($0.p95Ms), AnswerTimes.bound($0.p99Ms)] }))
             <h2>Active devices</h2>
             \(table(["platform/provider", "devices"], activeDevices.map { [$0.key, String($0.count)] }))
             <h2>Deactivations by reason</h2>

@@ -139,6 +139,60 @@ public struct HealthReport: Sendable, Codable, Hashable {
     /// The users reminded in the window whose language the catalog has no reminder words for (they were sent the
     /// fallback locale's), by that language, most first; filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
     public var readersWithoutWords: [Count] = []
+    /// How long each provider took to answer the window's deliveries, by provider.
+    public let answerTimes: [AnswerTimes]
+
+    /// One provider's answer times: from a request written to its answer, over the window's deliveries that had
+    /// one. Each percentile is the upper bound (ms) of the bucket it falls in (``buckets``), or ``beyondBuckets``.
+    public struct AnswerTimes: Sendable, Codable, Hashable {
+        public let provider: String
+        public let answers: Int
+        public let p50Ms: Int
+        public let p95Ms: Int
+        public let p99Ms: Int
+
+        /// The upper bounds (ms) of the buckets answer times are counted in; an answer takes at most the senders'
+        /// answer deadline (30 s), and a slower one is counted past the last.
+        public static let buckets = [5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000]
+        /// The bucket of an answer time past the last bound.
+        public static let beyondBuckets = Int(Int32.max)
+
+        /// The bucket of the integer expression `column` (its upper bound), for a store's `GROUP BY`.
+        public static func bucketSQL(_ column: String) -> String {
+            "CASE " + buckets.map { "WHEN \(column) <= \($0) THEN \($0) " }.joined() + "ELSE \(beyondBuckets) END"
+        }
+
+        /// The providers' answer times from a store's counts per provider and bucket.
+        static func fold(_ rows: [(provider: String, bucketMs: Int, count: Int)]) -> [AnswerTimes] {
+            Dictionary(grouping: rows, by: \.provider).sorted { $0.key < $1.key }.map { provider, rows in
+                let counts = rows.sorted { $0.bucketMs < $1.bucketMs }
+                let answers = counts.reduce(0) { $0 + $1.count }
+                /// The bucket holding the answer of rank ⌈share × answers⌉.
+                func percentile(_ share: Double) -> Int {
+                    let rank = max(1, Int((share * Double(answers)).rounded(.up)))
+                    var seen = 0
+                    for row in counts {
+                        seen += row.count
+                        if seen >= rank { return row.bucketMs }
+                    }
+                    return counts.last?.bucketMs ?? 0
+                }
+                return AnswerTimes(
+                    provider: provider, answers: answers, p50Ms: percentile(0.5), p95Ms: percentile(0.95),
+                    p99Ms: percentile(0.99))
+            }
+        }
+
+        /// `≤ 50 ms`, `≤ 2 s`, `> 30 s`.
+        static func bound(_ milliseconds: Int) -> String {
+            guard milliseconds != beyondBuckets else { return "> \((buckets.last ?? 0) / 1_000) s" }
+            return milliseconds >= 1_000 ? "≤ \(milliseconds / 1_000) s" : "≤ \(milliseconds) ms"
+        }
+
+        var line: String {
+            "\(provider): p50 \(Self.bound(p50Ms)), p95 \(Self.bound(p95Ms)), p99 \(Self.bound(p99Ms)) (\(answers) answers)"
+        }
+    }
 
     /// The report of the window `from..<to` (UTC seconds) from what a store counted in it.
     public init(from: Int64, to: Int64, figures: HealthFigures) {
@@ -154,6 +208,7 @@ public struct HealthReport: Sendable, Codable, Hashable {
         }
         self.volume = volume
         deliveries = figures.deliveries.map { Count(key: $0.key, count: $0.count) }
+        answerTimes = AnswerTimes.fold(figures.answerTimes)
         invalidTokenRate = figures.deliveryDays.map {
             DayRate(day: $0.day, deliveries: $0.deliveries, tokenDead: $0.tokenDead)
         }
@@ -206,6 +261,8 @@ public struct HealthFigures: Sendable {
     public var claims: [(day: String, type: String, status: String, count: Int)] = []
     /// Deliveries in the window per `provider/outcome`, ordered by key.
     public var deliveries: [(key: String, count: Int)] = []
+    /// Deliveries in the window that had an answer time, per provider and bucket (``HealthReport/AnswerTimes``).
+    public var answerTimes: [(provider: String, bucketMs: Int, count: Int)] = []
     /// Deliveries in the window per UTC day, and how many of them found the token dead, ordered by day.
     public var deliveryDays: [(day: String, deliveries: Int, tokenDead: Int)] = []
     /// Active devices per `platform/provider`, ordered by key.
@@ -309,6 +366,14 @@ extension SQLiteStore: ReportStore {
                     WHERE created_at >= ? AND created_at < ? GROUP BY 1 ORDER BY 1
                     """, arguments: [from, to]
             ).map { ($0[0], $0[1]) }
+            figures.answerTimes = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT provider, \(HealthReport.AnswerTimes.bucketSQL("latency_ms")), count(*)
+                    FROM notification_deliveries
+                    WHERE created_at >= ? AND created_at < ? AND latency_ms IS NOT NULL GROUP BY 1, 2
+                    """, arguments: [from, to]
+            ).map { ($0[0], $0[1], $0[2]) }
             figures.deliveryDays = try Row.fetchAll(
                 db,
                 sql: """
@@ -394,6 +459,9 @@ extension HealthReport {
             ["", title] + (rows.isEmpty ? ["  none"] : rows.map { "  " + $0 })
         }
         lines += section("deliveries by provider/outcome:", deliveries.map { "\($0.key): \($0.count)" })
+        lines += section(
+            "provider answer times (request written to answer; the bucket of each percentile):",
+            answerTimes.map(\.line))
         lines += section(
             "invalid-token rate by day:",
             invalidTokenRate.map {
