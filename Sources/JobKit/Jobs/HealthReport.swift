@@ -157,9 +157,10 @@ public struct HealthReport: Sendable, Codable, Hashable {
         /// The bucket of an answer time past the last bound.
         public static let beyondBuckets = Int(Int32.max)
 
-        /// The bucket of the integer expression `column` (its upper bound), for a store's `GROUP BY`.
+        /// The bucket of the integer expression `column` (its upper bound; NULL for NULL), for a store's `GROUP BY`.
         public static func bucketSQL(_ column: String) -> String {
-            "CASE " + buckets.map { "WHEN \(column) <= \($0) THEN \($0) " }.joined() + "ELSE \(beyondBuckets) END"
+            "CASE WHEN \(column) IS NULL THEN NULL "
+                + buckets.map { "WHEN \(column) <= \($0) THEN \($0) " }.joined() + "ELSE \(beyondBuckets) END"
         }
 
         /// The providers' answer times from a store's counts per provider and bucket.
@@ -281,6 +282,30 @@ public struct HealthFigures: Sendable {
     public var lastFailures: [(job: String, runAt: Int64, error: String?)] = []
 
     public init() {}
+
+    /// Fills ``deliveries``, ``deliveryDays`` and ``answerTimes`` from one scan of the window's deliveries, counted
+    /// per UTC day, provider, outcome and answer-time bucket (``HealthReport/AnswerTimes/bucketSQL(_:)``; nil for a
+    /// delivery without an answer time).
+    public mutating func countDeliveries(
+        _ rows: [(day: String, provider: String, outcome: String, bucketMs: Int?, count: Int)]
+    ) {
+        var byKey: [String: Int] = [:]
+        var byDay: [String: (deliveries: Int, tokenDead: Int)] = [:]
+        var byBucket: [String: [Int: Int]] = [:]
+        for row in rows {
+            byKey["\(row.provider)/\(row.outcome)", default: 0] += row.count
+            byDay[row.day, default: (0, 0)].deliveries += row.count
+            if row.outcome == DeliveryOutcome.tokenDead.rawValue {
+                byDay[row.day, default: (0, 0)].tokenDead += row.count
+            }
+            if let bucket = row.bucketMs { byBucket[row.provider, default: [:]][bucket, default: 0] += row.count }
+        }
+        deliveries = byKey.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        deliveryDays = byDay.sorted { $0.key < $1.key }.map { ($0.key, $0.value.deliveries, $0.value.tokenDead) }
+        answerTimes = byBucket.sorted { $0.key < $1.key }.flatMap { provider, buckets in
+            buckets.sorted { $0.key < $1.key }.map { (provider, $0.key, $0.value) }
+        }
+    }
 }
 
 public protocol ReportStore: Sendable {
@@ -359,28 +384,16 @@ extension SQLiteStore: ReportStore {
                     GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
                     """, arguments: [from, to]
             ).map { ($0[0], $0[1], $0[2], $0[3]) }
-            figures.deliveries = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT provider || '/' || outcome, count(*) FROM notification_deliveries
-                    WHERE created_at >= ? AND created_at < ? GROUP BY 1 ORDER BY 1
-                    """, arguments: [from, to]
-            ).map { ($0[0], $0[1]) }
-            figures.answerTimes = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT provider, \(HealthReport.AnswerTimes.bucketSQL("latency_ms")), count(*)
-                    FROM notification_deliveries
-                    WHERE created_at >= ? AND created_at < ? AND latency_ms IS NOT NULL GROUP BY 1, 2
-                    """, arguments: [from, to]
-            ).map { ($0[0], $0[1], $0[2]) }
-            figures.deliveryDays = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT date(created_at, 'unixepoch'), count(*), sum(outcome = 'token_dead') FROM notification_deliveries
-                    WHERE created_at >= ? AND created_at < ? GROUP BY 1 ORDER BY 1
-                    """, arguments: [from, to]
-            ).map { ($0[0], $0[1], $0[2]) }
+            // One scan of the window's deliveries for three of the report's sections.
+            figures.countDeliveries(
+                try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT date(created_at, 'unixepoch'), provider, outcome,
+                               \(HealthReport.AnswerTimes.bucketSQL("latency_ms")), count(*)
+                        FROM notification_deliveries WHERE created_at >= ? AND created_at < ? GROUP BY 1, 2, 3, 4
+                        """, arguments: [from, to]
+                ).map { ($0[0], $0[1], $0[2], $0[3], $0[4]) })
             figures.activeDevices = try Row.fetchAll(
                 db,
                 sql: """
