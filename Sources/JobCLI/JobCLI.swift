@@ -30,7 +30,8 @@ public struct StoreOptions: ParsableArguments {
     /// `pushctl backup`: copies the SQLite database these options name to `path`.
     public func backup(to path: String) throws(JobError) -> (source: String, copy: SQLiteBackup) {
         try JobStores.backup(
-            ConfigResolver(environment: ProcessInfo.processInfo.environment), database: database, to: path)
+            ConfigResolver(environment: ProcessInfo.processInfo.environment),
+            flags: (database, databasePasswordFile), to: path)
     }
 
     /// The shared options of a command that takes only these and `--now`.

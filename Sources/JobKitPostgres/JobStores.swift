@@ -18,16 +18,24 @@ public enum JobStores {
 
     /// Copies the SQLite database the settings name, while the jobs run (``SQLiteStore/backup(_:to:)``): its
     /// path, and the copy. A PostgreSQL database is refused: `pg_dump` copies one.
-    public static func backup(_ config: ConfigResolver, database flag: String?, to path: String) throws(JobError)
-        -> (source: String, copy: SQLiteBackup)
-    {
-        let (location, source) = try location(config, flag: flag, flagged: true)
+    public static func backup(
+        _ config: ConfigResolver, flags: (database: String?, passwordFile: String?), to path: String
+    ) throws(JobError) -> (source: String, copy: SQLiteBackup) {
+        let (location, source) = try location(config, flag: flags.database, flagged: true)
         switch location.kind {
         case .sqlite(let database):
+            try noPasswordFile(try config.string(.databasePasswordFile, flag: flags.passwordFile), source: source)
             return (database, try SQLiteStore.backup(database, to: path))
         case .postgres:
             throw .usage(
                 "\(source) names a PostgreSQL database: copy it with pg_dump (or the server's own backups)")
+        }
+    }
+
+    /// A password file given for a SQLite database is a mistake to name: it applies to PostgreSQL only.
+    private static func noPasswordFile(_ passwordFile: String?, source: String) throws(JobError) {
+        if passwordFile != nil {
+            throw .config("a database password file applies to PostgreSQL only; \(source) names a SQLite file")
         }
     }
 
@@ -71,9 +79,7 @@ public enum JobStores {
     ) async throws(JobError) -> any JobStore {
         switch location.kind {
         case .sqlite(let path):
-            if passwordFile != nil {
-                throw .config("a database password file applies to PostgreSQL only; \(source) names a SQLite file")
-            }
+            try noPasswordFile(passwordFile, source: source)
             return try SQLiteStore.open(path: path, mode: mode)
         case .postgres(let url):
             let postgres = try PostgresLocation.parse(url, passwordFile: passwordFile, source: source)

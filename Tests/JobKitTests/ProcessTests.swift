@@ -747,6 +747,12 @@ enum Executables {
         if backend == .sqlite {
             #expect(backup.status == 0, "\(backup.stderr)")
             #expect(backup.stdout.hasPrefix("copied \(db.path) to \(copy): 2 users, "), "\(backup.stdout)")
+            // A password file is for PostgreSQL: refused here as the jobs refuse it (it was ignored).
+            let password = try await Executables.run(
+                "pushctl", ["backup", copy, "--database-password-file", "/nonexistent"] + database)
+            #expect(password.status == 78, "\(password.status) \(password.stderr)")
+            #expect(
+                password.stderr.contains("a database password file applies to PostgreSQL only"), "\(password.stderr)")
         } else {
             #expect(backup.status == 64, "\(backup.status) \(backup.stderr)")
             #expect(
