@@ -146,7 +146,8 @@ public struct PostgresLocation: Sendable {
             hosts.append(host)
             ports.append(try parts.port.map { port throws(JobError) in try checkedPort(String(port), source: source) })
         }
-        if ports.allSatisfy({ $0 == nil }) { ports = [] }
+        // No port given: one default port for every host.
+        if ports.allSatisfy({ $0 == nil }) { ports = [nil] }
         let user = components.user?.removingPercentEncoding ?? components.user ?? currentUserName()
         var path = components.path
         if path.hasPrefix("/") { path.removeFirst() }
@@ -219,7 +220,6 @@ public struct PostgresLocation: Sendable {
             }
         }
         // As libpq: one port for every host, or one per host; an empty host is the default socket directory.
-        if ports.isEmpty { ports = [nil] }
         if ports.count == 1 { ports = Array(repeating: ports[0], count: hosts.count) }
         guard ports.count == hosts.count else {
             throw .config(
