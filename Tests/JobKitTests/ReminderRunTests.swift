@@ -91,6 +91,41 @@ import Testing
         #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 6)
     }
 
+    /// A sender that, as its first batch is on its way, deletes the first user of the batch and the second
+    /// one's device (an account closed, a device row removed by the app's backend).
+    struct DeletingSender: Sender {
+        let inner = RecordingSender()
+        let db: TemporaryDatabase
+        func canDeliver(to provider: Provider) -> Bool { true }
+        func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+            if await inner.sent.isEmpty, batch.count >= 2 {
+                try? await db.execute("DELETE FROM users WHERE id = '\(batch[0].device.userID)'")
+                try? await db.execute("DELETE FROM user_devices WHERE id = \(batch[1].device.id)")
+            }
+            return await inner.send(batch)
+        }
+    }
+
+    /// A user or a device deleted while the run sends to it fails nothing: the run succeeds, and every other
+    /// claim of the page is recorded as sent (none is left `claimed`, for a later run to send again). On SQLite
+    /// the page's recording failed ("FOREIGN KEY constraint failed"): the run failed with the page unrecorded.
+    @Test(arguments: Backend.allCases) func aUserDeletedWhileTheRunSendsFailsNothing(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        for i in 0..<12 { try await db.store.addUser("u\(i)", time: "20:00") }
+        let sender = DeletingSender(db: db)
+        var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+        options.pageSize = 3
+        let runner = DiaryReminderRunner(remindersOnly: db.store, ledger: db.store, sender: sender, logger: quietLogger)
+        let summary = try await runner.run(options)
+        #expect(summary.failure == nil && summary.sent == 12)
+        #expect(await sender.inner.sent.count == 12)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'claimed'") == 0)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 11)
+        #expect(try await db.count("SELECT count(*) FROM users") == 11)
+    }
+
     /// A sender that waits up to a minute per batch, unless its task is cancelled; says whether it was.
     actor WaitingSender: Sender {
         private(set) var cancelled = 0

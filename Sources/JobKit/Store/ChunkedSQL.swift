@@ -24,6 +24,13 @@ struct ChunkedSQL: Sendable {
         self.sql = sizes.map(make)
     }
 
+    /// The statement for a chunk of `rows` rows, one of ``sizes``: the counterpart, in a second set made with
+    /// the same largest size, of a chunk ``forEachChunk(of:_:)`` handed over.
+    func sql(rows: Int) -> String {
+        guard let index = sizes.firstIndex(of: rows) else { preconditionFailure("no statement of \(rows) rows") }
+        return sql[index]
+    }
+
     /// Calls `body` for consecutive ranges covering `0..<count`, in order, each with its statement's SQL.
     func forEachChunk(of count: Int, _ body: (Range<Int>, String) throws -> Void) rethrows {
         var start = 0

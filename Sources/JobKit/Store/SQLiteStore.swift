@@ -330,6 +330,21 @@ extension SQLiteStore: ReminderStore {
     }
     static let claimInsertStatements = ChunkedSQL(largest: writeChunk, claimInsertSQL(rows:))
 
+    /// ``claimInsertSQL(rows:)`` for a chunk that named a user deleted since it was read (its foreign key
+    /// failed): the same parameters, and no claim for a user who is no longer there.
+    static func checkedClaimInsertSQL(rows: Int) -> String {
+        """
+        INSERT INTO notification_logs
+            (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
+        SELECT r.column1, r.column2, r.column3, 'claimed', r.column4, r.column5, r.column6, 1, r.column7, r.column8
+        FROM (VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))) AS r
+        WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = r.column1)
+        ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
+        RETURNING id, user_id, notification_type, period_key
+        """
+    }
+    static let checkedClaimInsertStatements = ChunkedSQL(largest: writeChunk, checkedClaimInsertSQL(rows:))
+
     static func deliveryInsertSQL(rows: Int) -> String {
         """
         INSERT INTO notification_deliveries
@@ -338,6 +353,21 @@ extension SQLiteStore: ReminderStore {
         """
     }
     static let deliveryInsertStatements = ChunkedSQL(largest: writeChunk, deliveryInsertSQL(rows:))
+
+    /// ``deliveryInsertSQL(rows:)`` for a chunk that named a claim or a device deleted since the run read it (its
+    /// foreign key failed), with the same parameters: the answers to a deleted claim go with it, and those to a
+    /// deleted device are kept without it, as the delete's `ON DELETE` would have left them had it come after.
+    static func checkedDeliveryInsertSQL(rows: Int) -> String {
+        """
+        INSERT INTO notification_deliveries
+            (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
+        SELECT r.column1, (SELECT d.id FROM user_devices d WHERE d.id = r.column2), r.column3, r.column4, r.column5,
+               r.column6, r.column7, r.column8, r.column9, r.column10
+        FROM (VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))) AS r
+        WHERE EXISTS (SELECT 1 FROM notification_logs l WHERE l.id = r.column1)
+        """
+    }
+    static let checkedDeliveryInsertStatements = ChunkedSQL(largest: writeChunk, checkedDeliveryInsertSQL(rows:))
 
     /// Resolves `ids` claims of this run that are still `claimed` to one status and detail.
     static func resolveSQL(ids: Int) -> String {
@@ -350,19 +380,32 @@ extension SQLiteStore: ReminderStore {
 
     /// Runs one statement per chunk of `items` (see ``ChunkedSQL``), its arguments `leading` and then what
     /// `row` appends for each item; `body` is handed the bound statement to step.
+    ///
+    /// A chunk whose statement fails a foreign key (a row it names was deleted since it was read: an account
+    /// closed while a run sends) runs again as `checked`'s statement of its size, with the same arguments: one
+    /// that leaves out or adjusts such rows. SQLite has undone the failed statement, and the transaction goes on.
+    /// The check costs nothing until a key fails.
     private static func inChunks<Item>(
         _ items: [Item], _ db: Database, _ statements: ChunkedSQL,
+        checked: ChunkedSQL? = nil,
         leading: [DatabaseValue] = [],
         row: (Item, inout [DatabaseValue]) -> Void,
         _ body: (RawStatement) throws -> Void = { try $0.step() }
     ) throws {
         try statements.forEachChunk(of: items.count) { range, sql in
-            let statement = try RawStatement(db.cachedStatement(sql: sql))
             var values = leading
             values.reserveCapacity(leading.count + range.count * 10)
             for item in items[range] { row(item, &values) }
+            let statement = try RawStatement(db.cachedStatement(sql: sql))
             try statement.bind(values)
-            try body(statement)
+            do {
+                try body(statement)
+            } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_FOREIGNKEY {
+                guard let checked else { throw error }
+                let statement = try RawStatement(db.cachedStatement(sql: checked.sql(rows: range.count)))
+                try statement.bind(values)
+                try body(statement)
+            }
         }
     }
 
@@ -380,7 +423,8 @@ extension SQLiteStore: ReminderStore {
             // First every new claim, a chunk at a time; what was already in the log comes back without an id.
             var inserted: [LogKey: Int64] = [:]
             inserted.reserveCapacity(requests.count)
-            try Self.inChunks(requests, db, Self.claimInsertStatements) { request, values in
+            try Self.inChunks(requests, db, Self.claimInsertStatements, checked: Self.checkedClaimInsertStatements) {
+                request, values in
                 values.append(request.userID.databaseValue)
                 values.append(request.type.rawValue.databaseValue)
                 values.append(request.period.databaseValue)
@@ -390,9 +434,13 @@ extension SQLiteStore: ReminderStore {
                 values.append(now.databaseValue)
                 values.append(now.databaseValue)
             } _: { statement in
+                // Kept once the statement succeeded: one that failed a foreign key is run again (`inChunks`).
+                var rows: [(LogKey, Int64)] = []
                 try statement.step { row in
-                    inserted[LogKey(userID: row.string(1), type: row.string(2), period: row.string(3))] = row.int64(0)
+                    rows.append(
+                        (LogKey(userID: row.string(1), type: row.string(2), period: row.string(3)), row.int64(0)))
                 }
+                for (key, id) in rows { inserted[key] = id }
             }
             // Then, in request order, the new claims and the take-overs of stale or retryable ones.
             // The lifecycle's take-over rule, with this run's lease written in: prepared once per call.
@@ -479,7 +527,10 @@ extension SQLiteStore: ReminderStore {
     {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
         try await write("recording deliveries") { db in
-            try Self.inChunks(deliveries, db, Self.deliveryInsertStatements) { delivery, values in
+            try Self.inChunks(
+                deliveries, db, Self.deliveryInsertStatements, checked: Self.checkedDeliveryInsertStatements
+            ) {
+                delivery, values in
                 let report = delivery.report
                 values.append(delivery.logID.databaseValue)
                 values.append(delivery.deviceID.databaseValue)
