@@ -318,11 +318,16 @@ extension SQLiteStore: ReminderStore {
     /// most 10 parameters a row, far under SQLite's 32,766.
     static let writeChunk = 100
 
+    /// The columns a claim chunk writes, in the order of its rows' values (``claimInsertSQL(rows:)``,
+    /// ``checkedClaimInsertSQL(rows:)``).
+    static let claimColumns = """
+        (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
+        """
+
     /// Claims `rows` requests at once; rows already in the log are left alone (and then looked at one by one).
     static func claimInsertSQL(rows: Int) -> String {
         """
-        INSERT INTO notification_logs
-            (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
+        INSERT INTO notification_logs \(claimColumns)
         VALUES \(Array(repeating: "(?, ?, ?, 'claimed', ?, ?, ?, 1, ?, ?)", count: rows).joined(separator: ", "))
         ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
         RETURNING id, user_id, notification_type, period_key
@@ -334,8 +339,7 @@ extension SQLiteStore: ReminderStore {
     /// failed): the same parameters, and no claim for a user who is no longer there.
     static func checkedClaimInsertSQL(rows: Int) -> String {
         """
-        INSERT INTO notification_logs
-            (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at, updated_at)
+        INSERT INTO notification_logs \(claimColumns)
         SELECT r.column1, r.column2, r.column3, 'claimed', r.column4, r.column5, r.column6, 1, r.column7, r.column8
         FROM (VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))) AS r
         WHERE EXISTS (SELECT 1 FROM users u WHERE u.id = r.column1)
@@ -345,10 +349,15 @@ extension SQLiteStore: ReminderStore {
     }
     static let checkedClaimInsertStatements = ChunkedSQL(largest: writeChunk, checkedClaimInsertSQL(rows:))
 
+    /// The columns a delivery chunk writes, in the order of its rows' values (``deliveryInsertSQL(rows:)``,
+    /// ``checkedDeliveryInsertSQL(rows:)``).
+    static let deliveryColumns = """
+        (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
+        """
+
     static func deliveryInsertSQL(rows: Int) -> String {
         """
-        INSERT INTO notification_deliveries
-            (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
+        INSERT INTO notification_deliveries \(deliveryColumns)
         VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))
         """
     }
@@ -359,8 +368,7 @@ extension SQLiteStore: ReminderStore {
     /// deleted device are kept without it, as the delete's `ON DELETE` would have left them had it come after.
     static func checkedDeliveryInsertSQL(rows: Int) -> String {
         """
-        INSERT INTO notification_deliveries
-            (log_id, device_id, provider, outcome, reason, provider_message_id, attempts, latency_ms, run_id, created_at)
+        INSERT INTO notification_deliveries \(deliveryColumns)
         SELECT r.column1, (SELECT d.id FROM user_devices d WHERE d.id = r.column2), r.column3, r.column4, r.column5,
                r.column6, r.column7, r.column8, r.column9, r.column10
         FROM (VALUES \(Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", "))) AS r
