@@ -226,6 +226,38 @@ import Testing
         #expect(pending.map(\.warning) == [deferred])
     }
 
+    /// An account closed between the hook's read and its claim: the claim is refused as for any unknown user
+    /// (65, "unknown user"), on both stores, and writes nothing. SQLite failed it as "FOREIGN KEY constraint
+    /// failed"; PostgreSQL, whose history has no foreign key (migration 008), claimed a warning for nobody.
+    @Test(arguments: Backend.allCases) func aClaimForAUserDeletedMeanwhileIsRefusedAsUnknown(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        try await addWriter(db)
+        try await addWriter(db, id: "other")
+        try await db.execute("DELETE FROM users WHERE id = 'writer'")
+        let start = instant("2026-11-21T12:00:00Z")
+        for type in [NotificationType.contentLimit90, .contentLimit100] {
+            for deliverAfter in [nil, start + 3_600] {
+                let warning = QuotaWarning(
+                    userID: "writer", type: type, period: "2026-11", messageIndex: 0, locale: "en",
+                    params: ["used": "30", "limit": "30"])
+                await #expect(throws: JobError.dataError("unknown user writer")) {
+                    try await db.store.claimLimitWarning(
+                        warning, deliverAfter: deliverAfter, runID: "one", now: start, staleBefore: start - 600)
+                }
+            }
+        }
+        #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
+        // The user's neighbour is claimed as before.
+        let warning = QuotaWarning(
+            userID: "other", type: .contentLimit100, period: "2026-11", messageIndex: 0, locale: "en",
+            params: ["used": "30", "limit": "30"])
+        let claim = try await db.store.claimLimitWarning(
+            warning, deliverAfter: nil, runID: "one", now: start, staleBefore: start - 600)
+        #expect(claim?.warning.warning == warning)
+    }
+
     @Test(arguments: Backend.allCases) func belowNinetyPercentWritesNothingAndTouchesNoNetwork(_ backend: Backend)
         async throws
     {
