@@ -226,6 +226,36 @@ import Testing
         #expect(pending.map(\.warning) == [deferred])
     }
 
+    /// A warning left for retry on one plan and taken over by a hook call on another shows the numbers of the
+    /// quota the user has now: the stored words are kept only for a retry of the same warning. It showed the old
+    /// plan's ("27 of 30") to a user who had upgraded to 100 and was at 95.
+    @Test(arguments: Backend.allCases) func aWarningTakenOverOnAnotherPlanShowsTheNewNumbers(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        try await db.store.upsertUser(UserProfile(id: "writer", timezone: "UTC"), now: 0)
+        _ = try await db.store.register(
+            DeviceRegistration(userID: "writer", token: "flaky-phone", provider: .fcm, platform: .android), now: 0)
+        let factory = SenderFactory()
+        #expect(try await fire(db, factory, used: 27).action == .retry)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'retry'") == 1)
+        let first = try #require(await factory.sender.sent.last)
+        #expect(first.body.contains("27") && first.body.contains("30"))
+
+        // Same plan: the retry reads as the first try did, whatever this call's numbers.
+        _ = try await fire(db, factory, used: 28, at: "2026-11-21T12:01:00Z")
+        let retried = try #require(await factory.sender.sent.last)
+        #expect(retried.title == first.title && retried.body == first.body)
+
+        // The user upgrades: a quota of 100, and 95 used.
+        try await db.execute("UPDATE users SET plan = 'plus' WHERE id = 'writer'")
+        _ = try await fire(db, factory, used: 95, limit: 100, at: "2026-11-21T12:02:00Z")
+        let upgraded = try #require(await factory.sender.sent.last)
+        #expect(upgraded.body.contains("95") && upgraded.body.contains("100"), "\(upgraded.body)")
+        #expect(!upgraded.body.contains("27"))
+        #expect(await factory.sender.sent.count == 3)
+    }
+
     /// An account closed between the hook's read and its claim: the claim is refused as for any unknown user
     /// (65, "unknown user"), on both stores, and writes nothing. SQLite failed it as "FOREIGN KEY constraint
     /// failed"; PostgreSQL, whose history has no foreign key (migration 008), claimed a warning for nobody.

@@ -62,11 +62,15 @@ public struct QuotaWarning: Sendable, Hashable {
     }
 
     /// The warning a takeover of its log row sends: with the words the row's first claim stored (this warning's
-    /// where the row has none), so that a retried warning reads as the first try would have.
+    /// where the row has none), so that a retried warning reads as the first try would have. Numbers counted
+    /// against another plan than this warning's (``LimitParams/planKey``) are of a quota the user no longer has:
+    /// this warning goes out as it is.
     public func resumed(messageIndex: Int?, locale: String?, params: String?) -> QuotaWarning {
-        QuotaWarning(
+        let stored = LimitParams.decode(params)
+        guard stored[LimitParams.planKey] == self.params[LimitParams.planKey] else { return self }
+        return QuotaWarning(
             userID: userID, type: type, period: period, messageIndex: messageIndex ?? self.messageIndex,
-            locale: locale ?? self.locale, params: LimitParams.decode(params))
+            locale: locale ?? self.locale, params: stored)
     }
 }
 
