@@ -106,7 +106,8 @@ public protocol ContentLimitStore: Sendable {
     /// period's 90 % warning is marked superseded (inserted as such, or changed from deferred or retry) so it
     /// never arrives afterwards. A 90 % warning is not claimed once the 100 % one exists. A claim taken over
     /// keeps the words its row holds (``QuotaWarning/resumed(messageIndex:locale:params:)``). Returns `nil` when
-    /// another invocation has it.
+    /// another invocation has it. Fails with ``JobError/unknownUser(_:)`` for a user who is gone (deleted since the
+    /// caller read them), writing nothing.
     func claimLimitWarning(
         _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
     )
