@@ -38,6 +38,38 @@ import Testing
         #expect(ContentLimitRule.parameters(used: max - 1, limit: max)["percent"] == "99")
     }
 
+    /// What a takeover sends, row by row: the stored words when they were counted against this call's plan (or
+    /// neither names one), this call's own otherwise, and this call's where the row stored none.
+    @Test func aTakeoverKeepsTheStoredWordsOnlyForTheSamePlan() {
+        let now = QuotaWarning(
+            userID: "u", type: .contentLimit90, period: "2026-11", messageIndex: 0, locale: "en",
+            params: ["used": "95", "limit": "100", "plan": "plus"])
+        let stored = #"{"limit":"30","plan":"free","used":"27"}"#
+        let cases: [(index: Int?, locale: String?, params: String?, current: QuotaWarning, expected: QuotaWarning)] = [
+            (
+                2, "de", #"{"limit":"100","plan":"plus","used":"91"}"#, now,
+                QuotaWarning(
+                    userID: "u", type: .contentLimit90, period: "2026-11", messageIndex: 2, locale: "de",
+                    params: ["used": "91", "limit": "100", "plan": "plus"])
+            ),
+            (2, "de", stored, now, now),
+            (nil, nil, nil, now, now),
+            (
+                nil, "fr", #"{"limit":"30","used":"27"}"#,
+                QuotaWarning(
+                    userID: "u", type: .contentLimit90, period: "2026-11", messageIndex: 1, locale: "en",
+                    params: ["used": "28", "limit": "30"]),
+                QuotaWarning(
+                    userID: "u", type: .contentLimit90, period: "2026-11", messageIndex: 1, locale: "fr",
+                    params: ["used": "27", "limit": "30"])
+            ),
+        ]
+        for row in cases {
+            #expect(
+                row.current.resumed(messageIndex: row.index, locale: row.locale, params: row.params) == row.expected)
+        }
+    }
+
     @Test func quietHoursSpanningMidnightEndTheNextMorning() {
         let tokyo = zone("Asia/Tokyo")
         let end = ContentLimitRule.quietHoursEnd(
