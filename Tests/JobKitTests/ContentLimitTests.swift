@@ -41,19 +41,19 @@ import Testing
     /// What a takeover sends, row by row: the stored words when they were counted against this call's plan (or
     /// neither names one), this call's own otherwise, and this call's where the row stored none.
     @Test func aTakeoverKeepsTheStoredWordsOnlyForTheSamePlan() {
-        let now = QuotaWarning(
+        let current = QuotaWarning(
             userID: "u", type: .contentLimit90, period: "2026-11", messageIndex: 0, locale: "en",
             params: ["used": "95", "limit": "100", "plan": "plus"])
         let stored = #"{"limit":"30","plan":"free","used":"27"}"#
         let cases: [(index: Int?, locale: String?, params: String?, current: QuotaWarning, expected: QuotaWarning)] = [
             (
-                2, "de", #"{"limit":"100","plan":"plus","used":"91"}"#, now,
+                2, "de", #"{"limit":"100","plan":"plus","used":"91"}"#, current,
                 QuotaWarning(
                     userID: "u", type: .contentLimit90, period: "2026-11", messageIndex: 2, locale: "de",
                     params: ["used": "91", "limit": "100", "plan": "plus"])
             ),
-            (2, "de", stored, now, now),
-            (nil, nil, nil, now, now),
+            (2, "de", stored, current, current),
+            (nil, nil, nil, current, current),
             (
                 nil, "fr", #"{"limit":"30","used":"27"}"#,
                 QuotaWarning(
