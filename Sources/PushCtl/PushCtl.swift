@@ -24,6 +24,11 @@ extension StoreOptions {
     }
 }
 
+/// A user id as the schema holds one (1 to 128 characters), or a usage error naming `flag`, before anything is opened.
+func checkUserID(_ id: String, flag: String) throws {
+    if let problem = UserProfile.idProblem(id) { throw ValidationError("\(flag): \(problem)") }
+}
+
 /// The instant of `flag` (`--now`, `--at`, …), or the clock's without one.
 func clockNow(_ text: String?, flag: String = "--now") throws(JobError) -> Int64 {
     var common = CommonOptions()
@@ -164,7 +169,7 @@ struct UserCommand: AsyncParsableCommand {
         enum Toggle: String, ExpressibleByArgument { case on, off }
 
         func validate() throws {
-            if let problem = UserProfile.idProblem(id) { throw ValidationError("--id: \(problem)") }
+            try checkUserID(id, flag: "--id")
             if let locale, !UserProfile.isLocale(locale) {
                 throw ValidationError(
                     "--locale: not a BCP 47 locale (e.g. ja or pt-BR) or a POSIX one (pt_BR.UTF-8): \"\(locale)\"")
@@ -229,6 +234,8 @@ struct DeviceCommand: AsyncParsableCommand {
         @Option(help: "The APNs environment of an APNs token (default production).") var environment: APNsEnvironment?
         @Option(help: "App version.") var appVersion: String?
 
+        func validate() throws { try checkUserID(user, flag: "--user") }
+
         func run() async throws {
             try await withExitCode("pushctl device register") { () async throws(JobError) in
                 let registration = try DeviceRegistration(
@@ -275,6 +282,8 @@ struct EntryCommand: AsyncParsableCommand {
         @OptionGroup var db: StoreOptions
         @Option(help: "User id.") var user: String
         @Option(help: ArgumentHelp("When (ISO 8601; default now).", valueName: "iso8601")) var at: String?
+
+        func validate() throws { try checkUserID(user, flag: "--user") }
 
         func run() async throws {
             try await withExitCode("pushctl entry add") { () async throws(JobError) in

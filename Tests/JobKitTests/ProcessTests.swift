@@ -629,6 +629,23 @@ enum Executables {
             #expect(badID.status == 64, "\(badID.status) \(badID.stderr)")
             #expect(badID.stderr.contains("--id: a user id is 1 to 128 characters"), "\(badID.stderr)")
         }
+        // The same for the user a device or an entry is for (they were 65: "unknown user \"\"", or the registration's
+        // own words without the flag).
+        for id in ["", String(repeating: "é", count: 129)] {
+            for command in [
+                [
+                    "device", "register", "--user", id, "--token", "abcdef0123", "--provider", "apns", "--platform",
+                    "ios",
+                ],
+                ["entry", "add", "--user", id],
+            ] {
+                let refused = try await Executables.run("pushctl", command + database)
+                #expect(refused.status == 64, "\(command[0]): \(refused.status) \(refused.stderr)")
+                #expect(
+                    refused.stderr.contains("--user: a user id is 1 to 128 characters"),
+                    "\(command[0]): \(refused.stderr)")
+            }
+        }
         #expect(
             try await Executables.run(
                 "pushctl", ["user", "set", "--id", String(repeating: "é", count: 128), "--timezone", "UTC"] + database
