@@ -44,14 +44,7 @@ extension PostgresStore: ContentLimitStore {
         let logger = self.logger
         let params = LimitParams.encode(warning.params)
         return try await transaction("claiming a quota warning") { connection -> LimitClaim? in
-            // A user deleted since the hook read them (an account closed meanwhile) is unknown, as at the read:
-            // the history has no foreign key here (migration 008). The key-share lock keeps the user until the
-            // claim commits; a delete waits for it, and its trigger then removes the row with the user's others.
-            guard
-                try await connection.query(
-                    "SELECT 1 FROM users WHERE id = \(warning.userID) FOR KEY SHARE", logger: logger
-                ).collect().first != nil
-            else { throw JobError.unknownUser(warning.userID) }
+            try await Self.requireUser(warning.userID, on: connection, logger: logger)
             if warning.type == .contentLimit100 {
                 _ = try await connection.query(
                     """

@@ -2,16 +2,24 @@ import Foundation
 import JobKit
 import PostgresNIO
 
+extension PostgresStore {
+    /// Fails with ``JobError/unknownUser(_:)`` unless `userID` is a user: one deleted since the caller read them (an
+    /// account closed meanwhile) is unknown, as at the read. The key-share lock keeps the user until the transaction
+    /// ends: a delete meanwhile waits for it (the history has no foreign key here, migration 008, and its delete
+    /// trigger then removes what the transaction wrote with the user's other rows).
+    static func requireUser(_ userID: String, on connection: PostgresConnection, logger: Logger) async throws {
+        guard
+            try await connection.query("SELECT 1 FROM users WHERE id = \(userID) FOR KEY SHARE", logger: logger)
+                .collect().first != nil
+        else { throw JobError.unknownUser(userID) }
+    }
+}
+
 extension PostgresStore: DeviceRegistry {
     public func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
         let logger = self.logger
         return try await transaction("registering a device") { connection in
-            guard
-                try await connection.query("SELECT 1 FROM users WHERE id = \(registration.userID)", logger: logger)
-                    .collect().first != nil
-            else {
-                throw JobError.unknownUser(registration.userID)
-            }
+            try await Self.requireUser(registration.userID, on: connection, logger: logger)
             // Locks the token's row (if any) until commit, so the change reported is the one made.
             let previous = try await connection.query(
                 """

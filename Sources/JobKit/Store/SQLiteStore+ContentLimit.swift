@@ -46,10 +46,7 @@ extension SQLiteStore: ContentLimitStore {
         async throws(JobError) -> LimitClaim?
     {
         try await write("claiming a quota warning") { db in
-            // A user deleted since the hook read them (an account closed meanwhile) is unknown, as at the read.
-            // The write lock this transaction holds keeps them until it ends.
-            guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [warning.userID]) != nil
-            else { throw JobError.unknownUser(warning.userID) }
+            try Self.requireUser(warning.userID, db)
             if warning.type == .contentLimit100 {
                 try db.execute(
                     sql: """

@@ -1,13 +1,20 @@
 import GRDB
 
+extension SQLiteStore {
+    /// Fails with ``JobError/unknownUser(_:)`` unless `userID` is a user: one deleted since the caller read them (an
+    /// account closed meanwhile) is unknown, as at the read. Inside a write transaction, whose lock keeps the user
+    /// until it ends.
+    static func requireUser(_ userID: String, _ db: Database) throws {
+        guard try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [userID]) != nil else {
+            throw JobError.unknownUser(userID)
+        }
+    }
+}
+
 extension SQLiteStore: DeviceRegistry {
     public func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
         try await write("registering a device") { db in
-            guard
-                try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE id = ?", arguments: [registration.userID]) != nil
-            else {
-                throw JobError.unknownUser(registration.userID)
-            }
+            try Self.requireUser(registration.userID, db)
             let previous = try Row.fetchOne(
                 db, sql: "SELECT user_id, is_active FROM user_devices WHERE token = ?",
                 arguments: [registration.token])
