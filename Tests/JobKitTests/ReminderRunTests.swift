@@ -135,6 +135,32 @@ import Testing
                 == (backend == .sqlite ? 1 : 0))
     }
 
+    /// A user deleted after the run read their devices and before it claimed them (an account closed while the
+    /// page was being prepared) is neither claimed nor sent to, and the rest of the page is. On PostgreSQL, whose
+    /// partitioned history has no foreign key to users, the claim was written for the user who was gone and the
+    /// reminder went to the devices read before the delete.
+    @Test(arguments: Backend.allCases) func aUserDeletedBeforeTheClaimIsNeitherClaimedNorSentTo(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        for i in 0..<6 { try await db.store.addUser("u\(i)", time: "20:00") }
+        let sender = RecordingSender()
+        var ledger = InterceptingLedger(inner: db.store) { () throws(JobError) in }
+        ledger.beforeClaim = { requests in
+            if requests.contains(where: { $0.userID == "u2" }) {
+                try? await db.execute("DELETE FROM users WHERE id = 'u2'")
+            }
+        }
+        var options = ReminderRunOptions(now: instant("2026-11-21T20:00:00Z"))
+        options.pageSize = 3
+        let runner = DiaryReminderRunner(remindersOnly: db.store, ledger: ledger, sender: sender, logger: quietLogger)
+        let summary = try await runner.run(options)
+        #expect(summary.failure == nil && summary.sent == 5)
+        #expect(await sender.users().sorted() == ["u0", "u1", "u3", "u4", "u5"])
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE user_id = 'u2'") == 0)
+        #expect(try await db.count("SELECT count(*) FROM notification_logs WHERE status = 'sent'") == 5)
+    }
+
     /// A sender that waits up to a minute per batch, unless its task is cancelled; says whether it was.
     actor WaitingSender: Sender {
         private(set) var cancelled = 0

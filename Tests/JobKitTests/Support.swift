@@ -287,6 +287,8 @@ struct InterceptingLedger: ClaimLedger, RunJournal {
     let beforeRecord: @Sendable () throws(JobError) -> Void
     /// Changes the claims the store returns (a test's deliberately broken store).
     var transformClaims: @Sendable ([Claim]) -> [Claim] = { $0 }
+    /// Runs before each claim reaches the store, with its requests (a change made meanwhile by somebody else).
+    var beforeClaim: @Sendable ([ClaimRequest]) async -> Void = { _ in }
 
     init(inner: any ClaimLedger & RunJournal, beforeRecord: @escaping @Sendable () throws(JobError) -> Void) {
         self.inner = inner
@@ -296,7 +298,8 @@ struct InterceptingLedger: ClaimLedger, RunJournal {
     func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
         -> [Claim]
     {
-        transformClaims(try await inner.claim(requests, runID: runID, now: now, staleBefore: staleBefore))
+        await beforeClaim(requests)
+        return transformClaims(try await inner.claim(requests, runID: runID, now: now, staleBefore: staleBefore))
     }
     func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
         try await inner.activeDevices(userIDs: userIDs)
