@@ -33,6 +33,25 @@ import Testing
         #expect(outbox.canDeliver(to: .apns) && outbox.canDeliver(to: .fcm))
     }
 
+    /// The line a dry run prints and an outbox holds for one notification, to the letter: what a consumer of the
+    /// outbox parses. The token is masked except in the outbox; `apns_environment` is left out for FCM.
+    @Test func aNotificationsLineHasEveryFieldUnderItsSnakeCaseName() {
+        let apns = DeliveryTests.reminder(to: "ab12cd34ef56ab12cd34", .apns)
+        #expect(
+            NotificationLine(apns, event: "would_send").json
+                == #"{"apns_environment":"production","body":"b","collapse_id":"\#(apns.collapseID)","#
+                + #""device":"ab12cd…(20)","device_id":1,"event":"would_send","expires_at":"2096-10-02T07:06:40Z","#
+                + #""locale":"en","message_index":0,"period":"2026-11-21","platform":"ios","provider":"apns","#
+                + #""title":"t","type":"diary_reminder","user_id":"u1"}"#)
+        let fcm = DeliveryTests.reminder(to: "fcm-token-1234567890", .fcm)
+        #expect(
+            NotificationLine(fcm, event: "outbox", fullToken: true).json
+                == #"{"body":"b","collapse_id":"\#(fcm.collapseID)","device":"fcm-token-1234567890","device_id":1,"#
+                + #""event":"outbox","expires_at":"2096-10-02T07:06:40Z","locale":"en","message_index":0,"#
+                + #""period":"2026-11-21","platform":"android","provider":"fcm","title":"t","type":"diary_reminder","#
+                + #""user_id":"u1"}"#)
+    }
+
     @Test func validationNeedsFCM() async throws {
         let db = try await TemporaryDatabase(.sqlite)
         await #expect(throws: JobError.config("--validate-only needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)")) {

@@ -127,40 +127,43 @@ public final class OutboxSender: Sender {
     }
 }
 
-/// The JSON shape of one notification in dry-run and outbox output.
+/// The JSON shape of one notification in dry-run and outbox output: its fields under their snake-case names
+/// (``JSONLine``), written from the notification as they are encoded.
 struct NotificationLine: Encodable {
+    let notification: OutgoingNotification
     let event: String
-    let userID: String
-    let device: String
-    let deviceID: Int64
-    let provider: String
-    let platform: String
-    let apnsEnvironment: String?
-    let type: String
-    let period: String
-    let locale: String
-    let messageIndex: Int
-    let title: String
-    let body: String
-    let collapseID: String
-    let expiresAt: String
+    /// The whole token (the outbox, which a consumer sends from); otherwise it is masked.
+    let fullToken: Bool
 
     init(_ notification: OutgoingNotification, event: String, fullToken: Bool = false) {
+        self.notification = notification
         self.event = event
-        userID = notification.device.userID
-        device = fullToken ? notification.device.token : Redaction.maskToken(notification.device.token)
-        deviceID = notification.device.id
-        provider = notification.device.provider.rawValue
-        platform = notification.device.platform.rawValue
-        apnsEnvironment = notification.device.apnsEnvironment?.rawValue
-        type = notification.type.rawValue
-        period = notification.period
-        locale = notification.locale
-        messageIndex = notification.messageIndex
-        title = notification.title
-        body = notification.body
-        collapseID = notification.collapseID
-        expiresAt = Timestamps.format(notification.expiresAt)
+        self.fullToken = fullToken
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case event, userID, device, deviceID, provider, platform, apnsEnvironment
+        case type, period, locale, messageIndex, title, body, collapseID, expiresAt
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        let device = notification.device
+        var line = encoder.container(keyedBy: CodingKeys.self)
+        try line.encode(event, forKey: .event)
+        try line.encode(device.userID, forKey: .userID)
+        try line.encode(fullToken ? device.token : Redaction.maskToken(device.token), forKey: .device)
+        try line.encode(device.id, forKey: .deviceID)
+        try line.encode(device.provider.rawValue, forKey: .provider)
+        try line.encode(device.platform.rawValue, forKey: .platform)
+        try line.encodeIfPresent(device.apnsEnvironment?.rawValue, forKey: .apnsEnvironment)
+        try line.encode(notification.type.rawValue, forKey: .type)
+        try line.encode(notification.period, forKey: .period)
+        try line.encode(notification.locale, forKey: .locale)
+        try line.encode(notification.messageIndex, forKey: .messageIndex)
+        try line.encode(notification.title, forKey: .title)
+        try line.encode(notification.body, forKey: .body)
+        try line.encode(notification.collapseID, forKey: .collapseID)
+        try line.encode(Timestamps.format(notification.expiresAt), forKey: .expiresAt)
     }
 
     var json: String {
