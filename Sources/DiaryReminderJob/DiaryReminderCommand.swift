@@ -14,14 +14,11 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             """,
         version: JobKitVersion.current)
 
-    @OptionGroup(title: "Observability") var observability: ObservabilityOptions
-    @OptionGroup var common: CommonOptions
-    @OptionGroup(title: "Delivery") var delivery: DeliveryOptions
+    @OptionGroup var job: ScheduledJobOptions
     @OptionGroup(title: "Run") var reminder: ReminderOptions
 
     func run() async throws {
-        try await common.run(DiaryReminderRunner.jobName, observability: observability, delivery: delivery) {
-            invocation throws(JobError) in
+        try await job.run(DiaryReminderRunner.jobName) { invocation throws(JobError) in
             try await invocation.diaryReminder(reminder.request)
         }
     }

@@ -28,6 +28,21 @@ extension CommonOptions {
     }
 }
 
+/// What each scheduled job's run takes besides its own flags (`diary-reminder`, `token-janitor run`): how it is
+/// watched, the options every job shares, and delivery; declared once, in the order its help lists them.
+public struct ScheduledJobOptions: ParsableArguments {
+    @OptionGroup(title: "Observability") public var observability: ObservabilityOptions
+    @OptionGroup public var common: CommonOptions
+    @OptionGroup(title: "Delivery") public var delivery: DeliveryOptions
+
+    public init() {}
+
+    /// ``CommonOptions/run(_:observability:delivery:_:)`` with these options.
+    public func run(_ job: String, _ body: (JobInvocation) async throws(JobError) -> Void) async throws {
+        try await common.run(job, observability: observability, delivery: delivery, body)
+    }
+}
+
 /// `diary-reminder`'s own flags. Its numbers, like every job's, are parsed `.unconditional`: `--early-minutes -1`
 /// is then checked against the range, as `--early-minutes=-1` is, instead of being a "missing value".
 public struct ReminderOptions: ParsableArguments {
@@ -151,7 +166,7 @@ public struct JanitorRunOptions: ParsableArguments {
     public var staleDays = defaults.staleDays
     @Flag(
         help:
-            "Ask FCM (validate_only) whether long-unseen FCM tokens are still registered; deactivate those that are not."
+            "Ask FCM (validate_only, with the Delivery options' FCM settings) whether long-unseen FCM tokens are still registered; deactivate those that are not."
     )
     public var probe = false
     @Option(parsing: .unconditional, help: "Probe FCM devices not seen for this many days.")

@@ -17,14 +17,12 @@ struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Deactivate stale tokens, probe FCM, apply retention (daily).")
 
-    @OptionGroup(title: "Observability") var observability: ObservabilityOptions
-    @OptionGroup var common: CommonOptions
-    @OptionGroup(title: "Delivery (for --probe)") var delivery: DeliveryOptions
+    /// Its delivery options are those of `--probe`.
+    @OptionGroup var job: ScheduledJobOptions
     @OptionGroup(title: "Run") var janitor: JanitorRunOptions
 
     func run() async throws {
-        try await common.run(TokenJanitor.jobName, observability: observability, delivery: delivery) {
-            invocation throws(JobError) in
+        try await job.run(TokenJanitor.jobName) { invocation throws(JobError) in
             try await invocation.tokenJanitor(janitor.settings, shard: janitor.shard)
         }
     }
