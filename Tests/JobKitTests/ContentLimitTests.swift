@@ -288,6 +288,43 @@ import Testing
         #expect(await factory.sender.sent.count == 3)
     }
 
+    /// The hook warns whatever plan has a limit (the backend sends `limit` for a limited plan, none for an
+    /// unlimited one), so its built-in words name no plan: a user on a paid plan with a quota of 100 was told
+    /// "You've used 90 of 100 entries on the free plan".
+    @Test func theBuiltInWarningsNameNoPlan() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        try await addWriter(db)
+        try await db.execute("UPDATE users SET plan = 'plus' WHERE id = 'writer'")
+        let factory = SenderFactory()
+        _ = try await fire(db, factory, used: 90, limit: 100)
+        _ = try await fire(db, factory, used: 100, limit: 100, at: "2026-11-21T12:01:00Z")
+        let sent = await factory.sender.sent
+        #expect(
+            sent.map(\.body) == [
+                "You've used 90 of your 100 entries. Upgrade to keep writing without limits.",
+                "You've used all 100 of your entries. Upgrade to keep writing.",
+            ])
+        // Every language of the built-in catalog: its word for the free plan appears in no warning.
+        let free = [
+            "en": "free", "ja": "無料", "de": "kostenlos", "fr": "gratuit", "es": "gratuito", "pt": "gratuito",
+            "pt-BR": "gratuito", "ko": "무료",
+        ]
+        let catalog = try JSONDecoder().decode(
+            [String: [String: [CopyMessage]]].self, from: Data(CopyCatalog.builtInJSON.utf8))
+        for type in [NotificationType.contentLimit90, .contentLimit100] {
+            let locales = try #require(catalog[type.rawValue])
+            #expect(Set(locales.keys) == Set(free.keys), "a language to add to this table")
+            for (locale, messages) in locales {
+                for message in messages {
+                    let word = try #require(free[locale])
+                    #expect(
+                        !message.title.lowercased().contains(word) && !message.body.lowercased().contains(word),
+                        "\(type.rawValue).\(locale): \(message.body)")
+                }
+            }
+        }
+    }
+
     /// An account closed between the hook's read and its claim: the claim is refused as for any unknown user
     /// (65, "unknown user"), on both stores, and writes nothing. SQLite failed it as "FOREIGN KEY constraint
     /// failed"; PostgreSQL, whose history has no foreign key (migration 008), claimed a warning for nobody.
@@ -349,7 +386,7 @@ import Testing
         let sent = await factory.sender.sent
         #expect(sent.count == 1)
         #expect(sent.first?.type == .contentLimit90)
-        #expect(sent.first?.body.contains("27 of 30") == true)
+        #expect(sent.first?.body.contains("27 of your 30") == true)
         #expect(sent.first?.collapseID == "content_limit_90:2026-11")
         #expect(
             try await db.strings("SELECT notification_type || ' ' || status FROM notification_logs") == [
@@ -892,7 +929,7 @@ import Testing
             options: .init(now: instant("2026-11-21T12:00:00Z"), dryRun: true, explain: true))
         #expect(summary.action == .sent)
         #expect(summary.reason == "would send")
-        #expect(summary.steps.contains { $0.contains("29 of 30") })
+        #expect(summary.steps.contains { $0.contains("29 of your 30") })
         #expect(factory.calls == 0)
         #expect(try await db.count("SELECT count(*) FROM notification_logs") == 0)
     }

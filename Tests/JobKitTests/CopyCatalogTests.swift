@@ -243,7 +243,7 @@ import Testing
     @Test func placeholdersAreFilled() {
         let message = catalog.choose(.contentLimit90, locale: "en", userID: "u", period: "2026-11", previousIndex: nil)
             .message.rendered(["used": "27", "limit": "30", "percent": "90"])
-        #expect(message.body.contains("27 of 30"))
+        #expect(message.body.contains("27 of your 30"))
         #expect(!message.body.contains("{"))
     }
 

@@ -867,7 +867,7 @@ enum Executables {
             stdin: #"{"user_id":"w","used":28,"limit":30,"period":"monthly"}"#)
         #expect(fired.status == 0, "\(fired.stderr)")
         #expect(fired.stdout.contains("action=sent"))
-        #expect(try String(contentsOfFile: outbox, encoding: .utf8).contains("28 of 30"))
+        #expect(try String(contentsOfFile: outbox, encoding: .utf8).contains("28 of your 30"))
         #expect(
             try await db.strings(
                 "SELECT notification_type || ' ' || status || ' ' || period_key FROM notification_logs") == [
