@@ -325,8 +325,8 @@ extension PostgresStore: ReminderStore {
     /// deadlock); a row that exists already is left alone and not returned. A user deleted since the page was
     /// read gets no row (the history has no foreign key to refuse it, migration 008). The users are looked up,
     /// not locked: holding them (`FOR KEY SHARE`, as a foreign key's check does) made the claims 5 % slower
-    /// (BENCHMARKS.md), and a delete in the milliseconds between the lookup and the commit is one that comes
-    /// just after the claim, whose reminder goes out as it would have anyway.
+    /// (BENCHMARKS.md). A delete in the milliseconds between the lookup and the commit is as one just after the
+    /// claim: the reminder goes out as it would have anyway, and the claim's row is left for retention.
     static func claimInsertQuery(_ requests: [ClaimRequest], runID: String, now: Int64) -> PostgresQuery {
         """
         INSERT INTO notification_logs
