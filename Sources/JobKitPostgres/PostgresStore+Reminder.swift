@@ -550,6 +550,21 @@ extension PostgresStore: ReminderStore {
                                            summary = excluded.summary
             """)
     }
+
+    public func failRunsWithoutEnd(job: String, before: Int64, error: String) async throws(JobError)
+        -> [(id: String, runAt: Int64)]
+    {
+        try await write(
+            "recording runs without an end",
+            """
+            UPDATE job_runs SET outcome = 'failed',
+                                summary = coalesce(summary, '{}'::jsonb) || jsonb_build_object('error', \(error)::text)
+            WHERE job = \(job) AND outcome = 'running' AND run_at < to_timestamp(\(before))
+            RETURNING id, extract(epoch FROM run_at)::bigint
+            """
+        ).map { row throws(JobError) in try decode(row, (String, Int64).self) }
+            .map { (id: $0.0, runAt: $0.1) }.sorted { ($0.runAt, $0.id) < ($1.runAt, $1.id) }
+    }
 }
 
 // MARK: - Helpers shared by the extensions

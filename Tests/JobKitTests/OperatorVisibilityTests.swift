@@ -377,7 +377,7 @@ import Testing
         let text = try String(contentsOf: rules, encoding: .utf8)
         for metric in [
             "diary_push_last_success_timestamp_seconds", "diary_push_run_devices_left", "diary_push_run_deliveries",
-            "diary_push_run_stopped_early",
+            "diary_push_run_stopped_early", "diary_push_run_earlier_runs_without_end",
         ] {
             #expect(text.contains(metric))
         }
@@ -393,7 +393,7 @@ import Testing
         try check.run()
         check.waitUntilExit()
         let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(check.terminationStatus == 0 && said.contains("SUCCESS: 6 rules found"), "\(said)")
+        #expect(check.terminationStatus == 0 && said.contains("SUCCESS: 7 rules found"), "\(said)")
     }
 }
 

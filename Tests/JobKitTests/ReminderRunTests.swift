@@ -684,6 +684,54 @@ import Testing
             ])
     }
 
+    /// A run killed outright left its `running` row, and only the health report, read by someone, ever told of
+    /// it: the runs after it went well, exited 0, and no log line or metric said that one had died. A run now ends
+    /// as `failed` every earlier run of its job that recorded no end within the claims' lease (a run records its
+    /// last answer before then, so such a run is dead or lost), says so in an error line, and counts them. A run
+    /// still inside its lease, and another job's run, are left as they are; a run closed once is not counted again.
+    @Test(arguments: Backend.allCases) func aRunEndsEarlierRunsThatRecordedNoEndAsFailed(_ backend: Backend)
+        async throws
+    {
+        let db = try await TemporaryDatabase(backend)
+        try await db.store.addUser("alice")
+        let now = instant("2026-11-22T20:00:00Z")
+        for (id, job, runAt) in [
+            ("killed", DiaryReminderRunner.jobName, now - 900), ("going", DiaryReminderRunner.jobName, now - 300),
+            ("janitor", TokenJanitor.jobName, now - 6 * 3600),
+        ] {
+            try await db.store.recordRun(
+                id: id, job: job, runAt: runAt, durationMs: nil, outcome: .running, summaryJSON: #"{"job":"\#(job)"}"#)
+        }
+        let logs = CapturedLogs()
+        let runner = DiaryReminderRunner(store: db.store, sender: RecordingSender(), logger: logs.logger)
+        let summary = try await runner.run(ReminderRunOptions(now: now))
+        #expect(summary.sent == 1)
+        #expect(summary.earlierRunsWithoutEnd == 1)
+        #expect(summary.text.contains(" earlier_runs_without_end=1 "), "\(summary.text)")
+        #expect(summary.json.contains(#""earlier_runs_without_end":1"#), "\(summary.json)")
+        let killedLine = logs.lines.filter { $0.contains("an earlier run recorded no end") }
+        #expect(killedLine.count == 1, "\(logs.lines)")
+        #expect(killedLine.first?.hasPrefix("error ") == true, "\(killedLine)")
+        #expect(killedLine.first?.contains("killed") == true, "\(killedLine)")
+        #expect(killedLine.first?.contains("2026-11-22T19:45:00Z") == true, "\(killedLine)")
+        let outcomes =
+            "SELECT id || ' ' || outcome FROM job_runs WHERE id IN ('killed', 'going', 'janitor') ORDER BY id"
+        #expect(try await db.strings(outcomes) == ["going running", "janitor running", "killed failed"])
+
+        let report = try await db.store.healthReport(from: now - 86400, to: now + 60)
+        let reminder = try #require(report.runsInWindow.first { $0.job == DiaryReminderRunner.jobName })
+        #expect(reminder.failed == 1 && reminder.unfinished == 1, "\(report.text)")
+        #expect(reminder.lastFailedAt == "2026-11-22T19:45:00Z", "\(report.text)")
+        #expect(reminder.lastError?.contains("no end recorded within the claims' lease") == true, "\(report.text)")
+
+        let next = try await DiaryReminderRunner(store: db.store, sender: RecordingSender(), logger: logs.logger)
+            .run(ReminderRunOptions(now: now + 900))
+        #expect(next.earlierRunsWithoutEnd == 1, "the run 5 minutes old then is 20 minutes old now")
+        #expect(try await db.strings(outcomes) == ["going failed", "janitor running", "killed failed"])
+        #expect(try await db.strings("SELECT outcome FROM job_runs WHERE id = '\(summary.runID)'") == ["ok"])
+        #expect(logs.lines.filter { $0.contains("an earlier run recorded no end") }.count == 2)
+    }
+
     /// A run that left due work undone (devices left to a provider that refused our credentials: exit 77; the
     /// run's time ran out before it claimed every due user: exit 75) was recorded `ok` in `job_runs`, so the
     /// health report's "last run of each job" said `ok` for a run that exited with an error.

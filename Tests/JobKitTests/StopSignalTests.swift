@@ -69,24 +69,38 @@ import Testing
     }
 
     /// `diary-reminder` killed outright (SIGKILL: the out-of-memory killer, `kill -9`, a host going down) cannot
-    /// record its end. It left no `job_runs` row, and the health report read as if the run had not happened once
-    /// the next run went well. Its `running` row, written before it claimed anything, now stays for the report.
-    @Test func aRunKilledOutrightLeavesItsRunningRowForTheReport() async throws {
+    /// record its end. Its `running` row, written before it claimed anything, stayed `running`, and only the health
+    /// report told of it: the next run went well, exited 0, and neither its log nor its metrics said that the run
+    /// before had died. The next run past the killed run's lease now records it `failed`, with an error line and
+    /// a gauge, and still exits 0: its own work is done (it took the killed run's claims over).
+    @Test func aRunKilledOutrightIsToldOfByTheNextRun() async throws {
         let (db, run) = try await Self.runWaitingOnItsOutbox(due: 3000)
         kill(run.process.processIdentifier, SIGKILL)
         let killed = await Executables.finish(run)
         #expect(killed.signal == SIGKILL, "status \(killed.status): \(killed.stderr)")
+        let metrics = db.directory.appendingPathComponent("diary-reminder.prom")
         let next = try await Executables.run(
-            "diary-reminder", ["--database", db.path, "--now", "2026-11-21T20:15:00Z", "--outbox", "/dev/null"])
+            "diary-reminder",
+            [
+                "--database", db.path, "--now", "2026-11-21T20:15:00Z", "--outbox", "/dev/null", "--metrics-file",
+                metrics.path,
+            ])
         #expect(next.status == 0, "\(next.stderr)")
         #expect(
-            try await db.strings("SELECT outcome FROM job_runs ORDER BY run_at") == ["running", "ok"])
+            next.stderr.contains("an earlier run recorded no end within the claims' lease")
+                && next.stderr.contains(Self.now), "\(next.stderr)")
+        #expect(next.stdout.contains(" earlier_runs_without_end=1 "), "\(next.stdout)")
+        #expect(
+            try String(contentsOf: metrics, encoding: .utf8).contains(
+                #"diary_push_run_earlier_runs_without_end{job="diary-reminder"} 1"#))
+        #expect(
+            try await db.strings("SELECT outcome FROM job_runs ORDER BY run_at") == ["failed", "ok"])
         let report = try await Executables.run(
             "token-janitor", ["report", "--database", db.path, "--now", "2026-11-22T00:00:00Z", "--days", "1"])
         #expect(report.status == 0, "\(report.stderr)")
         #expect(
             report.stdout.contains(
-                "  diary-reminder: 2 runs, 1 with no end recorded (killed, or still going), the last at \(Self.now); 0 failed\n"
+                "  diary-reminder: 2 runs, 1 failed, the last at \(Self.now): no end recorded within the claims' lease"
             ), "\(report.stdout)")
     }
 

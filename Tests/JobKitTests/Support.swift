@@ -318,4 +318,9 @@ struct InterceptingLedger: ClaimLedger, RunJournal {
         try await inner.recordRun(
             id: id, job: job, runAt: runAt, durationMs: durationMs, outcome: outcome, summaryJSON: summaryJSON)
     }
+    func failRunsWithoutEnd(job: String, before: Int64, error: String) async throws(JobError)
+        -> [(id: String, runAt: Int64)]
+    {
+        try await inner.failRunsWithoutEnd(job: job, before: before, error: error)
+    }
 }

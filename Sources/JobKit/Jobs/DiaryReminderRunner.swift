@@ -143,6 +143,8 @@ public struct DiaryReminderRunner: Sendable {
         var phases = Phases()
         if !options.dryRun {
             try await ledger.recordRunStart(id: options.runID, job: Self.jobName, runAt: options.now, summary: summary)
+            summary.earlierRunsWithoutEnd = await ledger.failRunsWithoutEnd(
+                job: Self.jobName, now: options.now, leaseSeconds: options.claimLeaseSeconds, logger: logger)
             await store.prepareHistory(now: options.now, logger: logger)
         }
         let malformed = try await phases.measure(.select) { () async throws(JobError) in

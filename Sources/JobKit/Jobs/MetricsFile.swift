@@ -70,6 +70,10 @@ public struct MetricsFile: Sendable {
             help: "1 when the last run's time ran out before it had claimed every due user (the next run reminds them)."
         ).set(Int64(summary.stoppedEarly ? 1 : 0))
         registry.gauge(
+            "diary_push_run_earlier_runs_without_end", labels: [("job", job)],
+            help: "Earlier runs the last run found without a recorded end past their lease (killed or lost)."
+        ).set(Int64(summary.earlierRunsWithoutEnd))
+        registry.gauge(
             "diary_push_run_invalid_tokens", labels: [("job", job)],
             help: "Stored tokens of the wrong shape the last run deactivated."
         ).set(Int64(summary.invalidTokens))

@@ -43,6 +43,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
     /// Devices whose stored token has the wrong shape for its provider (``DeviceToken``): never sent,
     /// deactivated with reason `invalid_token`. Only rows written around the registration API can be so.
     public var invalidTokens = 0
+    /// Earlier runs of the job that recorded no end within their claims' lease (killed or lost), which this run
+    /// recorded as `failed`.
+    public var earlierRunsWithoutEnd = 0
     /// Devices left for later runs, by provider and cause (credentials refused, provider unavailable).
     public var troubles: [ProviderTrouble] = []
     /// Provider credentials minted during the run, by provider (0 when the cached ones were used).
@@ -127,6 +130,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
         if devicesPendingRetry > 0 { parts.append("devices_pending_retry=\(devicesPendingRetry)") }
         if ambiguous > 0 { parts.append("ambiguous=\(ambiguous)") }
         if invalidTokens > 0 { parts.append("invalid_tokens=\(invalidTokens)") }
+        if earlierRunsWithoutEnd > 0 { parts.append("earlier_runs_without_end=\(earlierRunsWithoutEnd)") }
         if warningsDelivered > 0 {
             parts.append("warnings_\(dryRun ? "would_send" : "delivered")=\(warningsDelivered)")
         }

@@ -691,6 +691,21 @@ extension SQLiteStore: ReminderStore {
                     """, arguments: [id, job, runAt, durationMs, outcome.rawValue, summaryJSON])
         }
     }
+
+    public func failRunsWithoutEnd(job: String, before: Int64, error: String) async throws(JobError)
+        -> [(id: String, runAt: Int64)]
+    {
+        try await write("recording runs without an end") { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    UPDATE job_runs SET outcome = 'failed', summary = json_set(coalesce(summary, '{}'), '$.error', ?)
+                    WHERE job = ? AND outcome = 'running' AND run_at < ?
+                    RETURNING id, run_at
+                    """, arguments: [error, job, before]
+            ).map { (id: $0[0], runAt: $0[1]) }.sorted { ($0.runAt, $0.id) < ($1.runAt, $1.id) }
+        }
+    }
 }
 
 extension SQLiteStore: JobStore {

@@ -116,6 +116,11 @@ public protocol RunJournal: Sendable {
     /// then `ok` or `failed` as it ends.
     func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: RunOutcome, summaryJSON: String)
         async throws(JobError)
+    /// Ends as `failed` every run of `job` still `running` (no end recorded) whose instant is before `before`,
+    /// with `error` as its summary's `error`, in one statement: of several runs doing this at once, one gets each
+    /// row. Returns those runs, oldest first. A run that records its end afterwards replaces its row as usual.
+    func failRunsWithoutEnd(job: String, before: Int64, error: String) async throws(JobError)
+        -> [(id: String, runAt: Int64)]
 }
 
 /// The history tables' upkeep that every writing run does first.
