@@ -97,7 +97,7 @@ extension RunJournal {
     func failRunsWithoutEnd(job: String, now: Int64, leaseSeconds: Int64, logger: Logger) async -> Int {
         let error =
             "no end recorded within the claims' lease (\(leaseSeconds) s): the run was killed or lost (SIGKILL, out of "
-            + "memory, the host going down); the runs after it took its claims over"
+            + "memory, the host going down); the runs after it take its claims over once their lease is out"
         do throws(JobError) {
             let ended = try await failRunsWithoutEnd(job: job, before: now - leaseSeconds, error: error)
             for run in ended {
