@@ -57,26 +57,32 @@ public struct MetricsFile: Sendable {
                     + "or withdrew."
             ).set(Int64(count))
         }
-        registry.gauge(
-            "diary_push_run_devices_pending_retry", labels: [("job", job)],
-            help: "Devices the last run left for later runs."
-        ).set(Int64(summary.devicesPendingRetry))
-        registry.gauge(
-            "diary_push_run_ambiguous_attempts", labels: [("job", job)],
-            help: "Device attempts of the last run whose fate is unknown (no answer)."
-        ).set(Int64(summary.ambiguous))
-        registry.gauge(
-            "diary_push_run_stopped_early", labels: [("job", job)],
-            help: "1 when the last run's time ran out before it had claimed every due user (the next run reminds them)."
-        ).set(Int64(summary.stoppedEarly ? 1 : 0))
-        registry.gauge(
-            "diary_push_run_earlier_runs_without_end", labels: [("job", job)],
-            help: "Earlier runs the last run found without a recorded end past their lease (killed or lost)."
-        ).set(Int64(summary.earlierRunsWithoutEnd))
-        registry.gauge(
-            "diary_push_run_invalid_tokens", labels: [("job", job)],
-            help: "Stored tokens of the wrong shape the last run deactivated."
-        ).set(Int64(summary.invalidTokens))
+        // One value each for the whole run.
+        let single: [(name: String, value: Int, help: String)] = [
+            (
+                "diary_push_run_devices_pending_retry", summary.devicesPendingRetry,
+                "Devices the last run left for later runs."
+            ),
+            (
+                "diary_push_run_ambiguous_attempts", summary.ambiguous,
+                "Device attempts of the last run whose fate is unknown (no answer)."
+            ),
+            (
+                "diary_push_run_stopped_early", summary.stoppedEarly ? 1 : 0,
+                "1 when the last run's time ran out before it had claimed every due user (the next run reminds them)."
+            ),
+            (
+                "diary_push_run_earlier_runs_without_end", summary.earlierRunsWithoutEnd,
+                "Earlier runs the last run found without a recorded end past their lease (killed or lost)."
+            ),
+            (
+                "diary_push_run_invalid_tokens", summary.invalidTokens,
+                "Stored tokens of the wrong shape the last run deactivated."
+            ),
+        ]
+        for gauge in single {
+            registry.gauge(gauge.name, labels: [("job", job)], help: gauge.help).set(Int64(gauge.value))
+        }
         for (provider, outcome, count) in deliveries(summary) {
             registry.gauge(
                 "diary_push_run_deliveries",
