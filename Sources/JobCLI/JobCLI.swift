@@ -217,6 +217,17 @@ public struct DeliveryOptions: ParsableArguments {
         help: ArgumentHelp(
             "FCM requests per second at most (env PUSH_FCM_RATE; default 9000; 0: unpaced).", valueName: "n"))
     public var fcmRate: Int?
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "A provider is down (exit 69) when its transient answers leave more than this percent of its attempts pending (env PUSH_OUTAGE_SHARE; default 1).",
+            valueName: "percent"))
+    public var outageShare: Int?
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "…and at least this many devices (env PUSH_OUTAGE_MIN_DEVICES; default 10).", valueName: "n"))
+    public var outageMinDevices: Int?
 
     public init() {}
 
@@ -238,6 +249,8 @@ public struct DeliveryOptions: ParsableArguments {
         flags.iosBadge = iosBadge
         flags.apnsRate = apnsRate
         flags.fcmRate = fcmRate
+        flags.outageShare = outageShare
+        flags.outageMinDevices = outageMinDevices
         flags.validateOnly = validateOnly
         return flags
     }

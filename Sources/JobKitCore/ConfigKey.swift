@@ -33,6 +33,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case fcmRate = "PUSH_FCM_RATE"
     case deepLinkBase = "PUSH_DEEP_LINK_BASE"
     case iosBadge = "PUSH_IOS_BADGE"
+    case outageShare = "PUSH_OUTAGE_SHARE"
+    case outageMinDevices = "PUSH_OUTAGE_MIN_DEVICES"
 
     /// The flag that overrides this key.
     public var flag: String {
@@ -65,6 +67,8 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .fcmRate: "--fcm-rate"
         case .deepLinkBase: "--deep-link-base"
         case .iosBadge: "--ios-badge"
+        case .outageShare: "--outage-share"
+        case .outageMinDevices: "--outage-min-devices"
         }
     }
 
@@ -108,6 +112,10 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         case .deepLinkBase: "Base of the deep links in notifications (default diary://)."
         case .iosBadge:
             "The app icon's badge an iOS notification sets, through APNs or FCM: a number (0 clears it), or none to leave it as it is (default 1)."
+        case .outageShare:
+            "A provider is down (exit 69) when its own transient answers (5xx, FCM's project quota) leave more than this percent of its attempts in a run pending, and at least --outage-min-devices devices (default 1, 0–100). Throttled devices never count; no connection always does."
+        case .outageMinDevices:
+            "The fewest devices pending by a provider's transient answers that make an outage (default 10, 1–1000000)."
         }
     }
 }
@@ -134,7 +142,7 @@ extension ConfigKey {
             .apnsKeyID,
             .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
             .fcmAndroidChannelID, .fcmAndroidWarningChannelID, .caFile, .retryBudgetSeconds, .apnsRate, .fcmRate,
-            .deepLinkBase, .iosBadge, .metricsFile,
+            .deepLinkBase, .iosBadge, .outageShare, .outageMinDevices, .metricsFile,
             .pingURL:
             .unread
         }

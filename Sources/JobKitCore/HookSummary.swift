@@ -44,6 +44,9 @@ public struct HookSummary: Sendable, Codable, Hashable {
     public var steps: [String] = []
     /// Devices left for later runs because a provider refused our credentials or was unavailable.
     public var troubles: [ProviderTrouble] = []
+    /// Devices left for the next reminder run by a transient answer, by provider and reason (a throttle, a few
+    /// 5xx): retried, and no trouble of the provider's unless over its ``OutageThreshold``.
+    public var pendingRetry: [PendingDevices] = []
     public var durationMs = 0
 
     public init(runID: String, now: String, dryRun: Bool, userID: String, used: Int, limit: Int?, reason: String? = nil)

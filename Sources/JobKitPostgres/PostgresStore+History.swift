@@ -35,6 +35,59 @@ extension PostgresStore {
         }
     }
 
+    public func closeUnfinishedReminders(
+        claimedIn: Range<Int64>, staleBefore: Int64, limit: Int, runID: String, now: Int64,
+        _ decide: @escaping @Sendable ([UnfinishedClaim]) -> [ClaimResolution]
+    ) async throws(JobError) -> [UnfinishedClaim] {
+        let logger = self.logger
+        return try await transaction("closing reminders whose window closed") { connection in
+            // Through each partition's `claimed_at` index; a claim another run holds is its to finish.
+            var logs: [(id: Int64, period: String)] = []
+            for row in try await connection.query(
+                """
+                SELECT id, period_key FROM notification_logs
+                WHERE claimed_at >= to_timestamp(\(claimedIn.lowerBound)) AND claimed_at < to_timestamp(\(claimedIn.upperBound))
+                  AND notification_type = 'diary_reminder'
+                  AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore))
+                ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
+                """, logger: logger
+            ).collect() {
+                let (id, period) = try row.decode((Int64, String).self)
+                logs.append((id, period))
+            }
+            guard !logs.isEmpty else { return [] }
+            let ids = logs.map(\.id)
+            var attempts: [Int64: [RecordedAttempt]] = [:]
+            for row in try await connection.query(
+                """
+                SELECT log_id, device_id, provider, outcome, reason FROM notification_deliveries
+                WHERE log_id = ANY(\(ids)::int8[]) ORDER BY id
+                """, logger: logger
+            ).collect() {
+                let (logID, deviceID, provider, outcome, reason) = try row.decode(
+                    (Int64, Int64?, String, String, String?).self)
+                attempts[logID, default: []].append(
+                    RecordedAttempt(
+                        deviceID: deviceID, provider: provider,
+                        outcome: DeliveryOutcome(rawValue: outcome) ?? .retryLater, reason: reason))
+            }
+            let claims = logs.map { UnfinishedClaim(logID: $0.id, period: $0.period, attempts: attempts[$0.id] ?? []) }
+            let resolutions = decide(claims)
+            _ = try await connection.query(
+                """
+                UPDATE notification_logs l
+                SET status = r.status, detail = r.detail, finished_at = to_timestamp(\(now)),
+                    updated_at = to_timestamp(\(now)), run_id = \(runID)
+                FROM unnest(\(resolutions.map(\.logID))::int8[], \(resolutions.map(\.status.rawValue))::text[],
+                            \(resolutions.map { $0.detail ?? "" })::text[], \(resolutions.map(\.period))::text[])
+                     AS r(id, status, detail, period)
+                WHERE l.id = r.id AND l.period_key = r.period AND l.period_key = ANY(\(resolutions.map(\.period))::text[])
+                """, logger: logger
+            ).collect()
+            return claims
+        }
+    }
+
     /// The partitions there are, and those that rows sitting in the default partitions belong in.
     private func historyCatalog() async throws(JobError) -> (existing: Set<String>, inDefault: [HistoryPartition]) {
         let rows = try await rows(

@@ -222,7 +222,7 @@ extension PostgresStore: JanitorStore {
         for row in try await rows(
             "selecting devices to probe",
             """
-            SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+            SELECT id, user_id, token, provider, platform, apns_environment, token_kind FROM user_devices
             WHERE is_active AND provider = 'fcm' AND last_seen < to_timestamp(\(seenBefore))
               AND last_seen >= to_timestamp(\(notBefore))
             ORDER BY last_seen LIMIT \(limit)
@@ -231,6 +231,18 @@ extension PostgresStore: JanitorStore {
             devices.append(try Self.device(row))
         }
         return devices
+    }
+
+    public func activeDeviceCounts() async throws(JobError) -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try await rows(
+            "counting active devices",
+            "SELECT provider || '/' || token_kind, count(*) FROM user_devices WHERE is_active GROUP BY 1")
+        {
+            let (key, count) = try decode(row, (String, Int).self)
+            counts[key] = count
+        }
+        return counts
     }
 
     public func deactivate(deviceIDs: [Int64], reason: String, now: Int64) async throws(JobError) -> Int {
@@ -329,7 +341,8 @@ extension PostgresStore: ReportStore {
                 ).map { try $0.decode((String, String, String, Int?, Int).self) })
             figures.activeDevices = try await all(
                 """
-                SELECT platform || '/' || provider COLLATE "C", count(*) FROM user_devices WHERE is_active GROUP BY 1 ORDER BY 1
+                SELECT platform || '/' || provider || '/' || token_kind COLLATE "C", count(*) FROM user_devices WHERE is_active
+                GROUP BY 1 ORDER BY 1
                 """
             ).map { try $0.decode((String, Int).self) }
             figures.deactivations = try await all(

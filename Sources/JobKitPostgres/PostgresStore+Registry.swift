@@ -30,13 +30,13 @@ extension PostgresStore: DeviceRegistry {
                 let row = try await connection.query(
                     """
                     INSERT INTO user_devices
-                        (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
+                        (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version, created_at, updated_at)
                     VALUES (\(registration.userID), \(registration.token), \(registration.provider.rawValue), \(registration.platform.rawValue),
-                            \(registration.apnsEnvironment?.rawValue), true, to_timestamp(\(now)), \(registration.appVersion),
-                            to_timestamp(\(now)), to_timestamp(\(now)))
+                            \(registration.apnsEnvironment?.rawValue), \(registration.kind.rawValue), true, to_timestamp(\(now)),
+                            \(registration.appVersion), to_timestamp(\(now)), to_timestamp(\(now)))
                     ON CONFLICT (token) DO UPDATE SET
                         user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
-                        apns_environment = excluded.apns_environment, is_active = true,
+                        apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = true,
                         last_seen = greatest(user_devices.last_seen, excluded.last_seen),
                         app_version = coalesce(excluded.app_version, user_devices.app_version),
                         updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL
@@ -46,9 +46,23 @@ extension PostgresStore: DeviceRegistry {
             else {
                 throw JobError.software("registering a device: no id returned")
             }
+            var retired = false
+            if let replaced = registration.replaces {
+                // Only the same user's device: naming a token is no right over another account's devices.
+                retired =
+                    try await connection.query(
+                        """
+                        UPDATE user_devices SET is_active = false, deactivated_at = to_timestamp(\(now)),
+                               deactivation_reason = \(DeviceRegistration.replacedReason), updated_at = to_timestamp(\(now))
+                        WHERE token IN (\(replaced), lower(\(replaced))) AND user_id = \(registration.userID) AND is_active
+                        RETURNING 1
+                        """, logger: logger
+                    ).collect().count > 0
+            }
             return RegistrationResult(
                 deviceID: try row.decode(Int64.self),
-                change: .init(previous: previous.map { (owner: $0.0, active: $0.1) }, userID: registration.userID))
+                change: .init(previous: previous.map { (owner: $0.0, active: $0.1) }, userID: registration.userID),
+                retiredReplaced: retired)
         }
     }
 
@@ -172,7 +186,7 @@ extension PostgresStore: SeedSink {
     /// A batch of generated users in one transaction and four statements.
     public func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError) {
         struct DeviceRow: Encodable {
-            let user_id, token, provider, platform: String
+            let user_id, token, provider, platform, token_kind: String
             let apns_environment, app_version: String?
         }
         struct EntryRow: Encodable { let user_id: String, at: Int64 }
@@ -182,7 +196,7 @@ extension PostgresStore: SeedSink {
                 user.devices.map {
                     DeviceRow(
                         user_id: $0.userID, token: $0.token, provider: $0.provider.rawValue,
-                        platform: $0.platform.rawValue,
+                        platform: $0.platform.rawValue, token_kind: $0.kind.rawValue,
                         apns_environment: $0.apnsEnvironment?.rawValue, app_version: $0.appVersion)
                 }
             })
@@ -194,11 +208,12 @@ extension PostgresStore: SeedSink {
             _ = try await connection.query(
                 """
                 INSERT INTO user_devices
-                    (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
-                SELECT r.user_id, r.token, r.provider, r.platform, r.apns_environment, true, to_timestamp(\(now)), r.app_version,
-                       to_timestamp(\(now)), to_timestamp(\(now))
+                    (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version,
+                     created_at, updated_at)
+                SELECT r.user_id, r.token, r.provider, r.platform, r.apns_environment, r.token_kind, true, to_timestamp(\(now)),
+                       r.app_version, to_timestamp(\(now)), to_timestamp(\(now))
                 FROM jsonb_to_recordset(\(devices)::jsonb) AS r(user_id text, token text, provider text, platform text,
-                     apns_environment text, app_version text)
+                     token_kind text, apns_environment text, app_version text)
                 ON CONFLICT (token) DO NOTHING
                 """, logger: logger
             ).collect()

@@ -101,7 +101,7 @@ extension PostgresStore: ReminderStore {
         // once in the fenced (`OFFSET 0`) subquery, then its devices are joined on, which saves the page the
         // statement that read them after selection.
         return """
-            SELECT c.*, dv.id, dv.token, dv.provider, dv.platform, dv.apns_environment FROM (
+            SELECT c.*, dv.id, dv.token, dv.provider, dv.platform, dv.apns_environment, dv.token_kind FROM (
                 SELECT p.k, p.query, s.user_id, (SELECT u.locale FROM users u WHERE u.id = s.user_id),
                        coalesce((SELECT true FROM diary_entries e
                                  WHERE e.user_id = s.user_id AND e.created_at >= to_timestamp(p.day_start)
@@ -187,6 +187,7 @@ extension PostgresStore: ReminderStore {
             let provider = try columns.next(String?.self)
             let platform = try columns.next(String?.self)
             let environment = try columns.next(String?.self)
+            let kind = try columns.next(String?.self)
             if current?.k != k {
                 finish()
                 let log = logID.map { id in
@@ -202,12 +203,12 @@ extension PostgresStore: ReminderStore {
                     [], false
                 )
             }
-            guard let deviceID, let token, let provider, let platform else { continue }
+            guard let deviceID, let token, let provider, let platform, let kind else { continue }
             current?.hasDevice = true
             current?.devices.append(
                 try Device(
                     storedID: deviceID, userID: userID, token: token, provider: provider, platform: platform,
-                    apnsEnvironment: environment))
+                    apnsEnvironment: environment, kind: kind))
         }
         finish()
         return candidates
@@ -297,7 +298,7 @@ extension PostgresStore: ReminderStore {
         for row in try await rows(
             "loading devices",
             """
-            SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+            SELECT id, user_id, token, provider, platform, apns_environment, token_kind FROM user_devices
             WHERE is_active AND user_id = ANY(\(userIDs)::text[]) ORDER BY user_id, id
             """)
         {
@@ -308,11 +309,11 @@ extension PostgresStore: ReminderStore {
     }
 
     static func device(_ row: PostgresRow) throws(JobError) -> Device {
-        let (id, userID, token, provider, platform, environment) = try decode(
-            row, (Int64, String, String, String, String, String?).self)
+        let (id, userID, token, provider, platform, environment, kind) = try decode(
+            row, (Int64, String, String, String, String, String?, String).self)
         return try Device(
             storedID: id, userID: userID, token: token, provider: provider, platform: platform,
-            apnsEnvironment: environment)
+            apnsEnvironment: environment, kind: kind)
     }
 
     /// ``PreparedQuery``'s kind for ``claimInsertQuery(_:runID:now:)``.
@@ -470,7 +471,7 @@ extension PostgresStore: ReminderStore {
                 (String, String, String, String, Bool, Bool, String, Bool).self)
             let devices = try await connection.query(
                 """
-                SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+                SELECT id, user_id, token, provider, platform, apns_environment, token_kind FROM user_devices
                 WHERE user_id = \(userID) AND is_active ORDER BY id
                 """, logger: logger
             ).collect().map { row in try Self.device(row) }

@@ -225,27 +225,49 @@ struct DeviceCommand: AsyncParsableCommand {
 
     struct Register: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Register a token for a user (moves it from another user; reactivates it if inactive).")
+            abstract:
+                "Register a token or an FCM installation id for a user (moves it from another user; reactivates it if inactive)."
+        )
         @OptionGroup var db: StoreOptions
         @Option(help: "User id.") var user: String
-        @Option(help: "Device token.") var token: String
-        @Option(help: "The push provider.") var provider: Provider
+        @Option(help: "Device token: an APNs device token or an FCM registration token. Give this or --fid.")
+        var token: String?
+        @Option(
+            help: "FCM installation id (FID), sent in FCM's message.fid. Give this or --token; implies --provider fcm.")
+        var fid: String?
+        @Option(help: "The push provider (fcm with --fid).") var provider: Provider?
         @Option(help: "The device's operating system.") var platform: Platform
         @Option(help: "The APNs environment of an APNs token (default production).") var environment: APNsEnvironment?
         @Option(help: "App version.") var appVersion: String?
+        @Option(
+            help:
+                "The token this registration replaces on the same phone (its FCM registration token on the first launch with installation ids): retired as 'replaced' in the same transaction, if it is this user's."
+        )
+        var replaces: String?
 
-        func validate() throws { try checkUserID(user, flag: "--user") }
+        func validate() throws {
+            try checkUserID(user, flag: "--user")
+            guard (token == nil) != (fid == nil) else { throw ValidationError("give exactly one of --token and --fid") }
+            if fid != nil, let provider, provider != .fcm {
+                throw ValidationError("--fid: an FCM installation id is for --provider fcm, not \(provider)")
+            }
+            if token != nil, provider == nil { throw ValidationError("--provider: required with --token") }
+        }
 
         func run() async throws {
             try await withExitCode("pushctl device register") { () async throws(JobError) in
                 let registration = try DeviceRegistration(
-                    userID: user, token: token, provider: provider, platform: platform,
-                    apnsEnvironment: environment, appVersion: appVersion)
+                    userID: user, token: fid ?? token ?? "", provider: fid != nil ? .fcm : provider ?? .fcm,
+                    platform: platform, apnsEnvironment: environment, appVersion: appVersion,
+                    kind: fid != nil ? .fid : .token, replaces: replaces)
                 let now = try clockNow(nil)
                 let result = try await db.with { store throws(JobError) in
                     try await store.register(registration, now: now)
                 }
-                print("device \(result.deviceID) \(Redaction.maskToken(registration.token)): \(result.change.rawValue)")
+                let retired = result.retiredReplaced ? ", replaced \(Redaction.maskToken(replaces ?? ""))" : ""
+                print(
+                    "device \(result.deviceID) \(registration.kind) \(Redaction.maskToken(registration.token)): \(result.change.rawValue)\(retired)"
+                )
             }
         }
     }

@@ -15,9 +15,13 @@ public struct SimulatorRule: Sendable, Codable, Hashable {
         case dead
         /// APNs 400 BadDeviceToken, FCM 400 INVALID_ARGUMENT about the token.
         case bad
-        /// APNs 429 TooManyRequests, FCM 429 QUOTA_EXCEEDED, with Retry-After: always, or with `times` the
-        /// first `times` times for each token.
+        /// APNs 429 TooManyRequests, FCM 429 QUOTA_EXCEEDED for the device's message rate (a `QuotaFailure`
+        /// detail naming the device), with Retry-After: always, or with `times` the first `times` times for each
+        /// token.
         case throttle
+        /// FCM 429 QUOTA_EXCEEDED for the project's quota (a `QuotaFailure` naming the project), as `throttle`
+        /// otherwise; APNs, which has no project quota, answers TooManyRequests.
+        case projectQuota
         /// APNs 503 ServiceUnavailable, FCM 503 UNAVAILABLE, the first `times` times for each token.
         case flaky
         /// Answers after `delayMs`.
@@ -122,7 +126,10 @@ public struct SimulatorStats: Sendable, Codable, Hashable {
 /// One notification the simulator accepted.
 public struct AcceptedNotification: Sendable, Codable, Hashable {
     public let provider: String
+    /// The device token, or the FCM installation id when `target` is `fid`.
     public let token: String
+    /// `fid` for an FCM message sent to an installation id (`message.fid`); absent for tokens.
+    public let target: String?
     public let collapseID: String?
     public let expiration: String?
     public let title: String?

@@ -191,7 +191,7 @@ final class SimulatorState: Sendable {
                 return apnsError(410, "Unregistered", timestamp: rule.timestampMs ?? clock() * 1000)
             case .bad:
                 return apnsError(400, "BadDeviceToken")
-            case .throttle:
+            case .throttle, .projectQuota:
                 if rule.times.map({ stillFlaky(token, times: $0) }) ?? true {
                     return apnsError(429, "TooManyRequests", retryAfter: rule.retryAfter ?? 1)
                 }
@@ -207,7 +207,7 @@ final class SimulatorState: Sendable {
         accept {
             let alert = aps["alert"]
             return AcceptedNotification(
-                provider: "apns", token: token, collapseID: collapseID,
+                provider: "apns", token: token, target: nil, collapseID: collapseID,
                 expiration: headers.first(name: "apns-expiration"),
                 title: alert?["title"]?.string, body: alert?["body"]?.string,
                 payloadBytes: body.readableBytes, payload: String(buffer: body))
@@ -302,14 +302,23 @@ final class SimulatorState: Sendable {
 
     private func fcmError(
         _ status: Int, _ googleStatus: String, _ message: String, errorCode: String? = nil,
-        retryAfter: Int? = nil
+        retryAfter: Int? = nil, quotaViolation: (subject: String, description: String)? = nil
     ) -> SimulatedResponse {
         countError(errorCode ?? googleStatus)
         var error: [String: Any] = ["code": status, "message": message, "status": googleStatus]
         if let errorCode {
-            error["details"] = [
+            var details: [[String: Any]] = [
                 ["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": errorCode]
             ]
+            // Whose quota ran out, as Google's APIs say it (`google.rpc.QuotaFailure`): the project's, or one
+            // device's message rate.
+            if let quotaViolation {
+                details.append([
+                    "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                    "violations": [["subject": quotaViolation.subject, "description": quotaViolation.description]],
+                ])
+            }
+            error["details"] = details
         }
         let body = (try? JSONSerialization.data(withJSONObject: ["error": error], options: [.sortedKeys])) ?? Data()
         var response = SimulatedResponse(status: status, body: String(decoding: body, as: UTF8.self))
@@ -335,31 +344,47 @@ final class SimulatorState: Sendable {
         if let retryAfter = overQuota() {
             return fcmError(
                 429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Send requests'.",
-                errorCode: "QUOTA_EXCEEDED", retryAfter: retryAfter)
+                errorCode: "QUOTA_EXCEEDED", retryAfter: retryAfter,
+                quotaViolation: (
+                    "project:\(SimulatorCredentials.projectID)", "Quota exceeded for the project's messages a minute."
+                ))
         }
         guard let request = try? JSONValue(parsing: body), let message = request["message"],
             let members = message.members
         else {
             return fcmError(400, "INVALID_ARGUMENT", "Invalid JSON payload received.", errorCode: "INVALID_ARGUMENT")
         }
-        let targets = ["token", "topic", "condition"].filter { target in members.contains { $0.key == target } }
+        let targets = ["token", "topic", "condition", "fid"].filter { target in members.contains { $0.key == target } }
         guard targets.count == 1 else {
             return fcmError(
                 400, "INVALID_ARGUMENT",
-                "Exactly one of message.token, message.topic or message.condition must be set.",
+                "Exactly one of message.token, message.topic, message.condition or message.fid must be set.",
                 errorCode: "INVALID_ARGUMENT")
         }
         if let problem = Self.messageProblem(message) {
             return fcmError(400, "INVALID_ARGUMENT", problem, errorCode: "INVALID_ARGUMENT")
         }
-        let token = message["token"]?.string ?? ""
+        let target = targets[0]
+        let token = message[target]?.string ?? ""
+        // As FCM: an installation id in `token` is no registration token, and a registration token in `fid` is no
+        // installation id.
+        if target == "token" && DeviceToken.isFIDShaped(token) {
+            return fcmError(
+                400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
+                errorCode: "INVALID_ARGUMENT")
+        }
+        if target == "fid" && !DeviceToken.isFIDShaped(token) {
+            return fcmError(
+                400, "INVALID_ARGUMENT", "Invalid value at 'message.fid': not a valid Firebase installation ID",
+                errorCode: "INVALID_ARGUMENT")
+        }
         // The message without its token must fit 4096 bytes. A request body that fits holds such a message
         // (serialising it again would cost a third of the simulator's time under load); a larger one is
         // measured exactly.
         var payloadSize = 0
         if body.readableBytes > 4096 {
             var compact: [UInt8] = []
-            JSONValue.object(members.filter { $0.key != "token" }).write(into: &compact)
+            JSONValue.object(members.filter { $0.key != target }).write(into: &compact)
             payloadSize = compact.count
         }
         guard payloadSize <= 4096 else {
@@ -372,13 +397,27 @@ final class SimulatorState: Sendable {
                 return fcmError(404, "NOT_FOUND", "Requested entity was not found.", errorCode: "UNREGISTERED")
             case .bad:
                 return fcmError(
-                    400, "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token",
+                    400, "INVALID_ARGUMENT",
+                    target == "fid"
+                        ? "Invalid value at 'message.fid': not a valid Firebase installation ID"
+                        : "The registration token is not a valid FCM registration token",
                     errorCode: "INVALID_ARGUMENT")
             case .throttle:
                 if rule.times.map({ stillFlaky(token, times: $0) }) ?? true {
                     return fcmError(
                         429, "RESOURCE_EXHAUSTED", "Quota exceeded.", errorCode: "QUOTA_EXCEEDED",
-                        retryAfter: rule.retryAfter ?? 1)
+                        retryAfter: rule.retryAfter ?? 1,
+                        quotaViolation: ("device", "Device message rate exceeded for the message's target."))
+                }
+            case .projectQuota:
+                if rule.times.map({ stillFlaky(token, times: $0) }) ?? true {
+                    return fcmError(
+                        429, "RESOURCE_EXHAUSTED", "Quota exceeded for quota metric 'Send requests'.",
+                        errorCode: "QUOTA_EXCEEDED", retryAfter: rule.retryAfter ?? 1,
+                        quotaViolation: (
+                            "project:\(SimulatorCredentials.projectID)",
+                            "Quota exceeded for the project's messages a minute."
+                        ))
                 }
             case .flaky:
                 if stillFlaky(token, times: rule.times ?? 1) {
@@ -407,7 +446,7 @@ final class SimulatorState: Sendable {
         let apnsHeaders = message["apns"]?["headers"]
         accept {
             AcceptedNotification(
-                provider: "fcm", token: token,
+                provider: "fcm", token: token, target: target == "fid" ? "fid" : nil,
                 collapseID: android?["notification"]?["tag"]?.string ?? apnsHeaders?["apns-collapse-id"]?.string,
                 expiration: android?["ttl"]?.string ?? apnsHeaders?["apns-expiration"]?.string,
                 title: notification?["title"]?.string, body: notification?["body"]?.string,

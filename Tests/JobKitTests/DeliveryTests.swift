@@ -135,7 +135,7 @@ import Testing
     /// nothing of it).
     @Test func aQuotaPauseIsKeptOnTheSendersClock() async throws {
         let harness = try await DeliveryHarness.start {
-            $0.rules = [SimulatorRule(prefix: "fcm-quota", kind: .throttle, times: 1, retryAfter: 2)]
+            $0.rules = [SimulatorRule(prefix: "fcm-quota", kind: .projectQuota, times: 1, retryAfter: 2)]
         }
         var delivery = harness.delivery(apns: false)
         delivery.fcm?.rate = ProviderRate(perSecond: 10, ramp: .zero)
@@ -571,7 +571,10 @@ final class ManualClock: @unchecked Sendable {
         #expect(apns(400, #"{"reason":"DeviceTokenNotForTopic"}"#).outcome == .tokenDead)
         #expect(
             apns(429, #"{"reason":"TooManyRequests"}"#, headers: ["retry-after": "7"])
-                == ProviderVerdict(.retryLater, reason: "TooManyRequests", retryAfter: 7))
+                == ProviderVerdict(.retryLater, reason: "TooManyRequests", retryAfter: 7, scope: .device))
+        // The provider's own transient answers count towards an outage; a throttle of one device never does.
+        #expect(apns(503, #"{"reason":"ServiceUnavailable"}"#).scope == .provider)
+        #expect(apns(429, #"{"reason":"SomethingNew"}"#).scope == .provider)
         #expect(apns(500, #"{"reason":"InternalServerError"}"#).outcome == .retryLater)
         #expect(apns(503, #"{"reason":"ServiceUnavailable"}"#).outcome == .retryLater)
         #expect(apns(503, #"{"reason":"Shutdown"}"#).outcome == .retryLater)
@@ -605,7 +608,8 @@ final class ManualClock: @unchecked Sendable {
             fcm(400, code: "INVALID_ARGUMENT", message: "Invalid value at 'message.android.ttl'").outcome == .rejected)
         #expect(
             fcm(429, code: "QUOTA_EXCEEDED")
-                == ProviderVerdict(.retryLater, reason: "QUOTA_EXCEEDED", retryAfter: 60, pausesProvider: true))
+                == ProviderVerdict(
+                    .retryLater, reason: "QUOTA_EXCEEDED", retryAfter: 60, pausesProvider: true, scope: .provider))
         #expect(fcm(429, code: nil).pausesProvider)  // any 429 from FCM is about the project
         #expect(!fcm(503, code: "UNAVAILABLE").pausesProvider)
         #expect(fcm(429, code: "QUOTA_EXCEEDED", headers: ["retry-after": "5"]).retryAfter == 5)

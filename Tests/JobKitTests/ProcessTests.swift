@@ -534,12 +534,14 @@ enum Executables {
             ) == 1)
     }
 
-    /// Issue 22: every executable says its version, and it is the newest entry of CHANGELOG.md.
+    /// Issue 22: every executable says its version, and it is the newest release of CHANGELOG.md (the
+    /// `[Unreleased]` section above it collects what comes next).
     @Test func everyExecutableSaysTheVersionOfTheNewestChangelogEntry() async throws {
         let changelog = try String(
             contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
-        let newest = try #require(changelog.split(separator: "\n").first { $0.hasPrefix("## [") })
+        let newest = try #require(
+            changelog.split(separator: "\n").first { $0.hasPrefix("## [") && !$0.hasPrefix("## [Unreleased]") })
         #expect(newest.hasPrefix("## [\(JobKitVersion.current)] - "), "\(newest)")
         for name in [
             "diary-reminder", "content-limit-hook", "content-limit-hook-full", "token-janitor", "pushctl",

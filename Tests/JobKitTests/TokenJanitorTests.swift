@@ -376,7 +376,8 @@ import Testing
                 .init(day: "2026-11-20", deliveries: 3, tokenDead: 1),
                 .init(day: "2026-11-21", deliveries: 2, tokenDead: 0),
             ])
-        #expect(report.activeDevices == [.init(key: "android/fcm", count: 1), .init(key: "ios/apns", count: 1)])
+        #expect(
+            report.activeDevices == [.init(key: "android/fcm/token", count: 1), .init(key: "ios/apns/token", count: 1)])
         #expect(report.deactivations == [.init(key: "logout", count: 1)])
         #expect(
             report.lastRuns == [
@@ -584,7 +585,8 @@ import Testing
                 == "2026-11-21  diary_reminder           7    5       0      0        0     0      0          0           2"
         )
         for section in [
-            "deliveries by provider/outcome:", "invalid-token rate by day:", "active devices by platform/provider:",
+            "deliveries by provider/outcome:", "invalid-token rate by day:",
+            "active devices by platform/provider/kind:",
             "deactivations by reason:", "last run of each job:",
         ] {
             let index = try #require(lines.firstIndex(of: section), "\(section)")

@@ -81,6 +81,8 @@ public struct DeliveryFlags: Sendable {
     public var retryBudgetSeconds: Int?
     /// Requests per second (0: unpaced).
     public var apnsRate, fcmRate: Int?
+    /// ``OutageThreshold``: percent of a provider's attempts, and devices.
+    public var outageShare, outageMinDevices: Int?
     public var validateOnly = false
     public init() {}
 }
@@ -143,6 +145,13 @@ extension DeliveryConfiguration {
             delivery.fcm = fcm
         }
         delivery.tls.additionalCAFile = try config.string(.caFile, flag: flags.caFile)
+        delivery.outage = OutageThreshold(
+            sharePercent: try config.integer(
+                .outageShare, flag: flags.outageShare, default: OutageThreshold.default.sharePercent,
+                range: OutageThreshold.sharePercentRange),
+            minDevices: try config.integer(
+                .outageMinDevices, flag: flags.outageMinDevices, default: OutageThreshold.default.minDevices,
+                range: OutageThreshold.minDevicesRange))
         delivery.retry.budget = .seconds(
             try config.integer(
                 .retryBudgetSeconds, flag: flags.retryBudgetSeconds,

@@ -4,7 +4,10 @@
 ///
 /// - APNs: lower-case hexadecimal of even length, at most 200 digits (Apple documents tokens of variable
 ///   length, up to 100 bytes; the token goes into the request's `:path`).
-/// - FCM: 1 to 2,000 of the characters FCM registration tokens use: ASCII letters, digits, `-`, `_` and `:`.
+/// - FCM: 1 to 2,000 of the characters FCM registration tokens use: ASCII letters, digits, `-`, `_` and `:`;
+///   never of a Firebase Installation ID's shape (that is registered as a FID, and sent in `message.fid`).
+/// - FCM installation ids (FIDs, ``TokenKind/fid``): 22 characters, the first one of `c d e f`, then 21 of
+///   `A-Z a-z 0-9 - _` (base64url of 132 bits with a fixed 4-bit header).
 ///
 /// A token outside these can only be a bug or an attack (a space or line break in an HTTP/2 path, `/../`,
 /// `?#`): it is refused when written and never put on the wire.
@@ -16,8 +19,29 @@ public enum DeviceToken {
     /// The deactivation reason of a stored token that violates the shape.
     public static let invalidReason = "invalid_token"
 
-    /// Why `token` is not a valid token for `provider`, or nil when it is.
-    public static func problem(_ token: String, provider: Provider) -> String? {
+    /// The length of a Firebase Installation ID.
+    public static let fidLength = 22
+
+    /// Whether `value` has a Firebase Installation ID's shape. No FCM registration token has it (they are about
+    /// 160 characters, with a `:`), so such a value offered as a token is a FID registered the wrong way.
+    public static func isFIDShaped(_ value: String) -> Bool {
+        let bytes = value.utf8
+        guard bytes.count == fidLength, let first = bytes.first,
+            (UInt8(ascii: "c")...UInt8(ascii: "f")).contains(first)
+        else { return false }
+        return bytes.allSatisfy { isFCMCharacter($0) && $0 != UInt8(ascii: ":") }
+    }
+
+    /// Why `token` is not a valid value of `kind` for `provider`, or nil when it is.
+    public static func problem(_ token: String, provider: Provider, kind: TokenKind = .token) -> String? {
+        if kind == .fid {
+            guard provider == .fcm else { return "a Firebase installation id (FID) is for FCM, not \(provider)" }
+            guard isFIDShaped(token) else {
+                return
+                    "an FCM installation id (FID) is \(fidLength) characters, the first one of c d e f, then A-Z a-z 0-9 - _"
+            }
+            return nil
+        }
         let bytes = token.utf8
         if provider == .apns {
             guard !bytes.isEmpty else { return "an APNs token is empty" }
@@ -36,6 +60,9 @@ public enum DeviceToken {
                 return "an FCM token consists of ASCII letters, digits, '-', '_' and ':'"
             }
             guard bytes.count <= maxFCMLength else { return "an FCM token has at most \(maxFCMLength) characters" }
+            guard !isFIDShaped(token) else {
+                return "this is a Firebase installation id (FID), not a registration token: register it with --fid"
+            }
             return nil
         }
         return "unknown provider \(provider.rawValue)"
@@ -50,6 +77,16 @@ public enum DeviceToken {
         default:
             false
         }
+    }
+}
+
+extension Device {
+    /// The kind the device's value is sent as: its stored kind, except that an FCM value of a FID's shape is
+    /// always sent as a FID. The schema refuses such a value stored as a token (migration 013), so this only
+    /// guards rows that reached the table some other way: a FID is never put in `message.token`, where FCM would
+    /// answer that the token is invalid and the device would be retired while it is alive.
+    public var sendingKind: TokenKind {
+        kind == .token && provider == .fcm && DeviceToken.isFIDShaped(token) ? .fid : kind
     }
 }
 
@@ -73,7 +110,8 @@ public struct TokenCheckingSender: Sender {
 
     public func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
         let invalid = batch.indices.filter {
-            DeviceToken.problem(batch[$0].device.token, provider: batch[$0].device.provider) != nil
+            let device = batch[$0].device
+            return DeviceToken.problem(device.token, provider: device.provider, kind: device.sendingKind) != nil
         }
         guard !invalid.isEmpty else { return await inner.send(batch, finished: finished) }
         var reports = [DeliveryReport?](repeating: nil, count: batch.count)
@@ -101,4 +139,5 @@ public struct TokenCheckingSender: Sender {
     public func shutdown() async { await inner.shutdown() }
     public func channelFailure() async -> JobError? { await inner.channelFailure() }
     public func credentialMints() async -> [Provider: Int] { await inner.credentialMints() }
+    public var outageThreshold: OutageThreshold { inner.outageThreshold }
 }

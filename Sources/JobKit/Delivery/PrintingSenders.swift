@@ -142,7 +142,7 @@ struct NotificationLine: Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case event, userID, device, deviceID, provider, platform, apnsEnvironment
+        case event, userID, device, deviceID, provider, platform, apnsEnvironment, tokenKind
         case type, period, locale, messageIndex, title, body, collapseID, expiresAt
     }
 
@@ -156,6 +156,8 @@ struct NotificationLine: Encodable {
         try line.encode(device.provider.rawValue, forKey: .provider)
         try line.encode(device.platform.rawValue, forKey: .platform)
         try line.encodeIfPresent(device.apnsEnvironment?.rawValue, forKey: .apnsEnvironment)
+        // Only for an FCM installation id, which a consumer sends in `message.fid`: a token's line is unchanged.
+        if device.sendingKind == .fid { try line.encode(TokenKind.fid.rawValue, forKey: .tokenKind) }
         try line.encode(notification.type.rawValue, forKey: .type)
         try line.encode(notification.period, forKey: .period)
         try line.encode(notification.locale, forKey: .locale)
@@ -186,6 +188,7 @@ public struct ReportingSender: Sender {
 
     public func canDeliver(to provider: Provider) -> Bool { inner.canDeliver(to: provider) }
     public func shutdown() async { await inner.shutdown() }
+    public var outageThreshold: OutageThreshold { inner.outageThreshold }
 
     public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
         let reports = await inner.send(batch)

@@ -147,7 +147,7 @@ actor ProviderClient {
                     retryLater.append(i)
                     wait = max(wait, delay)
                 } else {
-                    finish(i, ProviderVerdict(.retryLater, reason: verdict.reason))
+                    finish(i, ProviderVerdict(.retryLater, reason: verdict.reason, scope: verdict.scope))
                 }
             }
 
@@ -291,7 +291,7 @@ actor ProviderClient {
         DeliveryReport(
             channel: channel, outcome: verdict.outcome, reason: verdict.reason,
             providerMessageID: verdict.providerMessageID, attempts: max(1, attempts), latencyMs: latencyMs,
-            tokenInvalidSince: verdict.tokenInvalidSince, ambiguousAttempts: ambiguous)
+            tokenInvalidSince: verdict.tokenInvalidSince, ambiguousAttempts: ambiguous, scope: verdict.scope)
     }
 
     /// Hands each answer of a pass that is final whatever else happens (delivered, a dead token, a rejected

@@ -18,6 +18,8 @@ public struct DeliveryConfiguration: Sendable {
     public var retryClock: any RetryClock = SystemRetryClock()
     /// The backoff's jitter, a factor within 0.5…1.0.
     public var retryJitter: @Sendable () -> Double = { Double.random(in: 0.5...1.0) }
+    /// Where devices left pending by a provider's own transient answers make an outage (exit 69).
+    public var outage = OutageThreshold.default
 
     public init() {}
 }
@@ -39,12 +41,14 @@ extension DeliveryConfiguration {
 public final class PushSender: Sender {
     private let apns: ProviderClient?
     private let fcm: ProviderClient?
+    public let outageThreshold: OutageThreshold
 
     /// Loads keys and the service account once; connects lazily.
     public init(configuration: DeliveryConfiguration, credentials: any CredentialStore, logger: Logger)
         async throws(JobError)
     {
         let tls = try configuration.tls.makeContext()
+        outageThreshold = configuration.outage
         let clock = configuration.credentialClock
         let links = configuration.links
         let badge = configuration.badge

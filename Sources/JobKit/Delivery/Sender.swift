@@ -56,11 +56,15 @@ public struct DeliveryReport: Sendable, Hashable {
     /// Attempts whose fate is unknown: written to the provider, then no answer (the connection died, or no
     /// answer by the deadline). The provider may have delivered them.
     public let ambiguousAttempts: Int
+    /// For a device left pending (`retry_later`): whom its last transient answer was about (``TransientScope``).
+    public let scope: TransientScope
 
     public init(
         channel: DeliveryChannel, outcome: DeliveryOutcome, reason: String? = nil, providerMessageID: String? = nil,
-        attempts: Int = 1, latencyMs: Int? = nil, tokenInvalidSince: Int64? = nil, ambiguousAttempts: Int = 0
+        attempts: Int = 1, latencyMs: Int? = nil, tokenInvalidSince: Int64? = nil, ambiguousAttempts: Int = 0,
+        scope: TransientScope = .connection
     ) {
+        self.scope = scope
         self.tokenInvalidSince = tokenInvalidSince
         self.ambiguousAttempts = ambiguousAttempts
         self.channel = channel
@@ -99,6 +103,8 @@ public protocol Sender: Sendable {
     func channelFailure() async -> JobError?
     /// Credentials minted so far by provider: a metric.
     func credentialMints() async -> [Provider: Int]
+    /// Where devices left pending by a provider's own transient answers make a provider outage (exit 69).
+    var outageThreshold: OutageThreshold { get }
 }
 
 extension Sender {
@@ -110,4 +116,5 @@ extension Sender {
     public func shutdown() async {}
     public func channelFailure() async -> JobError? { nil }
     public func credentialMints() async -> [Provider: Int] { [:] }
+    public var outageThreshold: OutageThreshold { .default }
 }

@@ -196,8 +196,12 @@ public struct ContentLimitHook: Sendable {
         summary.action = account.action
         summary.notifications = delivered.notifications
         summary.outcomes = delivered.outcomes
-        summary.troubles = ProviderTrouble.merge(summary.troubles, delivered.troubles)
+        summary.pendingRetry = delivered.pending
+        summary.troubles = ProviderTrouble.conclude(
+            ProviderTrouble.merge(summary.troubles, delivered.troubles), pending: delivered.pending,
+            outcomesByProvider: delivered.byChannel, threshold: sender.outageThreshold)
         ProviderTrouble.log(summary.troubles, logger: logger)
+        PendingDevices.log(summary.pendingRetry, troubles: summary.troubles, logger: logger)
         return finish(account.reason)
     }
 
@@ -248,9 +252,9 @@ public struct ContentLimitHook: Sendable {
         logger: Logger, record: Bool = true
     ) async throws(JobError) -> (
         notifications: Int, outcomes: [DeliveryOutcome: Int], byChannel: [DeliveryChannel: [DeliveryOutcome: Int]],
-        statuses: [ClaimStatus], troubles: [ProviderTrouble]
+        statuses: [ClaimStatus], troubles: [ProviderTrouble], pending: [PendingDevices]
     ) {
-        guard !warnings.isEmpty else { return (0, [:], [:], [], []) }
+        guard !warnings.isEmpty else { return (0, [:], [:], [], [], []) }
         let devices = try await store.activeDevices(userIDs: warnings.map(\.warning.userID))
         let reached = try await store.deliveredDevices(logIDs: warnings.map(\.logID))
         var notifications: [OutgoingNotification] = []
@@ -283,10 +287,11 @@ public struct ContentLimitHook: Sendable {
         var byWarning = Array(repeating: [DeliveryOutcome](), count: warnings.count)
         var records: [DeliveryRecord] = []
         var troubles: [ProviderTrouble] = []
+        var pending: [PendingDevices] = []
         for (i, report) in reports.enumerated() {
             outcomes[report.outcome, default: 0] += 1
             byChannel[report.channel, default: [:]][report.outcome, default: 0] += 1
-            ProviderTrouble.add(report, to: &troubles)
+            ProviderTrouble.add(report, to: &troubles, pending: &pending)
             byWarning[owners[i]].append(report.outcome)
             records.append(
                 DeliveryRecord(logID: notifications[i].logID!, deviceID: notifications[i].device.id, report: report))
@@ -307,7 +312,7 @@ public struct ContentLimitHook: Sendable {
                 deadline: recordDeadline, logger: logger)
         }
         if let failure = await sender.channelFailure() { throw failure }
-        return (notifications.count, outcomes, byChannel, statuses, troubles)
+        return (notifications.count, outcomes, byChannel, statuses, troubles, pending)
     }
 }
 
@@ -398,6 +403,7 @@ extension DiaryReminderRunner {
             recordDeadline: recordDeadline, logger: logger, record: !options.dryRun)
         summary.warningsDelivered += result.statuses.filter { $0 == .sent || $0 == .partial }.count
         summary.troubles = ProviderTrouble.merge(summary.troubles, result.troubles)
+        summary.pendingRetry = PendingDevices.merge(summary.pendingRetry, result.pending)
         summary.notifications += result.notifications
         for (outcome, count) in result.outcomes { summary.outcomes[outcome, default: 0] += count }
         for (channel, counts) in result.byChannel {

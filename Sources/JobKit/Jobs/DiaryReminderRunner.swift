@@ -134,6 +134,32 @@ public struct DiaryReminderRunner: Sendable {
         return summary
     }
 
+    /// Ends the reminders whose catch-up window has closed with devices not reached (``MissedReminders``), and
+    /// says so: the summary's `devices_missed`, one error line, the counter. Best effort, like the run's other
+    /// upkeep: a store error is a warning and the run goes on. The run's exit code stays its own work's: the
+    /// devices were left by earlier runs, whose exit codes said what a provider did then.
+    private func closeMissedReminders(_ options: ReminderRunOptions, summary: inout RunSummary, logger: Logger) async {
+        do throws(JobError) {
+            let closed = try await store.closeUnfinishedReminders(
+                claimedIn: MissedReminders.claimedRange(now: options.now, rule: options.rule),
+                staleBefore: options.now - options.claimLeaseSeconds, limit: MissedReminders.limit,
+                runID: options.runID, now: options.now, MissedReminders.resolutions)
+            guard !closed.isEmpty else { return }
+            summary.remindersMissed = closed.count
+            summary.devicesMissed = MissedReminders.missedDevices(closed)
+            let devices = summary.devicesMissed.reduce(0) { $0 + $1.devices }
+            logger.error(
+                "reminders missed: \(closed.count) reminder\(closed.count == 1 ? "" : "s")' catch-up window closed with \(devices) device\(devices == 1 ? "" : "s") not reached",
+                metadata: [
+                    "reminders_missed": "\(closed.count)", "devices_missed": "\(devices)",
+                    "by_reason": .array(summary.devicesMissed.map { "\($0.provider) \($0.reason)=\($0.devices)" }),
+                ])
+        } catch {
+            logger.warning(
+                "reminders whose window closed were not looked for", metadata: ["error": "\(error.message)"])
+        }
+    }
+
     /// The run itself: select, claim, send and record the due reminders, then the pending quota warnings. What
     /// it did is counted in `summary`, also when it throws.
     private func work(
@@ -146,6 +172,7 @@ public struct DiaryReminderRunner: Sendable {
             summary.earlierRunsWithoutEnd = await ledger.failRunsWithoutEnd(
                 job: Self.jobName, now: options.now, leaseSeconds: options.claimLeaseSeconds, logger: logger)
             await store.prepareHistory(now: options.now, logger: logger)
+            await closeMissedReminders(options, summary: &summary, logger: logger)
         }
         let malformed = try await phases.measure(.select) { () async throws(JobError) in
             try await store.malformedReminderTimeCount()
@@ -281,7 +308,13 @@ public struct DiaryReminderRunner: Sendable {
             try await deliverPendingWarnings(
                 options, summary: &summary, claimUntil: claimUntil, recordDeadline: recordDeadline, logger: logger)
         }
-        if !options.dryRun { ProviderTrouble.log(summary.troubles, logger: logger) }
+        summary.troubles = ProviderTrouble.conclude(
+            summary.troubles, pending: summary.pendingRetry, outcomesByProvider: summary.outcomesByProvider,
+            threshold: sender.outageThreshold)
+        if !options.dryRun {
+            ProviderTrouble.log(summary.troubles, logger: logger)
+            PendingDevices.log(summary.pendingRetry, troubles: summary.troubles, logger: logger)
+        }
         summary.credentialMints = await sender.credentialMints()
         if summary.invalidTokens > 0 {
             logger.warning(
@@ -511,7 +544,7 @@ public struct DiaryReminderRunner: Sendable {
             if report.outcome == .tokenDead && report.reason == DeviceToken.invalidReason {
                 delivered.invalidTokens += 1
             }
-            ProviderTrouble.add(report, to: &delivered.troubles)
+            ProviderTrouble.add(report, to: &delivered.troubles, pending: &delivered.pending)
             delivered.outcomesByProvider[report.channel, default: [:]][report.outcome, default: 0] += 1
             deliveries.append(
                 DeliveryRecord(
@@ -599,6 +632,7 @@ struct DeliveredPage: Sendable {
     var outcomes: [DeliveryOutcome: Int] = [:]
     var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0, ambiguous = 0, invalidTokens = 0
     var troubles: [ProviderTrouble] = []
+    var pending: [PendingDevices] = []
     var outcomesByProvider: [DeliveryChannel: [DeliveryOutcome: Int]] = [:]
     var send = Duration.zero, record = Duration.zero
 
@@ -613,6 +647,7 @@ struct DeliveredPage: Sendable {
         summary.ambiguous += ambiguous
         summary.invalidTokens += invalidTokens
         summary.troubles = ProviderTrouble.merge(summary.troubles, troubles)
+        summary.pendingRetry = PendingDevices.merge(summary.pendingRetry, pending)
         for (provider, counts) in outcomesByProvider {
             summary.outcomesByProvider[provider, default: [:]].merge(counts, uniquingKeysWith: +)
         }

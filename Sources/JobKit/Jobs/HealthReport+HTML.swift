@@ -42,7 +42,7 @@ extension HealthReport {
             <p>From a request written to its answer; each percentile is the bucket it falls in.</p>
             \(table(["provider", "answers", "p50", "p95", "p99"], answerTimes.map { [$0.provider, String($0.answers), AnswerTimes.bound($0.p50Ms), AnswerTimes.bound($0.p95Ms), AnswerTimes.bound($0.p99Ms)] }))
             <h2>Active devices</h2>
-            \(table(["platform/provider", "devices"], activeDevices.map { [$0.key, String($0.count)] }))
+            \(table(["platform/provider/kind", "devices"], activeDevices.map { [$0.key, String($0.count)] }))
             <h2>Deactivations by reason</h2>
             \(table(["reason", "devices"], deactivations.map { [$0.key, String($0.count)] }))
             <h2>Last run of each job</h2>

@@ -127,7 +127,7 @@ public struct HealthReport: Sendable, Codable, Hashable {
     /// Deliveries in the window, `provider/outcome` → count.
     public let deliveries: [Count]
     public let invalidTokenRate: [DayRate]
-    /// Active devices, `platform/provider` → count.
+    /// Active devices, `platform/provider/kind` (``TokenKind``) → count.
     public let activeDevices: [Count]
     /// Devices deactivated in the window, by reason.
     public let deactivations: [Count]
@@ -266,7 +266,7 @@ public struct HealthFigures: Sendable {
     public var answerTimes: [(provider: String, bucketMs: Int, count: Int)] = []
     /// Deliveries in the window per UTC day, and how many of them found the token dead, ordered by day.
     public var deliveryDays: [(day: String, deliveries: Int, tokenDead: Int)] = []
-    /// Active devices per `platform/provider`, ordered by key.
+    /// Active devices per `platform/provider/kind`, ordered by key.
     public var activeDevices: [(key: String, count: Int)] = []
     /// Devices deactivated in the window per reason (`unknown` for none), most first.
     public var deactivations: [(key: String, count: Int)] = []
@@ -397,7 +397,8 @@ extension SQLiteStore: ReportStore {
             figures.activeDevices = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT platform || '/' || provider, count(*) FROM user_devices WHERE is_active = 1 GROUP BY 1 ORDER BY 1
+                    SELECT platform || '/' || provider || '/' || token_kind, count(*) FROM user_devices WHERE is_active = 1
+                    GROUP BY 1 ORDER BY 1
                     """
             ).map { ($0[0], $0[1]) }
             figures.deactivations = try Row.fetchAll(
@@ -480,7 +481,7 @@ extension HealthReport {
             invalidTokenRate.map {
                 "\($0.day): \(String(format: "%.2f", $0.rate * 100)) % (\($0.tokenDead) of \($0.deliveries))"
             })
-        lines += section("active devices by platform/provider:", activeDevices.map { "\($0.key): \($0.count)" })
+        lines += section("active devices by platform/provider/kind:", activeDevices.map { "\($0.key): \($0.count)" })
         lines += section("deactivations by reason:", deactivations.map { "\($0.key): \($0.count)" })
         lines += section(
             "last run of each job:",

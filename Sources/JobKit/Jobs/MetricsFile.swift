@@ -22,14 +22,87 @@ public struct MetricsFile: Sendable {
     /// failed before it had one.
     public static func text<Summary: MeteredSummary>(
         _ summary: Summary?, job: String, now: Int64, exitCode: Int32,
-        durationSeconds: Double, previousLastSuccess: Double?
+        durationSeconds: Double, previousLastSuccess: Double?, previousCounters: [String: Double] = [:]
     ) -> String {
         emit(
             job: job, now: now, exitCode: exitCode, durationSeconds: durationSeconds,
             previousLastSuccess: previousLastSuccess
         ) { registry in
             summary?.recordFigures(job: job, into: registry)
+        } + counters(summary?.counterIncrements(job: job) ?? [], previous: previousCounters)
+    }
+
+    /// A counter's increase in one run: its samples' labels and the amount.
+    public struct CounterIncrement: Sendable, Hashable {
+        public let labels: [(String, String)]
+        public let amount: Int
+
+        public init(labels: [(String, String)], amount: Int) {
+            self.labels = labels
+            self.amount = amount
         }
+
+        public static func == (a: Self, b: Self) -> Bool {
+            a.amount == b.amount && a.labels.map(\.0) == b.labels.map(\.0) && a.labels.map(\.1) == b.labels.map(\.1)
+        }
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(amount)
+            for (key, value) in labels {
+                hasher.combine(key)
+                hasher.combine(value)
+            }
+        }
+    }
+
+    /// The counters the files carry from run to run: each run is a process of its own, so a counter's total is
+    /// the file's previous sample plus what the run adds (Prometheus' `rate()` and `increase()` take a reset,
+    /// a file deleted, in their stride).
+    public static let missedDevicesCounter = "diary_push_devices_missed_total"
+    static let carriedCounters: [(name: String, help: String)] = [
+        (
+            missedDevicesCounter,
+            "Devices of reminders whose catch-up window closed before they were reached, by provider and reason."
+        )
+    ]
+
+    /// The carried counters' text: the previous samples (`name{labels}` → value), each increased by this run.
+    static func counters(_ increments: [(name: String, increment: CounterIncrement)], previous: [String: Double])
+        -> String
+    {
+        var text = ""
+        for (name, help) in carriedCounters {
+            var samples = previous.filter { $0.key.hasPrefix(name + "{") }
+            for (incrementName, increment) in increments where incrementName == name {
+                let labels = increment.labels.map { "\($0.0)=\"\(escapeLabel($0.1))\"" }.joined(separator: ",")
+                samples[name + "{" + labels + "}", default: 0] += Double(increment.amount)
+            }
+            guard !samples.isEmpty else { continue }
+            text += "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
+            for (sample, value) in samples.sorted(by: { $0.key < $1.key }) {
+                text += "\(sample) \(Int64(value))\n"
+            }
+        }
+        return text
+    }
+
+    /// A label value as the Prometheus text format writes it.
+    static func escapeLabel(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    /// The carried counters' samples in the file this run replaces (`name{labels}` → value).
+    public func previousCounters() -> [String: Double] {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [:] }
+        var samples: [String: Double] = [:]
+        for line in text.split(separator: "\n")
+        where Self.carriedCounters.contains(where: { line.hasPrefix($0.name + "{") }) {
+            guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else {
+                continue
+            }
+            samples[String(line[..<space])] = value
+        }
+        return samples
     }
 
     fileprivate static func reminderFigures(
@@ -59,10 +132,6 @@ public struct MetricsFile: Sendable {
         }
         // One value each for the whole run.
         let single: [(name: String, value: Int, help: String)] = [
-            (
-                "diary_push_run_devices_pending_retry", summary.devicesPendingRetry,
-                "Devices the last run left for later runs."
-            ),
             (
                 "diary_push_run_ambiguous_attempts", summary.ambiguous,
                 "Device attempts of the last run whose fate is unknown (no answer)."
@@ -113,6 +182,20 @@ public struct MetricsFile: Sendable {
             ).set(Int64(summary.otherRunners))
         }
         troubles(registry, summary.troubles, job: job)
+        var pending: [String: [String: Int]] = [:]
+        for entry in summary.pendingRetry {
+            pending[entry.provider.rawValue, default: [:]][entry.reason, default: 0] += entry.devices
+        }
+        for (provider, reason, devices) in pending.sorted(by: { $0.key < $1.key }).flatMap({ provider, reasons in
+            reasons.sorted { $0.key < $1.key }.map { (provider, $0.key, $0.value) }
+        }) {
+            registry.gauge(
+                "diary_push_run_devices_pending_retry",
+                labels: [("job", job), ("provider", provider), ("reason", reason)],
+                help: "Devices the last run left pending for a later run by a transient answer, by provider and reason "
+                    + "(throttles and a few 5xx; an outage also counts in diary_push_run_devices_left)."
+            ).set(Int64(devices))
+        }
         for (provider, count) in summary.credentialMints.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             registry.gauge(
                 "diary_push_run_credential_mints", labels: [("job", job), ("provider", provider.rawValue)],
@@ -138,6 +221,14 @@ public struct MetricsFile: Sendable {
             registry.gauge(
                 "diary_push_janitor_rows", labels: [("job", job), ("action", action)],
                 help: "What the last janitor run did, by action."
+            ).set(Int64(count))
+        }
+        for (key, count) in summary.activeDevices.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "/", maxSplits: 1).map(String.init)
+            registry.gauge(
+                "diary_push_active_devices",
+                labels: [("job", job), ("provider", parts.first ?? key), ("kind", parts.count > 1 ? parts[1] : "")],
+                help: "Active devices by provider and kind (token, fid) after the last janitor run."
             ).set(Int64(count))
         }
         troubles(registry, summary.troubles, job: job)
@@ -217,15 +308,31 @@ public struct MetricsFile: Sendable {
     }
 }
 
-/// A summary that a scheduled run's metrics file is written from (``MetricsFile/text(_:job:now:exitCode:durationSeconds:previousLastSuccess:)``).
+/// A summary that a scheduled run's metrics file is written from (``MetricsFile/text(_:job:now:exitCode:durationSeconds:previousLastSuccess:previousCounters:)``).
 public protocol MeteredSummary: JobSummary {
     /// Adds the job's own figures to the ones every job reports.
     func recordFigures(job: String, into registry: PrometheusCollectorRegistry)
+    /// What the run adds to the counters the file carries from run to run (``MetricsFile/carriedCounters``).
+    func counterIncrements(job: String) -> [(name: String, increment: MetricsFile.CounterIncrement)]
+}
+
+extension MeteredSummary {
+    public func counterIncrements(job: String) -> [(name: String, increment: MetricsFile.CounterIncrement)] { [] }
 }
 
 extension RunSummary: MeteredSummary {
     public func recordFigures(job: String, into registry: PrometheusCollectorRegistry) {
         MetricsFile.reminderFigures(self, job: job, into: registry)
+    }
+
+    public func counterIncrements(job: String) -> [(name: String, increment: MetricsFile.CounterIncrement)] {
+        devicesMissed.map {
+            (
+                MetricsFile.missedDevicesCounter,
+                MetricsFile.CounterIncrement(
+                    labels: [("job", job), ("provider", $0.provider), ("reason", $0.reason)], amount: $0.devices)
+            )
+        }
     }
 }
 

@@ -112,7 +112,7 @@ extension DiaryReminderRunner {
         }
         explanation.step(
             "1. reminders enabled", settings.diaryReminderEnabled ? "yes" : "no", settings.diaryReminderEnabled)
-        let devices = user.activeDevices.map { "\($0.provider)/\($0.platform) \(Redaction.maskToken($0.token))" }
+        let devices = user.activeDevices.map(ReminderExplanation.describe)
         explanation.step(
             "1. active devices", devices.isEmpty ? "none" : "\(devices.count): " + devices.joined(separator: ", "),
             !devices.isEmpty)
@@ -181,7 +181,9 @@ extension DiaryReminderRunner {
         if let log {
             explanation.devices = ReminderExplanation.deviceStates(
                 user.activeDevices, attempts: try await store.deliveryAttempts(logID: log.id),
-                windowClosed: timing.state == .passed && (log.status == .retry || log.status == .claimed))
+                // A claim the window closed on is `retry` or `claimed` until a run closes it (``MissedReminders``),
+                // `partial` or `failed` after.
+                windowClosed: timing.state == .passed && [.retry, .claimed, .partial, .failed].contains(log.status))
             let described = explanation.devices.map { device in
                 let last =
                     device.lastOutcome.map {
@@ -300,6 +302,11 @@ extension ReminderExplanation {
             }
     }
 
+    /// A device as explain names it: provider, platform, kind (``TokenKind``) and the masked value.
+    static func describe(_ device: Device) -> String {
+        "\(device.provider)/\(device.platform) \(device.sendingKind) \(Redaction.maskToken(device.token))"
+    }
+
     /// Each device's state from its recorded attempts (the lifecycle decides what is final).
     static func deviceStates(_ devices: [Device], attempts: [DeliveryAttempt], windowClosed: Bool) -> [DeviceState] {
         devices.map { device in
@@ -313,7 +320,7 @@ extension ReminderExplanation {
                 state = windowClosed ? "missed" : "not_sent"
             }
             return DeviceState(
-                device: "\(device.provider)/\(device.platform) \(Redaction.maskToken(device.token))", state: state,
+                device: describe(device), state: state,
                 lastOutcome: mine.last?.outcome.rawValue, attempts: mine.count, lastRun: mine.last?.runID,
                 lastAt: mine.last.map { Timestamps.format($0.at) })
         }

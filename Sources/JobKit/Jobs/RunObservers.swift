@@ -39,6 +39,7 @@ public struct RunObservers: Sendable {
     ) async throws(JobError) -> Summary? {
         await heartbeat?.ping(.start)
         let previous = metrics?.previousLastSuccess(job: job)
+        let previousCounters = metrics?.previousCounters() ?? [:]
         let started = ContinuousClock.now
         let result: Result<Summary?, JobError>
         do throws(JobError) { result = .success(try await body()) } catch { result = .failure(error) }
@@ -53,7 +54,8 @@ public struct RunObservers: Sendable {
         let code = error?.exitCode ?? 0
         metrics?.writeLogging(
             MetricsFile.text(
-                summary, job: job, now: now, exitCode: code, durationSeconds: seconds, previousLastSuccess: previous),
+                summary, job: job, now: now, exitCode: code, durationSeconds: seconds, previousLastSuccess: previous,
+                previousCounters: previousCounters),
             logger: logger)
         let body =
             summary?.json

@@ -46,8 +46,17 @@ public struct RunSummary: Sendable, Codable, Hashable {
     /// Earlier runs of the job that recorded no end within their claims' lease (killed or lost), which this run
     /// recorded as `failed`.
     public var earlierRunsWithoutEnd = 0
-    /// Devices left for later runs, by provider and cause (credentials refused, provider unavailable).
+    /// Reminders whose catch-up window this run found closed with devices not reached (``MissedReminders``): it
+    /// ended them `partial` or `failed`. Their devices, by provider and reason, are in `devicesMissed`.
+    public var remindersMissed = 0
+    public var devicesMissed: [MissedDevices] = []
+    /// Devices left for later runs, by provider and cause (credentials refused, provider unavailable): what makes
+    /// the run fail (77, 69).
     public var troubles: [ProviderTrouble] = []
+    /// Devices left for later runs by a transient answer, by provider, reason and scope (``TransientScope``):
+    /// throttles and a few 5xx are retried quietly; only a provider's share over the ``OutageThreshold`` becomes a
+    /// trouble.
+    public var pendingRetry: [PendingDevices] = []
     /// Provider credentials minted during the run, by provider (0 when the cached ones were used).
     public var credentialMints: [Provider: Int] = [:]
     /// Quota warnings delivered by this run (deferred past quiet hours, or retried).
@@ -131,6 +140,12 @@ public struct RunSummary: Sendable, Codable, Hashable {
         if ambiguous > 0 { parts.append("ambiguous=\(ambiguous)") }
         if invalidTokens > 0 { parts.append("invalid_tokens=\(invalidTokens)") }
         if earlierRunsWithoutEnd > 0 { parts.append("earlier_runs_without_end=\(earlierRunsWithoutEnd)") }
+        if remindersMissed > 0 {
+            parts.append(
+                "reminders_missed=\(remindersMissed) devices_missed=\(devicesMissed.reduce(0) { $0 + $1.devices })["
+                    + devicesMissed.map { "\($0.provider) \(LineText.field($0.reason))=\($0.devices)" }
+                    .joined(separator: ", ") + "]")
+        }
         if warningsDelivered > 0 {
             parts.append("warnings_\(dryRun ? "would_send" : "delivered")=\(warningsDelivered)")
         }
@@ -145,6 +160,13 @@ public struct RunSummary: Sendable, Codable, Hashable {
             parts.append("outcomes[\(outcomes.countsText)]")
         }
         parts.append("skipped[\(skipped.countsText)]")
+        if !pendingRetry.isEmpty {
+            parts.append(
+                "pending["
+                    + pendingRetry.map { "\($0.provider) \(LineText.field($0.reason))=\($0.devices)" }.joined(
+                        separator: ", ")
+                    + "]")
+        }
         for trouble in troubles {
             parts.append("LEFT[\(trouble.provider) \(trouble.cause.rawValue)=\(trouble.devices)]")
         }

@@ -128,8 +128,14 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     /// rows are counted in `deliveriesDeleted` and `logsDeleted`.
     public var partitionsDropped: [String] = []
     public var devicesPurged = 0
+    /// Active devices after the run, by provider and kind (`"fcm/fid"` → count): an app's move from FCM
+    /// registration tokens to installation ids, as it goes.
+    public var activeDevices: [String: Int] = [:]
     /// Probes that could not be answered: FCM refused our credentials or was unavailable.
     public var troubles: [ProviderTrouble] = []
+    /// Probes left unanswered by a transient answer, by reason (a throttle, a few 5xx: no trouble of FCM's
+    /// unless over its ``OutageThreshold``).
+    public var pendingRetry: [PendingDevices] = []
     public var durationMs = 0
     /// The error the run ends with, as its exit code says: one that ended it (the counts are what it had done by
     /// then), or due work it left (``failure``). Nil for a run that went well.
@@ -138,6 +144,11 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     public var json: String { JSONLine.encode(self) }
     public var text: String {
         "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) runs_deleted=\(runsDeleted) partitions_dropped=\(partitionsDropped.count) devices_purged=\(devicesPurged)"
+            + (activeDevices.isEmpty
+                ? ""
+                : " active_devices="
+                    + activeDevices.sorted { $0.key < $1.key }.map { "\($0.key):\($0.value)" }
+                    .joined(separator: ","))
             + troubles.map { " PROBES_LEFT[\($0.provider) \($0.cause.rawValue)=\($0.devices)]" }.joined()
             + " run=\(runID) \(durationMs)ms"
     }
@@ -244,6 +255,7 @@ public struct TokenJanitor: Sendable {
             summary.devicesPurged = try await drain(
                 .inactiveDevices(deactivatedBefore: options.now - Int64(options.purgeAfterDays) * day), options)
         }
+        summary.activeDevices = try await store.activeDeviceCounts()
     }
 
     /// Deletes what `rule` selects, a batch at a time (or, dry, just counts it).
@@ -284,6 +296,7 @@ public struct TokenJanitor: Sendable {
         let sender = TokenCheckingSender.wrapping(try await makeProbeSender())
         let perSecond = max(1, options.probeRate)
         var dead: [Int64] = []
+        var answers: [DeliveryChannel: [DeliveryOutcome: Int]] = [:]
         var index = 0
         while index < candidates.count {
             let started = clock.now
@@ -295,7 +308,8 @@ public struct TokenJanitor: Sendable {
             }
             for (device, report) in zip(slice, await sender.send(Array(probes))) {
                 if report.outcome == .tokenDead { dead.append(device.id) }
-                ProviderTrouble.add(report, to: &summary.troubles)
+                answers[report.channel, default: [:]][report.outcome, default: 0] += 1
+                ProviderTrouble.add(report, to: &summary.troubles, pending: &summary.pendingRetry)
             }
             index += slice.count
             if index < candidates.count {
@@ -305,8 +319,12 @@ public struct TokenJanitor: Sendable {
         }
         summary.probeUnregistered = try await store.deactivate(
             deviceIDs: dead, reason: "UNREGISTERED", now: options.now)
+        summary.troubles = ProviderTrouble.conclude(
+            summary.troubles, pending: summary.pendingRetry, outcomesByProvider: answers,
+            threshold: sender.outageThreshold)
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
         ProviderTrouble.log(summary.troubles, logger: logger)
+        PendingDevices.log(summary.pendingRetry, troubles: summary.troubles, logger: logger)
     }
 }

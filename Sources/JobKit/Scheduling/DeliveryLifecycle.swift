@@ -149,9 +149,11 @@ extension DeliveryLifecycle {
     }
 
     /// A `notification_logs` row's state in the delivery-health report at `now`: its status, or ``missedState``
-    /// when it is still `retry`, `deferred` or `claimed` past ``retryHorizon``.
+    /// when a run closed it as its window closed (``MissedReminders``), or when it is still `retry`, `deferred` or
+    /// `claimed` past ``retryHorizon``.
     public static func reportStatusSQL(_ dialect: SQLDialect, now: Int64) -> String {
-        "CASE WHEN status IN (\(unfinished.map { "'\($0)'" }.joined(separator: ", ")))"
+        "CASE WHEN detail = '\(MissedReminders.detail)' THEN '\(missedState)'"
+            + " WHEN status IN (\(unfinished.map { "'\($0)'" }.joined(separator: ", ")))"
             + " AND claimed_at <= \(dialect.instant(now - retryHorizon)) THEN '\(missedState)' ELSE status END"
     }
 

@@ -8,6 +8,9 @@ public protocol JanitorStore: Sendable {
         async throws(JobError) -> Int
     /// Active FCM devices not seen since `seenBefore` (but seen since `notBefore`), oldest first, for probing.
     func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device]
+    /// Active devices counted by provider and ``TokenKind`` (`"fcm/fid"` → count), for the metrics that show an
+    /// app's move from FCM registration tokens to installation ids.
+    func activeDeviceCounts() async throws(JobError) -> [String: Int]
     /// Deactivates these devices (a provider said their tokens are dead).
     func deactivate(deviceIDs: [Int64], reason: String, now: Int64) async throws(JobError) -> Int
     /// The rows a retention rule selects, counted.

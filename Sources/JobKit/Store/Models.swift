@@ -27,19 +27,31 @@ public enum APNsEnvironment: String, Sendable, Hashable, Codable, CaseIterable, 
     public var description: String { rawValue }
 }
 
+/// What a device's stored value is, and so which field of a provider's request carries it
+/// (`user_devices.token_kind`).
+public enum TokenKind: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+    /// An APNs device token or an FCM registration token: APNs' path, FCM's `message.token`.
+    case token
+    /// A Firebase Installation ID (FCM only), the successor of FCM registration tokens: FCM's `message.fid`.
+    case fid
+    public var description: String { rawValue }
+}
+
 /// One active device of a user, as senders need it.
 public struct Device: Sendable, Hashable {
     public let id: Int64
     public let userID: String
+    /// The device token or, for ``TokenKind/fid``, the Firebase Installation ID.
     public let token: String
     public let provider: Provider
     public let platform: Platform
     /// Set for APNs devices.
     public let apnsEnvironment: APNsEnvironment?
+    public let kind: TokenKind
 
     public init(
         id: Int64, userID: String, token: String, provider: Provider, platform: Platform,
-        apnsEnvironment: APNsEnvironment?
+        apnsEnvironment: APNsEnvironment?, kind: TokenKind = .token
     ) {
         self.id = id
         self.userID = userID
@@ -47,6 +59,7 @@ public struct Device: Sendable, Hashable {
         self.provider = provider
         self.platform = platform
         self.apnsEnvironment = apnsEnvironment
+        self.kind = kind
     }
 
     /// A device row as a store reads it. The schema's checks allow only values this version knows, so a value
@@ -54,7 +67,7 @@ public struct Device: Sendable, Hashable {
     /// a default.
     public init(
         storedID id: Int64, userID: String, token: String, provider: String, platform: String,
-        apnsEnvironment: String?
+        apnsEnvironment: String?, kind: String = TokenKind.token.rawValue
     ) throws(JobError) {
         func known<Value>(_ value: Value?, _ column: String, _ text: String) throws(JobError) -> Value {
             guard let value else {
@@ -68,7 +81,8 @@ public struct Device: Sendable, Hashable {
             platform: try known(Platform(rawValue: platform), "platform", platform),
             apnsEnvironment: try apnsEnvironment.map { (text) throws(JobError) in
                 try known(APNsEnvironment(rawValue: text), "apns_environment", text)
-            })
+            },
+            kind: try known(TokenKind(rawValue: kind), "token_kind", kind))
     }
 }
 
@@ -336,23 +350,36 @@ public struct UserSnapshot: Sendable, Hashable {
 /// A device registration request (an app launch or a login).
 public struct DeviceRegistration: Sendable, Hashable {
     public let userID: String
+    /// The device token or, for ``TokenKind/fid``, the Firebase Installation ID.
     public let token: String
     public let provider: Provider
     public let platform: Platform
     /// Set for APNs devices (production unless given), `nil` for FCM ones.
     public let apnsEnvironment: APNsEnvironment?
     public let appVersion: String?
+    public let kind: TokenKind
+    /// The token this registration replaces on the same phone (an app's first launch with FCM installation ids
+    /// sends its old registration token with its new FID): the store retires it (inactive, reason `replaced`) in
+    /// the same transaction, when it is the same user's, so that the phone is not reminded through both.
+    public let replaces: String?
+    /// The deactivation reason of a token retired by a registration that replaces it.
+    public static let replacedReason = "replaced"
 
     /// Validates the user id's length and the combination (an APNs token on iOS, an APNs environment only for an
-    /// APNs token); a bad one is a ``JobError/dataError(_:)``.
+    /// APNs token, a FID only for FCM) and the value's shape for its kind; a bad one is a
+    /// ``JobError/dataError(_:)``.
     public init(
         userID: String, token: String, provider: Provider, platform: Platform,
-        apnsEnvironment: APNsEnvironment? = nil, appVersion: String? = nil
+        apnsEnvironment: APNsEnvironment? = nil, appVersion: String? = nil, kind: TokenKind = .token,
+        replaces: String? = nil
     ) throws(JobError) {
         if let problem = UserProfile.idProblem(userID) { throw .dataError("device registration: \(problem)") }
         let token = token.trimmingCharacters(in: .whitespacesAndNewlines)
         if provider == .apns {
             guard platform == .ios else { throw .dataError("device registration: APNs devices are iOS devices") }
+            guard kind == .token else {
+                throw .dataError("device registration: a Firebase installation id (FID) is for FCM, not APNs")
+            }
         } else if let apnsEnvironment {
             // Dropping it would hide a caller's mistake: FCM chooses the APNs environment of the apps it serves.
             throw .dataError(
@@ -361,8 +388,17 @@ public struct DeviceRegistration: Sendable, Hashable {
         }
         // APNs tokens are hexadecimal in either case as apps print them; stored lower-case.
         let normalized = provider == .apns ? token.lowercased() : token
-        if let problem = DeviceToken.problem(normalized, provider: provider) {
+        if let problem = DeviceToken.problem(normalized, provider: provider, kind: kind) {
             throw .dataError("device registration: \(problem)")
+        }
+        let replaced = replaces?.trimmingCharacters(in: .whitespacesAndNewlines)
+        if let replaced {
+            guard !replaced.isEmpty, replaced.utf8.count <= DeviceToken.maxFCMLength * 2 else {
+                throw .dataError("device registration: the replaced token is empty or too long")
+            }
+            guard replaced != normalized else {
+                throw .dataError("device registration: a device cannot replace itself")
+            }
         }
         let environment = provider == .apns ? (apnsEnvironment ?? .production) : nil
         self.userID = userID
@@ -371,6 +407,8 @@ public struct DeviceRegistration: Sendable, Hashable {
         self.platform = platform
         self.apnsEnvironment = environment
         self.appVersion = appVersion
+        self.kind = kind
+        self.replaces = replaced
     }
 }
 
@@ -391,9 +429,13 @@ public struct RegistrationResult: Sendable, Hashable {
     }
     public let deviceID: Int64
     public let change: Change
+    /// Whether the token the registration named in ``DeviceRegistration/replaces`` was an active device of the
+    /// same user and is now retired (reason ``DeviceRegistration/replacedReason``).
+    public let retiredReplaced: Bool
 
-    public init(deviceID: Int64, change: Change) {
+    public init(deviceID: Int64, change: Change, retiredReplaced: Bool = false) {
         self.deviceID = deviceID
         self.change = change
+        self.retiredReplaced = retiredReplaced
     }
 }

@@ -37,15 +37,27 @@ extension SQLiteStore: JanitorStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+                    SELECT id, user_id, token, provider, platform, apns_environment, token_kind FROM user_devices
                     WHERE is_active = 1 AND provider = 'fcm' AND last_seen < ? AND last_seen >= ?
                     ORDER BY last_seen LIMIT ?
                     """, arguments: [seenBefore, notBefore, limit]
             ).map { row throws(JobError) in
                 try Device(
                     storedID: row[0], userID: row[1], token: row[2], provider: row[3], platform: row[4],
-                    apnsEnvironment: row[5])
+                    apnsEnvironment: row[5], kind: row[6])
             }
+        }
+    }
+
+    public func activeDeviceCounts() async throws(JobError) -> [String: Int] {
+        try await read("counting active devices") { db in
+            Dictionary(
+                uniqueKeysWithValues: try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT provider || '/' || token_kind, count(*) FROM user_devices WHERE is_active = 1 GROUP BY 1
+                        """
+                ).map { row -> (String, Int) in (row[0], row[1]) })
         }
     }
 

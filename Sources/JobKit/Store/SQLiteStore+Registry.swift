@@ -22,11 +22,11 @@ extension SQLiteStore: DeviceRegistry {
                 db,
                 sql: """
                     INSERT INTO user_devices
-                        (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+                        (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
                     ON CONFLICT (token) DO UPDATE SET
                         user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
-                        apns_environment = excluded.apns_environment, is_active = 1,
+                        apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = 1,
                         last_seen = max(user_devices.last_seen, excluded.last_seen),
                         app_version = coalesce(excluded.app_version, user_devices.app_version),
                         updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL
@@ -34,15 +34,28 @@ extension SQLiteStore: DeviceRegistry {
                     """,
                 arguments: [
                     registration.userID, registration.token, registration.provider.rawValue,
-                    registration.platform.rawValue, registration.apnsEnvironment?.rawValue, now,
-                    registration.appVersion,
-                    now, now,
+                    registration.platform.rawValue, registration.apnsEnvironment?.rawValue,
+                    registration.kind.rawValue, now, registration.appVersion, now, now,
                 ])!
+            var retired = false
+            if let replaced = registration.replaces {
+                // Only the same user's device: naming a token is no right over another account's devices.
+                try db.execute(
+                    sql: """
+                        UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
+                        WHERE token IN (?, lower(?)) AND user_id = ? AND is_active = 1
+                        """,
+                    arguments: [
+                        now, DeviceRegistration.replacedReason, now, replaced, replaced, registration.userID,
+                    ])
+                retired = db.changesCount > 0
+            }
             return RegistrationResult(
                 deviceID: id,
                 change: .init(
                     previous: previous.map { (owner: $0[0], active: $0[1]) },
-                    userID: registration.userID))
+                    userID: registration.userID),
+                retiredReplaced: retired)
         }
     }
 
@@ -194,8 +207,8 @@ extension SQLiteStore: SeedSink {
             let device = try db.cachedStatement(
                 sql: """
                     INSERT INTO user_devices
-                        (user_id, token, provider, platform, apns_environment, is_active, last_seen, app_version, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+                        (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version, created_at, updated_at)
+                    VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
                     ON CONFLICT (token) DO NOTHING
                     """)
             let entry = try db.cachedStatement(sql: "INSERT INTO diary_entries (user_id, created_at) VALUES (?, ?)")
@@ -204,8 +217,8 @@ extension SQLiteStore: SeedSink {
                 for registration in user.devices {
                     try device.execute(arguments: [
                         registration.userID, registration.token, registration.provider.rawValue,
-                        registration.platform.rawValue, registration.apnsEnvironment?.rawValue, now,
-                        registration.appVersion, now, now,
+                        registration.platform.rawValue, registration.apnsEnvironment?.rawValue,
+                        registration.kind.rawValue, now, registration.appVersion, now, now,
                     ])
                 }
                 for at in user.entries {

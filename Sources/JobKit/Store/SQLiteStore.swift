@@ -502,7 +502,7 @@ extension SQLiteStore: ReminderStore {
     /// The active devices of up to 500 users in one statement (a page of 1,000 takes two).
     static let activeDevicesStatements = ChunkedSQL(largest: 500) { count in
         """
-        SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+        SELECT id, user_id, token, provider, platform, apns_environment, token_kind FROM user_devices
         WHERE is_active = 1 AND user_id IN (\(Array(repeating: "?", count: count).joined(separator: ","))) ORDER BY user_id, id
         """
     }
@@ -517,7 +517,7 @@ extension SQLiteStore: ReminderStore {
                 try statement.step { row in
                     let device = try Device(
                         storedID: row.int64(0), userID: row.string(1), token: row.string(2), provider: row.string(3),
-                        platform: row.string(4), apnsEnvironment: row.optionalString(5))
+                        platform: row.string(4), apnsEnvironment: row.optionalString(5), kind: row.string(6))
                     result[device.userID, default: []].append(device)
                 }
             }
@@ -601,13 +601,13 @@ extension SQLiteStore: ReminderStore {
             let devices = try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT id, user_id, token, provider, platform, apns_environment FROM user_devices
+                    SELECT id, user_id, token, provider, platform, apns_environment, token_kind FROM user_devices
                     WHERE user_id = ? AND is_active = 1 ORDER BY id
                     """, arguments: [userID]
             ).map { device throws(JobError) in
                 try Device(
                     storedID: device[0], userID: device[1], token: device[2], provider: device[3],
-                    platform: device[4], apnsEnvironment: device[5])
+                    platform: device[4], apnsEnvironment: device[5], kind: device[6])
             }
             return UserSnapshot(
                 userID: row[0], timezone: row[1], locale: row[2], plan: row[3],
@@ -678,6 +678,63 @@ extension SQLiteStore: ReminderStore {
 
     /// SQLite's history is not partitioned.
     public func prepareHistory(now: Int64) async throws(JobError) {}
+
+    public func closeUnfinishedReminders(
+        claimedIn: Range<Int64>, staleBefore: Int64, limit: Int, runID: String, now: Int64,
+        _ decide: @escaping @Sendable ([UnfinishedClaim]) -> [ClaimResolution]
+    ) async throws(JobError) -> [UnfinishedClaim] {
+        try await write("closing reminders whose window closed") { db in
+            // Through `notification_logs_by_claimed_at`: the range holds the claims of a couple of hours.
+            let logs = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT id, period_key FROM notification_logs
+                    WHERE claimed_at >= ? AND claimed_at < ? AND notification_type = 'diary_reminder'
+                      AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
+                    ORDER BY id LIMIT ?
+                    """, arguments: [claimedIn.lowerBound, claimedIn.upperBound, limit]
+            ).map { (id: $0[0] as Int64, period: $0[1] as String) }
+            guard !logs.isEmpty else { return [] }
+            var attempts: [Int64: [RecordedAttempt]] = [:]
+            try Self.forEachChunk(logs.map(\.id)) { ids in
+                for row in try Row.fetchAll(
+                    db,
+                    sql: """
+                        SELECT log_id, device_id, provider, outcome, reason FROM notification_deliveries
+                        WHERE log_id IN (\(ids.map { _ in "?" }.joined(separator: ","))) ORDER BY id
+                        """, arguments: StatementArguments(ids))
+                {
+                    attempts[row[0], default: []].append(
+                        RecordedAttempt(
+                            deviceID: row[1], provider: row[2],
+                            outcome: DeliveryOutcome(rawValue: row[3]) ?? .retryLater,
+                            reason: row[4]))
+                }
+            }
+            let claims = logs.map { UnfinishedClaim(logID: $0.id, period: $0.period, attempts: attempts[$0.id] ?? []) }
+            let close = try db.cachedStatement(
+                sql: """
+                    UPDATE notification_logs SET status = ?, detail = ?, finished_at = ?, updated_at = ?, run_id = ?
+                    WHERE id = ? AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
+                    """)
+            for resolution in decide(claims) {
+                try close.execute(arguments: [
+                    resolution.status.rawValue, resolution.detail, now, now, runID, resolution.logID,
+                ])
+            }
+            return claims
+        }
+    }
+
+    /// `ids` in chunks that fit SQLite's bound parameters.
+    private static func forEachChunk(_ ids: [Int64], _ body: ([Int64]) throws -> Void) throws {
+        var start = 0
+        while start < ids.count {
+            let end = min(start + 500, ids.count)
+            try body(Array(ids[start..<end]))
+            start = end
+        }
+    }
 
     public func recordRun(
         id: String, job: String, runAt: Int64, durationMs: Int?, outcome: RunOutcome, summaryJSON: String

@@ -11,7 +11,9 @@ public struct SchemaMigration: Sendable {
 }
 
 public enum SchemaMigrations {
-    public static let all: [SchemaMigration] = [m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012]
+    public static let all: [SchemaMigration] = [
+        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013,
+    ]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
     /// migration. Apart from these, both stores have the same tables and columns at every version.
@@ -609,5 +611,58 @@ public enum SchemaMigrations {
                                    current_schema(), function_name, current_schema());
                 END LOOP;
             END $$;
+            """)
+
+    /// A FCM installation id (FID) of `NEW.token`, for SQLite's triggers: ``DeviceToken/isFIDShaped(_:)``.
+    static let sqliteFIDShape = """
+        (length(NEW.token) = 22 AND substr(NEW.token, 1, 1) IN ('c', 'd', 'e', 'f')
+         AND NEW.token NOT GLOB '*[^A-Za-z0-9_-]*')
+        """
+
+    /// ``DeviceToken``'s rule over `NEW.token`, `NEW.provider` and `NEW.token_kind`, for SQLite's triggers.
+    static let sqliteTokenAndKindShape = """
+        (NEW.token_kind = 'token' AND NOT (NEW.provider = 'fcm' AND \(sqliteFIDShape)) AND (\(sqliteTokenShape)))
+        OR (NEW.token_kind = 'fid' AND NEW.provider = 'fcm' AND \(sqliteFIDShape))
+        """
+
+    /// Firebase Installation IDs (FIDs), the successor of FCM registration tokens: `token_kind` says whether
+    /// `token` holds a token (`'token'`: APNs device tokens, FCM registration tokens; every row before) or a FID
+    /// (`'fid'`, FCM only), which FCM takes in `message.fid`. Rows of FCM whose token already has a FID's shape
+    /// (an app that turned FIDs on registered them as tokens; no registration token has that shape) become FIDs,
+    /// so that they are sent as such. The shape check learns the kind: a FID is 22 characters, the first one of
+    /// `c d e f`, then `A-Z a-z 0-9 - _`; a FID-shaped value stored as a token is refused.
+    static let m013 = SchemaMigration(
+        id: "013_device_token_kind",
+        sqlite: """
+            ALTER TABLE user_devices ADD COLUMN token_kind TEXT NOT NULL DEFAULT 'token'
+                CHECK (token_kind IN ('token', 'fid'));
+            UPDATE user_devices SET token_kind = 'fid'
+            WHERE provider = 'fcm' AND length(token) = 22 AND substr(token, 1, 1) IN ('c', 'd', 'e', 'f')
+              AND token NOT GLOB '*[^A-Za-z0-9_-]*';
+            DROP TRIGGER user_devices_token_shape_on_insert;
+            DROP TRIGGER user_devices_token_shape_on_update;
+            CREATE TRIGGER user_devices_token_shape_on_insert BEFORE INSERT ON user_devices
+            WHEN NOT (\(sqliteTokenAndKindShape))
+            BEGIN
+                SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider and token_kind (a FCM installation id is stored with token_kind = ''fid'')');
+            END;
+            CREATE TRIGGER user_devices_token_shape_on_update BEFORE UPDATE OF token, provider, token_kind ON user_devices
+            WHEN NOT (\(sqliteTokenAndKindShape))
+            BEGIN
+                SELECT RAISE(ABORT, 'user_devices.token: not a valid device token for its provider and token_kind (a FCM installation id is stored with token_kind = ''fid'')');
+            END;
+            """,
+        postgres: """
+            ALTER TABLE user_devices ADD COLUMN token_kind text NOT NULL DEFAULT 'token'
+                CONSTRAINT user_devices_token_kind CHECK (token_kind IN ('token', 'fid'));
+            UPDATE user_devices SET token_kind = 'fid' WHERE provider = 'fcm' AND token ~ '^[c-f][A-Za-z0-9_-]{21}$';
+            ALTER TABLE user_devices DROP CONSTRAINT user_devices_token_shape;
+            ALTER TABLE user_devices ADD CONSTRAINT user_devices_token_shape CHECK (
+                (token_kind = 'token' AND (
+                    (provider = 'apns' AND length(token) % 2 = 0 AND length(token) BETWEEN 2 AND 200 AND token ~ '^[0-9a-f]+$')
+                    OR (provider = 'fcm' AND length(token) BETWEEN 1 AND 2000 AND token ~ '^[A-Za-z0-9_:-]+$'
+                        AND token !~ '^[c-f][A-Za-z0-9_-]{21}$')))
+                OR (token_kind = 'fid' AND provider = 'fcm' AND token ~ '^[c-f][A-Za-z0-9_-]{21}$')
+            ) NOT VALID;
             """)
 }

@@ -129,6 +129,43 @@ public protocol HistoryUpkeep: Sendable {
     /// moves rows that fell into a default partition into their own (PostgreSQL). SQLite: nothing to do.
     /// A failure costs no row (the default partitions take them) and is the caller's to log.
     func prepareHistory(now: Int64) async throws(JobError)
+    /// In one transaction: the diary-reminder claims claimed in `claimedIn` that a run could still take over
+    /// (``DeliveryLifecycle/canTakeOver(_:staleBefore:)``), at most `limit`, with every recorded attempt of each,
+    /// oldest first; `decide` (``MissedReminders``) makes their final resolutions, which are written as they are,
+    /// the run id included. Returns the claims it closed. Of several runs doing this at once, one closes each
+    /// claim (PostgreSQL: a claim another holds is skipped).
+    func closeUnfinishedReminders(
+        claimedIn: Range<Int64>, staleBefore: Int64, limit: Int, runID: String, now: Int64,
+        _ decide: @escaping @Sendable ([UnfinishedClaim]) -> [ClaimResolution]
+    ) async throws(JobError) -> [UnfinishedClaim]
+}
+
+/// A reminder claim still unfinished, with its recorded attempts: what ``MissedReminders`` decides from.
+public struct UnfinishedClaim: Sendable, Hashable {
+    public let logID: Int64
+    public let period: String
+    public let attempts: [RecordedAttempt]
+
+    public init(logID: Int64, period: String, attempts: [RecordedAttempt]) {
+        self.logID = logID
+        self.period = period
+        self.attempts = attempts
+    }
+}
+
+/// One `notification_deliveries` row, as ``MissedReminders`` reads it.
+public struct RecordedAttempt: Sendable, Hashable {
+    public let deviceID: Int64?
+    public let provider: String
+    public let outcome: DeliveryOutcome
+    public let reason: String?
+
+    public init(deviceID: Int64?, provider: String, outcome: DeliveryOutcome, reason: String?) {
+        self.deviceID = deviceID
+        self.provider = provider
+        self.outcome = outcome
+        self.reason = reason
+    }
 }
 
 extension HistoryUpkeep {

@@ -134,12 +134,15 @@ enum APNs {
                 .tokenDead, reason: reason, tokenInvalidSince: answer?["timestamp"]?.int64.map { $0 / 1000 })
         }
         switch status {
+        case 429 where reason == "TooManyRequests":
+            // "Too many requests were made consecutively to the same device token": about that device only.
+            return ProviderVerdict(.retryLater, reason: reason, retryAfter: retryAfter, scope: .device)
         case 429, 500, 502, 503, 504:
-            return ProviderVerdict(.retryLater, reason: reason, retryAfter: retryAfter)
+            return ProviderVerdict(.retryLater, reason: reason, retryAfter: retryAfter, scope: .provider)
         case 400..<500:
             return ProviderVerdict(.rejected, reason: reason)
         default:
-            return ProviderVerdict(.retryLater, reason: reason, retryAfter: retryAfter)
+            return ProviderVerdict(.retryLater, reason: reason, retryAfter: retryAfter, scope: .provider)
         }
     }
 }

@@ -112,16 +112,49 @@ enum FCM {
                     ]
                 )
             }
-            // Sorted: android|apns, data, notification, token.
-            let message: PayloadJSON = .object([
-                platform,
-                ("data", data),
-                ("notification", ["body": .string(body), "title": .string(title)]),
-                ("token", .string(notification.device.token)),
-            ])
+            // Sorted: android|apns, data, fid, notification, token. A FCM installation id goes in `fid`, never in
+            // `token` (``Device/sendingKind``): FCM answers a FID in `token` as an invalid registration token.
+            let target = PayloadJSON.string(notification.device.token)
+            let message: PayloadJSON =
+                notification.device.sendingKind == .fid
+                ? .object([
+                    platform,
+                    ("data", data),
+                    ("fid", target),
+                    ("notification", ["body": .string(body), "title": .string(title)]),
+                ])
+                : .object([
+                    platform,
+                    ("data", data),
+                    ("notification", ["body": .string(body), "title": .string(title)]),
+                    ("token", target),
+                ])
             let request: PayloadJSON = ["message": message, "validate_only": .bool(configuration.validateOnly)]
             return request.data
         }.data
+    }
+
+    /// Whether a `QUOTA_EXCEEDED` answer is about one device's message rate rather than the project's quota. FCM
+    /// uses the one code for both; what tells them apart is a `google.rpc.QuotaFailure` detail, whose violations
+    /// name the subject of the quota (a project, or the message's target device). Without such a detail the
+    /// answer cannot be told apart and counts as the project's: the safe side, which pauses every send to FCM.
+    static func quotaIsOneDevices(_ details: [JSONValue]) -> Bool {
+        let violations = details.filter { $0["@type"]?.string?.hasSuffix("google.rpc.QuotaFailure") == true }
+            .flatMap { $0["violations"]?.array ?? [] }
+        guard !violations.isEmpty else { return false }
+        return violations.allSatisfy { violation in
+            let text = ((violation["subject"]?.string ?? "") + " " + (violation["description"]?.string ?? ""))
+                .lowercased()
+            return !text.contains("project") && (text.contains("device") || text.contains("token"))
+        }
+    }
+
+    /// Whether an error message is about a message's installation id (`message.fid`, "installation id", or the
+    /// word "fid"), so that its answer is a verdict on that device.
+    static func namesInstallationID(_ message: String) -> Bool {
+        let lowered = message.lowercased()
+        if lowered.contains("installation id") || lowered.contains("installation_id") { return true }
+        return lowered.split { !($0.isLetter || $0.isNumber || $0 == "_") }.contains("fid")
     }
 
     /// The `authorization` header's value for an access token.
@@ -166,24 +199,40 @@ enum FCM {
         case "UNREGISTERED", "SENDER_ID_MISMATCH":
             return ProviderVerdict(.tokenDead, reason: code)
         case "INVALID_ARGUMENT":
-            // Only a complaint about the token itself means the token is dead; anything else is our bug.
-            let message = failure?["message"]?.string?.lowercased() ?? ""
-            if message.contains("registration token") || message.contains("message.token") {
+            // Only a complaint about the token or installation id itself means the device is dead; anything else
+            // is our bug.
+            let message = failure?["message"]?.string ?? ""
+            if namesInstallationID(message) { return ProviderVerdict(.tokenDead, reason: "INVALID_ARGUMENT (fid)") }
+            let lowered = message.lowercased()
+            if lowered.contains("registration token") || lowered.contains("message.token") {
                 return ProviderVerdict(.tokenDead, reason: "INVALID_ARGUMENT (token)")
             }
             return ProviderVerdict(.rejected, reason: "INVALID_ARGUMENT")
+        case "NOT_FOUND" where namesInstallationID(failure?["message"]?.string ?? ""):
+            // An installation id FCM does not know. A NOT_FOUND that names no FID (a wrong project id in the
+            // service account, say) is no verdict on any device.
+            return ProviderVerdict(.tokenDead, reason: "NOT_FOUND (fid)")
+        case "QUOTA_EXCEEDED" where quotaIsOneDevices(details):
+            // One device's message rate (240 a minute, 5,000 an hour): that device waits, the others go on.
+            return ProviderVerdict(
+                .retryLater, reason: "QUOTA_EXCEEDED (device)", retryAfter: retryAfter ?? 60, scope: .device)
         case "QUOTA_EXCEEDED":
-            return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter ?? 60, pausesProvider: true)
+            // The project's quota, or an answer that does not say whose: nothing more goes to FCM for a while.
+            return ProviderVerdict(
+                .retryLater, reason: code, retryAfter: retryAfter ?? 60, pausesProvider: true, scope: .provider)
         case "UNAVAILABLE", "INTERNAL":
-            return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter)
+            return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter, scope: .provider)
         case "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED":
             return ProviderVerdict(.credentials, reason: code)
         default:
             if status == 401 { return ProviderVerdict(.credentials, reason: code) }
             if status == 429 {
-                return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter ?? 60, pausesProvider: true)
+                return ProviderVerdict(
+                    .retryLater, reason: code, retryAfter: retryAfter ?? 60, pausesProvider: true, scope: .provider)
             }
-            if status >= 500 { return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter) }
+            if status >= 500 {
+                return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter, scope: .provider)
+            }
             return ProviderVerdict(.rejected, reason: code)
         }
     }

@@ -13,12 +13,16 @@ public struct ProviderVerdict: Sendable, Hashable {
     /// A "too many requests" about the sender as a whole (FCM's project quota), not about this device: nothing
     /// more goes to the provider for `retryAfter` seconds.
     public let pausesProvider: Bool
+    /// For a transient answer: whom it is about. A verdict made without an answer (no connection, no answer) is
+    /// about the way to the provider (``TransientScope/connection``), the default.
+    public let scope: TransientScope
 
     init(
         _ outcome: DeliveryOutcome, reason: String? = nil, retryAfter: Int? = nil, tokenInvalidSince: Int64? = nil,
-        providerMessageID: String? = nil, pausesProvider: Bool = false
+        providerMessageID: String? = nil, pausesProvider: Bool = false, scope: TransientScope = .connection
     ) {
         self.pausesProvider = pausesProvider
+        self.scope = scope
         self.outcome = outcome
         self.reason = reason
         self.retryAfter = retryAfter
