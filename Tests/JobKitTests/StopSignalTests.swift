@@ -148,6 +148,50 @@ import Testing
                 == 1)
     }
 
+    /// Issue 63, the bound of `kill -9`: a run killed outright while it sends may have had requests in flight that
+    /// the provider delivered and the run never recorded. The next run past the lease resends those, with the same
+    /// collapse id (so the device replaces the first copy), and nothing else: one connection's stream window (20
+    /// here), plus the answers read in the moment before the kill that the journal had not yet written (its last
+    /// write or two; 0 or 1 in six runs here, so 5 is a bound with room), and every device is reached.
+    @Test func aRunKilledMidSendResendsNoMoreThanItHadInFlight() async throws {
+        let window = 20
+        let harness = try await DeliveryHarness.start(.sqlite) { configuration in
+            configuration.maxConcurrentStreams = window
+            configuration.rules = [SimulatorRule(prefix: "", kind: .slow, delayMs: 200)]
+        }
+        defer { Task { await harness.stop() } }
+        let users = 300
+        for n in 0..<users { try await harness.addUser("u\(n)", devices: [("phone-\(n)", .fcm, .android)]) }
+        let credentials = harness.simulator.credentials
+        let environment = [
+            "PUSH_FCM_SERVICE_ACCOUNT_FILE": credentials.serviceAccountFile,
+            "PUSH_FCM_ENDPOINT": "https://127.0.0.1:\(harness.simulator.port)", "PUSH_CA_FILE": credentials.caFile,
+            "PUSH_FCM_RATE": "0",
+        ]
+        let run = try Executables.start(
+            "diary-reminder", ["--database", harness.db.path, "--now", Self.now], environment: environment)
+        for _ in 0..<1500 where harness.simulator.stats.accepted < 60 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        kill(run.process.processIdentifier, SIGKILL)
+        let killed = await Executables.finish(run)
+        #expect(killed.signal == SIGKILL, "the run ended before the kill: \(killed.status) \(killed.stderr)")
+        let atKill = harness.simulator.accepted().count
+        #expect(atKill >= 60 && atKill < users, "the kill did not land mid-send: \(atKill) of \(users) accepted")
+        let next = try await Executables.run(
+            "diary-reminder", ["--database", harness.db.path, "--now", "2026-11-21T20:15:00Z"], environment: environment)
+        #expect(next.status == 0, "\(next.stderr)")
+        let accepted = harness.simulator.accepted()
+        let byToken = Dictionary(grouping: accepted, by: \.token)
+        #expect(byToken.count == users, "devices never reached: \(users - byToken.count)")
+        let resent = accepted.count - byToken.count
+        let unjournaled = 5
+        #expect(
+            resent <= window + unjournaled,
+            "\(resent) devices got the reminder twice; the stream window is \(window)")
+        #expect(byToken.values.allSatisfy { Set($0.map(\.collapseID)).count == 1 }, "a resend had another collapse id")
+    }
+
     /// A run of `due` seeded users whose outbox is its stdout, left unread: the first page's lines fill the pipe
     /// and the run waits there, with its pages claimed (three at most: the one being written and two more) and
     /// the others not. Returned once it has claimed its first page.
