@@ -44,5 +44,5 @@ public enum QuotaLevel: Sendable, Hashable {
 public enum SQLiteSchemaVersion {
     /// The identifier of the newest migration (GRDB's `grdb_migrations` table). Migrations apply in order,
     /// so a database that has it has them all. A test keeps it equal to the migrator's last one.
-    public static let latestMigration = "013_device_token_kind"
+    public static let latestMigration = "014_contract_guards"
 }

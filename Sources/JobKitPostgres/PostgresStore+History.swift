@@ -35,6 +35,24 @@ extension PostgresStore {
         }
     }
 
+    public func orphanedRows(userID: String?) async throws(JobError) -> OrphanedRows {
+        guard
+            let row = try await rows(
+                "counting rows whose user does not exist",
+                """
+                SELECT (SELECT count(*) FROM notification_settings s
+                        WHERE (\(userID)::text IS NULL OR s.user_id = \(userID))
+                          AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = s.user_id)),
+                       (SELECT count(*) FROM user_devices d
+                        WHERE d.is_active AND (\(userID)::text IS NULL OR d.user_id = \(userID))
+                          AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = d.user_id))
+                """
+            ).first
+        else { return OrphanedRows() }
+        let (settings, devices) = try decode(row, (Int, Int).self)
+        return OrphanedRows(settings: settings, activeDevices: devices)
+    }
+
     public func closeUnfinishedReminders(
         claimedIn: Range<Int64>, staleBefore: Int64, limit: Int, runID: String, now: Int64,
         _ decide: @escaping @Sendable ([UnfinishedClaim]) -> [ClaimResolution]

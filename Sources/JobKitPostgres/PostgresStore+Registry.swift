@@ -67,13 +67,15 @@ extension PostgresStore: DeviceRegistry {
     }
 
     @discardableResult
-    public func unregister(token: String, reason: String = "logout", now: Int64) async throws(JobError) -> Bool {
+    public func unregister(token: String, userID: String?, reason: String = "logout", now: Int64)
+        async throws(JobError) -> Bool
+    {
         try await changed(
             "unregistering a device",
             """
             UPDATE user_devices SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = \(reason),
                    updated_at = to_timestamp(\(now))
-            WHERE token IN (\(token), lower(\(token))) AND is_active
+            WHERE token IN (\(token), lower(\(token))) AND is_active AND (\(userID)::text IS NULL OR user_id = \(userID))
             RETURNING 1
             """) > 0
     }
@@ -91,6 +93,10 @@ extension PostgresStore: DeviceRegistry {
 }
 
 extension PostgresStore: AppDataStore {
+    public func deleteUser(id: String) async throws(JobError) -> Bool {
+        try await changed("deleting a user", "DELETE FROM users WHERE id = \(id) RETURNING 1") > 0
+    }
+
     public func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError) {
         try await insertProfiles([profile], now: now, context: "saving a user")
     }

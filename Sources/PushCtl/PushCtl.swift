@@ -143,7 +143,24 @@ struct Seed: AsyncParsableCommand {
 struct UserCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Users and their notification settings.",
-        subcommands: [Set.self])
+        subcommands: [Set.self, Delete.self])
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a user (account deletion): their settings, devices, entries and history go too.")
+        @OptionGroup var db: StoreOptions
+        @Option(help: "User id.") var id: String
+
+        func validate() throws { try checkUserID(id, flag: "--id") }
+
+        func run() async throws {
+            try await withExitCode("pushctl user delete") { () async throws(JobError) in
+                let deleted = try await db.with { store throws(JobError) in try await store.deleteUser(id: id) }
+                guard deleted else { throw .unknownUser(id) }
+                print("deleted user \(LineText.quoted(id))")
+            }
+        }
+    }
 
     struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -276,10 +293,16 @@ struct DeviceCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Deactivate a token (logout). Never deletes.")
         @OptionGroup var db: StoreOptions
         @Option(help: "Device token.") var token: String
+        @Option(
+            help:
+                "The user logging out: only their device is deactivated (a token that moved to another user since is left alone)."
+        )
+        var user: String?
         @Option(help: "Recorded deactivation reason.") var reason = "logout"
 
         func validate() throws {
             guard !token.isEmpty else { throw ValidationError("--token: empty") }
+            if let user { try checkUserID(user, flag: "--user") }
             guard !reason.isEmpty else { throw ValidationError("--reason: empty") }
         }
 
@@ -287,9 +310,12 @@ struct DeviceCommand: AsyncParsableCommand {
             try await withExitCode("pushctl device unregister") { () async throws(JobError) in
                 let now = try clockNow(nil)
                 let changed = try await db.with { store throws(JobError) in
-                    try await store.unregister(token: token, reason: reason, now: now)
+                    try await store.unregister(token: token, userID: user, reason: reason, now: now)
                 }
-                print(changed ? "deactivated \(Redaction.maskToken(token))" : "no active device with that token")
+                print(
+                    changed
+                        ? "deactivated \(Redaction.maskToken(token))"
+                        : "no active device with that token\(user == nil ? "" : " of that user")")
             }
         }
     }

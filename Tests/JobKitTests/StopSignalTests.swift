@@ -179,7 +179,8 @@ import Testing
         let atKill = harness.simulator.accepted().count
         #expect(atKill >= 60 && atKill < users, "the kill did not land mid-send: \(atKill) of \(users) accepted")
         let next = try await Executables.run(
-            "diary-reminder", ["--database", harness.db.path, "--now", "2026-11-21T20:15:00Z"], environment: environment)
+            "diary-reminder", ["--database", harness.db.path, "--now", "2026-11-21T20:15:00Z"], environment: environment
+        )
         #expect(next.status == 0, "\(next.stderr)")
         let accepted = harness.simulator.accepted()
         let byToken = Dictionary(grouping: accepted, by: \.token)

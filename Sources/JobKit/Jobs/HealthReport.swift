@@ -131,6 +131,9 @@ public struct HealthReport: Sendable, Codable, Hashable {
     public let activeDevices: [Count]
     /// Devices deactivated in the window, by reason.
     public let deactivations: [Count]
+    /// Settings rows and active devices whose user does not exist (``OrphanedRows``): none unless a backend wrote
+    /// around the schema's guards.
+    public var orphans = OrphanedRows()
     public let lastRuns: [JobRun]
     /// Each job's runs in the window, how many failed, and the last that did.
     public let runsInWindow: [JobWindow]
@@ -308,7 +311,7 @@ public struct HealthFigures: Sendable {
     }
 }
 
-public protocol ReportStore: Sendable {
+public protocol ReportStore: ExplainSource {
     func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures
     /// Every diary reminder sent (or partly sent) and claimed in `from..<to`, with the user's first entry after it.
     func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow]
@@ -319,7 +322,9 @@ public protocol ReportStore: Sendable {
 
 extension ReportStore {
     public func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
-        HealthReport(from: from, to: to, figures: try await healthFigures(from: from, to: to))
+        var report = HealthReport(from: from, to: to, figures: try await healthFigures(from: from, to: to))
+        report.orphans = try await orphanedRows(userID: nil)
+        return report
     }
 
     /// The report with its "does the reminder work?" section, the messages' titles from `catalog`, and the readers
@@ -483,6 +488,11 @@ extension HealthReport {
             })
         lines += section("active devices by platform/provider/kind:", activeDevices.map { "\($0.key): \($0.count)" })
         lines += section("deactivations by reason:", deactivations.map { "\($0.key): \($0.count)" })
+        if !orphans.isEmpty {
+            lines += section(
+                "rows whose user does not exist (no run reads them; written with SQLite's foreign keys off before migration 014):",
+                ["\(orphans.description)"])
+        }
         lines += section(
             "last run of each job:",
             lastRuns.map(\.line))

@@ -94,6 +94,12 @@ extension DiaryReminderRunner {
             return explanation
         }
         guard let user = try await store.userSnapshot(userID: userID) else {
+            let orphans = try await store.orphanedRows(userID: userID)
+            guard orphans.isEmpty else {
+                throw .dataError(
+                    "unknown user \(LineText.quoted(userID)), but \(orphans.description) of that id remain (written with foreign keys off, before migration 014): no run reads them; delete them or write the users row (docs/SCHEMA.md)"
+                )
+            }
             throw .unknownUser(userID)
         }
         explanation.step(

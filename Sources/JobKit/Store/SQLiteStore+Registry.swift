@@ -60,13 +60,15 @@ extension SQLiteStore: DeviceRegistry {
     }
 
     @discardableResult
-    public func unregister(token: String, reason: String = "logout", now: Int64) async throws(JobError) -> Bool {
+    public func unregister(token: String, userID: String?, reason: String = "logout", now: Int64)
+        async throws(JobError) -> Bool
+    {
         try await write("unregistering a device") { db in
             try db.execute(
                 sql: """
                     UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
-                    WHERE token IN (?, lower(?)) AND is_active = 1
-                    """, arguments: [now, reason, now, token, token])
+                    WHERE token IN (?, lower(?)) AND is_active = 1 AND (? IS NULL OR user_id = ?)
+                    """, arguments: [now, reason, now, token, token, userID, userID])
             return db.changesCount > 0
         }
     }
@@ -183,6 +185,13 @@ extension SQLiteStore: AppDataStore {
             profile.contentLimitWarningsEnabled, profile.quietHoursStart,
             profile.quietHoursEnd, now,
         ])
+    }
+
+    public func deleteUser(id: String) async throws(JobError) -> Bool {
+        try await write("deleting a user") { db in
+            try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
+            return db.changesCount > 0
+        }
     }
 
     public func recordEntry(userID: String, at: Int64) async throws(JobError) {

@@ -676,6 +676,21 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
+    public func orphanedRows(userID: String?) async throws(JobError) -> OrphanedRows {
+        try await read("counting rows whose user does not exist") { db in
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT (SELECT count(*) FROM notification_settings s
+                            WHERE (?1 IS NULL OR s.user_id = ?1) AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = s.user_id)),
+                           (SELECT count(*) FROM user_devices d
+                            WHERE d.is_active = 1 AND (?1 IS NULL OR d.user_id = ?1)
+                              AND NOT EXISTS (SELECT 1 FROM users u WHERE u.id = d.user_id))
+                    """, arguments: [userID])
+            return OrphanedRows(settings: row?[0] ?? 0, activeDevices: row?[1] ?? 0)
+        }
+    }
+
     /// SQLite's history is not partitioned.
     public func prepareHistory(now: Int64) async throws(JobError) {}
 

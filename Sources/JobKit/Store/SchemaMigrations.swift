@@ -12,7 +12,7 @@ public struct SchemaMigration: Sendable {
 
 public enum SchemaMigrations {
     public static let all: [SchemaMigration] = [
-        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013,
+        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014,
     ]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
@@ -664,5 +664,99 @@ public enum SchemaMigrations {
                         AND token !~ '^[c-f][A-Za-z0-9_-]{21}$')))
                 OR (token_kind = 'fid' AND provider = 'fcm' AND token ~ '^[c-f][A-Za-z0-9_-]{21}$')
             ) NOT VALID;
+            """)
+
+    /// Unix seconds from 2000-01-01 up to the end of 2199: what ``Timestamps`` accepts, and what no millisecond
+    /// value of this era fits.
+    static let secondsRange = (lowest: 946_684_800, highest: 7_258_118_399)
+
+    /// The contract holds whatever a backend's connection does (docs/SCHEMA.md, "Tested as written"):
+    /// - SQLite's foreign keys are a per-connection setting, off by default: a backend that never turns them on
+    ///   deleted a user and left their settings and devices behind, and could write a device for a user who does
+    ///   not exist. Triggers now do both whatever the setting: a user's rows go before the user does, and a row
+    ///   naming no user is refused with a message that says so (before a misleading `NOT NULL constraint failed:
+    ///   notification_settings.timezone`). PostgreSQL's foreign keys are always on.
+    /// - `INSERT OR REPLACE INTO users` (a delete and an insert) left `notification_settings.timezone` stale: the
+    ///   copy was made on update only. It is now made on insert too.
+    /// - Instants in milliseconds (JavaScript's `Date.now()`) passed as seconds: an entry written today counted
+    ///   as none. Entries' `created_at` must be whole seconds between 2000 and 2199, and devices' instants before
+    ///   2200, each refused with "seconds, not milliseconds". Rows already stored are left as they are.
+    static let m014 = SchemaMigration(
+        id: "014_contract_guards",
+        sqlite: """
+            CREATE TRIGGER users_delete_their_rows BEFORE DELETE ON users
+            BEGIN
+                DELETE FROM notification_deliveries WHERE log_id IN (SELECT id FROM notification_logs WHERE user_id = OLD.id);
+                DELETE FROM notification_logs WHERE user_id = OLD.id;
+                DELETE FROM diary_entries WHERE user_id = OLD.id;
+                DELETE FROM user_devices WHERE user_id = OLD.id;
+                DELETE FROM notification_settings WHERE user_id = OLD.id;
+            END;
+            CREATE TRIGGER users_timezone_to_settings_on_insert AFTER INSERT ON users
+            BEGIN
+                UPDATE notification_settings SET timezone = NEW.timezone
+                WHERE user_id = NEW.id AND timezone IS NOT NEW.timezone;
+            END;
+            CREATE TRIGGER notification_settings_user_exists BEFORE INSERT ON notification_settings
+            WHEN NOT EXISTS (SELECT 1 FROM users WHERE id = NEW.user_id)
+            BEGIN
+                SELECT RAISE(ABORT, 'notification_settings.user_id: no such user (write the users row first)');
+            END;
+            CREATE TRIGGER user_devices_user_exists BEFORE INSERT ON user_devices
+            WHEN NOT EXISTS (SELECT 1 FROM users WHERE id = NEW.user_id)
+            BEGIN
+                SELECT RAISE(ABORT, 'user_devices.user_id: no such user (write the users row first)');
+            END;
+            CREATE TRIGGER user_devices_user_exists_on_update BEFORE UPDATE OF user_id ON user_devices
+            WHEN NOT EXISTS (SELECT 1 FROM users WHERE id = NEW.user_id)
+            BEGIN
+                SELECT RAISE(ABORT, 'user_devices.user_id: no such user (write the users row first)');
+            END;
+            CREATE TRIGGER diary_entries_user_exists BEFORE INSERT ON diary_entries
+            WHEN NOT EXISTS (SELECT 1 FROM users WHERE id = NEW.user_id)
+            BEGIN
+                SELECT RAISE(ABORT, 'diary_entries.user_id: no such user (write the users row first)');
+            END;
+            CREATE TRIGGER diary_entries_created_at_in_seconds BEFORE INSERT ON diary_entries
+            WHEN typeof(NEW.created_at) <> 'integer'
+              OR NEW.created_at NOT BETWEEN \(secondsRange.lowest) AND \(secondsRange.highest)
+            BEGIN
+                SELECT RAISE(ABORT, 'diary_entries.created_at: whole Unix seconds from 2000 to 2199 (seconds, not milliseconds)');
+            END;
+            CREATE TRIGGER diary_entries_created_at_in_seconds_on_update BEFORE UPDATE OF created_at ON diary_entries
+            WHEN typeof(NEW.created_at) <> 'integer'
+              OR NEW.created_at NOT BETWEEN \(secondsRange.lowest) AND \(secondsRange.highest)
+            BEGIN
+                SELECT RAISE(ABORT, 'diary_entries.created_at: whole Unix seconds from 2000 to 2199 (seconds, not milliseconds)');
+            END;
+            CREATE TRIGGER user_devices_instants_in_seconds BEFORE INSERT ON user_devices
+            WHEN typeof(NEW.last_seen) <> 'integer' OR NEW.last_seen > \(secondsRange.highest)
+              OR NEW.created_at > \(secondsRange.highest) OR NEW.updated_at > \(secondsRange.highest)
+            BEGIN
+                SELECT RAISE(ABORT, 'user_devices: last_seen, created_at and updated_at are whole Unix seconds (seconds, not milliseconds)');
+            END;
+            CREATE TRIGGER user_devices_instants_in_seconds_on_update BEFORE UPDATE OF last_seen, created_at, updated_at ON user_devices
+            WHEN typeof(NEW.last_seen) <> 'integer' OR NEW.last_seen > \(secondsRange.highest)
+              OR NEW.created_at > \(secondsRange.highest) OR NEW.updated_at > \(secondsRange.highest)
+            BEGIN
+                SELECT RAISE(ABORT, 'user_devices: last_seen, created_at and updated_at are whole Unix seconds (seconds, not milliseconds)');
+            END;
+            """,
+        postgres: """
+            CREATE FUNCTION refuse_milliseconds() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                RAISE EXCEPTION '%: an instant from 2000 to 2199 (seconds, not milliseconds: to_timestamp(seconds))',
+                    TG_TABLE_NAME USING ERRCODE = 'check_violation';
+            END
+            $$;
+            ALTER FUNCTION refuse_milliseconds() SET search_path FROM CURRENT;
+            CREATE TRIGGER diary_entries_created_at_in_seconds BEFORE INSERT OR UPDATE OF created_at ON diary_entries
+                FOR EACH ROW WHEN (NEW.created_at < '2000-01-01 00:00:00+00' OR NEW.created_at >= '2200-01-01 00:00:00+00')
+                EXECUTE FUNCTION refuse_milliseconds();
+            CREATE TRIGGER user_devices_instants_in_seconds BEFORE INSERT OR UPDATE OF last_seen, created_at, updated_at
+                ON user_devices FOR EACH ROW
+                WHEN (NEW.last_seen >= '2200-01-01 00:00:00+00' OR NEW.created_at >= '2200-01-01 00:00:00+00'
+                      OR NEW.updated_at >= '2200-01-01 00:00:00+00')
+                EXECUTE FUNCTION refuse_milliseconds();
             """)
 }

@@ -40,6 +40,9 @@ public protocol AppDataStore: Sendable {
         async throws(JobError) -> UserEditResult
     /// Records a diary entry written at `at` (what the app backend does on each write).
     func recordEntry(userID: String, at: Int64) async throws(JobError)
+    /// Deletes user `id` and, with them, their settings, devices, entries and history (account deletion, as
+    /// `DELETE FROM users` does). Returns false when there was no such user.
+    func deleteUser(id: String) async throws(JobError) -> Bool
 }
 
 /// What the diary reminder run needs from a store: its roles together. Each component takes only the roles
@@ -89,6 +92,10 @@ public protocol ClaimLedger: Sendable {
 public protocol ExplainSource: Sendable {
     /// The user's row, settings and active devices.
     func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot?
+    /// Settings rows and active devices whose user does not exist, of `userID` or of everyone: rows a backend
+    /// wrote around the schema's guards (SQLite with foreign keys off, before migration 014). No job reads them;
+    /// the health report and `--explain` name them.
+    func orphanedRows(userID: String?) async throws(JobError) -> OrphanedRows
     /// Diary entries of the user in `range`.
     func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int
     /// A log row.
@@ -221,8 +228,38 @@ public protocol DeviceRegistry: Sendable {
     /// Registers a token for a user. A token another user holds moves to this user; a deactivated
     /// token is reactivated. Fails with ``JobError/dataError(_:)`` for an unknown user.
     func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult
-    /// Deactivates a token (logout). Never deletes. Returns false when the token is unknown or
-    /// already inactive.
+    /// Deactivates a token (logout). Never deletes. With `userID`, only that user's: a late logout of a user
+    /// whose token has moved to another user since leaves the new owner's device alone. Returns false when the
+    /// token is unknown, already inactive or, with `userID`, someone else's.
     @discardableResult
-    func unregister(token: String, reason: String, now: Int64) async throws(JobError) -> Bool
+    func unregister(token: String, userID: String?, reason: String, now: Int64) async throws(JobError) -> Bool
+}
+
+extension DeviceRegistry {
+    /// ``unregister(token:userID:reason:now:)`` of whoever holds the token.
+    @discardableResult
+    public func unregister(token: String, reason: String, now: Int64) async throws(JobError) -> Bool {
+        try await unregister(token: token, userID: nil, reason: reason, now: now)
+    }
+}
+
+/// Rows whose user does not exist (``ExplainSource/orphanedRows(userID:)``).
+public struct OrphanedRows: Sendable, Hashable, Codable {
+    public var settings = 0
+    public var activeDevices = 0
+
+    public init(settings: Int = 0, activeDevices: Int = 0) {
+        self.settings = settings
+        self.activeDevices = activeDevices
+    }
+
+    public var isEmpty: Bool { settings == 0 && activeDevices == 0 }
+
+    /// "1 notification_settings row and 2 active devices".
+    public var description: String {
+        var parts: [String] = []
+        if settings > 0 { parts.append("\(settings) notification_settings row\(settings == 1 ? "" : "s")") }
+        if activeDevices > 0 { parts.append("\(activeDevices) active device\(activeDevices == 1 ? "" : "s")") }
+        return parts.joined(separator: " and ")
+    }
 }
