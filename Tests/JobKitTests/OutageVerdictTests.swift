@@ -170,6 +170,55 @@ import Testing
         #expect(!logs.lines.contains { $0.contains("pausing every send") }, "\(logs.lines)")
     }
 
+    /// The same line for the hook and the janitor's probes: a throttled device leaves the warning (or the probe)
+    /// for later and is no provider's trouble; a provider answering 503 to everything is one.
+    @Test(arguments: Backend.allCases)
+    func theHookAndTheProbesDrawTheSameLine(_ backend: Backend) async throws {
+        let harness = try await DeliveryHarness.start(backend) {
+            $0.rules = [
+                SimulatorRule(prefix: "busy", kind: .throttle, retryAfter: 30),
+                SimulatorRule(prefix: "down", kind: .flaky, times: 1_000),
+            ]
+        }
+        defer { Task { await harness.stop() } }
+        let store = harness.db.store
+        let configuration = delivery(harness)
+        for (user, token) in [("throttled", "busy-phone"), ("failing", "down-phone")] {
+            try await store.upsertUser(UserProfile(id: user, timezone: "UTC"), now: 0)
+            _ = try await store.register(
+                DeviceRegistration(userID: user, token: token, provider: .fcm, platform: .android),
+                now: instant("2026-11-15T00:00:00Z"))
+        }
+        var outage = configuration
+        outage.outage = OutageThreshold(sharePercent: 0, minDevices: 1)
+        for (user, delivery, fails) in [("throttled", configuration, false), ("failing", outage, true)] {
+            let hook = ContentLimitHook(store: store, logger: quietLogger) { () async throws(JobError) -> any Sender in
+                try await PushSender(configuration: delivery, credentials: store, logger: quietLogger)
+            }
+            let summary = try await hook.handle(
+                try ContentLimitEvent(userID: user, used: 30, limit: 30, period: .monthly),
+                options: .init(now: instant("2026-11-21T12:00:00Z")))
+            #expect(summary.action == .retry, "\(user): \(summary.text)")
+            #expect(summary.troubles.isEmpty != fails, "\(user): \(summary.troubles)")
+            #expect(summary.pendingRetry.map(\.devices) == [1], "\(user): \(summary.pendingRetry)")
+        }
+        var options = JanitorOptions(now: instant("2026-12-30T12:00:00Z"))
+        options.probe = true
+        var probing = configuration
+        probing.fcm?.validateOnly = true
+        let probes = probing
+        let janitor = TokenJanitor(store: store, logger: quietLogger) { () async throws(JobError) -> any Sender in
+            try await PushSender(configuration: probes, credentials: store, logger: quietLogger)
+        }
+        let probed = try await janitor.run(options)
+        #expect(probed.probed == 2, "\(probed.text)")
+        // One throttled, one 503: two of two pending, but 503s at one device are under the default's 10.
+        #expect(probed.troubles.isEmpty, "\(probed.troubles)")
+        #expect(
+            Set(probed.pendingRetry.map(\.reason)) == ["QUOTA_EXCEEDED (device)", "UNAVAILABLE"],
+            "\(probed.pendingRetry)")
+    }
+
     // MARK: Reminders truly lost
 
     /// A device throttled until its window closes: the first run past the window's end ends the claim,
