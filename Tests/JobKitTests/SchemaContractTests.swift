@@ -422,21 +422,17 @@ import Testing
     @Test func theDocumentedSettingsWaitForARunsWrite() async throws {
         let db = try await TemporaryDatabase(.sqlite)
         try await db.store.addUser("u", tokens: [])
-        let holder = try DatabaseQueue(path: db.path)
-        let locked = Task {
-            try await holder.write { db in
-                try db.execute(sql: "UPDATE users SET plan = 'pro'")
-                Thread.sleep(forTimeInterval: 0.5)
-            }
-        }
-        try await Task.sleep(for: .milliseconds(100))
+        // A run's write transaction, held until released (returns once it holds the lock).
+        let lock = try await SQLiteWriteLock(path: db.path)
         let unconfigured = try BackendConnection(db, configured: false)
         await #expect(throws: (any Error).self) {
             try await unconfigured.run("entry", ["user_id": "u", "created_at": Self.now])
         }
         let configured = try BackendConnection(db)
-        try await configured.run("entry", ["user_id": "u", "created_at": Self.now])
-        try await locked.value
+        let waiting = Task { try await configured.run("entry", ["user_id": "u", "created_at": Self.now]) }
+        try await Task.sleep(for: .milliseconds(200))
+        await lock.release()
+        try await waiting.value  // it waited for the lock (up to busy_timeout, 5 s) instead of failing
         #expect(try await db.count("SELECT count(*) FROM diary_entries") == 1)
     }
 

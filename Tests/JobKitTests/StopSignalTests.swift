@@ -157,7 +157,9 @@ import Testing
         let window = 20
         let harness = try await DeliveryHarness.start(.sqlite) { configuration in
             configuration.maxConcurrentStreams = window
-            configuration.rules = [SimulatorRule(prefix: "", kind: .slow, delayMs: 200)]
+            // Answers a second late: 20 a second, so that the few the journal has not yet written when the kill
+            // comes stay few even on a loaded machine.
+            configuration.rules = [SimulatorRule(prefix: "", kind: .slow, delayMs: 1_000)]
         }
         defer { Task { await harness.stop() } }
         let users = 300
@@ -170,14 +172,14 @@ import Testing
         ]
         let run = try Executables.start(
             "diary-reminder", ["--database", harness.db.path, "--now", Self.now], environment: environment)
-        for _ in 0..<1500 where harness.simulator.stats.accepted < 60 {
+        for _ in 0..<1500 where harness.simulator.stats.accepted < 40 {
             try await Task.sleep(for: .milliseconds(20))
         }
         kill(run.process.processIdentifier, SIGKILL)
         let killed = await Executables.finish(run)
         #expect(killed.signal == SIGKILL, "the run ended before the kill: \(killed.status) \(killed.stderr)")
         let atKill = harness.simulator.accepted().count
-        #expect(atKill >= 60 && atKill < users, "the kill did not land mid-send: \(atKill) of \(users) accepted")
+        #expect(atKill >= 40 && atKill < users, "the kill did not land mid-send: \(atKill) of \(users) accepted")
         let next = try await Executables.run(
             "diary-reminder", ["--database", harness.db.path, "--now", "2026-11-21T20:15:00Z"], environment: environment
         )
