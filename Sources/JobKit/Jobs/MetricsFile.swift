@@ -33,24 +33,13 @@ public struct MetricsFile: Sendable {
     }
 
     /// A counter's increase in one run: its samples' labels and the amount.
-    public struct CounterIncrement: Sendable, Hashable {
+    public struct CounterIncrement: Sendable {
         public let labels: [(String, String)]
         public let amount: Int
 
         public init(labels: [(String, String)], amount: Int) {
             self.labels = labels
             self.amount = amount
-        }
-
-        public static func == (a: Self, b: Self) -> Bool {
-            a.amount == b.amount && a.labels.map(\.0) == b.labels.map(\.0) && a.labels.map(\.1) == b.labels.map(\.1)
-        }
-        public func hash(into hasher: inout Hasher) {
-            hasher.combine(amount)
-            for (key, value) in labels {
-                hasher.combine(key)
-                hasher.combine(value)
-            }
         }
     }
 
