@@ -6,6 +6,9 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "JobKit", targets: ["JobKit"]),
+        .library(name: "JobKitSQLite", targets: ["JobKitSQLite"]),
+        .library(name: "JobKitPostgres", targets: ["JobKitPostgres"]),
+        .library(name: "JobKitWiring", targets: ["JobKitWiring"]),
         .executable(name: "diary-reminder", targets: ["DiaryReminderJob"]),
         .executable(name: "pushctl", targets: ["PushCtl"]),
         .executable(name: "content-limit-hook", targets: ["ContentLimitHook"]),
@@ -13,7 +16,6 @@ let package = Package(
         .executable(name: "token-janitor", targets: ["TokenJanitor"]),
         .executable(name: "push-simulator", targets: ["PushSimulatorCommand"]),
         .executable(name: "send-bench", targets: ["SendBench"]),
-        .library(name: "JobKitPostgres", targets: ["JobKitPostgres"]),
         .library(name: "PushSimulator", targets: ["PushSimulator"]),
         .library(name: "LambdaRuntimeSimulator", targets: ["LambdaRuntimeSimulator"]),
     ],
@@ -39,10 +41,7 @@ let package = Package(
             name: "JobKit",
             dependencies: [
                 "JobKitCore",
-                "CSQLiteSetup",
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -55,6 +54,18 @@ let package = Package(
             ],
             resources: [.embedInCode("Copy/default-copy-catalog.json")]
         ),
+        // The embedded store: SQLite through GRDB.
+        .target(
+            name: "JobKitSQLite",
+            dependencies: [
+                "JobKit",
+                "CSQLiteSetup",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The server store: PostgreSQL through postgres-nio.
         .target(
             name: "JobKitPostgres",
             dependencies: [
@@ -63,6 +74,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        // Opens the store a database URL names (either kind) and builds a job: what the command-line tools,
+        // the Lambda loop and a Swift program embedding a job use.
+        .target(
+            name: "JobKitWiring",
+            dependencies: [
+                "JobKit", "JobKitSQLite", "JobKitPostgres",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
@@ -98,8 +118,7 @@ let package = Package(
         .target(
             name: "JobCLI",
             dependencies: [
-                "JobKit",
-                "JobKitPostgres",
+                "JobKit", "JobKitSQLite", "JobKitWiring",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -142,13 +161,14 @@ let package = Package(
         ),
         .executableTarget(
             name: "SendBench",
-            dependencies: ["JobKit", "PushSimulator", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["JobKit", "JobKitSQLite", "PushSimulator", .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/SendBench"
         ),
         .testTarget(
             name: "JobKitTests",
             dependencies: [
-                "JobKit", "JobKitPostgres", "JobCLI", "PushSimulator", "LambdaRuntimeSimulator",
+                "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "JobCLI", "PushSimulator",
+                "LambdaRuntimeSimulator",
                 "ContentLimitQuietPath",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

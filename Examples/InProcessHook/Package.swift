@@ -2,7 +2,8 @@
 // A Swift backend that calls the content-limit hook in-process: one `JobService` for the process's
 // lifetime, one call per write. It depends on this repository by path; an app outside it would write
 //     .package(url: "https://…/diary-push.git", from: "0.9.0")
-// and `.product(name: "JobKitPostgres", package: "diary-push")`.
+// and `.product(name: "JobKitSQLite", package: "diary-push")`. It links SQLite only: no postgres-nio is built or
+// linked (a test checks the binary). `JobKitWiring` in place of `JobKitSQLite` opens PostgreSQL too.
 import Foundation
 import PackageDescription
 
@@ -18,9 +19,10 @@ let package = Package(
         .executableTarget(
             name: "InProcessHook",
             dependencies: [
-                // JobKit: the hook, its event and summary; JobKitPostgres: `JobService`, which opens either store.
+                // JobKit: `JobService`, the hook, its event and summary; JobKitSQLite: `SQLiteStores`, which opens
+                // the SQLite database PUSH_DATABASE_URL names.
                 .product(name: "JobKit", package: identity),
-                .product(name: "JobKitPostgres", package: identity),
+                .product(name: "JobKitSQLite", package: identity),
             ]
         )
     ],

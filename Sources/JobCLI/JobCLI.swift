@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
 import JobKit
-import JobKitPostgres
+import JobKitSQLite
+import JobKitWiring
 import Logging
 
 /// Output formats of every job.
@@ -110,7 +111,7 @@ public struct CommonOptions: ParsableArguments {
         _ config: ConfigResolver, mode: StoreOpenMode, job: String,
         _ body: (any JobStore) async throws(JobError) -> T
     ) async throws(JobError) -> T {
-        try await JobStores.with(
+        try await JobStores().with(
             config, flags: (database, databasePasswordFile), mode: mode, applicationName: job, body)
     }
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import JobKit
-import JobKitPostgres
+import JobKitWiring
 
 extension CommonOptions {
     /// Runs one invocation of `job`: logging set up as asked, the settings (the environment, these flags on

@@ -1,6 +1,6 @@
 import Foundation
 import JobKit
-import JobKitPostgres
+import JobKitWiring
 import Logging
 
 /// Runs a job as an AWS Lambda custom runtime (`provided.al2023`, the executable as `bootstrap`) when
@@ -41,7 +41,7 @@ public enum LambdaAdapter {
             logger = try CommonOptions.environmentOnly.makeLogger(job, config)
             // PUSH_*_SECRET: passwords and keys fetched from Secrets Manager or Parameter Store into /tmp files.
             let resolved = try await LambdaSecrets.resolve(environment)
-            service = try await JobService<Handler>.open(environment: resolved, logger: logger)
+            service = try await JobService<Handler>.open(stores: JobStores(), environment: resolved, logger: logger)
         } catch {
             try? await client.failInitialization(LambdaErrorReport(error))
             fail(job, error)

@@ -3,6 +3,7 @@ import GRDB
 import Testing
 
 @testable import JobKit
+@testable import JobKitSQLite
 
 /// `pushctl backup`: a SQLite database copied while the jobs run. There was no way but `cp`, which copies a
 /// database in WAL mode without the pages still in its `-wal` file, or with half of a transaction.

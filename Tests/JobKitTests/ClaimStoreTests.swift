@@ -3,6 +3,7 @@ import GRDB
 import Testing
 
 @testable import JobKit
+@testable import JobKitSQLite
 
 /// The store's claim and record statements on their own, on both backends: many rows at once (several
 /// multi-row chunks and a shorter last one), rows already in the log, a request named twice.

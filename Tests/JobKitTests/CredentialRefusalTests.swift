@@ -3,6 +3,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitSQLite
 
 /// "Nothing lost" for credentials: a refusal is judged against the credential the request carried, and the
 /// store being only a cache never costs the provider.

@@ -9,6 +9,7 @@ import Testing
 
 @testable import JobKit
 @testable import JobKitPostgres
+@testable import JobKitSQLite
 
 @Suite struct DeviceRegistryTests {
     @Test(arguments: Backend.allCases) func registrationIsAnIdempotentUpsert(_ backend: Backend) async throws {

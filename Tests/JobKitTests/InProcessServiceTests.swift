@@ -4,6 +4,7 @@ import Testing
 
 @testable import JobKit
 @testable import JobKitPostgres
+@testable import JobKitWiring
 
 /// The jobs as a Swift backend runs them in-process: built by `JobService` from the `PUSH_*` settings alone,
 /// reused for many calls, closed at the end.
@@ -31,7 +32,8 @@ import Testing
         let environment = Self.environment(harness)
         let now = instant("2026-11-21T12:00:00Z")
 
-        let hook = try await JobService.contentLimitHook(environment: environment, logger: quietLogger)
+        let hook = try await JobService.contentLimitHook(
+            stores: JobStores(), environment: environment, logger: quietLogger)
         // Many writes on one service: below 90 % nothing is sent; the 90 % warning once; then 100 % once.
         var actions: [ContentLimitAction] = []
         for used in [10, 26, 27, 28, 30, 30] {
@@ -43,7 +45,8 @@ import Testing
         await hook.close()
         #expect(harness.simulator.accepted().count == 4)
 
-        let reminder = try await JobService.diaryReminder(environment: environment, logger: quietLogger)
+        let reminder = try await JobService.diaryReminder(
+            stores: JobStores(), environment: environment, logger: quietLogger)
         // A backend shutting down asks the run to stop: it claims no more (here: nothing) and says so.
         let stop = StopRequest()
         stop.request("shutdown")
@@ -62,7 +65,8 @@ import Testing
         await reminder.close()
         #expect(harness.simulator.accepted().count == 6)
 
-        let janitor = try await JobService.tokenJanitor(environment: environment, logger: quietLogger)
+        let janitor = try await JobService.tokenJanitor(
+            stores: JobStores(), environment: environment, logger: quietLogger)
         let cleaned = try await janitor.handle(
             ScheduledEvent(time: instant("2026-11-22T03:30:00Z"), detail: ["dry_run": .bool(true)]))
         #expect(cleaned.dryRun)
@@ -93,7 +97,8 @@ import Testing
         ]
         for (name, settings, code, mention) in cases {
             do {
-                let hook = try await JobService.contentLimitHook(environment: settings, logger: quietLogger)
+                let hook = try await JobService.contentLimitHook(
+                    stores: JobStores(), environment: settings, logger: quietLogger)
                 await hook.close()
                 Issue.record("\(name): the hook started")
             } catch {

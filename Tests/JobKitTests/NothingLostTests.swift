@@ -5,6 +5,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitSQLite
 
 /// "Nothing lost": a device that failed only transiently or for credentials is sent to again by a later run
 /// inside the catch-up window (with the same collapse id), while a device that was reached is never sent to

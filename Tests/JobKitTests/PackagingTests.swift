@@ -221,9 +221,39 @@ import Testing
         #expect(result.stderr.contains("unknown user") && result.status == 65, "\(result.status) \(result.stderr)")
         #expect(try String(contentsOfFile: outbox, encoding: .utf8).split(separator: "\n").count == 1)
 
+        // It links SQLite only: no postgres-nio code is in the binary (Swift's symbols carry their module's name).
+        let binary = try Data(contentsOf: example)
+        #expect(binary.range(of: Data("PostgresNIO".utf8)) == nil, "the SQLite-only example links postgres-nio")
+        #expect(binary.range(of: Data("GRDB".utf8)) != nil, "the example's binary carries no module names to check")
+
         // Without settings it stops at start-up with the CLI's meaning.
         let unset = await Executables.finish(try Executables.start(executable: example, []))
         #expect(unset.status == 78 && unset.stderr.contains("PUSH_DATABASE_URL"), "\(unset.stderr)")
+    }
+
+    /// The modules depend one way: JobKit (the jobs and the store roles) links no database driver; each store
+    /// module links its own; only the wiring module links both. As `swift package dump-package` reads the manifest.
+    @Test func jobKitLinksNoDatabaseDriver() throws {
+        let dump = try Self.built("PUSH_TEST_PACKAGE_DUMP", "the package's dump")
+        let package = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dump)) as? [String: Any])
+        let targets = try #require(package["targets"] as? [[String: Any]])
+        func dependencies(_ name: String) throws -> Set<String> {
+            let target = try #require(targets.first { $0["name"] as? String == name }, "no target \(name)")
+            // Each dependency is {"byName": [name, …]} or {"product": [name, package, …]}.
+            let entries = target["dependencies"] as? [[String: Any]] ?? []
+            return Set(
+                entries.compactMap { (($0["byName"] ?? $0["product"] ?? $0["target"]) as? [Any])?.first as? String })
+        }
+        let drivers: Set = ["GRDB", "GRDBSQLite", "PostgresNIO", "JobKitSQLite", "JobKitPostgres"]
+        for name in ["JobKitCore", "JobKit"] {
+            let linked = try dependencies(name)
+            #expect(linked.isDisjoint(with: drivers), "\(name): \(linked)")
+        }
+        #expect(try dependencies("JobKitSQLite").contains("GRDB"))
+        #expect(try !dependencies("JobKitSQLite").contains("PostgresNIO"))
+        #expect(try dependencies("JobKitPostgres").contains("PostgresNIO"))
+        #expect(try !dependencies("JobKitPostgres").contains("GRDB"))
+        #expect(try dependencies("JobKitWiring").isSuperset(of: ["JobKitSQLite", "JobKitPostgres"]))
     }
 
     /// The IAM documents DEPLOYMENT §3 tells operators to apply: valid policy JSON, each named there, each

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import JobKit
+@testable import JobKitSQLite
 
 /// The `content-limit-hook` front: the quiet path it answers itself, and everything it hands over.
 @Suite struct QuietPathTests {

@@ -5,6 +5,7 @@ import Testing
 
 @testable import JobKit
 @testable import JobKitPostgres
+@testable import JobKitSQLite
 
 /// Issue 64: docs/SCHEMA.md is a contract a backend in any language follows word for word. Every statement of
 /// its "Writing from a backend" section runs here as written, with bound parameters, on both stores, and does

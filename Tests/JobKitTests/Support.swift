@@ -6,6 +6,7 @@ import Testing
 
 @testable import JobKit
 @testable import JobKitPostgres
+@testable import JobKitSQLite
 
 /// The stores every contract and end-to-end test runs against.
 enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {

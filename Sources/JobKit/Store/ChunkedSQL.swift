@@ -5,13 +5,13 @@
 /// selection's time when each page prepared its own. Here `count` rows are split into chunks of the largest
 /// size, then of the powers of two below it (a remainder of 37 rows runs as 32 + 4 + 1): at most one statement
 /// per size is ever prepared, and a chunk never needs a statement of its own.
-struct ChunkedSQL: Sendable {
+package struct ChunkedSQL: Sendable {
     /// Descending: the largest size, then every power of two below it, down to 1.
-    let sizes: [Int]
+    package let sizes: [Int]
     /// `sql[i]` is the statement for `sizes[i]` rows.
-    let sql: [String]
+    package let sql: [String]
 
-    init(largest: Int, _ make: (Int) -> String) {
+    package init(largest: Int, _ make: (Int) -> String) {
         precondition(largest >= 1, "a chunk holds at least one row")
         var sizes = [largest]
         var power = 1
@@ -26,13 +26,13 @@ struct ChunkedSQL: Sendable {
 
     /// The statement for a chunk of `rows` rows, one of ``sizes``: the counterpart, in a second set made with
     /// the same largest size, of a chunk ``forEachChunk(of:_:)`` handed over.
-    func sql(rows: Int) -> String {
+    package func sql(rows: Int) -> String {
         guard let index = sizes.firstIndex(of: rows) else { preconditionFailure("no statement of \(rows) rows") }
         return sql[index]
     }
 
     /// Calls `body` for consecutive ranges covering `0..<count`, in order, each with its statement's SQL.
-    func forEachChunk(of count: Int, _ body: (Range<Int>, String) throws -> Void) rethrows {
+    package func forEachChunk(of count: Int, _ body: (Range<Int>, String) throws -> Void) rethrows {
         var start = 0
         var index = 0
         while start < count {

@@ -10,7 +10,7 @@ public enum StoreOpenMode: Sendable, Hashable {
     case readOnly
 }
 
-/// Everything the jobs, `pushctl` and the tests need from one database. ``SQLiteStore`` (the embedded
+/// Everything the jobs, `pushctl` and the tests need from one database. `SQLiteStore` (module JobKitSQLite, the embedded
 /// default) and `PostgresStore` (module JobKitPostgres) implement it, and one set of contract tests runs
 /// against both.
 public protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, ContentLimitStore, JanitorStore, ReportStore,

@@ -3,12 +3,12 @@
 // PUSH_* environment (README "Configuration"); the service is built once and closed at the end.
 import Foundation
 import JobKit
-import JobKitPostgres
+import JobKitSQLite
 
 let hook: JobService<ContentLimitHookHandler>
 do {
     // At start-up: the store is opened and the provider settings, key files and catalog are checked.
-    hook = try await JobService.contentLimitHook()
+    hook = try await JobService.contentLimitHook(stores: SQLiteStores())
 } catch {
     FileHandle.standardError.write(Data("in-process-hook: \(error.message)\n".utf8))
     exit(error.exitCode)

@@ -1,13 +1,12 @@
 import Foundation
-import JobKit
 import Logging
 
-/// A job served in-process: its store (SQLite or PostgreSQL, as `PUSH_DATABASE_URL` says) and its handler,
+/// A job served in-process: its store (as `PUSH_DATABASE_URL` says, opened by a ``StoreOpener``) and its handler,
 /// built once from the `PUSH_*` settings and reused for every call — what the Lambda runtime loop serves, and
 /// what a Swift backend (Vapor, Hummingbird, …) keeps for its lifetime instead of spawning a process per write:
 ///
 /// ```swift
-/// let hook = try await JobService.contentLimitHook()          // at start-up: settings and key files checked
+/// let hook = try await JobService.contentLimitHook(stores: JobStores())   // at start-up: settings, key files checked
 /// let summary = try await hook.handle(ContentLimitEvent(userID: "u1", used: 27, limit: 30))
 /// await hook.close()                                          // at shutdown
 /// ```
@@ -26,13 +25,14 @@ public final class JobService<Handler: JobHandler>: Sendable {
         self.job = job
     }
 
-    /// Opens the store `PUSH_DATABASE_URL` names and builds the handler; on failure nothing stays open.
+    /// Opens the store `PUSH_DATABASE_URL` names with `stores` and builds the handler; on failure nothing stays
+    /// open.
     public static func open(
-        job: String, environment: [String: String], logger: Logger,
+        job: String, stores: some StoreOpener, environment: [String: String], logger: Logger,
         make: @Sendable (ConfigResolver, any JobStore, Logger) async throws(JobError) -> Handler
     ) async throws(JobError) -> JobService {
         let config = ConfigResolver(environment: environment)
-        let store = try await JobStores.open(config, mode: .readWrite, applicationName: job, logger: logger)
+        let store = try await stores.open(config, mode: .readWrite, applicationName: job, logger: logger)
         do throws(JobError) {
             return JobService(handler: try await make(config, store, logger), store: store, job: job)
         } catch {
@@ -62,34 +62,35 @@ public final class JobService<Handler: JobHandler>: Sendable {
 extension JobService where Handler: ServedJob {
     /// The job `Handler` serves, from the `PUSH_*` settings (the process environment by default).
     public static func open(
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        stores: some StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
         logger: Logger = Logger(label: Handler.jobName)
     ) async throws(JobError) -> JobService {
-        try await open(job: Handler.jobName, environment: environment, logger: logger, make: Handler.make)
+        try await open(
+            job: Handler.jobName, stores: stores, environment: environment, logger: logger, make: Handler.make)
     }
 }
 
 extension JobService where Handler == ContentLimitHookHandler {
-    /// The content-limit hook (``open(environment:logger:)``).
+    /// The content-limit hook (``open(stores:environment:logger:)``).
     public static func contentLimitHook(
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        stores: some StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
         logger: Logger = Logger(label: ContentLimitHook.jobName)
-    ) async throws(JobError) -> JobService { try await open(environment: environment, logger: logger) }
+    ) async throws(JobError) -> JobService { try await open(stores: stores, environment: environment, logger: logger) }
 }
 
 extension JobService where Handler == DiaryReminderHandler {
-    /// The reminder job (``open(environment:logger:)``); each ``handle(_:now:requestID:stop:)`` is one scheduled run
+    /// The reminder job (``open(stores:environment:logger:)``); each ``handle(_:now:requestID:stop:)`` is one scheduled run
     /// (`ScheduledEvent(time:)` with the slot's instant).
     public static func diaryReminder(
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        stores: some StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
         logger: Logger = Logger(label: DiaryReminderRunner.jobName)
-    ) async throws(JobError) -> JobService { try await open(environment: environment, logger: logger) }
+    ) async throws(JobError) -> JobService { try await open(stores: stores, environment: environment, logger: logger) }
 }
 
 extension JobService where Handler == TokenJanitorHandler {
-    /// The token janitor (``open(environment:logger:)``); a run's options come from its event's `detail`.
+    /// The token janitor (``open(stores:environment:logger:)``); a run's options come from its event's `detail`.
     public static func tokenJanitor(
-        environment: [String: String] = ProcessInfo.processInfo.environment,
+        stores: some StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
         logger: Logger = Logger(label: TokenJanitor.jobName)
-    ) async throws(JobError) -> JobService { try await open(environment: environment, logger: logger) }
+    ) async throws(JobError) -> JobService { try await open(stores: stores, environment: environment, logger: logger) }
 }

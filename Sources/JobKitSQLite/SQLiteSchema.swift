@@ -1,4 +1,5 @@
 import GRDB
+import JobKit
 
 /// The SQLite store's migrator: ``SchemaMigrations`` in their SQLite form.
 enum SQLiteSchema {

@@ -1,4 +1,5 @@
 import GRDB
+import JobKit
 
 extension SQLiteStore: JanitorStore {
     private static func providerClause(_ provider: Provider?) -> String {

@@ -1,4 +1,5 @@
 import GRDB
+import JobKit
 
 extension SQLiteStore: DueSetLeases {
     public func openLeases(runKey: String, buckets: Int, now: Int64) async throws(JobError) {

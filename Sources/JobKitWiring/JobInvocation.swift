@@ -1,5 +1,7 @@
 import Foundation
 import JobKit
+import JobKitPostgres
+import JobKitSQLite
 import Logging
 
 /// One run of a job as an operator or cron asks for it: the settings (`PUSH_*` through a ``ConfigResolver``,
@@ -49,7 +51,7 @@ public struct JobInvocation: Sendable {
     public func withStore<T>(mode: StoreOpenMode, _ body: (any JobStore) async throws(JobError) -> T)
         async throws(JobError) -> T
     {
-        try await JobStores.with(
+        try await JobStores().with(
             config, flags: (database, databasePasswordFile), mode: mode, applicationName: job, body)
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import JobKit
 
 #if canImport(Glibc)
     import Glibc

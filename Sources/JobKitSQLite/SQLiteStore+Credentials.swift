@@ -1,4 +1,5 @@
 import GRDB
+import JobKit
 
 extension SQLiteStore: CredentialStore {
     public func cachedCredential(key: String) async throws(JobError) -> CachedCredential? {

@@ -1,5 +1,6 @@
 import GRDB
 import GRDBSQLite
+import JobKit
 
 /// A GRDB-prepared (and cached) statement bound, stepped and read through SQLite's C API: for the run's bulk
 /// statements only, hundreds of values per statement and thousands of statements per run.

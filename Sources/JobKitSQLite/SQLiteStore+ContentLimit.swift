@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import JobKit
 
 extension SQLiteStore: ContentLimitStore {
     /// The quota state of up to `count` users: `periodsFrom`, then the user ids.
