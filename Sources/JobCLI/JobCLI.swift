@@ -12,18 +12,10 @@ public enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable 
 
 /// Where the store is.
 public struct StoreOptions: ParsableArguments {
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "SQLite database file (or sqlite:///path), or a postgres:// URL; env PUSH_DATABASE_URL.",
-            valueName: "path|url"))
+    @Option(name: .setting(.databaseURL), help: .setting(.databaseURL))
     public var database: String?
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "File holding the PostgreSQL password; env PUSH_DATABASE_PASSWORD_FILE.",
-            valueName: "path"))
+    @Option(name: .setting(.databasePasswordFile), help: .setting(.databasePasswordFile))
     public var databasePasswordFile: String?
 
     public init() {}
@@ -67,14 +59,10 @@ public struct CommonOptions: ParsableArguments {
     @Option(name: .long, help: "Output format of results and the summary.")
     public var format: OutputFormat = .text
 
-    @Option(name: .long, help: ArgumentHelp("Log level on stderr (default info).", valueName: "level"))
+    @Option(name: .setting(.logLevel), help: .setting(.logLevel))
     public var logLevel: String?
 
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Log format on stderr: text (default) or json (one object per line); env PUSH_LOG_FORMAT.",
-            valueName: "format"))
+    @Option(name: .setting(.logFormat), help: .setting(.logFormat))
     public var logFormat: String?
 
     public init() {}
@@ -158,15 +146,9 @@ extension CommonOptions {
 
 /// How a scheduled job is watched: its metrics file and its heartbeat.
 public struct ObservabilityOptions: ParsableArguments {
-    @Option(
-        help: ArgumentHelp(
-            "Write the run's metrics to this file (Prometheus text format, replaced atomically; env PUSH_METRICS_FILE).",
-            valueName: "path"))
+    @Option(name: .setting(.metricsFile), help: .setting(.metricsFile))
     public var metricsFile: String?
-    @Option(
-        help: ArgumentHelp(
-            "Heartbeat URL: POST URL/start, then URL on success or URL/fail, with the JSON summary (env PUSH_PING_URL).",
-            valueName: "url"))
+    @Option(name: .setting(.pingURL), help: .setting(.pingURL))
     public var pingURL: String?
 
     public init() {}
@@ -174,60 +156,41 @@ public struct ObservabilityOptions: ParsableArguments {
 
 /// Provider flags shared by every job that delivers.
 public struct DeliveryOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("APNs .p8 signing key (env PUSH_APNS_KEY_FILE).", valueName: "path")) public
-        var apnsKeyFile: String?
-    @Option(help: ArgumentHelp("APNs key id (env PUSH_APNS_KEY_ID).", valueName: "id")) public var apnsKeyID: String?
-    @Option(help: ArgumentHelp("Apple team id (env PUSH_APNS_TEAM_ID).", valueName: "id")) public var apnsTeamID:
-        String?
-    @Option(help: ArgumentHelp("App bundle id, the apns-topic (env PUSH_APNS_TOPIC).", valueName: "topic")) public
-        var apnsTopic: String?
-    @Option(help: ArgumentHelp("APNs production endpoint override.", valueName: "url")) public var apnsEndpoint: String?
-    @Option(help: ArgumentHelp("APNs sandbox endpoint override.", valueName: "url")) public var apnsSandboxEndpoint:
-        String?
-    @Option(help: ArgumentHelp("FCM service-account JSON (env PUSH_FCM_SERVICE_ACCOUNT_FILE).", valueName: "path"))
+    @Option(name: .setting(.apnsKeyFile), help: .setting(.apnsKeyFile))
+    public var apnsKeyFile: String?
+    @Option(name: .setting(.apnsKeyID), help: .setting(.apnsKeyID))
+    public var apnsKeyID: String?
+    @Option(name: .setting(.apnsTeamID), help: .setting(.apnsTeamID))
+    public var apnsTeamID: String?
+    @Option(name: .setting(.apnsTopic), help: .setting(.apnsTopic))
+    public var apnsTopic: String?
+    @Option(name: .setting(.apnsEndpoint), help: .setting(.apnsEndpoint))
+    public var apnsEndpoint: String?
+    @Option(name: .setting(.apnsSandboxEndpoint), help: .setting(.apnsSandboxEndpoint))
+    public var apnsSandboxEndpoint: String?
+    @Option(name: .setting(.fcmServiceAccountFile), help: .setting(.fcmServiceAccountFile))
     public var fcmServiceAccountFile: String?
-    @Option(help: ArgumentHelp("FCM endpoint override.", valueName: "url")) public var fcmEndpoint: String?
-    @Option(
-        help: ArgumentHelp(
-            "Android notification channel id of the reminders (env PUSH_FCM_ANDROID_CHANNEL_ID; default diary_reminders).",
-            valueName: "id"))
+    @Option(name: .setting(.fcmEndpoint), help: .setting(.fcmEndpoint))
+    public var fcmEndpoint: String?
+    @Option(name: .setting(.fcmAndroidChannelID), help: .setting(.fcmAndroidChannelID))
     public var fcmAndroidChannelID: String?
-    @Option(
-        help: ArgumentHelp(
-            "Android notification channel id of the quota warnings (env PUSH_FCM_ANDROID_WARNING_CHANNEL_ID; default: the reminders' channel).",
-            valueName: "id"))
+    @Option(name: .setting(.fcmAndroidWarningChannelID), help: .setting(.fcmAndroidWarningChannelID))
     public var fcmAndroidWarningChannelID: String?
-    @Option(help: ArgumentHelp("Extra trusted CA certificates, PEM (env PUSH_CA_FILE).", valueName: "path")) public
-        var caFile: String?
-    @Option(parsing: .unconditional, help: "Seconds a run may spend retrying transient provider errors (default 60).")
+    @Option(name: .setting(.caFile), help: .setting(.caFile))
+    public var caFile: String?
+    @Option(name: .setting(.retryBudgetSeconds), parsing: .unconditional, help: .setting(.retryBudgetSeconds))
     public var retryBudgetSeconds: Int?
-    @Option(help: ArgumentHelp("Base of deep links (default diary://).", valueName: "url")) public var deepLinkBase:
-        String?
-    @Option(
-        help: ArgumentHelp(
-            "The app icon's badge an iOS notification sets: a number (0 clears it) or none to leave it (env PUSH_IOS_BADGE; default 1).",
-            valueName: "n|none"))
+    @Option(name: .setting(.deepLinkBase), help: .setting(.deepLinkBase))
+    public var deepLinkBase: String?
+    @Option(name: .setting(.iosBadge), help: .setting(.iosBadge))
     public var iosBadge: String?
-    @Option(
-        parsing: .unconditional,
-        help: ArgumentHelp("APNs requests per second at most (env PUSH_APNS_RATE; default 0: unpaced).", valueName: "n")
-    )
+    @Option(name: .setting(.apnsRate), parsing: .unconditional, help: .setting(.apnsRate))
     public var apnsRate: Int?
-    @Option(
-        parsing: .unconditional,
-        help: ArgumentHelp(
-            "FCM requests per second at most (env PUSH_FCM_RATE; default 9000; 0: unpaced).", valueName: "n"))
+    @Option(name: .setting(.fcmRate), parsing: .unconditional, help: .setting(.fcmRate))
     public var fcmRate: Int?
-    @Option(
-        parsing: .unconditional,
-        help: ArgumentHelp(
-            "A provider is down (exit 69) when its transient answers leave more than this percent of its attempts pending (env PUSH_OUTAGE_SHARE; default 1).",
-            valueName: "percent"))
+    @Option(name: .setting(.outageShare), parsing: .unconditional, help: .setting(.outageShare))
     public var outageShare: Int?
-    @Option(
-        parsing: .unconditional,
-        help: ArgumentHelp(
-            "…and at least this many devices (env PUSH_OUTAGE_MIN_DEVICES; default 10).", valueName: "n"))
+    @Option(name: .setting(.outageMinDevices), parsing: .unconditional, help: .setting(.outageMinDevices))
     public var outageMinDevices: Int?
 
     public init() {}

@@ -52,30 +52,17 @@ public struct ReminderOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp("Explain each rule for this user at --now, and the verdict.", valueName: "user-id"))
     public var explain: String?
-    @Option(
-        name: .long, parsing: .unconditional,
-        help: "Minutes before the reminder time a run may already send (default 2).")
+    @Option(name: .setting(.earlyMinutes), parsing: .unconditional, help: .setting(.earlyMinutes))
     public var earlyMinutes: Int?
-    @Option(
-        name: .long, parsing: .unconditional,
-        help: "Minutes after the reminder time a late run still sends (default 60).")
+    @Option(name: .setting(.catchUpMinutes), parsing: .unconditional, help: .setting(.catchUpMinutes))
     public var catchUpMinutes: Int?
-    @Option(
-        name: .long, parsing: .unconditional,
-        help: "Minutes after which a dead run's unfinished claim is taken over (default 10).")
+    @Option(name: .setting(.claimLeaseMinutes), parsing: .unconditional, help: .setting(.claimLeaseMinutes))
     public var claimLeaseMinutes: Int?
-    @Option(name: .long, help: ArgumentHelp("Copy catalog JSON replacing the built-in one.", valueName: "path"))
+    @Option(name: .setting(.copyCatalog), help: .setting(.copyCatalog))
     public var copyCatalog: String?
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
+    @Option(name: .setting(.outbox), help: .setting(.outbox))
     public var outbox: String?
-    @Option(
-        name: .long,
-        help: ArgumentHelp(
-            "Handle only this slice of the users (stable hash of the user id), e.g. 2/4; env PUSH_SHARD.",
-            valueName: "K/N"))
+    @Option(name: .setting(.shard), help: .setting(.shard))
     public var shard: String?
     @Flag(
         name: .long,
@@ -116,9 +103,7 @@ public struct HookOptions: ParsableArguments {
     public var event: String?
     @Flag(help: "Decide and print; write and send nothing.") public var dryRun = false
     @Flag(help: "Print each decision step (implies --dry-run).") public var explain = false
-    @Option(
-        help: ArgumentHelp(
-            "Deliver by appending JSON lines to this file (- for stdout) instead of providers.", valueName: "path"))
+    @Option(name: .setting(.outbox), help: .setting(.outbox))
     public var outbox: String?
 
     public init() {}
@@ -196,8 +181,7 @@ public struct JanitorRunOptions: ParsableArguments {
     public var purgeAfterDays = defaults.purgeAfterDays
     @Option(parsing: .unconditional, help: "Rows per batch; each batch is one short transaction.")
     public var batchSize = defaults.batchSize
-    @Option(
-        help: ArgumentHelp("Probe only this slice of the users' devices, e.g. 2/4 (env PUSH_SHARD).", valueName: "K/N"))
+    @Option(name: .setting(.shard), help: .setting(.shard))
     public var shard: String?
 
     public init() {}

@@ -36,39 +36,36 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     case outageShare = "PUSH_OUTAGE_SHARE"
     case outageMinDevices = "PUSH_OUTAGE_MIN_DEVICES"
 
-    /// The flag that overrides this key.
+    /// The flag that overrides this key: the variable's name without `PUSH_`, in lower case, `_` as `-`
+    /// (`PUSH_APNS_KEY_ID` is `--apns-key-id`); `PUSH_DATABASE_URL` alone is `--database`, as it names a path too.
+    /// The command-line tools declare their options from this and ``help`` (module JobCLI), and a test checks every
+    /// command's flags against it.
     public var flag: String {
+        if self == .databaseURL { return "--database" }
+        var name = ""
+        for scalar in rawValue.unicodeScalars.dropFirst("PUSH_".count) {
+            name.unicodeScalars.append(scalar == "_" ? "-" : Unicode.Scalar(UInt8(ascii: scalar) | 0x20))
+        }
+        return "--" + name
+    }
+
+    /// What a value of this setting is, for the options' help (`--apns-key-file <path>`).
+    public var valueName: String {
         switch self {
-        case .databaseURL: "--database"
-        case .databasePasswordFile: "--database-password-file"
-        case .earlyMinutes: "--early-minutes"
-        case .catchUpMinutes: "--catch-up-minutes"
-        case .claimLeaseMinutes: "--claim-lease-minutes"
-        case .shard: "--shard"
-        case .copyCatalog: "--copy-catalog"
-        case .outbox: "--outbox"
-        case .logLevel: "--log-level"
-        case .logFormat: "--log-format"
-        case .metricsFile: "--metrics-file"
-        case .pingURL: "--ping-url"
-        case .apnsKeyFile: "--apns-key-file"
-        case .apnsKeyID: "--apns-key-id"
-        case .apnsTeamID: "--apns-team-id"
-        case .apnsTopic: "--apns-topic"
-        case .apnsEndpoint: "--apns-endpoint"
-        case .apnsSandboxEndpoint: "--apns-sandbox-endpoint"
-        case .fcmServiceAccountFile: "--fcm-service-account-file"
-        case .fcmEndpoint: "--fcm-endpoint"
-        case .fcmAndroidChannelID: "--fcm-android-channel-id"
-        case .fcmAndroidWarningChannelID: "--fcm-android-warning-channel-id"
-        case .caFile: "--ca-file"
-        case .retryBudgetSeconds: "--retry-budget-seconds"
-        case .apnsRate: "--apns-rate"
-        case .fcmRate: "--fcm-rate"
-        case .deepLinkBase: "--deep-link-base"
-        case .iosBadge: "--ios-badge"
-        case .outageShare: "--outage-share"
-        case .outageMinDevices: "--outage-min-devices"
+        case .databaseURL: "path|url"
+        case .databasePasswordFile, .copyCatalog, .outbox, .metricsFile, .apnsKeyFile, .fcmServiceAccountFile, .caFile:
+            "path"
+        case .pingURL, .apnsEndpoint, .apnsSandboxEndpoint, .fcmEndpoint, .deepLinkBase: "url"
+        case .apnsKeyID, .apnsTeamID, .fcmAndroidChannelID, .fcmAndroidWarningChannelID: "id"
+        case .apnsTopic: "topic"
+        case .shard: "K/N"
+        case .logLevel: "level"
+        case .logFormat: "format"
+        case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes: "minutes"
+        case .retryBudgetSeconds: "seconds"
+        case .apnsRate, .fcmRate, .outageMinDevices: "n"
+        case .iosBadge: "n|none"
+        case .outageShare: "percent"
         }
     }
 
