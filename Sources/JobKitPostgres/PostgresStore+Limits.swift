@@ -36,71 +36,77 @@ extension PostgresStore: ContentLimitStore {
         return snapshots
     }
 
+    /// ``WarningClaim``'s steps, each as one statement, in one transaction.
     public func claimLimitWarning(
         _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
     )
         async throws(JobError) -> LimitClaim?
     {
         let logger = self.logger
+        let claim = WarningClaim(warning, deliverAfter: deliverAfter)
         let params = LimitParams.encode(warning.params)
         return try await transaction("claiming a quota warning") { connection -> LimitClaim? in
             try await Self.requireUser(warning.userID, on: connection, logger: logger)
-            if warning.type == .contentLimit100 {
-                _ = try await connection.query(
-                    """
-                    INSERT INTO notification_logs
-                        (user_id, notification_type, period_key, status, run_id, claimed_at, finished_at, updated_at, detail)
-                    VALUES (\(warning.userID), 'content_limit_90', \(warning.period), 'superseded', \(runID), to_timestamp(\(now)),
-                            to_timestamp(\(now)), to_timestamp(\(now)), 'usage reached 100 % first')
-                    ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
-                        status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
-                    WHERE \(unescaped: DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
-                    """, logger: logger
-                ).collect()
-            } else if try await connection.query(
-                """
-                SELECT 1 FROM notification_logs
-                WHERE user_id = \(warning.userID) AND notification_type = 'content_limit_100' AND period_key = \(warning.period)
-                """, logger: logger
-            ).collect().first != nil {
-                return nil
+            var step = claim.first
+            while true {
+                let answer: WarningClaim.Answer
+                switch step {
+                case .supersede(let lower):
+                    _ = try await connection.query(
+                        """
+                        INSERT INTO notification_logs
+                            (user_id, notification_type, period_key, status, run_id, claimed_at, finished_at, updated_at, detail)
+                        VALUES (\(warning.userID), \(lower.rawValue), \(warning.period), 'superseded', \(runID), to_timestamp(\(now)),
+                                to_timestamp(\(now)), to_timestamp(\(now)), \(DeliveryLifecycle.neverSentDetail))
+                        ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
+                            status = 'superseded', updated_at = excluded.updated_at, detail = \(DeliveryLifecycle.overtakenDetail)
+                        WHERE \(unescaped: DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
+                        """, logger: logger
+                    ).collect()
+                    answer = .done
+                case .exists(let type):
+                    answer = .exists(
+                        try await connection.query(
+                            """
+                            SELECT 1 FROM notification_logs
+                            WHERE user_id = \(warning.userID) AND notification_type = \(type.rawValue) AND period_key = \(warning.period)
+                            """, logger: logger
+                        ).collect().first != nil)
+                case .insert(let status):
+                    answer = .inserted(
+                        try await connection.query(
+                            """
+                            INSERT INTO notification_logs
+                                (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at,
+                                 updated_at, deliver_after, params)
+                            VALUES (\(warning.userID), \(warning.type.rawValue), \(warning.period), \(status.rawValue),
+                                    \(Int32(warning.messageIndex)), \(warning.locale), \(runID), 1, to_timestamp(\(now)),
+                                    to_timestamp(\(now)), to_timestamp(\(deliverAfter)), \(params)::jsonb)
+                            ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
+                            RETURNING id
+                            """, logger: logger
+                        ).collect().first?.decode(Int64.self))
+                case .takeOver:
+                    answer = .tookOver(
+                        try await connection.query(
+                            """
+                            UPDATE notification_logs
+                            SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
+                                updated_at = to_timestamp(\(now)), finished_at = NULL
+                            WHERE user_id = \(warning.userID) AND notification_type = \(warning.type.rawValue) AND period_key = \(warning.period)
+                              AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore))
+                            RETURNING id, message_index, locale, params::text
+                            """, logger: logger
+                        ).collect().first.map { row in
+                            let (id, index, locale, stored) = try row.decode((Int64, Int?, String?, String?).self)
+                            return WarningClaim.TakenOver(id: id, messageIndex: index, locale: locale, params: stored)
+                        })
+                }
+                switch claim.next(after: step, answer) {
+                case .step(let next): step = next
+                case .claimed(let result): return result
+                }
             }
-            let status = deliverAfter == nil ? "claimed" : "deferred"
-            if let row = try await connection.query(
-                """
-                INSERT INTO notification_logs
-                    (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at,
-                     updated_at, deliver_after, params)
-                VALUES (\(warning.userID), \(warning.type.rawValue), \(warning.period), \(status), \(Int32(warning.messageIndex)),
-                        \(warning.locale), \(runID), 1, to_timestamp(\(now)), to_timestamp(\(now)),
-                        to_timestamp(\(deliverAfter)), \(params)::jsonb)
-                ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
-                RETURNING id
-                """, logger: logger
-            ).collect().first {
-                return LimitClaim(
-                    PendingWarning(logID: try row.decode(Int64.self), warning: warning), deferred: deliverAfter != nil)
-            }
-            guard deliverAfter == nil,
-                let row = try await connection.query(
-                    """
-                    UPDATE notification_logs
-                    SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
-                        updated_at = to_timestamp(\(now)), finished_at = NULL
-                    WHERE user_id = \(warning.userID) AND notification_type = \(warning.type.rawValue) AND period_key = \(warning.period)
-                      AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore))
-                    RETURNING id, message_index, locale, params::text
-                    """, logger: logger
-                ).collect().first
-            else {
-                return nil
-            }
-            let (id, messageIndex, locale, storedParams) = try row.decode((Int64, Int?, String?, String?).self)
-            return LimitClaim(
-                PendingWarning(
-                    logID: id,
-                    warning: warning.resumed(messageIndex: messageIndex, locale: locale, params: storedParams)),
-                deferred: false)
         }
     }
 
@@ -113,7 +119,7 @@ extension PostgresStore: ContentLimitStore {
             """
             SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params::text
             FROM notification_logs l JOIN users u ON u.id = l.user_id
-            WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
+            WHERE l.notification_type <> 'diary_reminder' AND \(unescaped: DeliveryLifecycle.unfinishedSQL(table: "l"))
               AND l.claimed_at >= to_timestamp(\(now - DeliveryLifecycle.retryHorizon)) AND l.id > \(afterID)
               AND \(unescaped: DeliveryLifecycle.claimableWarningSQL(.postgres, now: now, staleBefore: staleBefore, table: "l"))
             ORDER BY l.id LIMIT \(limit)

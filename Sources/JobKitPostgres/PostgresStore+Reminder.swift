@@ -417,15 +417,12 @@ extension PostgresStore: ReminderStore {
     {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
         struct Dead: Encodable { let device_id: Int64, reason: String, invalid_since: Int64? }
+        let deadDevices = DeliveryLifecycle.deadDevices(deliveries)
         let dead = Self.json(
-            deliveries.filter { $0.report.outcome == .tokenDead }.map {
-                Dead(
-                    device_id: $0.deviceID, reason: $0.report.reason ?? "token_dead",
-                    invalid_since: $0.report.tokenInvalidSince)
-            })
+            deadDevices.map { Dead(device_id: $0.deviceID, reason: $0.reason, invalid_since: $0.invalidSince) })
         // The `= ANY(ids)` condition makes each update an index probe, whatever the (stale, mid-run)
         // statistics say about the table.
-        let deadIDs = deliveries.filter { $0.report.outcome == .tokenDead }.map(\.deviceID)
+        let deadIDs = deadDevices.map(\.deviceID)
         let resolving = Self.resolutionQueries(resolutions, runID: runID, now: now)
         let logger = self.logger
         // One statement (the journal's answers while a page is sent: no dead token, no resolution) is atomic on

@@ -41,67 +41,77 @@ extension SQLiteStore: ContentLimitStore {
         }
     }
 
+    /// ``WarningClaim``'s steps, each as one statement, in one write transaction.
     public func claimLimitWarning(
         _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
     )
         async throws(JobError) -> LimitClaim?
     {
-        try await write("claiming a quota warning") { db in
+        let claim = WarningClaim(warning, deliverAfter: deliverAfter)
+        let params = LimitParams.encode(warning.params)
+        return try await write("claiming a quota warning") { db in
             try Self.requireUser(warning.userID, db)
-            if warning.type == .contentLimit100 {
-                try db.execute(
-                    sql: """
-                        INSERT INTO notification_logs
-                            (user_id, notification_type, period_key, status, run_id, claimed_at, finished_at, updated_at, detail)
-                        VALUES (?, 'content_limit_90', ?, 'superseded', ?, ?, ?, ?, 'usage reached 100 % first')
-                        ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
-                            status = 'superseded', updated_at = excluded.updated_at, detail = 'overtaken by the 100 % warning'
-                        WHERE \(DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
-                        """, arguments: [warning.userID, warning.period, runID, now, now, now])
-            } else if try Bool.fetchOne(
-                db,
-                sql: """
-                    SELECT 1 FROM notification_logs WHERE user_id = ? AND notification_type = 'content_limit_100' AND period_key = ?
-                    """, arguments: [warning.userID, warning.period]) != nil
-            {
-                return nil
+            var step = claim.first
+            while true {
+                let answer: WarningClaim.Answer
+                switch step {
+                case .supersede(let lower):
+                    try db.execute(
+                        sql: """
+                            INSERT INTO notification_logs
+                                (user_id, notification_type, period_key, status, run_id, claimed_at, finished_at, updated_at, detail)
+                            VALUES (?, ?, ?, 'superseded', ?, ?, ?, ?, ?)
+                            ON CONFLICT (user_id, notification_type, period_key) DO UPDATE SET
+                                status = 'superseded', updated_at = excluded.updated_at, detail = ?
+                            WHERE \(DeliveryLifecycle.supersedableSQL(table: "notification_logs"))
+                            """,
+                        arguments: [
+                            warning.userID, lower.rawValue, warning.period, runID, now, now, now,
+                            DeliveryLifecycle.neverSentDetail, DeliveryLifecycle.overtakenDetail,
+                        ])
+                    answer = .done
+                case .exists(let type):
+                    answer = .exists(
+                        try Bool.fetchOne(
+                            db,
+                            sql: """
+                                SELECT 1 FROM notification_logs WHERE user_id = ? AND notification_type = ? AND period_key = ?
+                                """, arguments: [warning.userID, type.rawValue, warning.period]) != nil)
+                case .insert(let status):
+                    answer = .inserted(
+                        try Int64.fetchOne(
+                            db,
+                            sql: """
+                                INSERT INTO notification_logs
+                                    (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at,
+                                     updated_at, deliver_after, params)
+                                VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+                                ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
+                                RETURNING id
+                                """,
+                            arguments: [
+                                warning.userID, warning.type.rawValue, warning.period, status.rawValue,
+                                warning.messageIndex, warning.locale, runID, now, now, deliverAfter, params,
+                            ]))
+                case .takeOver:
+                    answer = .tookOver(
+                        try Row.fetchOne(
+                            db,
+                            sql: """
+                                UPDATE notification_logs
+                                SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
+                                WHERE user_id = ? AND notification_type = ? AND period_key = ?
+                                  AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
+                                RETURNING id, message_index, locale, params
+                                """,
+                            arguments: [runID, now, now, warning.userID, warning.type.rawValue, warning.period]
+                        ).map { WarningClaim.TakenOver(id: $0[0], messageIndex: $0[1], locale: $0[2], params: $0[3]) })
+                }
+                switch claim.next(after: step, answer) {
+                case .step(let next): step = next
+                case .claimed(let result): return result
+                }
             }
-            let params = LimitParams.encode(warning.params)
-            if let id = try Int64.fetchOne(
-                db,
-                sql: """
-                    INSERT INTO notification_logs
-                        (user_id, notification_type, period_key, status, message_index, locale, run_id, attempts, claimed_at,
-                         updated_at, deliver_after, params)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
-                    ON CONFLICT (user_id, notification_type, period_key) DO NOTHING
-                    RETURNING id
-                    """,
-                arguments: [
-                    warning.userID, warning.type.rawValue, warning.period,
-                    deliverAfter == nil ? "claimed" : "deferred", warning.messageIndex, warning.locale,
-                    runID, now, now, deliverAfter, params,
-                ])
-            {
-                return LimitClaim(PendingWarning(logID: id, warning: warning), deferred: deliverAfter != nil)
-            }
-            guard deliverAfter == nil,
-                let row = try Row.fetchOne(
-                    db,
-                    sql: """
-                        UPDATE notification_logs
-                        SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
-                        WHERE user_id = ? AND notification_type = ? AND period_key = ?
-                          AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
-                        RETURNING id, message_index, locale, params
-                        """, arguments: [runID, now, now, warning.userID, warning.type.rawValue, warning.period])
-            else {
-                return nil
-            }
-            return LimitClaim(
-                PendingWarning(
-                    logID: row[0], warning: warning.resumed(messageIndex: row[1], locale: row[2], params: row[3])),
-                deferred: false)
         }
     }
 
@@ -115,7 +125,7 @@ extension SQLiteStore: ContentLimitStore {
                 sql: """
                     SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params
                     FROM notification_logs l JOIN users u ON u.id = l.user_id
-                    WHERE l.notification_type <> 'diary_reminder' AND l.status IN ('deferred', 'retry', 'claimed')
+                    WHERE l.notification_type <> 'diary_reminder' AND \(DeliveryLifecycle.unfinishedSQL(table: "l"))
                       AND l.claimed_at >= ? AND l.id > ?
                       AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore, table: "l"))
                     ORDER BY l.id LIMIT ?

@@ -557,11 +557,9 @@ extension SQLiteStore: ReminderStore {
                     UPDATE user_devices SET is_active = 0, deactivated_at = ?, deactivation_reason = ?, updated_at = ?
                     WHERE id = ? AND is_active = 1 AND (? IS NULL OR last_seen <= ?)
                     """)
-            for delivery in deliveries where delivery.report.outcome == .tokenDead {
-                let report = delivery.report
+            for dead in DeliveryLifecycle.deadDevices(deliveries) {
                 try deactivate.execute(arguments: [
-                    now, report.reason ?? "token_dead", now, delivery.deviceID,
-                    report.tokenInvalidSince, report.tokenInvalidSince,
+                    now, dead.reason, now, dead.deviceID, dead.invalidSince, dead.invalidSince,
                 ])
             }
             // Claims resolved alike (nearly all `sent`) are resolved together, in order of first appearance.

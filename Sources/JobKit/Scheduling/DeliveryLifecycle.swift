@@ -36,8 +36,29 @@ public enum DeliveryLifecycle {
     public static let missedState = "missed"
 
     /// The statuses of a claim that still awaits a run: held or left for retry, or claimed by a run that may
-    /// have died.
-    public static let unfinished: [ClaimStatus] = [.retry, .deferred, .claimed]
+    /// have died. In the order of the partial index of unfinished warnings (`notification_logs_pending_warnings`), which SQLite uses
+    /// only for a query that spells its condition the same way (``unfinishedSQL(table:)``).
+    public static let unfinished: [ClaimStatus] = [.deferred, .retry, .claimed]
+
+    /// A device a provider answered is dead (``DeliveryOutcome/tokenDead``), to deactivate with its reason.
+    public struct DeadDevice: Sendable, Hashable {
+        public let deviceID: Int64
+        /// The provider's reason (`Unregistered`, `UNREGISTERED`, …), or `token_dead`.
+        public let reason: String
+        /// When the provider says the token stopped being valid (APNs' `timestamp`): a device registered again
+        /// after it (`last_seen` later) is a new registration of the same token and stays active.
+        public let invalidSince: Int64?
+    }
+
+    /// The devices this run's answers retire: each one answered dead. The stores deactivate exactly these, each
+    /// only while active and not seen after ``DeadDevice/invalidSince``.
+    public static func deadDevices(_ deliveries: [DeliveryRecord]) -> [DeadDevice] {
+        deliveries.lazy.filter { $0.report.outcome == .tokenDead }.map {
+            DeadDevice(
+                deviceID: $0.deviceID, reason: $0.report.reason ?? "token_dead",
+                invalidSince: $0.report.tokenInvalidSince)
+        }
+    }
 
     /// Whether a claim is missed at `now` (``missedState``): still unfinished past ``retryHorizon``.
     public static func isMissed(_ log: LogState, now: Int64) -> Bool {
@@ -83,22 +104,33 @@ public enum DeliveryLifecycle {
         case overtaken
     }
 
+    /// The warning of the same period that `type` overtakes: the 100 % one overtakes the 90 % one.
+    public static func overtakes(_ type: NotificationType) -> NotificationType? {
+        type == .contentLimit100 ? .contentLimit90 : nil
+    }
+
+    /// The warning of the same period that overtakes `type` (``overtakes(_:)`` the other way).
+    public static func overtakenBy(_ type: NotificationType) -> NotificationType? {
+        type == .contentLimit90 ? .contentLimit100 : nil
+    }
+
+    /// The detail of a lower warning the higher one superseded before it was ever claimed (it never will be).
+    public static let neverSentDetail = "usage reached 100 % first"
+    /// The detail of a lower warning, held or left for retry, that the higher one superseded.
+    public static let overtakenDetail = "overtaken by the 100 % warning"
+
     /// A 90 % warning never reaches a device after the same period's 100 % warning.
     public static func warningOrder(
         _ type: NotificationType, period: String, logs: [LimitLogKey: LogState],
         staleBefore: Int64
     ) -> WarningOrder {
-        switch type {
-        case .contentLimit90:
-            return logs[LimitLogKey(type: .contentLimit100, period: period)] == nil ? .send : .overtaken
-        case .contentLimit100:
-            guard let lower = logs[LimitLogKey(type: .contentLimit90, period: period)], lower.status == .claimed,
-                lower.claimedAt > staleBefore
-            else { return .send }
-            return .waitForLowerWarning
-        default:
-            return .send
+        if let higher = overtakenBy(type) {
+            return logs[LimitLogKey(type: higher, period: period)] == nil ? .send : .overtaken
         }
+        guard let lowerType = overtakes(type), let lower = logs[LimitLogKey(type: lowerType, period: period)],
+            lower.status == .claimed, lower.claimedAt > staleBefore
+        else { return .send }
+        return .waitForLowerWarning
     }
 }
 
@@ -153,8 +185,13 @@ extension DeliveryLifecycle {
     /// `claimed` past ``retryHorizon``.
     public static func reportStatusSQL(_ dialect: SQLDialect, now: Int64) -> String {
         "CASE WHEN detail = '\(MissedReminders.detail)' THEN '\(missedState)'"
-            + " WHEN status IN (\(unfinished.map { "'\($0)'" }.joined(separator: ", ")))"
-            + " AND claimed_at <= \(dialect.instant(now - retryHorizon)) THEN '\(missedState)' ELSE status END"
+            + " WHEN \(unfinishedSQL()) AND claimed_at <= \(dialect.instant(now - retryHorizon)) THEN '\(missedState)' ELSE status END"
+    }
+
+    /// ``unfinished``: `status IN ('deferred', 'retry', 'claimed')`.
+    public static func unfinishedSQL(table: String? = nil) -> String {
+        let c = table.map { "\($0)." } ?? ""
+        return "\(c)status IN (\(unfinished.map { "'\($0)'" }.joined(separator: ", ")))"
     }
 
     /// ``canSupersede(_:)``.
