@@ -214,37 +214,30 @@ extension PostgresStore: ReminderStore {
         return candidates
     }
 
-    /// Claims a page in one transaction: one `INSERT … ON CONFLICT DO NOTHING RETURNING` for all of it (in
-    /// key order, so concurrent runners lock rows in the same order and cannot deadlock), then one
-    /// conditional `UPDATE` taking over `retry` rows and stale claims: only one runner's update matches.
+    /// ``ReminderClaim``'s two primitives, a page each in one statement: one `INSERT … ON CONFLICT DO NOTHING
+    /// RETURNING` for all of it (in key order, so concurrent runners lock rows in the same order and cannot
+    /// deadlock), then one conditional `UPDATE` taking over `retry` rows and stale claims: only one runner's
+    /// update matches.
     public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
         -> [Claim]
     {
         guard !requests.isEmpty else { return [] }
-        struct Key: Hashable { let user, type, period: String }
-        func key(_ request: ClaimRequest) -> Key {
-            Key(user: request.userID, type: request.type.rawValue, period: request.period)
-        }
-        let byKey = Dictionary(requests.map { (key($0), $0) }, uniquingKeysWith: { first, _ in first })
         let logger = self.logger
-        let won: [Key: Claim] = try await transaction("claiming notifications") { connection in
-            var won: [Key: Claim] = [:]
-            let inserted = try await self.run(
+        let (inserted, takenOver) = try await transaction("claiming notifications") { connection in
+            var inserted: [ReminderClaim.Key: Int64] = [:]
+            for row in try await self.run(
                 PreparedQuery<ClaimInsert>(Self.claimInsertQuery(requests, runID: runID, now: now)), on: connection)
-            for row in inserted {
+            {
                 var columns = Columns(row)
                 let id = try columns.next(Int64.self)
-                let user = try columns.next(String.self)
-                let type = try columns.next(String.self)
-                let period = try columns.next(String.self)
-                let key = Key(user: user, type: type, period: period)
-                guard let request = byKey[key] else { continue }
-                won[key] = Claim(
-                    logID: id, userID: user, period: period, messageIndex: request.messageIndex,
-                    locale: request.locale, takenOver: false, deliveredDeviceIDs: [])
+                let key = ReminderClaim.Key(
+                    userID: try columns.next(String.self), type: try columns.next(String.self),
+                    period: try columns.next(String.self))
+                inserted[key] = id
             }
-            let rest = requests.filter { won[key($0)] == nil }
-            guard !rest.isEmpty else { return won }
+            var takenOver: [ReminderClaim.Key: ReminderClaim.TakenOver] = [:]
+            let rest = ReminderClaim.remaining(requests, inserted: inserted)
+            guard !rest.isEmpty else { return (inserted, takenOver) }
             let taken = try await connection.query(
                 """
                 UPDATE notification_logs l
@@ -258,38 +251,30 @@ extension PostgresStore: ReminderStore {
                 RETURNING l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale
                 """, logger: logger
             ).collect()
-            var takenOver: [Int64: (Key, Int?, String?)] = [:]
+            var rows: [(ReminderClaim.Key, Int64, Int?, String?)] = []
             for row in taken {
                 let (id, user, type, period, messageIndex, locale) = try row.decode(
                     (Int64, String, String, String, Int?, String?).self)
-                takenOver[id] = (Key(user: user, type: type, period: period), messageIndex, locale)
+                rows.append((ReminderClaim.Key(userID: user, type: type, period: period), id, messageIndex, locale))
             }
-            guard !takenOver.isEmpty else { return won }
+            guard !rows.isEmpty else { return (inserted, takenOver) }
             var delivered: [Int64: Set<Int64>] = [:]
             for row in try await connection.query(
                 """
                 SELECT log_id, device_id FROM notification_deliveries
-                WHERE log_id = ANY(\(Array(takenOver.keys))::int8[]) AND outcome = 'delivered' AND device_id IS NOT NULL
+                WHERE log_id = ANY(\(rows.map(\.1))::int8[]) AND outcome = 'delivered' AND device_id IS NOT NULL
                 """, logger: logger
             ).collect() {
                 let (logID, deviceID) = try row.decode((Int64, Int64).self)
                 delivered[logID, default: []].insert(deviceID)
             }
-            for (id, (key, messageIndex, locale)) in takenOver {
-                guard let request = byKey[key] else { continue }
-                won[key] = Claim(
-                    logID: id, userID: key.user, period: key.period,
-                    messageIndex: messageIndex ?? request.messageIndex, locale: locale ?? request.locale,
-                    takenOver: true, deliveredDeviceIDs: delivered[id] ?? [])
+            for (key, id, messageIndex, locale) in rows {
+                takenOver[key] = ReminderClaim.TakenOver(
+                    id: id, messageIndex: messageIndex, locale: locale, delivered: delivered[id] ?? [])
             }
-            return won
+            return (inserted, takenOver)
         }
-        // In request order, and once per log row: a request named twice gets one claim (as on SQLite).
-        var returned = Set<Key>()
-        return requests.compactMap { request in
-            let key = key(request)
-            return returned.insert(key).inserted ? won[key] : nil
-        }
+        return ReminderClaim.claims(requests, inserted: inserted, takenOver: takenOver)
     }
 
     public func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {

@@ -418,19 +418,14 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    private struct LogKey: Hashable {
-        let userID: String
-        let type: String
-        let period: String
-    }
-
+    /// ``ReminderClaim``'s two primitives: the inserts a chunk at a time, then a prepared take-over per row left.
     public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
         -> [Claim]
     {
         guard !requests.isEmpty else { return [] }
         return try await write("claiming notifications") { db in
             // First every new claim, a chunk at a time; what was already in the log comes back without an id.
-            var inserted: [LogKey: Int64] = [:]
+            var inserted: [ReminderClaim.Key: Int64] = [:]
             inserted.reserveCapacity(requests.count)
             try Self.inChunks(requests, db, Self.claimInsertStatements, checked: Self.checkedClaimInsertStatements) {
                 request, values in
@@ -444,59 +439,47 @@ extension SQLiteStore: ReminderStore {
                 values.append(now.databaseValue)
             } _: { statement in
                 // Kept once the statement succeeded: one that failed a foreign key is run again (`inChunks`).
-                var rows: [(LogKey, Int64)] = []
+                var rows: [(ReminderClaim.Key, Int64)] = []
                 try statement.step { row in
                     rows.append(
-                        (LogKey(userID: row.string(1), type: row.string(2), period: row.string(3)), row.int64(0)))
+                        (
+                            ReminderClaim.Key(userID: row.string(1), type: row.string(2), period: row.string(3)),
+                            row.int64(0)
+                        ))
                 }
                 for (key, id) in rows { inserted[key] = id }
             }
-            // Then, in request order, the new claims and the take-overs of stale or retryable ones.
-            // The lifecycle's take-over rule, with this run's lease written in: prepared once per call.
-            let takeOver = try db.makeStatement(
-                sql: """
-                    UPDATE notification_logs
-                    SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?,
-                        finished_at = NULL
-                    WHERE user_id = ? AND notification_type = ? AND period_key = ?
-                      AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
-                    RETURNING id, message_index, locale
-                    """)
-            let delivered = try db.cachedStatement(
-                sql: """
-                    SELECT device_id FROM notification_deliveries
-                    WHERE log_id = ? AND outcome = 'delivered' AND device_id IS NOT NULL
-                    """)
-            var claims: [Claim] = []
-            claims.reserveCapacity(requests.count)
-            for request in requests {
-                // Removed once taken: a request named twice gets one claim, as the unique key would give it.
-                if let id = inserted.removeValue(
-                    forKey: LogKey(
-                        userID: request.userID, type: request.type.rawValue,
-                        period: request.period))
-                {
-                    claims.append(
-                        Claim(
-                            logID: id, userID: request.userID, period: request.period,
-                            messageIndex: request.messageIndex, locale: request.locale, takenOver: false,
-                            deliveredDeviceIDs: []))
-                } else if let row = try Row.fetchOne(
-                    takeOver,
-                    arguments: [
-                        runID, now, now, request.userID, request.type.rawValue, request.period,
-                    ])
-                {
+            let remaining = ReminderClaim.remaining(requests, inserted: inserted)
+            var takenOver: [ReminderClaim.Key: ReminderClaim.TakenOver] = [:]
+            if !remaining.isEmpty {
+                // The lifecycle's take-over rule, with this run's lease written in: prepared once per call.
+                let takeOver = try db.makeStatement(
+                    sql: """
+                        UPDATE notification_logs
+                        SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?,
+                            finished_at = NULL
+                        WHERE user_id = ? AND notification_type = ? AND period_key = ?
+                          AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
+                        RETURNING id, message_index, locale
+                        """)
+                let delivered = try db.cachedStatement(
+                    sql: """
+                        SELECT device_id FROM notification_deliveries
+                        WHERE log_id = ? AND outcome = 'delivered' AND device_id IS NOT NULL
+                        """)
+                for request in remaining {
+                    guard
+                        let row = try Row.fetchOne(
+                            takeOver,
+                            arguments: [runID, now, now, request.userID, request.type.rawValue, request.period])
+                    else { continue }
                     let id: Int64 = row[0]
-                    let devices = try Int64.fetchSet(delivered, arguments: [id])
-                    claims.append(
-                        Claim(
-                            logID: id, userID: request.userID, period: request.period,
-                            messageIndex: row[1] ?? request.messageIndex, locale: row[2] ?? request.locale,
-                            takenOver: true, deliveredDeviceIDs: devices))
+                    takenOver[ReminderClaim.Key(request)] = ReminderClaim.TakenOver(
+                        id: id, messageIndex: row[1], locale: row[2],
+                        delivered: try Int64.fetchSet(delivered, arguments: [id]))
                 }
             }
-            return claims
+            return ReminderClaim.claims(requests, inserted: inserted, takenOver: takenOver)
         }
     }
 

@@ -63,3 +63,24 @@ import Testing
         #expect(held == .some(nil))
     }
 }
+
+/// The reminder claim's answers turned into claims (``ReminderClaim``), which both stores share.
+@Suite struct ReminderClaimTests {
+    static func request(_ user: String, index: Int = 0) -> ClaimRequest {
+        ClaimRequest(userID: user, type: .diaryReminder, period: "2026-11-28", messageIndex: index, locale: "en")
+    }
+
+    @Test func claimsComeInRequestOrderOncePerRowWithTheRecordedWords() {
+        let requests = [Self.request("b", index: 1), Self.request("a"), Self.request("b", index: 2), Self.request("c")]
+        let key = { (user: String) in ReminderClaim.Key(Self.request(user)) }
+        let inserted: [ReminderClaim.Key: Int64] = [key("b"): 10]
+        #expect(ReminderClaim.remaining(requests, inserted: inserted).map(\.userID) == ["a", "c"])
+        let takenOver = [key("a"): ReminderClaim.TakenOver(id: 4, messageIndex: 3, locale: nil, delivered: [7])]
+        let claims = ReminderClaim.claims(requests, inserted: inserted, takenOver: takenOver)
+        // b once (its first request's words), a taken over with its recorded index and the request's locale; c lost.
+        #expect(claims.map(\.userID) == ["b", "a"])
+        #expect(claims[0].logID == 10 && claims[0].messageIndex == 1 && !claims[0].takenOver)
+        #expect(claims[1].logID == 4 && claims[1].messageIndex == 3 && claims[1].locale == "en")
+        #expect(claims[1].takenOver && claims[1].deliveredDeviceIDs == [7])
+    }
+}
