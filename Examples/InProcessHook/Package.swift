@@ -19,7 +19,7 @@ let package = Package(
         .executableTarget(
             name: "InProcessHook",
             dependencies: [
-                // JobKit: `JobService`, the hook, its event and summary; JobKitSQLite: `SQLiteStores`, which opens
+                // JobKit: `JobService`, the hook, its event and summary; JobKitSQLite: `StoreOpener.sqliteOnly`, which opens
                 // the SQLite database PUSH_DATABASE_URL names.
                 .product(name: "JobKit", package: identity),
                 .product(name: "JobKitSQLite", package: identity),

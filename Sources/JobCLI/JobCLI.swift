@@ -6,29 +6,29 @@ import JobKitWiring
 import Logging
 
 /// Output formats of every job.
-public enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
+package enum OutputFormat: String, ExpressibleByArgument, CaseIterable, Sendable {
     case text, json
 }
 
 /// Where the store is.
-public struct StoreOptions: ParsableArguments {
+package struct StoreOptions: ParsableArguments {
     @Option(name: .setting(.databaseURL), help: .setting(.databaseURL))
-    public var database: String?
+    package var database: String?
 
     @Option(name: .setting(.databasePasswordFile), help: .setting(.databasePasswordFile))
-    public var databasePasswordFile: String?
+    package var databasePasswordFile: String?
 
-    public init() {}
+    package init() {}
 
     /// `pushctl backup`: copies the SQLite database these options name to `path`.
-    public func backup(to path: String) throws(JobError) -> (source: String, copy: SQLiteBackup) {
-        try JobStores.backup(
+    package func backup(to path: String) throws(JobError) -> (source: String, copy: SQLiteBackup) {
+        try DatabaseBackup.copy(
             ConfigResolver(environment: ProcessInfo.processInfo.environment),
             flags: (database, databasePasswordFile), to: path)
     }
 
     /// The shared options of a command that takes only these and `--now`.
-    public func common(now: String?) -> CommonOptions {
+    package func common(now: String?) -> CommonOptions {
         var common = CommonOptions.environmentOnly
         common.store = self
         common.now = now
@@ -38,13 +38,13 @@ public struct StoreOptions: ParsableArguments {
 }
 
 /// Options every job shares.
-public struct CommonOptions: ParsableArguments {
-    @OptionGroup public var store: StoreOptions
-    public var database: String? {
+package struct CommonOptions: ParsableArguments {
+    @OptionGroup package var store: StoreOptions
+    package var database: String? {
         get { store.database }
         set { store.database = newValue }
     }
-    public var databasePasswordFile: String? {
+    package var databasePasswordFile: String? {
         get { store.databasePasswordFile }
         set { store.databasePasswordFile = newValue }
     }
@@ -54,21 +54,21 @@ public struct CommonOptions: ParsableArguments {
         help: ArgumentHelp(
             "The instant to evaluate, ISO 8601 (default: the system clock).",
             valueName: "iso8601"))
-    public var now: String?
+    package var now: String?
 
     @Option(name: .long, help: "Output format of results and the summary.")
-    public var format: OutputFormat = .text
+    package var format: OutputFormat = .text
 
     @Option(name: .setting(.logLevel), help: .setting(.logLevel))
-    public var logLevel: String?
+    package var logLevel: String?
 
     @Option(name: .setting(.logFormat), help: .setting(.logFormat))
-    public var logFormat: String?
+    package var logFormat: String?
 
-    public init() {}
+    package init() {}
 
     /// The options with no flag given: every setting from the environment (a Lambda execution environment).
-    public static var environmentOnly: CommonOptions {
+    package static var environmentOnly: CommonOptions {
         var options = CommonOptions()
         options.store = StoreOptions()
         options.database = nil
@@ -82,7 +82,7 @@ public struct CommonOptions: ParsableArguments {
 
     /// The run's instant: `--now` (or the flag named `flag` that holds it), or the system clock read once here,
     /// at the edge.
-    public func resolvedNow(flag: String = "--now") throws(JobError) -> Int64 {
+    package func resolvedNow(flag: String = "--now") throws(JobError) -> Int64 {
         guard let now else { return Int64(Date().timeIntervalSince1970) }
         guard let instant = Timestamps.parse(now) else {
             throw .usage("\(flag): not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(now)")
@@ -95,15 +95,15 @@ public struct CommonOptions: ParsableArguments {
 
     /// Opens the store (a SQLite file or a PostgreSQL database, `postgres://…`), runs `body` with it and
     /// closes it, also when `body` fails.
-    public func withStore<T>(
+    package func withStore<T>(
         _ config: ConfigResolver, mode: StoreOpenMode, job: String,
         _ body: (any JobStore) async throws(JobError) -> T
     ) async throws(JobError) -> T {
-        try await JobStores().with(
+        try await StoreOpener.sqliteOrPostgres.with(
             config, flags: (database, databasePasswordFile), mode: mode, applicationName: job, body)
     }
 
-    public func makeLogger(_ label: String, _ config: ConfigResolver) throws(JobError) -> Logger {
+    package func makeLogger(_ label: String, _ config: ConfigResolver) throws(JobError) -> Logger {
         var logger = Logger(label: label)
         if let raw = try config.raw(.logLevel, flag: logLevel) {
             guard let name = LogLevelName.parse(raw.value), let level = Logger.Level(rawValue: name) else {
@@ -120,7 +120,7 @@ public struct CommonOptions: ParsableArguments {
 }
 
 /// Runs a job body, turning a ``JobError`` into a message on stderr and its sysexits code.
-public func withExitCode(_ command: String, _ body: () async throws(JobError) -> Void) async throws {
+package func withExitCode(_ command: String, _ body: () async throws(JobError) -> Void) async throws {
     do {
         try await body()
     } catch {
@@ -131,7 +131,7 @@ public func withExitCode(_ command: String, _ body: () async throws(JobError) ->
 
 extension CommonOptions {
     /// Sets up logging to stderr (stdout carries results only) in the format asked for: text, or JSON lines.
-    public func bootstrapLogging(_ config: ConfigResolver) throws(JobError) {
+    package func bootstrapLogging(_ config: ConfigResolver) throws(JobError) {
         var format = LogFormat.text
         if let raw = try config.raw(.logFormat, flag: logFormat) {
             guard let name = LogFormatName.parse(raw.value), let parsed = LogFormat(rawValue: name) else {
@@ -145,57 +145,57 @@ extension CommonOptions {
 }
 
 /// How a scheduled job is watched: its metrics file and its heartbeat.
-public struct ObservabilityOptions: ParsableArguments {
+package struct ObservabilityOptions: ParsableArguments {
     @Option(name: .setting(.metricsFile), help: .setting(.metricsFile))
-    public var metricsFile: String?
+    package var metricsFile: String?
     @Option(name: .setting(.pingURL), help: .setting(.pingURL))
-    public var pingURL: String?
+    package var pingURL: String?
 
-    public init() {}
+    package init() {}
 }
 
 /// Provider flags shared by every job that delivers.
-public struct DeliveryOptions: ParsableArguments {
+package struct DeliveryOptions: ParsableArguments {
     @Option(name: .setting(.apnsKeyFile), help: .setting(.apnsKeyFile))
-    public var apnsKeyFile: String?
+    package var apnsKeyFile: String?
     @Option(name: .setting(.apnsKeyID), help: .setting(.apnsKeyID))
-    public var apnsKeyID: String?
+    package var apnsKeyID: String?
     @Option(name: .setting(.apnsTeamID), help: .setting(.apnsTeamID))
-    public var apnsTeamID: String?
+    package var apnsTeamID: String?
     @Option(name: .setting(.apnsTopic), help: .setting(.apnsTopic))
-    public var apnsTopic: String?
+    package var apnsTopic: String?
     @Option(name: .setting(.apnsEndpoint), help: .setting(.apnsEndpoint))
-    public var apnsEndpoint: String?
+    package var apnsEndpoint: String?
     @Option(name: .setting(.apnsSandboxEndpoint), help: .setting(.apnsSandboxEndpoint))
-    public var apnsSandboxEndpoint: String?
+    package var apnsSandboxEndpoint: String?
     @Option(name: .setting(.fcmServiceAccountFile), help: .setting(.fcmServiceAccountFile))
-    public var fcmServiceAccountFile: String?
+    package var fcmServiceAccountFile: String?
     @Option(name: .setting(.fcmEndpoint), help: .setting(.fcmEndpoint))
-    public var fcmEndpoint: String?
+    package var fcmEndpoint: String?
     @Option(name: .setting(.fcmAndroidChannelID), help: .setting(.fcmAndroidChannelID))
-    public var fcmAndroidChannelID: String?
+    package var fcmAndroidChannelID: String?
     @Option(name: .setting(.fcmAndroidWarningChannelID), help: .setting(.fcmAndroidWarningChannelID))
-    public var fcmAndroidWarningChannelID: String?
+    package var fcmAndroidWarningChannelID: String?
     @Option(name: .setting(.caFile), help: .setting(.caFile))
-    public var caFile: String?
+    package var caFile: String?
     @Option(name: .setting(.retryBudgetSeconds), parsing: .unconditional, help: .setting(.retryBudgetSeconds))
-    public var retryBudgetSeconds: Int?
+    package var retryBudgetSeconds: Int?
     @Option(name: .setting(.deepLinkBase), help: .setting(.deepLinkBase))
-    public var deepLinkBase: String?
+    package var deepLinkBase: String?
     @Option(name: .setting(.iosBadge), help: .setting(.iosBadge))
-    public var iosBadge: String?
+    package var iosBadge: String?
     @Option(name: .setting(.apnsRate), parsing: .unconditional, help: .setting(.apnsRate))
-    public var apnsRate: Int?
+    package var apnsRate: Int?
     @Option(name: .setting(.fcmRate), parsing: .unconditional, help: .setting(.fcmRate))
-    public var fcmRate: Int?
+    package var fcmRate: Int?
     @Option(name: .setting(.outageShare), parsing: .unconditional, help: .setting(.outageShare))
-    public var outageShare: Int?
+    package var outageShare: Int?
     @Option(name: .setting(.outageMinDevices), parsing: .unconditional, help: .setting(.outageMinDevices))
-    public var outageMinDevices: Int?
+    package var outageMinDevices: Int?
 
-    public init() {}
+    package init() {}
 
-    public func flags(validateOnly: Bool = false) -> DeliveryFlags {
+    package func flags(validateOnly: Bool = false) -> DeliveryFlags {
         var flags = DeliveryFlags()
         flags.apnsKeyFile = apnsKeyFile
         flags.apnsKeyID = apnsKeyID

@@ -7,7 +7,7 @@ extension CommonOptions {
     /// Runs one invocation of `job`: logging set up as asked, the settings (the environment, these flags on
     /// top) and the instant resolved, then `body`; a ``JobError`` ends the process with its message and
     /// sysexits code.
-    public func run(
+    package func run(
         _ job: String, observability: ObservabilityOptions? = nil, delivery: DeliveryOptions? = nil,
         _ body: (JobInvocation) async throws(JobError) -> Void
     ) async throws {
@@ -30,50 +30,50 @@ extension CommonOptions {
 
 /// What each scheduled job's run takes besides its own flags (`diary-reminder`, `token-janitor run`): how it is
 /// watched, the options every job shares, and delivery; declared once, in the order its help lists them.
-public struct ScheduledJobOptions: ParsableArguments {
-    @OptionGroup(title: "Observability") public var observability: ObservabilityOptions
-    @OptionGroup public var common: CommonOptions
-    @OptionGroup(title: "Delivery") public var delivery: DeliveryOptions
+package struct ScheduledJobOptions: ParsableArguments {
+    @OptionGroup(title: "Observability") package var observability: ObservabilityOptions
+    @OptionGroup package var common: CommonOptions
+    @OptionGroup(title: "Delivery") package var delivery: DeliveryOptions
 
-    public init() {}
+    package init() {}
 
     /// ``CommonOptions/run(_:observability:delivery:_:)`` with these options.
-    public func run(_ job: String, _ body: (JobInvocation) async throws(JobError) -> Void) async throws {
+    package func run(_ job: String, _ body: (JobInvocation) async throws(JobError) -> Void) async throws {
         try await common.run(job, observability: observability, delivery: delivery, body)
     }
 }
 
 /// `diary-reminder`'s own flags. Its numbers, like every job's, are parsed `.unconditional`: `--early-minutes -1`
 /// is then checked against the range, as `--early-minutes=-1` is, instead of being a "missing value".
-public struct ReminderOptions: ParsableArguments {
+package struct ReminderOptions: ParsableArguments {
     @Flag(name: .long, help: "Decide and print what would be sent; claim, send and write nothing.")
-    public var dryRun = false
+    package var dryRun = false
     @Option(
         name: .long,
         help: ArgumentHelp("Explain each rule for this user at --now, and the verdict.", valueName: "user-id"))
-    public var explain: String?
+    package var explain: String?
     @Option(name: .setting(.earlyMinutes), parsing: .unconditional, help: .setting(.earlyMinutes))
-    public var earlyMinutes: Int?
+    package var earlyMinutes: Int?
     @Option(name: .setting(.catchUpMinutes), parsing: .unconditional, help: .setting(.catchUpMinutes))
-    public var catchUpMinutes: Int?
+    package var catchUpMinutes: Int?
     @Option(name: .setting(.claimLeaseMinutes), parsing: .unconditional, help: .setting(.claimLeaseMinutes))
-    public var claimLeaseMinutes: Int?
+    package var claimLeaseMinutes: Int?
     @Option(name: .setting(.copyCatalog), help: .setting(.copyCatalog))
-    public var copyCatalog: String?
+    package var copyCatalog: String?
     @Option(name: .setting(.outbox), help: .setting(.outbox))
-    public var outbox: String?
+    package var outbox: String?
     @Option(name: .setting(.shard), help: .setting(.shard))
-    public var shard: String?
+    package var shard: String?
     @Flag(
         name: .long,
         help:
             "A dry run that asks FCM to validate every token and payload (validate_only); nothing is delivered or claimed."
     )
-    public var validateOnly = false
+    package var validateOnly = false
 
-    public init() {}
+    package init() {}
 
-    public var request: DiaryReminderRequest {
+    package var request: DiaryReminderRequest {
         var request = DiaryReminderRequest()
         request.explain = explain
         request.dryRun = dryRun
@@ -89,26 +89,26 @@ public struct ReminderOptions: ParsableArguments {
 }
 
 /// `content-limit-hook`'s own flags: the event, and what to do with it.
-public struct HookOptions: ParsableArguments {
-    @Option(help: "User id.") public var user: String?
+package struct HookOptions: ParsableArguments {
+    @Option(help: "User id.") package var user: String?
     // `.unconditional`: `--used -3` is a negative count (65, as `--used=-3`), not a missing value (64), and
     // `--limit -1` the documented "unlimited".
     @Option(parsing: .unconditional, help: "Items used in the current period, this write included.")
-    public var used: Int?
+    package var used: Int?
     @Option(parsing: .unconditional, help: "The plan's limit (missing or ≤ 0: unlimited, nothing to do).")
-    public var limit: Int?
+    package var limit: Int?
     @Option(help: "The quota's period (default monthly).") public var period: LimitPeriod?
     @Option(
         help: ArgumentHelp("Read one JSON event from this file (- for stdin) instead of the flags.", valueName: "file"))
-    public var event: String?
-    @Flag(help: "Decide and print; write and send nothing.") public var dryRun = false
+    package var event: String?
+    @Flag(help: "Decide and print; write and send nothing.") package var dryRun = false
     @Flag(help: "Print each decision step (implies --dry-run).") public var explain = false
     @Option(name: .setting(.outbox), help: .setting(.outbox))
-    public var outbox: String?
+    package var outbox: String?
 
-    public init() {}
+    package init() {}
 
-    public func validate() throws {
+    package func validate() throws {
         if event != nil {
             guard user == nil && used == nil && limit == nil && period == nil else {
                 throw ValidationError("give either --event or --user/--used/--limit/--period, not both")
@@ -121,7 +121,7 @@ public struct HookOptions: ParsableArguments {
     }
 
     /// The request, with the event read from the flags or from `--event`.
-    public func request() throws(JobError) -> ContentLimitHookRequest {
+    package func request() throws(JobError) -> ContentLimitHookRequest {
         let input =
             if let event { try ContentLimitEvent.read(path: event) } else {
                 try ContentLimitEvent(userID: user ?? "", used: used ?? 0, limit: limit, period: period ?? .monthly)
@@ -143,51 +143,51 @@ extension Provider: ExpressibleByArgument {
 extension HealthReport.Format: ExpressibleByArgument {}
 
 /// `token-janitor run`'s own flags; their defaults are ``JanitorOptions``' and their ranges ``JanitorSetting``'s.
-public struct JanitorRunOptions: ParsableArguments {
+package struct JanitorRunOptions: ParsableArguments {
     private static let defaults = JanitorOptions(now: 0)
 
-    @Flag(help: "Print what would change, with counts; change nothing.") public var dryRun = false
+    @Flag(help: "Print what would change, with counts; change nothing.") package var dryRun = false
     @Option(parsing: .unconditional, help: "Deactivate devices not seen for this many days (reason stale).")
-    public var staleDays = defaults.staleDays
+    package var staleDays = defaults.staleDays
     @Flag(
         help:
             "Ask FCM (validate_only, with the Delivery options' FCM settings) whether long-unseen FCM tokens are still registered; deactivate those that are not."
     )
-    public var probe = false
+    package var probe = false
     @Option(parsing: .unconditional, help: "Probe FCM devices not seen for this many days.")
-    public var probeAfterDays = defaults.probeAfterDays
+    package var probeAfterDays = defaults.probeAfterDays
     @Option(parsing: .unconditional, help: "At most this many probes per run.")
-    public var probeMax = defaults.probeMax
+    package var probeMax = defaults.probeMax
     @Option(parsing: .unconditional, help: "At most this many probes per second.")
-    public var probeRate = defaults.probeRate
+    package var probeRate = defaults.probeRate
     @Option(parsing: .unconditional, help: "Delete delivery records older than this many days.")
-    public var deliveryRetentionDays = defaults.deliveryRetentionDays
+    package var deliveryRetentionDays = defaults.deliveryRetentionDays
     @Option(
         parsing: .unconditional,
         help: "Delete notification log rows older than this many days whose period has ended (≥ 35).")
-    public var logRetentionDays = defaults.logRetentionDays
+    package var logRetentionDays = defaults.logRetentionDays
     @Option(
         parsing: .unconditional,
         help: "Delete run records (job_runs) older than this many days, except each job's last run.")
-    public var runRetentionDays = defaults.runRetentionDays
+    package var runRetentionDays = defaults.runRetentionDays
     @Flag(
         help:
             "Apply retention row by row only: never drop a whole history partition (PostgreSQL; e.g. while an archive job still reads it)."
     )
-    public var keepPartitions = false
+    package var keepPartitions = false
     @Flag(help: "Also delete device rows inactive for --purge-after-days (off by default: they are history).")
-    public var purge = false
+    package var purge = false
     @Option(parsing: .unconditional, help: "Days a device must have been inactive before --purge deletes it.")
-    public var purgeAfterDays = defaults.purgeAfterDays
+    package var purgeAfterDays = defaults.purgeAfterDays
     @Option(parsing: .unconditional, help: "Rows per batch; each batch is one short transaction.")
-    public var batchSize = defaults.batchSize
+    package var batchSize = defaults.batchSize
     @Option(name: .setting(.shard), help: .setting(.shard))
-    public var shard: String?
+    package var shard: String?
 
-    public init() {}
+    package init() {}
 
     /// The settings by ``JanitorSetting`` key, checked and applied by JobKit for flags and scheduled events alike.
-    public var settings: [String: JanitorSetting.Value] {
+    package var settings: [String: JanitorSetting.Value] {
         [
             "dry_run": .flag(dryRun), "stale_days": .number(staleDays), "probe": .flag(probe),
             "probe_after_days": .number(probeAfterDays), "probe_max": .number(probeMax),
@@ -198,7 +198,7 @@ public struct JanitorRunOptions: ParsableArguments {
         ]
     }
 
-    public func validate() throws {
+    package func validate() throws {
         var options = JanitorOptions(now: 0)
         do {
             try JanitorSetting.apply(settings, to: &options, name: \.flag)

@@ -6,11 +6,11 @@ import Logging
 /// Runs a job as an AWS Lambda custom runtime (`provided.al2023`, the executable as `bootstrap`) when
 /// `AWS_LAMBDA_RUNTIME_API` is set: the handler is built once at init — settings from the environment,
 /// the store opened, key files read — and then serves every invocation of the execution environment.
-public enum LambdaAdapter {
-    public static let runtimeAPIVariable = "AWS_LAMBDA_RUNTIME_API"
+package enum LambdaAdapter {
+    package static let runtimeAPIVariable = "AWS_LAMBDA_RUNTIME_API"
 
     /// The Runtime API's `host:port`, when running inside Lambda.
-    public static var runtimeAPI: String? {
+    package static var runtimeAPI: String? {
         ProcessInfo.processInfo.environment[runtimeAPIVariable].flatMap { $0.isEmpty ? nil : $0 }
     }
 
@@ -18,7 +18,7 @@ public enum LambdaAdapter {
     /// fetches the `PUSH_*_SECRET`s, ``LambdaSecrets``), opens the store and builds the handler through
     /// ``JobService``, as a Swift backend would. A failure to initialise is
     /// posted to `…/runtime/init/error` and ends the process with the error's sysexits code.
-    public static func serve<Handler: ServedJob>(_: Handler.Type) async -> Never where Handler.Event: LambdaEvent {
+    package static func serve<Handler: ServedJob>(_: Handler.Type) async -> Never where Handler.Event: LambdaEvent {
         let job = Handler.jobName
         let environment = ProcessInfo.processInfo.environment
         do throws(JobError) {
@@ -41,7 +41,8 @@ public enum LambdaAdapter {
             logger = try CommonOptions.environmentOnly.makeLogger(job, config)
             // PUSH_*_SECRET: passwords and keys fetched from Secrets Manager or Parameter Store into /tmp files.
             let resolved = try await LambdaSecrets.resolve(environment)
-            service = try await JobService<Handler>.open(stores: JobStores(), environment: resolved, logger: logger)
+            service = try await JobService<Handler>.open(
+                stores: .sqliteOrPostgres, environment: resolved, logger: logger)
         } catch {
             try? await client.failInitialization(LambdaErrorReport(error))
             fail(job, error)

@@ -9,19 +9,19 @@ import JobKit
 
 extension NameSpecification {
     /// The long name of setting `key` (``ConfigKey/flag``).
-    public static func setting(_ key: ConfigKey) -> NameSpecification {
+    package static func setting(_ key: ConfigKey) -> NameSpecification {
         [.customLong(String(key.flag.dropFirst(2)))]
     }
 }
 
 extension ArgumentHelp {
     /// The help of setting `key`: ``ConfigKey/help`` and the environment variable that also sets it.
-    public static func setting(_ key: ConfigKey) -> ArgumentHelp {
+    package static func setting(_ key: ConfigKey) -> ArgumentHelp {
         ArgumentHelp(ConfigKey.optionHelp(key), valueName: key.valueName)
     }
 }
 
 extension ConfigKey {
     /// The abstract of this setting's option in every command's help.
-    public static func optionHelp(_ key: ConfigKey) -> String { "\(key.help) Env \(key.rawValue)." }
+    package static func optionHelp(_ key: ConfigKey) -> String { "\(key.help) Env \(key.rawValue)." }
 }

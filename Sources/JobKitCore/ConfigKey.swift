@@ -4,7 +4,7 @@
 ///
 /// Foundation-free, so that the `content-limit-hook` front and the full hook share one list of what
 /// exists and of what the hook reads when no warning fires (``hookQuietPath``).
-public enum ConfigKey: String, CaseIterable, Sendable {
+package enum ConfigKey: String, CaseIterable, Sendable {
     case databaseURL = "PUSH_DATABASE_URL"
     case databasePasswordFile = "PUSH_DATABASE_PASSWORD_FILE"
     case earlyMinutes = "PUSH_EARLY_MINUTES"
@@ -40,7 +40,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     /// (`PUSH_APNS_KEY_ID` is `--apns-key-id`); `PUSH_DATABASE_URL` alone is `--database`, as it names a path too.
     /// The command-line tools declare their options from this and ``help`` (module JobCLI), and a test checks every
     /// command's flags against it.
-    public var flag: String {
+    package var flag: String {
         if self == .databaseURL { return "--database" }
         var name = ""
         for scalar in rawValue.unicodeScalars.dropFirst("PUSH_".count) {
@@ -50,7 +50,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
     }
 
     /// What a value of this setting is, for the options' help (`--apns-key-file <path>`).
-    public var valueName: String {
+    package var valueName: String {
         switch self {
         case .databaseURL: "path|url"
         case .databasePasswordFile, .copyCatalog, .outbox, .metricsFile, .apnsKeyFile, .fcmServiceAccountFile, .caFile:
@@ -69,7 +69,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
         }
     }
 
-    public var help: String {
+    package var help: String {
         switch self {
         case .databaseURL:
             "SQLite file path (or sqlite:///absolute/path), or a postgres:// URL (sslmode, password_file, max_connections). Required."
@@ -119,7 +119,7 @@ public enum ConfigKey: String, CaseIterable, Sendable {
 
 extension ConfigKey {
     /// What the content-limit hook does with a setting when a write fires no warning (the quiet path).
-    public enum QuietPathUse: Sendable, Hashable {
+    package enum QuietPathUse: Sendable, Hashable {
         /// Read and checked by both hook binaries with the shared code (the database location, the log level).
         case shared
         /// Not read at all: only a warning that is sent needs it (providers, the outbox, the catalog), or the
@@ -131,7 +131,7 @@ extension ConfigKey {
 
     /// How the hook's quiet path uses this setting. The full hook must not read an ``QuietPathUse/unread``
     /// setting before it knows a warning fires: the differential test of the two binaries checks it.
-    public var hookQuietPath: QuietPathUse {
+    package var hookQuietPath: QuietPathUse {
         switch self {
         case .databaseURL, .logLevel, .logFormat: .shared
         case .databasePasswordFile: .fullHookOnly
@@ -147,28 +147,28 @@ extension ConfigKey {
 }
 
 /// The log formats every job accepts.
-public enum LogFormatName {
-    public static let all = ["text", "json"]
+package enum LogFormatName {
+    package static let all = ["text", "json"]
 
-    public static func parse(_ text: String) -> String? {
+    package static func parse(_ text: String) -> String? {
         let lower = text.lowercased()
         return all.contains(lower) ? lower : nil
     }
 }
 
 /// The log levels every job accepts (swift-log's, in order), case-insensitive.
-public enum LogLevelName {
-    public static let all = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+package enum LogLevelName {
+    package static let all = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 
     /// The level named by `text` (any case), or nil.
-    public static func parse(_ text: String) -> String? {
+    package static func parse(_ text: String) -> String? {
         let lower = text.lowercased()
         return all.contains(lower) ? lower : nil
     }
 }
 
 /// The syntax of a database location, shared by JobKit (`DatabaseLocation`) and the hook front.
-public enum DatabaseLocationSyntax: Sendable, Hashable {
+package enum DatabaseLocationSyntax: Sendable, Hashable {
     case sqlite(path: String)
     case postgres(url: String)
     /// Not a location; the reason, to follow the setting's name.
@@ -176,7 +176,7 @@ public enum DatabaseLocationSyntax: Sendable, Hashable {
 
     /// Accepts a file path, `sqlite:///absolute/path`, `sqlite://relative/path`, `file:path`, or a
     /// `postgres://`/`postgresql://` URL; spaces and tabs around it are ignored.
-    public static func parse(_ text: String) -> DatabaseLocationSyntax {
+    package static func parse(_ text: String) -> DatabaseLocationSyntax {
         let trimmed = trimmingSpaces(text)
         guard !trimmed.isEmpty else { return .invalid("empty database location") }
         let lower = trimmed.lowercased()

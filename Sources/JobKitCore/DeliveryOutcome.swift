@@ -35,7 +35,7 @@ public enum DeliveryChannel: String, Sendable, Hashable, Codable, CodingKeyRepre
 
 extension Dictionary where Value == Int, Key: RawRepresentable, Key.RawValue == String {
     /// `key=count` pairs in the order of the keys' raw values, space-separated: the text form of a count table.
-    package var countsText: String {
+    public var countsText: String {
         sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value)" }.joined(separator: " ")
     }
 }

@@ -3,11 +3,11 @@
 /// id with a line break would end a record early and start a forged one (in the hook's summary, a dry-run line,
 /// an error, a log line). These helpers write such a value so that it stays inside its line. JSON output needs
 /// none of this: its strings are escaped as JSON.
-public enum LineText {
+package enum LineText {
     /// `value` as a `key=value` field: as it is when it is a plain word (no space, quote, backslash, `=` or
     /// control character, and not empty), else in double quotes with `"`, `\` and control characters escaped as
     /// JSON escapes them (`"a b"`, `"a\nb"`, `""`).
-    public static func field(_ value: String) -> String {
+    package static func field(_ value: String) -> String {
         let plain =
             !value.isEmpty
             && value.unicodeScalars.allSatisfy { scalar in
@@ -17,7 +17,7 @@ public enum LineText {
     }
 
     /// `value` in double quotes, with `"`, `\` and control characters escaped as JSON escapes them.
-    public static func quoted(_ value: String) -> String {
+    package static func quoted(_ value: String) -> String {
         var out = "\""
         for scalar in value.unicodeScalars {
             switch scalar {
@@ -31,7 +31,7 @@ public enum LineText {
 
     /// `text` with each control character escaped (`\n`, `\r`, `\t`, `\u0000` …) and everything else as it
     /// is: for a line that is read by people, such as a log message or an error, so that it stays one line.
-    public static func escapingControls(_ text: String) -> String {
+    package static func escapingControls(_ text: String) -> String {
         guard text.unicodeScalars.contains(where: breaksLine) else { return text }
         var out = ""
         for scalar in text.unicodeScalars { append(scalar, to: &out) }

@@ -2,12 +2,12 @@
 ///
 /// Arithmetic is done on days since 1970-01-01 with Howard Hinnant's civil-date algorithms, so it is
 /// exact, allocation-free and independent of `Calendar`.
-public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public let year: Int
-    public let month: Int
-    public let day: Int
+package struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible {
+    package let year: Int
+    package let month: Int
+    package let day: Int
 
-    public init?(year: Int, month: Int, day: Int) {
+    package init?(year: Int, month: Int, day: Int) {
         guard (1...12).contains(month), day >= 1, day <= LocalDate.daysIn(month: month, year: year) else {
             return nil
         }
@@ -17,7 +17,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     /// The date `days` days after 1970-01-01.
-    public init(daysSinceEpoch days: Int) {
+    package init(daysSinceEpoch days: Int) {
         let z = days + 719_468
         let era = (z >= 0 ? z : z - 146_096) / 146_097
         let doe = z - era * 146_097
@@ -32,7 +32,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
     }
 
     /// Parses `YYYY-MM-DD`.
-    public init?(_ text: some StringProtocol) {
+    package init?(_ text: some StringProtocol) {
         let parts = text.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
             let y = Int(parts[0]), let m = Int(parts[1]), let d = Int(parts[2])
@@ -40,7 +40,7 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         self.init(year: y, month: m, day: d)
     }
 
-    public var daysSinceEpoch: Int {
+    package var daysSinceEpoch: Int {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400
@@ -50,19 +50,19 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
         return era * 146_097 + doe - 719_468
     }
 
-    public func adding(days: Int) -> LocalDate {
+    package func adding(days: Int) -> LocalDate {
         LocalDate(daysSinceEpoch: daysSinceEpoch + days)
     }
 
     /// `YYYY-MM-DD`, the period key of daily notifications.
-    public var description: String {
+    package var description: String {
         "\(Self.pad(year, 4))-\(Self.pad(month, 2))-\(Self.pad(day, 2))"
     }
 
     /// `YYYY-MM`, the period key of monthly notifications.
-    public var monthKey: String { "\(Self.pad(year, 4))-\(Self.pad(month, 2))" }
+    package var monthKey: String { "\(Self.pad(year, 4))-\(Self.pad(month, 2))" }
 
-    public static func < (lhs: LocalDate, rhs: LocalDate) -> Bool {
+    package static func < (lhs: LocalDate, rhs: LocalDate) -> Bool {
         (lhs.year, lhs.month, lhs.day) < (rhs.year, rhs.month, rhs.day)
     }
 
@@ -87,21 +87,21 @@ public struct LocalDate: Hashable, Comparable, Sendable, CustomStringConvertible
 }
 
 /// A wall-clock time of day with minute precision (`HH:MM`, 00:00–23:59).
-public struct LocalTime: Hashable, Comparable, Sendable, CustomStringConvertible {
-    public let minuteOfDay: Int
+package struct LocalTime: Hashable, Comparable, Sendable, CustomStringConvertible {
+    package let minuteOfDay: Int
 
-    public init?(minuteOfDay: Int) {
+    package init?(minuteOfDay: Int) {
         guard (0..<1440).contains(minuteOfDay) else { return nil }
         self.minuteOfDay = minuteOfDay
     }
 
-    public init?(hour: Int, minute: Int) {
+    package init?(hour: Int, minute: Int) {
         guard (0..<24).contains(hour), (0..<60).contains(minute) else { return nil }
         self.minuteOfDay = hour * 60 + minute
     }
 
     /// Parses exactly `HH:MM` (two digits each, 00:00 to 23:59). Anything else is malformed.
-    public init?(_ text: some StringProtocol) {
+    package init?(_ text: some StringProtocol) {
         let utf8 = Array(text.utf8)
         guard utf8.count == 5, utf8[2] == UInt8(ascii: ":") else { return nil }
         func digit(_ i: Int) -> Int? {
@@ -112,10 +112,10 @@ public struct LocalTime: Hashable, Comparable, Sendable, CustomStringConvertible
         self.init(hour: h1 * 10 + h2, minute: m1 * 10 + m2)
     }
 
-    public var hour: Int { minuteOfDay / 60 }
-    public var minute: Int { minuteOfDay % 60 }
+    package var hour: Int { minuteOfDay / 60 }
+    package var minute: Int { minuteOfDay % 60 }
 
-    public var description: String { "\(LocalDate.pad(hour, 2)):\(LocalDate.pad(minute, 2))" }
+    package var description: String { "\(LocalDate.pad(hour, 2)):\(LocalDate.pad(minute, 2))" }
 
-    public static func < (lhs: LocalTime, rhs: LocalTime) -> Bool { lhs.minuteOfDay < rhs.minuteOfDay }
+    package static func < (lhs: LocalTime, rhs: LocalTime) -> Bool { lhs.minuteOfDay < rhs.minuteOfDay }
 }

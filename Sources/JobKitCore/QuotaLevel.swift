@@ -2,7 +2,7 @@
 ///
 /// It lives here, free of Foundation and I/O, because two binaries apply it: JobKit's ``ContentLimitRule``
 /// and the `content-limit-hook` quiet path, which must start faster than Foundation loads.
-public enum QuotaLevel: Sendable, Hashable {
+package enum QuotaLevel: Sendable, Hashable {
     /// Below 90 %, or an unlimited plan: nothing to warn about.
     case below
     /// From 90 % (integer arithmetic, no rounding) up to the limit.
@@ -10,7 +10,7 @@ public enum QuotaLevel: Sendable, Hashable {
     /// At or past the limit.
     case full
 
-    public init(used: Int, limit: Int?) {
+    package init(used: Int, limit: Int?) {
         guard let limit, limit > 0 else {
             self = .below
             return
@@ -26,7 +26,7 @@ public enum QuotaLevel: Sendable, Hashable {
 
     /// `used` as a whole percentage of `limit`, rounded down and capped at 100; exact for every `Int` (a
     /// backend may send `Int.max` for "unlimited"). 0 for a limit that is not positive or a negative usage.
-    public static func percent(used: Int, limit: Int) -> Int {
+    package static func percent(used: Int, limit: Int) -> Int {
         guard limit > 0, used > 0 else { return 0 }
         guard used < limit else { return 100 }
         // used < limit, so used × 100 / limit < 100: the quotient fits, the product may not.
@@ -41,8 +41,8 @@ public enum QuotaLevel: Sendable, Hashable {
 }
 
 /// The SQLite schema this version reads and writes, as far as a reader without GRDB needs to know it.
-public enum SQLiteSchemaVersion {
+package enum SQLiteSchemaVersion {
     /// The identifier of the newest migration (GRDB's `grdb_migrations` table). Migrations apply in order,
     /// so a database that has it has them all. A test keeps it equal to the migrator's last one.
-    public static let latestMigration = "014_contract_guards"
+    package static let latestMigration = "014_contract_guards"
 }

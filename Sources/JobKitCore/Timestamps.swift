@@ -1,8 +1,8 @@
 /// ISO 8601 in and out, for `--now` and for what the jobs print.
-public enum Timestamps {
+package enum Timestamps {
     /// Parses an RFC 3339 instant: `2026-11-21T20:00:00Z`, `2026-11-21T21:00:00+01:00`, with or without
     /// fractional seconds (truncated: the rules work in whole seconds). Plain arithmetic, no ICU.
-    public static func parse(_ text: String) -> Int64? {
+    package static func parse(_ text: String) -> Int64? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 20 else { return nil }
         func number(_ range: Range<Int>) -> Int? {
@@ -46,11 +46,11 @@ public enum Timestamps {
 
     /// The instants the jobs evaluate: 2000-01-01T00:00:00Z up to (not including) 2200-01-01T00:00:00Z. Every
     /// zone's local date is then a four-digit year (the period keys' shape), and the zone rules are known.
-    public static let supportedRange: Range<Int64> = 946_684_800..<7_258_118_400
-    public static let supportedRangeText = "2000-01-01T00:00:00Z to 2199-12-31T23:59:59Z"
+    package static let supportedRange: Range<Int64> = 946_684_800..<7_258_118_400
+    package static let supportedRangeText = "2000-01-01T00:00:00Z to 2199-12-31T23:59:59Z"
 
     /// `2026-11-21T20:00:00Z`.
-    public static func format(_ instant: Int64) -> String {
+    package static func format(_ instant: Int64) -> String {
         let wall = LocalDate.split(wallSeconds: instant)
         return "\(wall.date)T\(clock(wall.secondOfDay))Z"
     }

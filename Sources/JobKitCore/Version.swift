@@ -1,5 +1,5 @@
 /// The release of diary-push (every executable's `--version`, the Debian package, the changelog). A test checks
 /// it against the newest entry of CHANGELOG.md.
-public enum JobKitVersion {
-    public static let current = "0.9.0"
+package enum JobKitVersion {
+    package static let current = "0.9.0"
 }

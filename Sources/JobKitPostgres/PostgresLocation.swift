@@ -33,8 +33,8 @@ import PostgresNIO
 ///   prepared statements, parsed and planned once per connection; `off` sends every statement unnamed, for a
 ///   pooler in transaction mode that cannot carry named ones (PgBouncer before 1.21, or with
 ///   `max_prepared_statements = 0`).
-public struct PostgresLocation: Sendable {
-    public enum TLSMode: String, Sendable, CaseIterable {
+package struct PostgresLocation: Sendable {
+    package enum TLSMode: String, Sendable, CaseIterable {
         case disable, prefer, require
         case verifyCA = "verify-ca"
         case verifyFull = "verify-full"
@@ -42,29 +42,29 @@ public struct PostgresLocation: Sendable {
 
     /// One server a location names: a TCP host and port, or (a host that is an absolute path, as libpq has it)
     /// the directory of the server's Unix-domain socket.
-    public struct Server: Sendable, Hashable {
-        public var host: String
-        public var port: Int
+    package struct Server: Sendable, Hashable {
+        package var host: String
+        package var port: Int
 
-        public init(host: String, port: Int = 5432) {
+        package init(host: String, port: Int = 5432) {
             self.host = host
             self.port = port
         }
 
         /// The Unix-domain socket to connect to, when ``host`` is a directory.
-        public var unixSocketPath: String? {
+        package var unixSocketPath: String? {
             host.hasPrefix("/") ? "\(host)/.s.PGSQL.\(port)" : nil
         }
 
         /// `db.example:5432`, `[::1]:5432`, or the socket's path: the server in a message.
-        public var display: String {
+        package var display: String {
             unixSocketPath ?? "\(host.contains(":") ? "[\(host)]" : host):\(port)"
         }
     }
 
     /// What a server must be for a job to use it: libpq's `target_session_attrs`, of the values that suit a job
     /// that writes.
-    public enum SessionTarget: String, Sendable, CaseIterable {
+    package enum SessionTarget: String, Sendable, CaseIterable {
         /// The first server that answers.
         case any
         /// A server whose sessions take writes (`SHOW transaction_read_only` is `off`).
@@ -74,39 +74,39 @@ public struct PostgresLocation: Sendable {
     }
 
     /// The servers to try, in order (at least one).
-    public var servers: [Server]
-    public var targetSessionAttributes = SessionTarget.any
-    public var user: String
-    public var database: String
-    public var tlsMode: TLSMode = .prefer
-    public var rootCertificateFile: String?
+    package var servers: [Server]
+    package var targetSessionAttributes = SessionTarget.any
+    package var user: String
+    package var database: String
+    package var tlsMode: TLSMode = .prefer
+    package var rootCertificateFile: String?
     /// A client certificate (PEM) and its key, for a server that asks for one (`cert` in `pg_hba.conf`).
-    public var clientCertificateFile: String?
-    public var clientKeyFile: String?
-    public var maxConnections = 4
-    public var connectTimeoutSeconds = 10
-    public var applicationName: String?
-    public var preparedStatements = true
+    package var clientCertificateFile: String?
+    package var clientKeyFile: String?
+    package var maxConnections = 4
+    package var connectTimeoutSeconds = 10
+    package var applicationName: String?
+    package var preparedStatements = true
     /// Never printed: ``display`` leaves it out.
     var password: String?
 
     /// The first server's host (the only one's, in a URL that names one).
-    public var host: String {
+    package var host: String {
         get { servers[0].host }
         set { servers[0].host = newValue }
     }
 
     /// The first server's port.
-    public var port: Int {
+    package var port: Int {
         get { servers[0].port }
         set { servers[0].port = newValue }
     }
 
     /// The first server's Unix-domain socket, when its host is a directory.
-    public var unixSocketPath: String? { servers[0].unixSocketPath }
+    package var unixSocketPath: String? { servers[0].unixSocketPath }
 
     /// The location for messages and logs: no password. A URL that names the same servers.
-    public var display: String {
+    package var display: String {
         guard servers.contains(where: { $0.unixSocketPath != nil }) else {
             return "postgres://\(user)@\(servers.map(\.display).joined(separator: ","))/\(database)"
         }
@@ -123,7 +123,7 @@ public struct PostgresLocation: Sendable {
         CharacterSet(charactersIn: "&+=#"))
 
     /// Parses `url`; `passwordFile` (from `PUSH_DATABASE_PASSWORD_FILE`) supplies the password when the URL has none.
-    public static func parse(_ url: String, passwordFile: String? = nil, source: String = "PUSH_DATABASE_URL")
+    package static func parse(_ url: String, passwordFile: String? = nil, source: String = "PUSH_DATABASE_URL")
         throws(JobError) -> PostgresLocation
     {
         // Never echo the URL itself: it may hold a password.

@@ -26,7 +26,7 @@ extension PostgresStore {
 
     static let logFillFactor = 50
 
-    public func prepareHistory(now: Int64) async throws(JobError) {
+    package func prepareHistory(now: Int64) async throws(JobError) {
         let (existing, inDefault) = try await historyCatalog()
         var wanted = HistoryPartition.needed(now: now)
         for partition in inDefault where !wanted.contains(partition) { wanted.append(partition) }
@@ -35,7 +35,7 @@ extension PostgresStore {
         }
     }
 
-    public func orphanedRows(userID: String?) async throws(JobError) -> OrphanedRows {
+    package func orphanedRows(userID: String?) async throws(JobError) -> OrphanedRows {
         guard
             let row = try await rows(
                 "counting rows whose user does not exist",
@@ -53,7 +53,7 @@ extension PostgresStore {
         return OrphanedRows(settings: settings, activeDevices: devices)
     }
 
-    public func closeUnfinishedReminders(
+    package func closeUnfinishedReminders(
         claimedIn: Range<Int64>, staleBefore: Int64, limit: Int, runID: String, now: Int64,
         _ decide: @escaping @Sendable ([UnfinishedClaim]) -> [ClaimResolution]
     ) async throws(JobError) -> [UnfinishedClaim] {
@@ -181,7 +181,7 @@ extension PostgresStore {
         }
     }
 
-    public func dropExpiredHistoryPartitions(
+    package func dropExpiredHistoryPartitions(
         deliveriesBefore: Int64, logsBefore: Int64, guards: PeriodGuards, dryRun: Bool
     ) async throws(JobError) -> [HistoryPartitionDrop] {
         let (existing, _) = try await historyCatalog()

@@ -2,7 +2,7 @@ import JobKit
 import PostgresNIO
 
 extension PostgresStore: DueSetLeases {
-    public func openLeases(runKey: String, buckets: Int, now: Int64) async throws(JobError) {
+    package func openLeases(runKey: String, buckets: Int, now: Int64) async throws(JobError) {
         _ = try await write(
             "opening the run's due-set leases",
             """
@@ -16,7 +16,7 @@ extension PostgresStore: DueSetLeases {
     /// `SKIP LOCKED`: runners asking at once get different buckets, without waiting for each other. The free
     /// bucket is a scalar subquery (evaluated once): written as a join to a `LIMIT 1` subquery, the planner
     /// could run that subquery once per row and lease every bucket at once.
-    public func leaseBucket(runKey: String, holder: String, now: Int64, until: Int64) async throws(JobError) -> Int? {
+    package func leaseBucket(runKey: String, holder: String, now: Int64, until: Int64) async throws(JobError) -> Int? {
         let rows = try await write(
             "leasing a bucket of the due set",
             """
@@ -32,7 +32,7 @@ extension PostgresStore: DueSetLeases {
         return Int(bucket)
     }
 
-    public func finishBucket(runKey: String, bucket: Int, holder: String, now: Int64) async throws(JobError) {
+    package func finishBucket(runKey: String, bucket: Int, holder: String, now: Int64) async throws(JobError) {
         _ = try await write(
             "finishing a bucket of the due set",
             """
@@ -41,7 +41,7 @@ extension PostgresStore: DueSetLeases {
             """)
     }
 
-    public func releaseBucket(runKey: String, bucket: Int, holder: String, freeFrom: Int64) async throws(JobError) {
+    package func releaseBucket(runKey: String, bucket: Int, holder: String, freeFrom: Int64) async throws(JobError) {
         _ = try await write(
             "giving back a bucket of the due set",
             """

@@ -3,7 +3,7 @@ import JobKit
 import PostgresNIO
 
 extension PostgresStore: ContentLimitStore {
-    public func limitSnapshots(userIDs: [String], periodsFrom: String) async throws(JobError)
+    package func limitSnapshots(userIDs: [String], periodsFrom: String) async throws(JobError)
         -> [String: LimitSnapshot]
     {
         let ids = Array(Set(userIDs))
@@ -37,7 +37,7 @@ extension PostgresStore: ContentLimitStore {
     }
 
     /// ``WarningClaim``'s steps, each as one statement, in one transaction.
-    public func claimLimitWarning(
+    package func claimLimitWarning(
         _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
     )
         async throws(JobError) -> LimitClaim?
@@ -110,7 +110,7 @@ extension PostgresStore: ContentLimitStore {
         }
     }
 
-    public func pendingWarnings(now: Int64, staleBefore: Int64, afterID: Int64, limit: Int) async throws(JobError)
+    package func pendingWarnings(now: Int64, staleBefore: Int64, afterID: Int64, limit: Int) async throws(JobError)
         -> [PendingWarning]
     {
         // The join leaves out a user being deleted: the history has no foreign key here (migration 008).
@@ -136,7 +136,7 @@ extension PostgresStore: ContentLimitStore {
         }
     }
 
-    public func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64)
+    package func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64)
         async throws(JobError) -> Set<Int64>
     {
         guard !ids.isEmpty else { return [] }
@@ -155,7 +155,7 @@ extension PostgresStore: ContentLimitStore {
         return won
     }
 
-    public func holdPendingWarnings(_ until: [Int64: Int64], runID: String, now: Int64, staleBefore: Int64)
+    package func holdPendingWarnings(_ until: [Int64: Int64], runID: String, now: Int64, staleBefore: Int64)
         async throws(JobError) -> Set<Int64>
     {
         guard !until.isEmpty else { return [] }
@@ -176,7 +176,7 @@ extension PostgresStore: ContentLimitStore {
         return held
     }
 
-    public func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
+    package func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
         guard !logIDs.isEmpty else { return [:] }
         var result: [Int64: Set<Int64>] = [:]
         for row in try await rows(
@@ -194,7 +194,7 @@ extension PostgresStore: ContentLimitStore {
 }
 
 extension PostgresStore: JanitorStore {
-    public func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int {
+    package func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int {
         try await count(
             "counting stale devices",
             """
@@ -205,7 +205,7 @@ extension PostgresStore: JanitorStore {
     }
 
     /// Each batch skips rows another janitor holds (`SKIP LOCKED`), so two janitors never wait on each other.
-    public func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int)
+    package func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int)
         async throws(JobError) -> Int
     {
         try await changed(
@@ -223,7 +223,7 @@ extension PostgresStore: JanitorStore {
             """)
     }
 
-    public func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device] {
+    package func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device] {
         var devices: [Device] = []
         for row in try await rows(
             "selecting devices to probe",
@@ -239,7 +239,7 @@ extension PostgresStore: JanitorStore {
         return devices
     }
 
-    public func activeDeviceCounts() async throws(JobError) -> [String: Int] {
+    package func activeDeviceCounts() async throws(JobError) -> [String: Int] {
         var counts: [String: Int] = [:]
         for row in try await rows(
             "counting active devices",
@@ -251,7 +251,7 @@ extension PostgresStore: JanitorStore {
         return counts
     }
 
-    public func deactivate(deviceIDs: [Int64], reason: String, now: Int64) async throws(JobError) -> Int {
+    package func deactivate(deviceIDs: [Int64], reason: String, now: Int64) async throws(JobError) -> Int {
         guard !deviceIDs.isEmpty else { return 0 }
         return try await changed(
             "deactivating devices",
@@ -263,13 +263,13 @@ extension PostgresStore: JanitorStore {
             """)
     }
 
-    public func count(_ rule: RetentionRule) async throws(JobError) -> Int {
+    package func count(_ rule: RetentionRule) async throws(JobError) -> Int {
         try await count(
             "counting \(rule.rows)",
             "SELECT count(*) FROM \(unescaped: rule.table) WHERE \(unescaped: rule.condition(.postgres))")
     }
 
-    public func delete(_ rule: RetentionRule, limit: Int) async throws(JobError) -> Int {
+    package func delete(_ rule: RetentionRule, limit: Int) async throws(JobError) -> Int {
         try await changed(
             "deleting \(rule.rows)",
             """
@@ -283,7 +283,7 @@ extension PostgresStore: JanitorStore {
 }
 
 extension PostgresStore: ReportStore {
-    public func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
+    package func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
         let logger = self.logger
         return try await read("reading the reminders' outcomes") { connection in
             try await connection.query(
@@ -302,7 +302,7 @@ extension PostgresStore: ReportStore {
         }
     }
 
-    public func remindedLocales(from: Int64, to: Int64) async throws(JobError) -> [(locale: String, users: Int)] {
+    package func remindedLocales(from: Int64, to: Int64) async throws(JobError) -> [(locale: String, users: Int)] {
         let logger = self.logger
         return try await read("reading the reminded users' locales") { connection in
             try await connection.query(
@@ -320,7 +320,7 @@ extension PostgresStore: ReportStore {
         }
     }
 
-    public func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
+    package func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
         let logger = self.logger
         return try await read("building the report") { connection in
             func all(_ query: PostgresQuery) async throws -> [PostgresRow] {

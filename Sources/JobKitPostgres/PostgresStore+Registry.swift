@@ -16,7 +16,7 @@ extension PostgresStore {
 }
 
 extension PostgresStore: DeviceRegistry {
-    public func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
+    package func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
         let logger = self.logger
         return try await transaction("registering a device") { connection in
             try await Self.requireUser(registration.userID, on: connection, logger: logger)
@@ -67,7 +67,7 @@ extension PostgresStore: DeviceRegistry {
     }
 
     @discardableResult
-    public func unregister(token: String, userID: String?, reason: String = "logout", now: Int64)
+    package func unregister(token: String, userID: String?, reason: String = "logout", now: Int64)
         async throws(JobError) -> Bool
     {
         try await changed(
@@ -93,15 +93,15 @@ extension PostgresStore: DeviceRegistry {
 }
 
 extension PostgresStore: AppDataStore {
-    public func deleteUser(id: String) async throws(JobError) -> Bool {
+    package func deleteUser(id: String) async throws(JobError) -> Bool {
         try await changed("deleting a user", "DELETE FROM users WHERE id = \(id) RETURNING 1") > 0
     }
 
-    public func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError) {
+    package func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError) {
         try await insertProfiles([profile], now: now, context: "saving a user")
     }
 
-    public func recordEntry(userID: String, at: Int64) async throws(JobError) {
+    package func recordEntry(userID: String, at: Int64) async throws(JobError) {
         let inserted = try await write(
             "recording a diary entry",
             """
@@ -111,7 +111,7 @@ extension PostgresStore: AppDataStore {
         guard !inserted.isEmpty else { throw .unknownUser(userID) }
     }
 
-    public func editUser(
+    package func editUser(
         id: String, now: Int64, _ edit: @escaping @Sendable (StoredUser?) throws(JobError) -> StoredUser
     ) async throws(JobError) -> UserEditResult {
         let logger = self.logger
@@ -185,12 +185,12 @@ extension PostgresStore: AppDataStore {
 }
 
 extension PostgresStore: SeedSink {
-    public func hasUsers() async throws(JobError) -> Bool {
+    package func hasUsers() async throws(JobError) -> Bool {
         try await count("looking for users", "SELECT count(*) FROM (SELECT 1 FROM users LIMIT 1) AS any_user") > 0
     }
 
     /// A batch of generated users in one transaction and four statements.
-    public func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError) {
+    package func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError) {
         struct DeviceRow: Encodable {
             let user_id, token, provider, platform, token_kind: String
             let apns_environment, app_version: String?
@@ -234,7 +234,7 @@ extension PostgresStore: SeedSink {
 }
 
 extension PostgresStore: CredentialStore {
-    public func cachedCredential(key: String) async throws(JobError) -> CachedCredential? {
+    package func cachedCredential(key: String) async throws(JobError) -> CachedCredential? {
         try await rows(
             "reading a provider credential",
             """
@@ -249,7 +249,7 @@ extension PostgresStore: CredentialStore {
 
     /// The credential's row is locked (`FOR UPDATE`) while the decision is made, so of a fleet of runners
     /// exactly one takes the mint lease; the others use the fresh token or wait for it.
-    public func beginMint(
+    package func beginMint(
         key: String, holder: String, now: Int64, leaseSeconds: Int64,
         isFresh: @escaping @Sendable (CachedCredential) -> Bool
     ) async throws(JobError) -> MintDecision {
@@ -292,7 +292,7 @@ extension PostgresStore: CredentialStore {
         }
     }
 
-    public func finishMint(key: String, holder: String, credential: CachedCredential) async throws(JobError) {
+    package func finishMint(key: String, holder: String, credential: CachedCredential) async throws(JobError) {
         _ = try await write(
             "storing a provider credential",
             """
@@ -304,7 +304,7 @@ extension PostgresStore: CredentialStore {
             """)
     }
 
-    public func abandonMint(key: String, holder: String) async throws(JobError) {
+    package func abandonMint(key: String, holder: String) async throws(JobError) {
         _ = try await write(
             "releasing a provider credential lease",
             """

@@ -3,7 +3,7 @@ import JobKit
 import PostgresNIO
 
 extension PostgresStore: ReminderStore {
-    public var selectsWhileClaiming: Bool { true }
+    package var selectsWhileClaiming: Bool { true }
 
     /// The zones that have enabled users, as `zones(tz)` (plus one NULL row): a loose index scan, one index
     /// probe per zone instead of reading every user.
@@ -18,7 +18,7 @@ extension PostgresStore: ReminderStore {
 
         """
 
-    public func reminderZones() async throws(JobError) -> [String] {
+    package func reminderZones() async throws(JobError) -> [String] {
         // A loose index scan: one index probe per zone instead of reading every user.
         try await rows(
             "listing reminder zones",
@@ -29,7 +29,7 @@ extension PostgresStore: ReminderStore {
         ).map { row throws(JobError) in try decode(row, String.self) }
     }
 
-    public func enabledUserCount(zone: String) async throws(JobError) -> Int {
+    package func enabledUserCount(zone: String) async throws(JobError) -> Int {
         try await count(
             "counting users in a zone",
             """
@@ -38,7 +38,7 @@ extension PostgresStore: ReminderStore {
             """)
     }
 
-    public func malformedReminderTimeCount() async throws(JobError) -> Int {
+    package func malformedReminderTimeCount() async throws(JobError) -> Int {
         // Per zone, an index range (NULL minutes sort together); a plain count would read every enabled
         // user's index entry, a cost that grows with the user base rather than with who is due.
         try await count(
@@ -63,7 +63,7 @@ extension PostgresStore: ReminderStore {
         """
     }
 
-    public func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] {
+    package func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] {
         guard !queries.isEmpty else { return [] }
         var keys = try await rows("selecting due users", Self.dueKeysQuery(queries)).map { row throws(JobError) in
             var columns = Columns(row)
@@ -155,7 +155,7 @@ extension PostgresStore: ReminderStore {
             """
     }
 
-    public func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
+    package func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
         guard !keys.isEmpty else { return [] }
         var candidates: [ReminderCandidate] = []
         var current: (k: Int64, candidate: ReminderCandidate, devices: [Device], hasDevice: Bool)?
@@ -218,7 +218,7 @@ extension PostgresStore: ReminderStore {
     /// RETURNING` for all of it (in key order, so concurrent runners lock rows in the same order and cannot
     /// deadlock), then one conditional `UPDATE` taking over `retry` rows and stale claims: only one runner's
     /// update matches.
-    public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
+    package func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
         -> [Claim]
     {
         guard !requests.isEmpty else { return [] }
@@ -277,7 +277,7 @@ extension PostgresStore: ReminderStore {
         return ReminderClaim.claims(requests, inserted: inserted, takenOver: takenOver)
     }
 
-    public func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
+    package func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
         guard !userIDs.isEmpty else { return [:] }
         var result: [String: [Device]] = [:]
         for row in try await rows(
@@ -397,7 +397,7 @@ extension PostgresStore: ReminderStore {
     /// Device attempts, dead-token deactivations and the claims' final states, in one transaction: one statement
     /// for the attempts (rows travel as one array parameter per column), one for the dead tokens, and one per
     /// resolution value, whatever the page size.
-    public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
+    package func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
         async throws(JobError)
     {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
@@ -435,7 +435,7 @@ extension PostgresStore: ReminderStore {
         }
     }
 
-    public func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
+    package func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
         let logger = self.logger
         return try await read("reading a user") { connection -> UserSnapshot? in
             guard
@@ -467,7 +467,7 @@ extension PostgresStore: ReminderStore {
         }
     }
 
-    public func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
+    package func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
         try await count(
             "counting diary entries",
             """
@@ -476,7 +476,7 @@ extension PostgresStore: ReminderStore {
             """)
     }
 
-    public func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
+    package func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
         try await rows(
             "reading the notification log",
             """
@@ -492,7 +492,7 @@ extension PostgresStore: ReminderStore {
         }
     }
 
-    public func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
+    package func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
         try await rows(
             "reading the deliveries of a claim",
             """
@@ -507,7 +507,7 @@ extension PostgresStore: ReminderStore {
         }.compactMap { $0 }
     }
 
-    public func previousMessageIndex(userID: String, type: NotificationType, in periods: Range<String>)
+    package func previousMessageIndex(userID: String, type: NotificationType, in periods: Range<String>)
         async throws(JobError) -> Int?
     {
         try await rows(
@@ -521,7 +521,7 @@ extension PostgresStore: ReminderStore {
         ).first.map { row throws(JobError) in try decode(row, Int.self) }
     }
 
-    public func recordRun(
+    package func recordRun(
         id: String, job: String, runAt: Int64, durationMs: Int?, outcome: RunOutcome, summaryJSON: String
     ) async throws(JobError) {
         _ = try await write(
@@ -534,7 +534,7 @@ extension PostgresStore: ReminderStore {
             """)
     }
 
-    public func failRunsWithoutEnd(job: String, before: Int64, error: String) async throws(JobError)
+    package func failRunsWithoutEnd(job: String, before: Int64, error: String) async throws(JobError)
         -> [(id: String, runAt: Int64)]
     {
         try await write(

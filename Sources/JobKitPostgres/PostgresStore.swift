@@ -12,8 +12,8 @@ import PostgresNIO
 /// transaction mode works. The statements every page repeats are named prepared statements (``PreparedQuery``),
 /// which PgBouncer carries from 1.21 on (`prepared_statements=off` for older poolers). Claims rely on the
 /// unique key (`INSERT … ON CONFLICT DO NOTHING RETURNING`); credential minting on a row lock.
-public final class PostgresStore: Sendable {
-    public let location: PostgresLocation
+package final class PostgresStore: Sendable {
+    package let location: PostgresLocation
     let pool: PostgresConnectionPool
     let readOnly: Bool
     let logger: Logger
@@ -28,7 +28,7 @@ public final class PostgresStore: Sendable {
     /// Connects (failing at once with a clear error when the server, the database or the credentials are
     /// wrong) and prepares the schema: `.create` and `.readWrite` apply pending migrations, `.readOnly`
     /// requires them applied. PostgreSQL databases are never created here (`createdb` does that).
-    public static func open(
+    package static func open(
         _ location: PostgresLocation, mode: StoreOpenMode, applicationName: String = "diary-push",
         logger: Logger = Logger(label: "postgres")
     ) async throws(JobError) -> PostgresStore {
@@ -319,14 +319,14 @@ public final class PostgresStore: Sendable {
 }
 
 extension PostgresStore: JobStore {
-    public var backend: String { "postgres" }
-    public var displayLocation: String { location.display }
+    package var backend: String { "postgres" }
+    package var displayLocation: String { location.display }
 
-    public func appliedMigrations() async throws(JobError) -> [String] {
+    package func appliedMigrations() async throws(JobError) -> [String] {
         try await readMigrations()
     }
 
-    public func close() async {
+    package func close() async {
         await pool.close()
     }
 }

@@ -9,12 +9,12 @@ import JobKit
 #endif
 
 /// A copy of a SQLite database that ``SQLiteStore/backup(_:to:)`` wrote.
-public struct SQLiteBackup: Sendable, Hashable {
-    public let path: String
-    public let bytes: Int64
-    public let users: Int
+package struct SQLiteBackup: Sendable, Hashable {
+    package let path: String
+    package let bytes: Int64
+    package let users: Int
     /// The migrations the copy has, oldest first.
-    public let migrations: [String]
+    package let migrations: [String]
 }
 
 extension SQLiteStore {
@@ -26,7 +26,7 @@ extension SQLiteStore {
     /// (written beside it, then renamed), mode 0600 (it holds the cached provider credentials), as one file in
     /// rollback-journal mode: no `-wal` file belongs with it. The source is neither migrated nor required to be
     /// (a copy before an upgrade is the point), and nothing is written to it.
-    public static func backup(_ source: String, to path: String) throws(JobError) -> SQLiteBackup {
+    package static func backup(_ source: String, to path: String) throws(JobError) -> SQLiteBackup {
         guard !path.isEmpty else { throw .usage("no path to write the copy to") }
         try checkFile(source, mode: .readOnly)
         let target = URL(fileURLWithPath: path)

@@ -20,7 +20,7 @@ extension SQLiteStore: ContentLimitStore {
         """
     }
 
-    public func limitSnapshots(userIDs: [String], periodsFrom: String) async throws(JobError)
+    package func limitSnapshots(userIDs: [String], periodsFrom: String) async throws(JobError)
         -> [String: LimitSnapshot]
     {
         let ids = Array(Set(userIDs))
@@ -42,7 +42,7 @@ extension SQLiteStore: ContentLimitStore {
     }
 
     /// ``WarningClaim``'s steps, each as one statement, in one write transaction.
-    public func claimLimitWarning(
+    package func claimLimitWarning(
         _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
     )
         async throws(JobError) -> LimitClaim?
@@ -115,7 +115,7 @@ extension SQLiteStore: ContentLimitStore {
         }
     }
 
-    public func pendingWarnings(now: Int64, staleBefore: Int64, afterID: Int64, limit: Int) async throws(JobError)
+    package func pendingWarnings(now: Int64, staleBefore: Int64, afterID: Int64, limit: Int) async throws(JobError)
         -> [PendingWarning]
     {
         try await read("reading pending quota warnings") { db in
@@ -141,7 +141,7 @@ extension SQLiteStore: ContentLimitStore {
         }
     }
 
-    public func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64)
+    package func claimPendingWarnings(_ ids: [Int64], runID: String, now: Int64, staleBefore: Int64)
         async throws(JobError) -> Set<Int64>
     {
         guard !ids.isEmpty else { return [] }
@@ -163,7 +163,7 @@ extension SQLiteStore: ContentLimitStore {
         }
     }
 
-    public func holdPendingWarnings(_ until: [Int64: Int64], runID: String, now: Int64, staleBefore: Int64)
+    package func holdPendingWarnings(_ until: [Int64: Int64], runID: String, now: Int64, staleBefore: Int64)
         async throws(JobError) -> Set<Int64>
     {
         guard !until.isEmpty else { return [] }
@@ -185,7 +185,7 @@ extension SQLiteStore: ContentLimitStore {
         }
     }
 
-    public func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
+    package func deliveredDevices(logIDs: [Int64]) async throws(JobError) -> [Int64: Set<Int64>] {
         guard !logIDs.isEmpty else { return [:] }
         return try await read("reading earlier deliveries") { db in
             var result: [Int64: Set<Int64>] = [:]

@@ -2,7 +2,7 @@ import GRDB
 import JobKit
 
 extension SQLiteStore: CredentialStore {
-    public func cachedCredential(key: String) async throws(JobError) -> CachedCredential? {
+    package func cachedCredential(key: String) async throws(JobError) -> CachedCredential? {
         try await read("reading a provider credential") { db in
             try Row.fetchOne(
                 db,
@@ -13,7 +13,7 @@ extension SQLiteStore: CredentialStore {
         }
     }
 
-    public func beginMint(
+    package func beginMint(
         key: String, holder: String, now: Int64, leaseSeconds: Int64,
         isFresh: @escaping @Sendable (CachedCredential) -> Bool
     ) async throws(JobError) -> MintDecision {
@@ -41,7 +41,7 @@ extension SQLiteStore: CredentialStore {
         }
     }
 
-    public func finishMint(key: String, holder: String, credential: CachedCredential) async throws(JobError) {
+    package func finishMint(key: String, holder: String, credential: CachedCredential) async throws(JobError) {
         try await write("storing a provider credential") { db in
             try db.execute(
                 sql: """
@@ -53,7 +53,7 @@ extension SQLiteStore: CredentialStore {
         }
     }
 
-    public func abandonMint(key: String, holder: String) async throws(JobError) {
+    package func abandonMint(key: String, holder: String) async throws(JobError) {
         try await write("releasing a provider credential lease") { db in
             try db.execute(
                 sql: """

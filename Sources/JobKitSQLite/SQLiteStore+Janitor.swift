@@ -6,7 +6,7 @@ extension SQLiteStore: JanitorStore {
         provider == nil ? "" : " AND provider = :provider"
     }
 
-    public func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int {
+    package func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int {
         try await read("counting stale devices") { db in
             try Int.fetchOne(
                 db,
@@ -16,7 +16,7 @@ extension SQLiteStore: JanitorStore {
         }
     }
 
-    public func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int)
+    package func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int)
         async throws(JobError) -> Int
     {
         try await write("deactivating stale devices") { db in
@@ -33,7 +33,7 @@ extension SQLiteStore: JanitorStore {
         }
     }
 
-    public func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device] {
+    package func probeCandidates(seenBefore: Int64, notBefore: Int64, limit: Int) async throws(JobError) -> [Device] {
         try await read("selecting devices to probe") { db in
             try Row.fetchAll(
                 db,
@@ -50,7 +50,7 @@ extension SQLiteStore: JanitorStore {
         }
     }
 
-    public func activeDeviceCounts() async throws(JobError) -> [String: Int] {
+    package func activeDeviceCounts() async throws(JobError) -> [String: Int] {
         try await read("counting active devices") { db in
             Dictionary(
                 uniqueKeysWithValues: try Row.fetchAll(
@@ -62,7 +62,7 @@ extension SQLiteStore: JanitorStore {
         }
     }
 
-    public func deactivate(deviceIDs: [Int64], reason: String, now: Int64) async throws(JobError) -> Int {
+    package func deactivate(deviceIDs: [Int64], reason: String, now: Int64) async throws(JobError) -> Int {
         guard !deviceIDs.isEmpty else { return 0 }
         return try await write("deactivating devices") { db in
             var changed = 0
@@ -79,13 +79,13 @@ extension SQLiteStore: JanitorStore {
         }
     }
 
-    public func count(_ rule: RetentionRule) async throws(JobError) -> Int {
+    package func count(_ rule: RetentionRule) async throws(JobError) -> Int {
         try await read("counting \(rule.rows)") { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM \(rule.table) WHERE \(rule.condition(.sqlite))") ?? 0
         }
     }
 
-    public func delete(_ rule: RetentionRule, limit: Int) async throws(JobError) -> Int {
+    package func delete(_ rule: RetentionRule, limit: Int) async throws(JobError) -> Int {
         try await write("deleting \(rule.rows)") { db in
             try db.execute(
                 sql: """
@@ -98,7 +98,7 @@ extension SQLiteStore: JanitorStore {
     }
 
     /// SQLite's history is one table each: retention is the row rules alone.
-    public func dropExpiredHistoryPartitions(
+    package func dropExpiredHistoryPartitions(
         deliveriesBefore: Int64, logsBefore: Int64, guards: PeriodGuards, dryRun: Bool
     ) async throws(JobError) -> [HistoryPartitionDrop] { [] }
 }

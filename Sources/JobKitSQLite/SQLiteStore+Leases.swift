@@ -2,7 +2,7 @@ import GRDB
 import JobKit
 
 extension SQLiteStore: DueSetLeases {
-    public func openLeases(runKey: String, buckets: Int, now: Int64) async throws(JobError) {
+    package func openLeases(runKey: String, buckets: Int, now: Int64) async throws(JobError) {
         try await write("opening the run's due-set leases") { db in
             try db.execute(sql: "DELETE FROM due_set_leases WHERE expires_at < ?", arguments: [now - 86_400])
             try db.execute(
@@ -13,7 +13,7 @@ extension SQLiteStore: DueSetLeases {
         }
     }
 
-    public func leaseBucket(runKey: String, holder: String, now: Int64, until: Int64) async throws(JobError) -> Int? {
+    package func leaseBucket(runKey: String, holder: String, now: Int64, until: Int64) async throws(JobError) -> Int? {
         try await write("leasing a bucket of the due set") { db in
             try Int.fetchOne(
                 db,
@@ -27,7 +27,7 @@ extension SQLiteStore: DueSetLeases {
         }
     }
 
-    public func finishBucket(runKey: String, bucket: Int, holder: String, now: Int64) async throws(JobError) {
+    package func finishBucket(runKey: String, bucket: Int, holder: String, now: Int64) async throws(JobError) {
         try await write("finishing a bucket of the due set") { db in
             try db.execute(
                 sql: "UPDATE due_set_leases SET finished_at = ? WHERE run_key = ? AND bucket = ? AND holder = ?",
@@ -35,7 +35,7 @@ extension SQLiteStore: DueSetLeases {
         }
     }
 
-    public func releaseBucket(runKey: String, bucket: Int, holder: String, freeFrom: Int64) async throws(JobError) {
+    package func releaseBucket(runKey: String, bucket: Int, holder: String, freeFrom: Int64) async throws(JobError) {
         try await write("giving back a bucket of the due set") { db in
             try db.execute(
                 sql: """

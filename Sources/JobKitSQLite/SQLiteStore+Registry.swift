@@ -13,7 +13,7 @@ extension SQLiteStore {
 }
 
 extension SQLiteStore: DeviceRegistry {
-    public func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
+    package func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
         try await write("registering a device") { db in
             try Self.requireUser(registration.userID, db)
             let previous = try Row.fetchOne(
@@ -61,7 +61,7 @@ extension SQLiteStore: DeviceRegistry {
     }
 
     @discardableResult
-    public func unregister(token: String, userID: String?, reason: String = "logout", now: Int64)
+    package func unregister(token: String, userID: String?, reason: String = "logout", now: Int64)
         async throws(JobError) -> Bool
     {
         try await write("unregistering a device") { db in
@@ -76,13 +76,13 @@ extension SQLiteStore: DeviceRegistry {
 }
 
 extension SQLiteStore: AppDataStore {
-    public func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError) {
+    package func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError) {
         try await write("saving a user") { db in
             try Self.upsertUser(profile, now: now, db: db)
         }
     }
 
-    public func editUser(
+    package func editUser(
         id: String, now: Int64, _ edit: @escaping @Sendable (StoredUser?) throws(JobError) -> StoredUser
     ) async throws(JobError) -> UserEditResult {
         try await write("saving a user") { db in
@@ -138,14 +138,14 @@ extension SQLiteStore: AppDataStore {
         ])
     }
 
-    public func deleteUser(id: String) async throws(JobError) -> Bool {
+    package func deleteUser(id: String) async throws(JobError) -> Bool {
         try await write("deleting a user") { db in
             try db.execute(sql: "DELETE FROM users WHERE id = ?", arguments: [id])
             return db.changesCount > 0
         }
     }
 
-    public func recordEntry(userID: String, at: Int64) async throws(JobError) {
+    package func recordEntry(userID: String, at: Int64) async throws(JobError) {
         try await write("recording a diary entry") { db in
             try db.execute(
                 sql: "INSERT INTO diary_entries (user_id, created_at) SELECT id, ? FROM users WHERE id = ?",
@@ -156,13 +156,13 @@ extension SQLiteStore: AppDataStore {
 }
 
 extension SQLiteStore: SeedSink {
-    public func hasUsers() async throws(JobError) -> Bool {
+    package func hasUsers() async throws(JobError) -> Bool {
         try await read("looking for users") { db in
             try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users)") ?? false
         }
     }
 
-    public func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError) {
+    package func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError) {
         try await write("seeding users") { db in
             let device = try db.cachedStatement(
                 sql: """

@@ -2,7 +2,7 @@ import GRDB
 import JobKit
 
 extension SQLiteStore: ReportStore {
-    public func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
+    package func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
         try await read("reading the reminders' outcomes") { db in
             try Row.fetchAll(
                 db,
@@ -19,7 +19,7 @@ extension SQLiteStore: ReportStore {
         }
     }
 
-    public func remindedLocales(from: Int64, to: Int64) async throws(JobError) -> [(locale: String, users: Int)] {
+    package func remindedLocales(from: Int64, to: Int64) async throws(JobError) -> [(locale: String, users: Int)] {
         try await read("reading the reminded users' locales") { db in
             try Row.fetchAll(
                 db,
@@ -34,7 +34,7 @@ extension SQLiteStore: ReportStore {
         }
     }
 
-    public func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
+    package func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
         try await read("building the report") { db in
             var figures = HealthFigures()
             figures.claims = try Row.fetchAll(

@@ -5,11 +5,11 @@ import JobKit
 
 /// The embedded default store: one SQLite file in WAL mode, safe for several processes at once
 /// (claims run in `BEGIN IMMEDIATE` transactions; readers never block the writer).
-public final class SQLiteStore: Sendable {
+package final class SQLiteStore: Sendable {
     /// How to open the file (see ``StoreOpenMode``).
-    public typealias OpenMode = StoreOpenMode
+    package typealias OpenMode = StoreOpenMode
 
-    public let path: String
+    package let path: String
     let pool: DatabasePool
 
     private init(path: String, pool: DatabasePool) {
@@ -23,7 +23,7 @@ public final class SQLiteStore: Sendable {
         _ = diary_push_sqlite_disable_memory_statistics()
     }()
 
-    public static func open(path: String, mode: OpenMode, busyTimeout: TimeInterval = 30) throws(JobError)
+    package static func open(path: String, mode: OpenMode, busyTimeout: TimeInterval = 30) throws(JobError)
         -> SQLiteStore
     {
         _ = processSetup
@@ -105,7 +105,7 @@ public final class SQLiteStore: Sendable {
     }
 
     /// The identifiers of applied migrations, oldest first.
-    public func appliedMigrations() throws(JobError) -> [String] {
+    package func appliedMigrations() throws(JobError) -> [String] {
         do { return try pool.read { try SQLiteSchema.migrator.appliedMigrations($0) } } catch {
             throw Self.mapError(error, "reading migrations")
         }
@@ -206,14 +206,14 @@ extension SQLiteStore: ReminderStore {
             """
     }
 
-    public func reminderZones() async throws(JobError) -> [String] {
+    package func reminderZones() async throws(JobError) -> [String] {
         // A loose index scan: one index seek per zone instead of reading every user.
         try await read("listing reminder zones") { db in
             try String.fetchAll(db, sql: Self.enabledZonesCTE + "SELECT tz FROM zones WHERE tz IS NOT NULL")
         }
     }
 
-    public func enabledUserCount(zone: String) async throws(JobError) -> Int {
+    package func enabledUserCount(zone: String) async throws(JobError) -> Int {
         try await read("counting users in a zone") { db in
             try Int.fetchOne(
                 db,
@@ -247,13 +247,13 @@ extension SQLiteStore: ReminderStore {
             FROM zones WHERE tz IS NOT NULL
             """
 
-    public func malformedReminderTimeCount() async throws(JobError) -> Int {
+    package func malformedReminderTimeCount() async throws(JobError) -> Int {
         try await read("counting malformed reminder times") { db in
             try Int.fetchOne(db, sql: Self.malformedCountSQL) ?? 0
         }
     }
 
-    public func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] {
+    package func dueKeys(_ queries: [DueQuery]) async throws(JobError) -> [DueKey] {
         guard !queries.isEmpty else { return [] }
         return try await read("selecting due users") { db in
             let statement = try db.cachedStatement(sql: Self.dueKeysSQL)
@@ -271,7 +271,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
+    package func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
         guard !keys.isEmpty else { return [] }
         // Once per query, not per user: the bound is a date computed from the period's text.
         let previousFrom = queries.map { $0.previousPeriods.lowerBound.databaseValue }
@@ -419,7 +419,7 @@ extension SQLiteStore: ReminderStore {
     }
 
     /// ``ReminderClaim``'s two primitives: the inserts a chunk at a time, then a prepared take-over per row left.
-    public func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
+    package func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
         -> [Claim]
     {
         guard !requests.isEmpty else { return [] }
@@ -491,7 +491,7 @@ extension SQLiteStore: ReminderStore {
         """
     }
 
-    public func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
+    package func activeDevices(userIDs: [String]) async throws(JobError) -> [String: [Device]] {
         guard !userIDs.isEmpty else { return [:] }
         return try await read("loading devices") { db in
             var result: [String: [Device]] = [:]
@@ -514,7 +514,7 @@ extension SQLiteStore: ReminderStore {
         let detail: String?
     }
 
-    public func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
+    package func record(_ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String, now: Int64)
         async throws(JobError)
     {
         guard !deliveries.isEmpty || !resolutions.isEmpty else { return }
@@ -567,7 +567,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
+    package func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot? {
         try await read("reading a user") { db in
             guard
                 let row = try Row.fetchOne(
@@ -601,7 +601,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
+    package func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int {
         try await read("counting diary entries") { db in
             try Int.fetchOne(
                 db,
@@ -611,7 +611,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
+    package func logState(userID: String, type: NotificationType, period: String) async throws(JobError) -> LogState? {
         try await read("reading the notification log") { db in
             try Row.fetchOne(
                 db,
@@ -627,7 +627,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
+    package func deliveryAttempts(logID: Int64) async throws(JobError) -> [DeliveryAttempt] {
         try await read("reading the deliveries of a claim") { db in
             try Row.fetchAll(
                 db,
@@ -643,7 +643,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func previousMessageIndex(userID: String, type: NotificationType, in periods: Range<String>)
+    package func previousMessageIndex(userID: String, type: NotificationType, in periods: Range<String>)
         async throws(JobError) -> Int?
     {
         try await read("reading the notification log") { db in
@@ -658,7 +658,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func orphanedRows(userID: String?) async throws(JobError) -> OrphanedRows {
+    package func orphanedRows(userID: String?) async throws(JobError) -> OrphanedRows {
         try await read("counting rows whose user does not exist") { db in
             let row = try Row.fetchOne(
                 db,
@@ -674,9 +674,9 @@ extension SQLiteStore: ReminderStore {
     }
 
     /// SQLite's history is not partitioned.
-    public func prepareHistory(now: Int64) async throws(JobError) {}
+    package func prepareHistory(now: Int64) async throws(JobError) {}
 
-    public func closeUnfinishedReminders(
+    package func closeUnfinishedReminders(
         claimedIn: Range<Int64>, staleBefore: Int64, limit: Int, runID: String, now: Int64,
         _ decide: @escaping @Sendable ([UnfinishedClaim]) -> [ClaimResolution]
     ) async throws(JobError) -> [UnfinishedClaim] {
@@ -733,7 +733,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func recordRun(
+    package func recordRun(
         id: String, job: String, runAt: Int64, durationMs: Int?, outcome: RunOutcome, summaryJSON: String
     ) async throws(JobError) {
         try await write("recording the run") { db in
@@ -746,7 +746,7 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
-    public func failRunsWithoutEnd(job: String, before: Int64, error: String) async throws(JobError)
+    package func failRunsWithoutEnd(job: String, before: Int64, error: String) async throws(JobError)
         -> [(id: String, runAt: Int64)]
     {
         try await write("recording runs without an end") { db in
@@ -763,9 +763,9 @@ extension SQLiteStore: ReminderStore {
 }
 
 extension SQLiteStore: JobStore {
-    public var backend: String { "sqlite" }
-    public var displayLocation: String { path }
-    public func close() async {
+    package var backend: String { "sqlite" }
+    package var displayLocation: String { path }
+    package func close() async {
         // Readers first, so that the writer is the last connection to close: SQLite then checkpoints and
         // deletes the WAL (when no other process has the database open). GRDB's close() alone closes the
         // writer first, and the read-only reader closing last leaves every frame in the WAL, which the next

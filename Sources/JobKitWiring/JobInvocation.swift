@@ -48,10 +48,10 @@ public struct JobInvocation: Sendable {
     }
 
     /// Opens the store, runs `body` with it and closes it, also when `body` fails.
-    public func withStore<T>(mode: StoreOpenMode, _ body: (any JobStore) async throws(JobError) -> T)
+    package func withStore<T>(mode: StoreOpenMode, _ body: (any JobStore) async throws(JobError) -> T)
         async throws(JobError) -> T
     {
-        try await JobStores().with(
+        try await StoreOpener.sqliteOrPostgres.with(
             config, flags: (database, databasePasswordFile), mode: mode, applicationName: job, body)
     }
 

@@ -3,17 +3,13 @@ import JobKitPostgres
 import JobKitSQLite
 import Logging
 
-/// Opens the store a database location names: a SQLite file or a PostgreSQL database.
-public struct JobStores: StoreOpener {
-    public init() {}
-
-    public func open(
-        _ location: DatabaseLocation, mode: StoreOpenMode, passwordFile: String? = nil, applicationName: String,
-        source: String = "PUSH_DATABASE_URL", logger: Logger = Logger(label: "store")
-    ) async throws(JobError) -> any JobStore {
+extension StoreOpener {
+    /// Opens the store the settings name: a SQLite file or a PostgreSQL database.
+    public static let sqliteOrPostgres = StoreOpener {
+        location, mode, passwordFile, applicationName, source, logger throws(JobError) in
         switch location.kind {
         case .sqlite:
-            return try await SQLiteStores().open(
+            return try await StoreOpener.sqliteOnly.open(
                 location, mode: mode, passwordFile: passwordFile, applicationName: applicationName, source: source,
                 logger: logger)
         case .postgres(let url):
@@ -21,10 +17,13 @@ public struct JobStores: StoreOpener {
             return try await PostgresStore.open(postgres, mode: mode, applicationName: applicationName, logger: logger)
         }
     }
+}
 
-    /// Copies the SQLite database the settings name, while the jobs run (``SQLiteStore/backup(_:to:)``): its
-    /// path, and the copy. A PostgreSQL database is refused: `pg_dump` copies one.
-    public static func backup(
+/// The SQLite file the settings name, copied while the jobs run (`pushctl backup`).
+package enum DatabaseBackup {
+    /// Copies the SQLite database the settings name (``SQLiteStore/backup(_:to:)``): its path, and the copy. A
+    /// PostgreSQL database is refused: `pg_dump` copies one.
+    package static func copy(
         _ config: ConfigResolver, flags: (database: String?, passwordFile: String?), to path: String
     ) throws(JobError) -> (source: String, copy: SQLiteBackup) {
         let (location, source) = try DatabaseLocation.resolve(config, flag: flags.database, flagged: true)

@@ -33,7 +33,7 @@ import Testing
         let now = instant("2026-11-21T12:00:00Z")
 
         let hook = try await JobService.contentLimitHook(
-            stores: JobStores(), environment: environment, logger: quietLogger)
+            stores: .sqliteOrPostgres, environment: environment, logger: quietLogger)
         // Many writes on one service: below 90 % nothing is sent; the 90 % warning once; then 100 % once.
         var actions: [ContentLimitAction] = []
         for used in [10, 26, 27, 28, 30, 30] {
@@ -46,7 +46,7 @@ import Testing
         #expect(harness.simulator.accepted().count == 4)
 
         let reminder = try await JobService.diaryReminder(
-            stores: JobStores(), environment: environment, logger: quietLogger)
+            stores: .sqliteOrPostgres, environment: environment, logger: quietLogger)
         // A backend shutting down asks the run to stop: it claims no more (here: nothing) and says so.
         let stop = StopRequest()
         stop.request("shutdown")
@@ -66,7 +66,7 @@ import Testing
         #expect(harness.simulator.accepted().count == 6)
 
         let janitor = try await JobService.tokenJanitor(
-            stores: JobStores(), environment: environment, logger: quietLogger)
+            stores: .sqliteOrPostgres, environment: environment, logger: quietLogger)
         let cleaned = try await janitor.handle(
             ScheduledEvent(time: instant("2026-11-22T03:30:00Z"), detail: ["dry_run": .bool(true)]))
         #expect(cleaned.dryRun)
@@ -98,7 +98,7 @@ import Testing
         for (name, settings, code, mention) in cases {
             do {
                 let hook = try await JobService.contentLimitHook(
-                    stores: JobStores(), environment: settings, logger: quietLogger)
+                    stores: .sqliteOrPostgres, environment: settings, logger: quietLogger)
                 await hook.close()
                 Issue.record("\(name): the hook started")
             } catch {

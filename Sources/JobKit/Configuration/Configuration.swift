@@ -2,7 +2,7 @@ import Foundation
 
 /// Resolves settings from flags and the environment, naming the source of a bad value in the error.
 public struct ConfigResolver: Sendable {
-    public let environment: [String: String]
+    package let environment: [String: String]
 
     public init(environment: [String: String]) {
         self.environment = environment
@@ -10,7 +10,7 @@ public struct ConfigResolver: Sendable {
 
     /// The raw value and where it came from. An empty variable is unset (as `PUSH_OUTBOX=` in an env file); an
     /// empty flag is a usage error, for it is what `--outbox "$UNSET"` passes.
-    public func raw(_ key: ConfigKey, flag: String?) throws(JobError) -> (value: String, source: String)? {
+    package func raw(_ key: ConfigKey, flag: String?) throws(JobError) -> (value: String, source: String)? {
         if let flag {
             guard !flag.isEmpty else { throw .usage("\(key.flag): empty") }
             return (flag, key.flag)
@@ -18,18 +18,18 @@ public struct ConfigResolver: Sendable {
         return string(key).map { ($0, key.rawValue) }
     }
 
-    public func string(_ key: ConfigKey, flag: String?) throws(JobError) -> String? {
+    package func string(_ key: ConfigKey, flag: String?) throws(JobError) -> String? {
         try raw(key, flag: flag)?.value
     }
 
     /// A setting that has no flag here: its variable, unset when empty.
-    public func string(_ key: ConfigKey) -> String? {
+    package func string(_ key: ConfigKey) -> String? {
         environment[key.rawValue].flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// An integer setting; a malformed flag is a usage error (64), a malformed variable a configuration
     /// error (78).
-    public func integer(_ key: ConfigKey, flag: Int?, default value: Int, range: ClosedRange<Int>) throws(JobError)
+    package func integer(_ key: ConfigKey, flag: Int?, default value: Int, range: ClosedRange<Int>) throws(JobError)
         -> Int
     {
         let resolved: Int
@@ -55,16 +55,16 @@ public struct ConfigResolver: Sendable {
 }
 
 /// Where the data lives.
-public struct DatabaseLocation: Sendable, Hashable {
-    public enum Kind: Sendable, Hashable {
+package struct DatabaseLocation: Sendable, Hashable {
+    package enum Kind: Sendable, Hashable {
         case sqlite(path: String)
         case postgres(url: String)
     }
-    public let kind: Kind
+    package let kind: Kind
 
     /// Accepts a file path, `sqlite:///absolute/path`, `sqlite://relative/path`, `file:path`, or a
     /// `postgres://`/`postgresql://` URL.
-    public static func parse(_ text: String, source: String) throws(JobError) -> DatabaseLocation {
+    package static func parse(_ text: String, source: String) throws(JobError) -> DatabaseLocation {
         switch DatabaseLocationSyntax.parse(text) {
         case .sqlite(let path): return DatabaseLocation(kind: .sqlite(path: path))
         case .postgres(let url): return DatabaseLocation(kind: .postgres(url: url))
@@ -90,7 +90,8 @@ public struct DeliveryFlags: Sendable {
 extension DeliveryConfiguration {
     /// Resolves the providers from flags and the environment. A provider with none of its settings is
     /// simply not configured; one with some but not all is a configuration error.
-    public static func resolve(_ config: ConfigResolver, flags: DeliveryFlags) throws(JobError) -> DeliveryConfiguration
+    package static func resolve(_ config: ConfigResolver, flags: DeliveryFlags) throws(JobError)
+        -> DeliveryConfiguration
     {
         var delivery = DeliveryConfiguration()
         func endpoint(_ key: ConfigKey, _ flag: String?) throws(JobError) -> Endpoint? {
@@ -177,7 +178,7 @@ extension DeliveryConfiguration {
 
     /// The configuration of one of `shard.count` runners that each send their part of every slot: the providers'
     /// rates divided among them, so that together they keep to each provider's quota.
-    public func sharing(_ shard: Shard) -> DeliveryConfiguration {
+    package func sharing(_ shard: Shard) -> DeliveryConfiguration {
         var shared = self
         shared.apns?.rate = apns?.rate?.divided(by: shard.count)
         shared.fcm?.rate = fcm?.rate?.divided(by: shard.count)
@@ -185,5 +186,5 @@ extension DeliveryConfiguration {
     }
 
     /// True when at least one provider is configured.
-    public var hasProvider: Bool { apns != nil || fcm != nil }
+    package var hasProvider: Bool { apns != nil || fcm != nil }
 }

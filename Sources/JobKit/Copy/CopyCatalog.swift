@@ -1,17 +1,17 @@
 import Foundation
 
 /// One localized message.
-public struct CopyMessage: Codable, Sendable, Hashable {
-    public let title: String
-    public let body: String
+package struct CopyMessage: Codable, Sendable, Hashable {
+    package let title: String
+    package let body: String
 
-    public init(title: String, body: String) {
+    package init(title: String, body: String) {
         self.title = title
         self.body = body
     }
 
     /// Replaces `{name}` placeholders with values.
-    public func rendered(_ values: [String: String]) -> CopyMessage {
+    package func rendered(_ values: [String: String]) -> CopyMessage {
         guard !values.isEmpty else { return self }
         func fill(_ text: String) -> String {
             values.reduce(text) { $0.replacingOccurrences(of: "{\($1.key)}", with: $1.value) }
@@ -21,31 +21,31 @@ public struct CopyMessage: Codable, Sendable, Hashable {
 }
 
 /// The copy chosen for one notification.
-public struct CopyChoice: Sendable, Hashable {
+package struct CopyChoice: Sendable, Hashable {
     /// The catalog locale actually used after fallback (`pt-BR` → `pt` → `en`).
-    public let locale: String
+    package let locale: String
     /// The index of the message in that locale's list; recorded in the log so that the next one differs.
-    public let index: Int
-    public let message: CopyMessage
+    package let index: Int
+    package let message: CopyMessage
 }
 
 /// Localized notification copy: several messages per notification type and locale.
 ///
 /// The catalog is JSON — `{"diary_reminder": {"en": [{"title": …, "body": …}, …], "ja": […]}, …}` —
 /// validated as a whole when loaded: every problem is reported at once, with its path.
-public struct CopyCatalog: Sendable {
-    public static let fallbackLocale = "en"
+package struct CopyCatalog: Sendable {
+    package static let fallbackLocale = "en"
     /// The language of ``fallbackLocale``: a reader of it is served, whatever the region.
     static let fallbackLanguage = LocaleKey(fallbackLocale)?.language
     /// Longest title, in characters (grapheme clusters), before placeholders are filled.
-    public static let maxTitleLength = 60
+    package static let maxTitleLength = 60
     /// Longest body, in characters (grapheme clusters), before placeholders are filled.
-    public static let maxBodyLength = 180
+    package static let maxBodyLength = 180
     /// Longest title in UTF-8 bytes: a character can be many bytes (a letter with 150 combining accents is one
     /// character of 301 bytes), and the provider's limit (4,096 bytes per payload) counts bytes.
-    public static let maxTitleBytes = 256
+    package static let maxTitleBytes = 256
     /// Longest body in UTF-8 bytes.
-    public static let maxBodyBytes = 1024
+    package static let maxBodyBytes = 1024
 
     /// type → lower-cased locale → messages
     private let messages: [NotificationType: [String: (tag: String, list: [CopyMessage])]]
@@ -53,7 +53,7 @@ public struct CopyCatalog: Sendable {
     private let matchers: [NotificationType: LocaleMatcher]
 
     /// The catalog compiled into the binary (`default-copy-catalog.json`, embedded by the package manager).
-    public static let builtIn: CopyCatalog = {
+    package static let builtIn: CopyCatalog = {
         do {
             return try CopyCatalog(json: Data(defaultCopyCatalogJSON.utf8), source: "built-in catalog")
         } catch {
@@ -62,11 +62,11 @@ public struct CopyCatalog: Sendable {
     }()
 
     /// Loads and validates a catalog file.
-    public static func load(path: String) throws(JobError) -> CopyCatalog {
+    package static func load(path: String) throws(JobError) -> CopyCatalog {
         try CopyCatalog(json: readInputFile(path, what: "the copy catalog at"), source: path)
     }
 
-    public init(json: Data, source: String) throws(JobError) {
+    package init(json: Data, source: String) throws(JobError) {
         // Strict first: the byte of a syntax error, and a key given twice (which the decoder would settle by
         // keeping one without a word).
         _ = try JSONValue.strict(json, what: source)
@@ -117,7 +117,7 @@ public struct CopyCatalog: Sendable {
     /// The catalog locale used for a user's locale (``LocaleMatcher``): the tag itself and its shorter forms
     /// (`zh-Hant-TW` → `zh-Hant`), then the same language and script as CLDR names them (`zh_TW` → `zh-Hant`,
     /// `iw` → `he`, `es-MX` → `es-419`), then the language, then `en`. Case and `_`/`-` are ignored.
-    public func resolveLocale(_ locale: String, for type: NotificationType) -> String {
+    package func resolveLocale(_ locale: String, for type: NotificationType) -> String {
         matchers[type]?.resolve(locale) ?? Self.fallbackLocale
     }
 
@@ -125,7 +125,7 @@ public struct CopyCatalog: Sendable {
     /// served the fallback locale though they read another language, summed by the language (and script) their
     /// locale names (`pl_PL` and `pl` are `pl`, `zh_TW` is `zh-Hant`), most readers first. A locale that names no
     /// language (`C`) counts as written.
-    public func readersWithoutWords(_ locales: [(locale: String, users: Int)], for type: NotificationType)
+    package func readersWithoutWords(_ locales: [(locale: String, users: Int)], for type: NotificationType)
         -> [(language: String, users: Int)]
     {
         var users: [String: Int] = [:]
@@ -138,7 +138,7 @@ public struct CopyCatalog: Sendable {
     /// The language (and script) `locale` names when this catalog serves it the fallback locale's words though it
     /// reads another language (`pl` for `pl_PL`, `zh-Hant` for `zh_TW`; a locale that names no language, as
     /// written); nil when its words are there.
-    public func languageWithoutWords(_ locale: String, for type: NotificationType) -> String? {
+    package func languageWithoutWords(_ locale: String, for type: NotificationType) -> String? {
         guard resolveLocale(locale, for: type) == Self.fallbackLocale else { return nil }
         guard let key = LocaleKey(locale) else { return locale }
         guard key.language != Self.fallbackLanguage else { return nil }
@@ -147,7 +147,7 @@ public struct CopyCatalog: Sendable {
 
     /// Each language that one type has words for and another does not, as a note for the catalog's author: valid,
     /// but that type's readers of it get the fallback locale's words. By type, then language.
-    public var coverageNotes: [String] {
+    package var coverageNotes: [String] {
         NotificationType.allCases.flatMap { type in
             var others: [String: [NotificationType]] = [:]
             for other in NotificationType.allCases where other != type {
@@ -165,13 +165,13 @@ public struct CopyCatalog: Sendable {
     }
 
     /// The messages for a catalog locale (as returned by ``resolveLocale(_:for:)``).
-    public func messages(for type: NotificationType, locale: String) -> [CopyMessage] {
+    package func messages(for type: NotificationType, locale: String) -> [CopyMessage] {
         messages[type]?[locale.lowercased()]?.list ?? []
     }
 
     /// Chooses the message for one user and period: stable for the same user and period (a retried or
     /// taken-over claim shows the same words), spread evenly, and never the index sent last time.
-    public func choose(
+    package func choose(
         _ type: NotificationType, locale: String, userID: String, period: String,
         previousIndex: Int?
     ) -> CopyChoice {
@@ -189,7 +189,7 @@ public struct CopyCatalog: Sendable {
     }
 
     /// The message recorded in a claim, when it still exists in this catalog.
-    public func message(_ type: NotificationType, locale: String, index: Int) -> CopyMessage? {
+    package func message(_ type: NotificationType, locale: String, index: Int) -> CopyMessage? {
         let list = messages(for: type, locale: locale)
         return list.indices.contains(index) ? list[index] : nil
     }
@@ -267,5 +267,5 @@ public struct CopyCatalog: Sendable {
 
 extension CopyCatalog {
     /// The JSON text of the built-in catalog: `default-copy-catalog.json`, as it is (it ends with a newline).
-    public static var builtInJSON: String { defaultCopyCatalogJSON }
+    package static var builtInJSON: String { defaultCopyCatalogJSON }
 }

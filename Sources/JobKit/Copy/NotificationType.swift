@@ -1,6 +1,6 @@
 /// The kind of a notification: the middle part of the notification log's unique key.
 /// A closed set, as the schema's check: a name this version does not know is no `NotificationType`.
-public enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable, CustomStringConvertible {
+package enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable, CustomStringConvertible {
     /// The daily diary reminder; period key `YYYY-MM-DD` (the user's local date).
     case diaryReminder = "diary_reminder"
     /// Content quota at 90 %; period key `YYYY-MM` or `YYYY`.
@@ -10,7 +10,7 @@ public enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable,
 
     /// A log row's type as a store reads it; a name this version does not know is a ``JobError/dataError(_:)``
     /// naming the row.
-    public init(storedIn logID: Int64, _ name: String) throws(JobError) {
+    package init(storedIn logID: Int64, _ name: String) throws(JobError) {
         guard let type = NotificationType(rawValue: name) else {
             throw .dataError("notification_logs row \(logID): unknown notification_type \(LineText.quoted(name))")
         }
@@ -32,5 +32,5 @@ public enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable,
         }
     }
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }

@@ -11,20 +11,20 @@
 ///
 /// A token outside these can only be a bug or an attack (a space or line break in an HTTP/2 path, `/../`,
 /// `?#`): it is refused when written and never put on the wire.
-public enum DeviceToken {
-    public static let maxAPNsHexDigits = 200
+package enum DeviceToken {
+    package static let maxAPNsHexDigits = 200
     /// FCM documents no length (its tokens are about 160 characters); 2,000 is what a PostgreSQL unique index
     /// entry holds with room to spare, and what both stores' schemas allow.
-    public static let maxFCMLength = 2000
+    package static let maxFCMLength = 2000
     /// The deactivation reason of a stored token that violates the shape.
-    public static let invalidReason = "invalid_token"
+    package static let invalidReason = "invalid_token"
 
     /// The length of a Firebase Installation ID.
-    public static let fidLength = 22
+    package static let fidLength = 22
 
     /// Whether `value` has a Firebase Installation ID's shape. No FCM registration token has it (they are about
     /// 160 characters, with a `:`), so such a value offered as a token is a FID registered the wrong way.
-    public static func isFIDShaped(_ value: String) -> Bool {
+    package static func isFIDShaped(_ value: String) -> Bool {
         let bytes = value.utf8
         guard bytes.count == fidLength, let first = bytes.first,
             (UInt8(ascii: "c")...UInt8(ascii: "f")).contains(first)
@@ -33,7 +33,7 @@ public enum DeviceToken {
     }
 
     /// Why `token` is not a valid value of `kind` for `provider`, or nil when it is.
-    public static func problem(_ token: String, provider: Provider, kind: TokenKind = .token) -> String? {
+    package static func problem(_ token: String, provider: Provider, kind: TokenKind = .token) -> String? {
         if kind == .fid {
             guard provider == .fcm else { return "a Firebase installation id (FID) is for FCM, not \(provider)" }
             guard isFIDShaped(token) else {
@@ -85,7 +85,7 @@ extension Device {
     /// always sent as a FID. The schema refuses such a value stored as a token (migration 013), so this only
     /// guards rows that reached the table some other way: a FID is never put in `message.token`, where FCM would
     /// answer that the token is invalid and the device would be retired while it is alive.
-    public var sendingKind: TokenKind {
+    package var sendingKind: TokenKind {
         kind == .token && provider == .fcm && DeviceToken.isFIDShaped(token) ? .fid : kind
     }
 }
@@ -94,21 +94,21 @@ extension Device {
 /// reason `invalid_token` (so the device is deactivated and counted like any dead token), and hands the rest
 /// to the sender it wraps. Every job sends through it: a malformed row written by plain SQL before the schema
 /// checked tokens is never sent.
-public struct TokenCheckingSender: Sender {
-    public let inner: any Sender
+package struct TokenCheckingSender: Sender {
+    package let inner: any Sender
 
     /// Wraps `sender`, unless it is already wrapped.
-    public static func wrapping(_ sender: any Sender) -> TokenCheckingSender {
+    package static func wrapping(_ sender: any Sender) -> TokenCheckingSender {
         (sender as? TokenCheckingSender) ?? TokenCheckingSender(inner: sender)
     }
 
     private init(inner: any Sender) { self.inner = inner }
 
-    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+    package func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
         await send(batch) { _, _ in }
     }
 
-    public func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
+    package func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
         let invalid = batch.indices.filter {
             let device = batch[$0].device
             return DeviceToken.problem(device.token, provider: device.provider, kind: device.sendingKind) != nil
@@ -134,10 +134,10 @@ public struct TokenCheckingSender: Sender {
         return reports.map { $0! }
     }
 
-    public func canDeliver(to provider: Provider) -> Bool { inner.canDeliver(to: provider) }
-    public func beginRun(finishBy: ContinuousClock.Instant?) async { await inner.beginRun(finishBy: finishBy) }
-    public func shutdown() async { await inner.shutdown() }
-    public func channelFailure() async -> JobError? { await inner.channelFailure() }
-    public func credentialMints() async -> [Provider: Int] { await inner.credentialMints() }
-    public var outageThreshold: OutageThreshold { inner.outageThreshold }
+    package func canDeliver(to provider: Provider) -> Bool { inner.canDeliver(to: provider) }
+    package func beginRun(finishBy: ContinuousClock.Instant?) async { await inner.beginRun(finishBy: finishBy) }
+    package func shutdown() async { await inner.shutdown() }
+    package func channelFailure() async -> JobError? { await inner.channelFailure() }
+    package func credentialMints() async -> [Provider: Int] { await inner.credentialMints() }
+    package var outageThreshold: OutageThreshold { inner.outageThreshold }
 }

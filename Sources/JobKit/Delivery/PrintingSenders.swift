@@ -14,22 +14,22 @@ public struct StandardOutput: LineSink {
 }
 
 /// The dry-run "sender": prints one line per notification it would send and delivers nothing.
-public struct DryRunSender: Sender {
-    public let sink: any LineSink
-    public let json: Bool
+package struct DryRunSender: Sender {
+    package let sink: any LineSink
+    package let json: Bool
     /// The providers a real run would deliver to (those configured): a dry run skips the others' devices as
     /// the run would. `nil`: every provider (an outbox delivers to all).
-    public let providers: Set<Provider>?
+    package let providers: Set<Provider>?
 
-    public init(sink: any LineSink, json: Bool, providers: Set<Provider>? = nil) {
+    package init(sink: any LineSink, json: Bool, providers: Set<Provider>? = nil) {
         self.sink = sink
         self.json = json
         self.providers = providers
     }
 
-    public func canDeliver(to provider: Provider) -> Bool { providers?.contains(provider) ?? true }
+    package func canDeliver(to provider: Provider) -> Bool { providers?.contains(provider) ?? true }
 
-    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+    package func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
         for notification in batch {
             if json {
                 sink.write(NotificationLine(notification, event: "would_send").json)
@@ -51,7 +51,7 @@ public struct DryRunSender: Sender {
 ///
 /// Unlike logs and dry-run output, outbox lines carry the full device token: the outbox is a delivery
 /// channel, and its file must be protected like the database.
-public final class OutboxSender: Sender {
+package final class OutboxSender: Sender {
     private let handle: FileHandle
     private let path: String
     private let lock = NSLock()
@@ -59,7 +59,7 @@ public final class OutboxSender: Sender {
     private nonisolated(unsafe) var failure: JobError?
 
     /// Opens (creating, appending to) `path`; `-` is standard output.
-    public init(path: String) throws(JobError) {
+    package init(path: String) throws(JobError) {
         self.path = path
         if path == "-" {
             handle = .standardOutput
@@ -83,7 +83,7 @@ public final class OutboxSender: Sender {
     /// next system may read is a notification sent. A write or sync that fails (a full disk, a file size
     /// limit) cuts the file back to where the batch began, so that it never holds a torn line or half a
     /// batch; the batch is left for a later run (`retry_later`) and the run fails with 74.
-    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+    package func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
         guard !batch.isEmpty else { return [] }
         var text = ""
         for notification in batch {
@@ -122,7 +122,7 @@ public final class OutboxSender: Sender {
         }
     }
 
-    public func channelFailure() async -> JobError? {
+    package func channelFailure() async -> JobError? {
         lock.withLock { failure }
     }
 }
@@ -175,22 +175,22 @@ struct NotificationLine: Encodable {
 
 /// Sends through another sender and prints one line per notification with its outcome
 /// (for `--validate-only`, where FCM checks each token and payload and delivers nothing).
-public struct ReportingSender: Sender {
-    public let inner: any Sender
-    public let sink: any LineSink
-    public let json: Bool
+package struct ReportingSender: Sender {
+    package let inner: any Sender
+    package let sink: any LineSink
+    package let json: Bool
 
-    public init(inner: any Sender, sink: any LineSink, json: Bool) {
+    package init(inner: any Sender, sink: any LineSink, json: Bool) {
         self.inner = inner
         self.sink = sink
         self.json = json
     }
 
-    public func canDeliver(to provider: Provider) -> Bool { inner.canDeliver(to: provider) }
-    public func shutdown() async { await inner.shutdown() }
-    public var outageThreshold: OutageThreshold { inner.outageThreshold }
+    package func canDeliver(to provider: Provider) -> Bool { inner.canDeliver(to: provider) }
+    package func shutdown() async { await inner.shutdown() }
+    package var outageThreshold: OutageThreshold { inner.outageThreshold }
 
-    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+    package func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
         let reports = await inner.send(batch)
         for (notification, report) in zip(batch, reports) {
             if json {

@@ -4,28 +4,28 @@ import NIOCore
 import NIOSSL
 
 /// How hard a run tries before leaving a notification to the next run.
-public struct RetryPolicy: Sendable, Hashable {
+package struct RetryPolicy: Sendable, Hashable {
     /// Attempts per notification, the first included.
-    public var maxAttempts = 4
+    package var maxAttempts = 4
     /// First backoff; it doubles each attempt, with jitter (50–100 %).
-    public var baseDelay: Duration = .milliseconds(250)
-    public var maxDelay: Duration = .seconds(30)
+    package var baseDelay: Duration = .milliseconds(250)
+    package var maxDelay: Duration = .seconds(30)
     /// Time the sender may spend on retries in one run: after it, transient failures are left for the next
     /// run (the claim becomes `retry`).
-    public var budget: Duration = .seconds(60)
+    package var budget: Duration = .seconds(60)
     /// Streams in flight per connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS may lower it).
-    public var streamsPerConnection = 256
+    package var streamsPerConnection = 256
     /// How long requests may wait in a provider's queue before a connection keeps fewer in flight (its
     /// ``StreamWindow``): every request the provider has accepted and not yet answered is one that a process
     /// killed at that instant leaves unrecorded, to be sent again. `nil`: always `streamsPerConnection`.
-    public var providerQueueing: Duration? = .milliseconds(2)
+    package var providerQueueing: Duration? = .milliseconds(2)
     /// A request unanswered this long makes its connection send a PING. A connection that answers it is
     /// alive: the request is waited for up to three times this, then left for a later run (never resent at
     /// once, as the provider may still process it). A PING unanswered for twice this means the connection is
     /// dead, and its requests are resent on a new one.
-    public var requestTimeout: Duration = .seconds(10)
+    package var requestTimeout: Duration = .seconds(10)
 
-    public init() {}
+    package init() {}
 
     /// The wait before attempt `attempt + 1`: the server's Retry-After when it gave one, else the backoff
     /// times `jitter` (drawn from 0.5…1.0, so that senders that failed together do not retry together).

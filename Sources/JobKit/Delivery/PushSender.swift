@@ -3,31 +3,31 @@ import Logging
 import NIOSSL
 
 /// Everything needed to deliver for real.
-public struct DeliveryConfiguration: Sendable {
-    public var apns: APNsConfiguration?
-    public var fcm: FCMConfiguration?
-    public var tls = TLSSettings()
-    public var retry = RetryPolicy()
-    public var links = DeepLinks()
+package struct DeliveryConfiguration: Sendable {
+    package var apns: APNsConfiguration?
+    package var fcm: FCMConfiguration?
+    package var tls = TLSSettings()
+    package var retry = RetryPolicy()
+    package var links = DeepLinks()
     /// What an iOS notification does to the app icon's badge, through APNs or FCM.
-    public var badge = AppBadge.number(1)
+    package var badge = AppBadge.number(1)
     /// The clock of credentials (JWT `iat`, token expiry): the real clock, which the providers share.
     /// Scheduling uses the run's `now` instead.
-    public var credentialClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
+    package var credentialClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }
     /// The clock of the retry budget and of the waits between attempts (``RetryPolicy``).
-    public var retryClock: any RetryClock = SystemRetryClock()
+    package var retryClock: any RetryClock = SystemRetryClock()
     /// The backoff's jitter, a factor within 0.5…1.0.
-    public var retryJitter: @Sendable () -> Double = { Double.random(in: 0.5...1.0) }
+    package var retryJitter: @Sendable () -> Double = { Double.random(in: 0.5...1.0) }
     /// Where devices left pending by a provider's own transient answers make an outage (exit 69).
-    public var outage = OutageThreshold.default
+    package var outage = OutageThreshold.default
 
-    public init() {}
+    package init() {}
 }
 
 extension DeliveryConfiguration {
     /// Reads and parses every configured key file, so that a bad one is reported before anything is opened
     /// or written.
-    public func checkFiles() async throws(JobError) {
+    package func checkFiles() async throws(JobError) {
         if let apns { _ = try await ProviderTokens.apnsKey(apns) }
         if let fcm {
             _ = try await ProviderTokens.serviceAccountKey(try ServiceAccount.load(path: fcm.serviceAccountFile))
@@ -38,13 +38,13 @@ extension DeliveryConfiguration {
 
 /// Delivers through APNs and FCM, routing each device to its provider. Devices of a provider with no
 /// credentials configured are not deliverable (the run skips them before claiming).
-public final class PushSender: Sender {
+package final class PushSender: Sender {
     private let apns: ProviderClient?
     private let fcm: ProviderClient?
-    public let outageThreshold: OutageThreshold
+    package let outageThreshold: OutageThreshold
 
     /// Loads keys and the service account once; connects lazily.
-    public init(configuration: DeliveryConfiguration, credentials: any CredentialStore, logger: Logger)
+    package init(configuration: DeliveryConfiguration, credentials: any CredentialStore, logger: Logger)
         async throws(JobError)
     {
         let tls = try configuration.tls.makeContext()
@@ -114,15 +114,15 @@ public final class PushSender: Sender {
         }
     }
 
-    public func canDeliver(to provider: Provider) -> Bool {
+    package func canDeliver(to provider: Provider) -> Bool {
         provider == .apns ? apns != nil : fcm != nil
     }
 
-    public func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
+    package func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
         await send(batch, finishedEarly: nil)
     }
 
-    public func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
+    package func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
         await send(batch, finishedEarly: finished)
     }
 
@@ -166,19 +166,19 @@ public final class PushSender: Sender {
         return await client.send(items, finished: finished)
     }
 
-    public func credentialMints() async -> [Provider: Int] {
+    package func credentialMints() async -> [Provider: Int] {
         var mints: [Provider: Int] = [:]
         if let apns { mints[.apns] = await apns.mints }
         if let fcm { mints[.fcm] = await fcm.mints }
         return mints
     }
 
-    public func beginRun(finishBy: ContinuousClock.Instant?) async {
+    package func beginRun(finishBy: ContinuousClock.Instant?) async {
         await apns?.beginRun(finishBy: finishBy)
         await fcm?.beginRun(finishBy: finishBy)
     }
 
-    public func shutdown() async {
+    package func shutdown() async {
         await apns?.shutdown()
         await fcm?.shutdown()
     }

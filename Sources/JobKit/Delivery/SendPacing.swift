@@ -1,21 +1,21 @@
 /// How fast one provider may be sent to: at most `perSecond` requests a second, reached over `ramp` from a
 /// tenth of it (FCM asks for a ramp from zero to peak over at least 60 s; a tenth at the start keeps a small
 /// slot from waiting on it).
-public struct ProviderRate: Sendable, Hashable {
-    public var perSecond: Double
-    public var ramp: Duration
+package struct ProviderRate: Sendable, Hashable {
+    package var perSecond: Double
+    package var ramp: Duration
 
-    public init(perSecond: Double, ramp: Duration = .seconds(60)) {
+    package init(perSecond: Double, ramp: Duration = .seconds(60)) {
         self.perSecond = perSecond
         self.ramp = ramp
     }
 
     /// FCM's default: 90 % of its documented quota of 600,000 messages a minute per project. The rest is for
     /// the pacing's one burst per window and for whatever else sends in the project's name.
-    public static let fcmDefault = ProviderRate(perSecond: 9_000)
+    package static let fcmDefault = ProviderRate(perSecond: 9_000)
 
     /// This rate divided among `shares` runners (`--shard K/N`: each sends its own part of every slot).
-    public func divided(by shares: Int) -> ProviderRate {
+    package func divided(by shares: Int) -> ProviderRate {
         ProviderRate(perSecond: perSecond / Double(max(1, shares)), ramp: ramp)
     }
 

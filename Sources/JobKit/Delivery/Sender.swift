@@ -1,22 +1,22 @@
 import Foundation
 
 /// One notification to one device.
-public struct OutgoingNotification: Sendable, Hashable {
+package struct OutgoingNotification: Sendable, Hashable {
     /// The claim this belongs to (`nil` in a dry run, which claims nothing).
-    public let logID: Int64?
-    public let device: Device
-    public let type: NotificationType
-    public let period: String
-    public let locale: String
-    public let messageIndex: Int
-    public let title: String
-    public let body: String
+    package let logID: Int64?
+    package let device: Device
+    package let type: NotificationType
+    package let period: String
+    package let locale: String
+    package let messageIndex: Int
+    package let title: String
+    package let body: String
     /// Identical for every send of the same notification: a rare duplicate replaces, never adds.
-    public let collapseID: String
+    package let collapseID: String
     /// When the notification stops being true (the end of the user's local day for a reminder).
-    public let expiresAt: Int64
+    package let expiresAt: Int64
 
-    public init(
+    package init(
         logID: Int64?, device: Device, type: NotificationType, period: String, locale: String,
         messageIndex: Int, title: String, body: String, expiresAt: Int64
     ) {
@@ -33,33 +33,33 @@ public struct OutgoingNotification: Sendable, Hashable {
     }
 
     /// `type:period`, at most 64 bytes (APNs' limit).
-    public static func collapseID(type: NotificationType, period: String) -> String {
+    package static func collapseID(type: NotificationType, period: String) -> String {
         String("\(type.rawValue):\(period)".utf8.prefix(64))!
     }
 }
 
 extension DeliveryChannel {
-    public init(_ provider: Provider) { self = provider == .apns ? .apns : .fcm }
+    package init(_ provider: Provider) { self = provider == .apns ? .apns : .fcm }
 }
 
 /// The sender's answer for one notification.
-public struct DeliveryReport: Sendable, Hashable {
-    public let channel: DeliveryChannel
-    public let outcome: DeliveryOutcome
+package struct DeliveryReport: Sendable, Hashable {
+    package let channel: DeliveryChannel
+    package let outcome: DeliveryOutcome
     /// The provider's reason (`Unregistered`, `UNAVAILABLE`, …), if any.
-    public let reason: String?
-    public let providerMessageID: String?
-    public let attempts: Int
-    public let latencyMs: Int?
+    package let reason: String?
+    package let providerMessageID: String?
+    package let attempts: Int
+    package let latencyMs: Int?
     /// For a dead token, when it became invalid according to the provider.
-    public let tokenInvalidSince: Int64?
+    package let tokenInvalidSince: Int64?
     /// Attempts whose fate is unknown: written to the provider, then no answer (the connection died, or no
     /// answer by the deadline). The provider may have delivered them.
-    public let ambiguousAttempts: Int
+    package let ambiguousAttempts: Int
     /// For a device left pending (`retry_later`): whom its last transient answer was about (``TransientScope``).
-    public let scope: TransientScope
+    package let scope: TransientScope
 
-    public init(
+    package init(
         channel: DeliveryChannel, outcome: DeliveryOutcome, reason: String? = nil, providerMessageID: String? = nil,
         attempts: Int = 1, latencyMs: Int? = nil, tokenInvalidSince: Int64? = nil, ambiguousAttempts: Int = 0,
         scope: TransientScope = .connection
@@ -79,11 +79,11 @@ public struct DeliveryReport: Sendable, Hashable {
 /// Receives reports that are final before the batch is done: the indices in the batch, and their reports.
 /// Called as answers are read (on a connection's event loop, among others), so it must return at once: it
 /// hands the reports over (to ``AnswerJournal``), never waits for them to be written.
-public typealias FinishedReports = @Sendable (_ indices: [Int], _ reports: [DeliveryReport]) -> Void
+package typealias FinishedReports = @Sendable (_ indices: [Int], _ reports: [DeliveryReport]) -> Void
 
 /// Delivers notifications. Returns exactly one report per notification, in order; transport failures
 /// are reports (`retryLater`, `credentials`), not thrown errors, so one bad device never loses the rest.
-public protocol Sender: Sendable {
+package protocol Sender: Sendable {
     func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport]
     /// Like ``send(_:)``, and hands each report to `finished` as soon as it is final, so that the answers of
     /// a batch still waiting for retries can be recorded meanwhile. Every report is in the result as well.
@@ -108,13 +108,13 @@ public protocol Sender: Sendable {
 }
 
 extension Sender {
-    public func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
+    package func send(_ batch: [OutgoingNotification], finished: @escaping FinishedReports) async -> [DeliveryReport] {
         await send(batch)
     }
-    public func canDeliver(to provider: Provider) -> Bool { true }
-    public func beginRun(finishBy: ContinuousClock.Instant?) async {}
-    public func shutdown() async {}
-    public func channelFailure() async -> JobError? { nil }
-    public func credentialMints() async -> [Provider: Int] { [:] }
-    public var outageThreshold: OutageThreshold { .default }
+    package func canDeliver(to provider: Provider) -> Bool { true }
+    package func beginRun(finishBy: ContinuousClock.Instant?) async {}
+    package func shutdown() async {}
+    package func channelFailure() async -> JobError? { nil }
+    package func credentialMints() async -> [Provider: Int] { [:] }
+    package var outageThreshold: OutageThreshold { .default }
 }

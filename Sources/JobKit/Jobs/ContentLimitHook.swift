@@ -4,20 +4,20 @@ import Logging
 /// Warns a user at 90 % and 100 % of their quota, once per period, at write time. The common case — a
 /// write far from the limit — costs one indexed read and no write, and never loads credentials or opens
 /// a provider connection: the sender is made only when a warning fires.
-public struct ContentLimitHook: Sendable {
-    public static let jobName = HookSummary.jobName
-    public let store: any ContentLimitStore & ClaimLedger
+package struct ContentLimitHook: Sendable {
+    package static let jobName = HookSummary.jobName
+    package let store: any ContentLimitStore & ClaimLedger
     /// Gives the sender when a warning is sent now (a ``LazySender``: made once, shut down by its owner).
-    public let makeSender: @Sendable () async throws(JobError) -> any Sender
+    package let makeSender: @Sendable () async throws(JobError) -> any Sender
     /// Loads the copy catalog; called only when a warning is worded (parsing and validating a catalog
     /// costs more than the whole nothing-fires path).
-    public let loadCatalog: @Sendable () throws(JobError) -> CopyCatalog
-    public let logger: Logger
+    package let loadCatalog: @Sendable () throws(JobError) -> CopyCatalog
+    package let logger: Logger
     /// What the wait for another invocation's 90 % warning and the record deadline are kept on; a manual
     /// clock in tests.
-    public var clock: any RetryClock = SystemRetryClock()
+    package var clock: any RetryClock = SystemRetryClock()
 
-    public init(
+    package init(
         store: any ContentLimitStore & ClaimLedger, logger: Logger,
         loadCatalog: @escaping @Sendable () throws(JobError) -> CopyCatalog = { .builtIn },
         makeSender: @escaping @Sendable () async throws(JobError) -> any Sender
@@ -28,22 +28,22 @@ public struct ContentLimitHook: Sendable {
         self.makeSender = makeSender
     }
 
-    public struct Options: Sendable {
-        public var now: Int64
-        public var dryRun = false
-        public var explain = false
-        public var claimLeaseSeconds: Int64 = 600
+    package struct Options: Sendable {
+        package var now: Int64
+        package var dryRun = false
+        package var explain = false
+        package var claimLeaseSeconds: Int64 = 600
         /// How long a 100 % warning waits for the period's 90 % warning that another invocation is sending;
         /// after it, the 100 % warning is left `retry` for the next reminder run.
-        public var lowerWarningWait: Duration = .seconds(10)
+        package var lowerWarningWait: Duration = .seconds(10)
         /// The waits (for the 90 % warning, and to record) end by this instant (a Lambda invocation's deadline,
         /// less time to answer) when it comes first.
-        public var finishBy: ContinuousClock.Instant?
+        package var finishBy: ContinuousClock.Instant?
         /// A request to stop (SIGTERM): the wait for the 90 % warning ends at once, and what is on its way is
         /// finished and recorded, as a reminder run does with the pages it has claimed.
-        public var stop: StopRequest?
-        public var runID = UUID().uuidString.lowercased()
-        public init(now: Int64, dryRun: Bool = false, explain: Bool = false) {
+        package var stop: StopRequest?
+        package var runID = UUID().uuidString.lowercased()
+        package init(now: Int64, dryRun: Bool = false, explain: Bool = false) {
             self.now = now
             self.dryRun = dryRun
             self.explain = explain
@@ -53,7 +53,7 @@ public struct ContentLimitHook: Sendable {
     /// The answer when no store is needed: an unlimited plan (no limit, or one ≤ 0) has nothing to decide.
     /// `nil` otherwise. ``handle(_:options:)`` starts with it, and a caller that would open a store for the
     /// event asks it first.
-    public static func summaryWithoutStore(_ event: ContentLimitEvent, options: Options) -> HookSummary? {
+    package static func summaryWithoutStore(_ event: ContentLimitEvent, options: Options) -> HookSummary? {
         guard event.limit ?? 0 <= 0 else { return nil }
         var summary = HookSummary(
             runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun,
@@ -62,7 +62,7 @@ public struct ContentLimitHook: Sendable {
         return summary
     }
 
-    public func handle(_ event: ContentLimitEvent, options: Options) async throws(JobError) -> HookSummary {
+    package func handle(_ event: ContentLimitEvent, options: Options) async throws(JobError) -> HookSummary {
         let started = ContinuousClock.now
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"

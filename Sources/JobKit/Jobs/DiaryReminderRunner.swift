@@ -2,30 +2,30 @@ import Foundation
 import Logging
 
 /// Options of one diary reminder run.
-public struct ReminderRunOptions: Sendable {
+package struct ReminderRunOptions: Sendable {
     /// The instant the run evaluates (the clock, or `--now`).
-    public var now: Int64
-    public var rule: DueRule = .default
+    package var now: Int64
+    package var rule: DueRule = .default
     /// Decide and print, claim nothing, write nothing.
-    public var dryRun = false
+    package var dryRun = false
     /// A `claimed` log row older than this belongs to a run that died: the next run takes it over.
     /// Runs stop selecting after half of it, so a live run's claims are never taken over.
-    public var claimLeaseSeconds: Int64 = 600
+    package var claimLeaseSeconds: Int64 = 600
     /// Users per page of the due set (one claim transaction per page). 1,000 rather than 500: 7–20 % faster end
     /// to end at 1M users (fewer transactions and per-page costs), ~10 MB more peak RSS (BENCHMARKS.md).
-    public var pageSize = 1000
+    package var pageSize = 1000
     /// The slice of users this run handles (`--shard K/N`); the others are left to the other shards.
-    public var shard: Shard = .all
+    package var shard: Shard = .all
     /// No page is claimed from this instant on (a Lambda invocation's deadline, less time to finish).
-    public var stopClaimingAt: ContinuousClock.Instant?
+    package var stopClaimingAt: ContinuousClock.Instant?
     /// Waits to record (a locked, full or unreachable database) end by this instant (a Lambda invocation's
     /// deadline, less time to report) when it comes before the claims' lease would end them.
-    public var finishBy: ContinuousClock.Instant?
+    package var finishBy: ContinuousClock.Instant?
     /// Once requested (SIGTERM, SIGINT), no page is claimed any more: the run ends as when its time runs out.
-    public var stop: StopRequest?
-    public var runID: String
+    package var stop: StopRequest?
+    package var runID: String
 
-    public init(
+    package init(
         now: Int64, rule: DueRule = .default, dryRun: Bool = false, runID: String = UUID().uuidString.lowercased()
     ) {
         self.now = now
@@ -36,29 +36,29 @@ public struct ReminderRunOptions: Sendable {
 }
 
 /// The diary reminder job: select who is due, claim, choose the words, send, record.
-public struct DiaryReminderRunner: Sendable {
-    public static let jobName = "diary-reminder"
+package struct DiaryReminderRunner: Sendable {
+    package static let jobName = "diary-reminder"
     /// The due set, what `--explain` reads, and the history's upkeep.
-    public let store: any DueSetSource & ExplainSource & HistoryUpkeep
+    package let store: any DueSetSource & ExplainSource & HistoryUpkeep
     /// Where claims are made, answers recorded and the run journaled: the same store, unless a caller
     /// interposes (a test whose recording fails).
-    public let ledger: any ClaimLedger & RunJournal
+    package let ledger: any ClaimLedger & RunJournal
     /// Where the quota warnings that are due come from (deferred past quiet hours, left for retry, or claimed
     /// by a hook invocation that died): every run delivers them. `nil` only when built with
     /// ``init(remindersOnly:ledger:sender:catalog:logger:)``.
-    public let warnings: (any ContentLimitStore & ClaimLedger)?
+    package let warnings: (any ContentLimitStore & ClaimLedger)?
     /// Where runners of the same run split its due set (``DueSetBuckets``); `nil` only when built with
     /// ``init(remindersOnly:ledger:sender:catalog:logger:)``.
-    public let leases: (any DueSetLeases)?
-    public let sender: any Sender
-    public let catalog: CopyCatalog
-    public let logger: Logger
+    package let leases: (any DueSetLeases)?
+    package let sender: any Sender
+    package let catalog: CopyCatalog
+    package let logger: Logger
     /// What the run's time budget, its record deadline and its waits for a locked database are kept on; a
     /// manual clock in tests. (How long each phase took is measured on the process's clock.)
-    public var clock: any RetryClock = SystemRetryClock()
+    package var clock: any RetryClock = SystemRetryClock()
 
     /// The job: reminders, and the quota warnings a diary-reminder run delivers.
-    public init(
+    package init(
         store: any ReminderStore & ContentLimitStore & DueSetLeases, sender: any Sender,
         catalog: CopyCatalog = .builtIn, logger: Logger
     ) {
@@ -70,7 +70,7 @@ public struct DiaryReminderRunner: Sendable {
     /// Reminders only, on a store without quota warnings or leases: pending warnings are not delivered by this
     /// runner, and it works through the whole due set. `ledger`, when given, takes the claims, the answers and
     /// the run's journal instead of `store`.
-    public init(
+    package init(
         remindersOnly store: any ReminderStore, ledger: (any ClaimLedger & RunJournal)? = nil, sender: any Sender,
         catalog: CopyCatalog = .builtIn, logger: Logger
     ) {
@@ -94,7 +94,7 @@ public struct DiaryReminderRunner: Sendable {
         self.logger = logger
     }
 
-    public func run(_ options: ReminderRunOptions) async throws(JobError) -> RunSummary {
+    package func run(_ options: ReminderRunOptions) async throws(JobError) -> RunSummary {
         let started = ContinuousClock.now
         // Claims stop when the run's budget (half the lease) or the caller's deadline (a Lambda's) comes first.
         let budget = clock.now + .seconds(options.claimLeaseSeconds / 2)

@@ -2,7 +2,7 @@ import Foundation
 
 extension HealthReport {
     /// One self-contained HTML file: inline CSS and SVG, no script, no external resource, so it opens offline.
-    public var html: String {
+    package var html: String {
         let outcomes = DayType.columns.compactMap { column in
             column.chartColor.map { (name: column.name, color: $0, value: column.value) }
         }

@@ -3,15 +3,15 @@ import Foundation
 /// The delivery-health report: what the notification log says about the last days. Built from a store's
 /// ``HealthFigures`` by ``init(from:to:figures:)``, the one place that turns counted rows into the report.
 public struct HealthReport: Sendable, Codable, Hashable {
-    public struct DayType: Sendable, Codable, Hashable {
-        public let day: String
-        public let type: String
+    package struct DayType: Sendable, Codable, Hashable {
+        package let day: String
+        package let type: String
         /// Every log row claimed that day, whatever its state; then the rows in each state.
-        public private(set) var claimed = 0, sent = 0, partial = 0, failed = 0, deferred = 0, retry = 0
+        package private(set) var claimed = 0, sent = 0, partial = 0, failed = 0, deferred = 0, retry = 0
         /// Still `retry`, `deferred` or `claimed` past ``DeliveryLifecycle/retryHorizon`` at the report's end:
         /// never sent now.
-        public private(set) var missed = 0
-        public private(set) var superseded = 0, inProgress = 0
+        package private(set) var missed = 0
+        package private(set) var superseded = 0, inProgress = 0
 
         init(day: String, type: String) {
             self.day = day
@@ -49,32 +49,32 @@ public struct HealthReport: Sendable, Codable, Hashable {
             }
         }
     }
-    public struct Count: Sendable, Codable, Hashable {
-        public let key: String
-        public let count: Int
+    package struct Count: Sendable, Codable, Hashable {
+        package let key: String
+        package let count: Int
     }
-    public struct DayRate: Sendable, Codable, Hashable {
-        public let day: String
-        public let deliveries: Int
-        public let tokenDead: Int
-        public var rate: Double { deliveries == 0 ? 0 : Double(tokenDead) / Double(deliveries) }
+    package struct DayRate: Sendable, Codable, Hashable {
+        package let day: String
+        package let deliveries: Int
+        package let tokenDead: Int
+        package var rate: Double { deliveries == 0 ? 0 : Double(tokenDead) / Double(deliveries) }
     }
     /// A job's latest instant and every run that evaluated it: the shards of a slot, overlapping runners, or a
     /// Lambda invocation retried with its event's `time` all record the same instant.
-    public struct JobRun: Sendable, Codable, Hashable {
-        public let job: String
-        public let runAt: String
+    package struct JobRun: Sendable, Codable, Hashable {
+        package let job: String
+        package let runAt: String
         /// The worst outcome among the runs (any outcome but `ok`, by name: `failed`, then `running`, a run that
         /// has not recorded its end: still going, or killed outright), so that a failed shard or first try does not
         /// hide behind a run that went well.
-        public let outcome: String
+        package let outcome: String
         /// The longest of the runs.
-        public let durationMs: Int?
-        public let runs: Int
+        package let durationMs: Int?
+        package let runs: Int
         /// How many runs ended each way, worst first.
-        public let outcomes: [Count]
+        package let outcomes: [Count]
         /// The error that ended the run, from its recorded summary (of several runs: a failed one's).
-        public var error: String?
+        package var error: String?
 
         /// One line per job from the stores' rows (every run at the job's latest instant, any order).
         static func fold(_ rows: [HealthFigures.LastRunRow]) -> [JobRun] {
@@ -118,49 +118,49 @@ public struct HealthReport: Sendable, Codable, Hashable {
         }
     }
 
-    public let from: String
-    public let to: String
-    public let days: Int
+    package let from: String
+    package let to: String
+    package let days: Int
     /// Per UTC day (of the claim) and notification type.
-    public let volume: [DayType]
+    package let volume: [DayType]
     /// Deliveries in the window, `provider/outcome` → count.
-    public let deliveries: [Count]
-    public let invalidTokenRate: [DayRate]
+    package let deliveries: [Count]
+    package let invalidTokenRate: [DayRate]
     /// Active devices, `platform/provider/kind` (``TokenKind``) → count.
-    public let activeDevices: [Count]
+    package let activeDevices: [Count]
     /// Devices deactivated in the window, by reason.
-    public let deactivations: [Count]
+    package let deactivations: [Count]
     /// Settings rows and active devices whose user does not exist (``OrphanedRows``): none unless a backend wrote
     /// around the schema's guards.
-    public var orphans = OrphanedRows()
-    public let lastRuns: [JobRun]
+    package var orphans = OrphanedRows()
+    package let lastRuns: [JobRun]
     /// Each job's runs in the window, how many failed, and the last that did.
-    public let runsInWindow: [JobWindow]
+    package let runsInWindow: [JobWindow]
     /// Does the reminder work? Per locale and message (``ReminderEffect``); filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
-    public var reminderEffect: [ReminderEffect.Message] = []
+    package var reminderEffect: [ReminderEffect.Message] = []
     /// The users reminded in the window whose language the catalog has no reminder words for (they were sent the
     /// fallback locale's), by that language, most first; filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
-    public var readersWithoutWords: [Count] = []
+    package var readersWithoutWords: [Count] = []
     /// How long each provider took to answer the window's deliveries, by provider.
-    public let answerTimes: [AnswerTimes]
+    package let answerTimes: [AnswerTimes]
 
     /// One provider's answer times: from a request written to its answer, over the window's deliveries that had
     /// one. Each percentile is the upper bound (ms) of the bucket it falls in (``buckets``), or ``beyondBuckets``.
-    public struct AnswerTimes: Sendable, Codable, Hashable {
-        public let provider: String
-        public let answers: Int
-        public let p50Ms: Int
-        public let p95Ms: Int
-        public let p99Ms: Int
+    package struct AnswerTimes: Sendable, Codable, Hashable {
+        package let provider: String
+        package let answers: Int
+        package let p50Ms: Int
+        package let p95Ms: Int
+        package let p99Ms: Int
 
         /// The upper bounds (ms) of the buckets answer times are counted in; an answer takes at most the senders'
         /// answer deadline (30 s), and a slower one is counted past the last.
-        public static let buckets = [5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000]
+        package static let buckets = [5, 10, 20, 50, 100, 200, 500, 1_000, 2_000, 5_000, 10_000, 30_000]
         /// The bucket of an answer time past the last bound.
-        public static let beyondBuckets = Int(Int32.max)
+        package static let beyondBuckets = Int(Int32.max)
 
         /// The bucket of the integer expression `column` (its upper bound; NULL for NULL), for a store's `GROUP BY`.
-        public static func bucketSQL(_ column: String) -> String {
+        package static func bucketSQL(_ column: String) -> String {
             "CASE WHEN \(column) IS NULL THEN NULL "
                 + buckets.map { "WHEN \(column) <= \($0) THEN \($0) " }.joined() + "ELSE \(beyondBuckets) END"
         }
@@ -198,7 +198,7 @@ public struct HealthReport: Sendable, Codable, Hashable {
     }
 
     /// The report of the window `from..<to` (UTC seconds) from what a store counted in it.
-    public init(from: Int64, to: Int64, figures: HealthFigures) {
+    package init(from: Int64, to: Int64, figures: HealthFigures) {
         self.from = Timestamps.format(from)
         self.to = Timestamps.format(to)
         days = Int((to - from) / 86_400)
@@ -229,19 +229,19 @@ public struct HealthReport: Sendable, Codable, Hashable {
     }
 
     /// A job's runs in the report's window: the last run alone hides a job that fails now and then.
-    public struct JobWindow: Sendable, Codable, Hashable {
-        public let job: String
-        public let runs: Int
-        public let failed: Int
+    package struct JobWindow: Sendable, Codable, Hashable {
+        package let job: String
+        package let runs: Int
+        package let failed: Int
         /// The latest instant a run of the job failed, in the window.
-        public let lastFailedAt: String?
+        package let lastFailedAt: String?
         /// The error that ended a run failed at that instant, if it recorded one.
-        public let lastError: String?
+        package let lastError: String?
         /// Runs still `running`: killed outright (SIGKILL, out of memory, the host going down) before they
         /// recorded their end, or still going.
-        public var unfinished = 0
+        package var unfinished = 0
         /// The latest instant of such a run, in the window.
-        public var lastUnfinishedAt: String? = nil
+        package var lastUnfinishedAt: String? = nil
 
         /// `diary-reminder: 672 runs, 3 failed, the last at 2026-11-20T03:15:00Z: recording deliveries: …`, with
         /// `1 with no end recorded (killed, or still going), the last at …;` before the failures when there are such.
@@ -258,37 +258,37 @@ public struct HealthReport: Sendable, Codable, Hashable {
 }
 
 /// What a store counts for the report, as plain rows; ``HealthReport/init(from:to:figures:)`` makes the report.
-public struct HealthFigures: Sendable {
+package struct HealthFigures: Sendable {
     /// Log rows claimed in the window, per UTC day of the claim, type and state at the window's end
     /// (``DeliveryLifecycle/reportStatusSQL(_:now:)``), ordered by day and type.
-    public var claims: [(day: String, type: String, status: String, count: Int)] = []
+    package var claims: [(day: String, type: String, status: String, count: Int)] = []
     /// Deliveries in the window per `provider/outcome`, ordered by key.
-    public var deliveries: [(key: String, count: Int)] = []
+    package var deliveries: [(key: String, count: Int)] = []
     /// Deliveries in the window that had an answer time, per provider and bucket (``HealthReport/AnswerTimes``).
-    public var answerTimes: [(provider: String, bucketMs: Int, count: Int)] = []
+    package var answerTimes: [(provider: String, bucketMs: Int, count: Int)] = []
     /// Deliveries in the window per UTC day, and how many of them found the token dead, ordered by day.
-    public var deliveryDays: [(day: String, deliveries: Int, tokenDead: Int)] = []
+    package var deliveryDays: [(day: String, deliveries: Int, tokenDead: Int)] = []
     /// Active devices per `platform/provider/kind`, ordered by key.
-    public var activeDevices: [(key: String, count: Int)] = []
+    package var activeDevices: [(key: String, count: Int)] = []
     /// Devices deactivated in the window per reason (`unknown` for none), most first.
-    public var deactivations: [(key: String, count: Int)] = []
+    package var deactivations: [(key: String, count: Int)] = []
     /// Every run at each job's latest instant (UTC seconds), in any order.
-    public var lastRuns: [LastRunRow] = []
+    package var lastRuns: [LastRunRow] = []
     /// One run: its job, instant, outcome, duration, and the error that ended it (from its recorded summary).
-    public typealias LastRunRow = (job: String, runAt: Int64, outcome: String, durationMs: Int?, error: String?)
+    package typealias LastRunRow = (job: String, runAt: Int64, outcome: String, durationMs: Int?, error: String?)
     /// Per job, ordered by job: its runs in the window, how many of them failed, how many are still `running`
     /// (no end recorded), and the latest instant of those (UTC seconds).
-    public var windowRuns: [(job: String, runs: Int, failed: Int, unfinished: Int, lastUnfinishedAt: Int64?)] = []
+    package var windowRuns: [(job: String, runs: Int, failed: Int, unfinished: Int, lastUnfinishedAt: Int64?)] = []
     /// Every failed run at each job's latest failed instant in the window (UTC seconds), in any order, with the
     /// error that ended it (from its recorded summary).
-    public var lastFailures: [(job: String, runAt: Int64, error: String?)] = []
+    package var lastFailures: [(job: String, runAt: Int64, error: String?)] = []
 
-    public init() {}
+    package init() {}
 
     /// Fills ``deliveries``, ``deliveryDays`` and ``answerTimes`` from one scan of the window's deliveries, counted
     /// per UTC day, provider, outcome and answer-time bucket (``HealthReport/AnswerTimes/bucketSQL(_:)``; nil for a
     /// delivery without an answer time).
-    public mutating func countDeliveries(
+    package mutating func countDeliveries(
         _ rows: [(day: String, provider: String, outcome: String, bucketMs: Int?, count: Int)]
     ) {
         var byKey: [String: Int] = [:]
@@ -310,7 +310,7 @@ public struct HealthFigures: Sendable {
     }
 }
 
-public protocol ReportStore: ExplainSource {
+package protocol ReportStore: ExplainSource {
     func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures
     /// Every diary reminder sent (or partly sent) and claimed in `from..<to`, with the user's first entry after it.
     func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow]
@@ -320,7 +320,7 @@ public protocol ReportStore: ExplainSource {
 }
 
 extension ReportStore {
-    public func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
+    package func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
         var report = HealthReport(from: from, to: to, figures: try await healthFigures(from: from, to: to))
         report.orphans = try await orphanedRows(userID: nil)
         return report
@@ -328,7 +328,7 @@ extension ReportStore {
 
     /// The report with its "does the reminder work?" section, the messages' titles from `catalog`, and the readers
     /// `catalog` has no reminder words for.
-    public func fullHealthReport(from: Int64, to: Int64, catalog: CopyCatalog = .builtIn) async throws(JobError)
+    package func fullHealthReport(from: Int64, to: Int64, catalog: CopyCatalog = .builtIn) async throws(JobError)
         -> HealthReport
     {
         var report = try await healthReport(from: from, to: to)
@@ -349,7 +349,7 @@ extension HealthReport {
         case text, json, html
     }
 
-    public func rendered(_ format: Format) -> String {
+    package func rendered(_ format: Format) -> String {
         switch format {
         case .text: text
         case .json: json
@@ -357,9 +357,9 @@ extension HealthReport {
         }
     }
 
-    public var json: String { JSONLine.encode(self) }
+    package var json: String { JSONLine.encode(self) }
 
-    public var text: String {
+    package var text: String {
         let columns = DayType.columns
         var lines = [
             "delivery health \(from) … \(to) (\(days) days)", "",

@@ -8,10 +8,10 @@ import NIOSSL
 /// A dead-man's-switch ping, as healthchecks.io and Cronitor take them: `URL/start` when a run begins, `URL`
 /// when it succeeds, `URL/fail` when it exits non-zero, each a POST whose body is the run's summary (JSON). A
 /// ping has a few seconds; one that fails is logged and never changes the run's outcome.
-public struct Heartbeat: Sendable {
-    public enum Event: String, Sendable { case start, success, fail }
+package struct Heartbeat: Sendable {
+    package enum Event: String, Sendable { case start, success, fail }
 
-    public let url: String
+    package let url: String
     private let host: String
     private let port: Int
     private let path: String
@@ -20,7 +20,7 @@ public struct Heartbeat: Sendable {
     private let logger: Logger
 
     /// Checks the URL (http or https, a host); `caFile` adds trusted CAs as for the providers.
-    public init(url: String, caFile: String? = nil, timeout: TimeAmount = .seconds(5), logger: Logger) throws(JobError)
+    package init(url: String, caFile: String? = nil, timeout: TimeAmount = .seconds(5), logger: Logger) throws(JobError)
     {
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
             scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
@@ -54,7 +54,7 @@ public struct Heartbeat: Sendable {
     }
 
     /// Sends one ping; logs (never throws) when it fails.
-    public func ping(_ event: Event, body: String = "") async {
+    package func ping(_ event: Event, body: String = "") async {
         do {
             let status = try await post(path(for: event), body: body)
             if !(200..<300).contains(status) {

@@ -6,7 +6,7 @@ import Logging
 
 extension DeliveryConfiguration {
     /// Fails unless something can deliver: a configured provider or an outbox file.
-    public func requireDelivery(outbox: String?) throws(JobError) {
+    package func requireDelivery(outbox: String?) throws(JobError) {
         if outbox == nil && !hasProvider {
             throw .config(
                 "no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (README \"Configuration\"), pass --outbox PATH, or use --dry-run"
@@ -20,13 +20,13 @@ extension DeliveryConfiguration {
     }
 
     /// The janitor's probes are FCM validation requests.
-    public func requireFCMForProbes() throws(JobError) {
+    package func requireFCMForProbes() throws(JobError) {
         guard fcm != nil else { throw .config("--probe needs FCM (PUSH_FCM_SERVICE_ACCOUNT_FILE)") }
     }
 
     /// The sender of a run that delivers: the outbox file when one is named, else the providers (a provider
     /// left unconfigured is logged once: its devices are skipped).
-    public func sender(outbox: String?, credentials: any CredentialStore, logger: Logger) async throws(JobError)
+    package func sender(outbox: String?, credentials: any CredentialStore, logger: Logger) async throws(JobError)
         -> any Sender
     {
         if let outbox { return try OutboxSender(path: outbox) }
@@ -40,7 +40,7 @@ extension DeliveryConfiguration {
 
 /// How a job's notifications leave: what the command line's `--dry-run`, `--explain`, `--validate-only` and
 /// `--outbox` choose, and what a Swift backend passes to run a job the same way.
-public enum DeliveryMode: Sendable {
+package enum DeliveryMode: Sendable {
     /// To the configured providers, or into the outbox file when one is named.
     case deliver(outbox: String?)
     /// Nothing is sent: each notification a run with `outbox` would send is printed to `sink`. Devices of a
@@ -54,7 +54,7 @@ public enum DeliveryMode: Sendable {
 extension DeliveryConfiguration {
     /// The sender for `mode`: the one place that chooses among the providers, the outbox, the dry run and
     /// validation. The caller owns it and calls ``Sender/shutdown()``.
-    public func sender(for mode: DeliveryMode, credentials: any CredentialStore, logger: Logger) async throws(JobError)
+    package func sender(for mode: DeliveryMode, credentials: any CredentialStore, logger: Logger) async throws(JobError)
         -> any Sender
     {
         switch mode {
@@ -75,7 +75,7 @@ extension DeliveryConfiguration {
 extension DeliveryMode {
     /// The mode an invocation's flags choose: `--validate-only` asks FCM, `--dry-run` and `--explain` print,
     /// anything else delivers (into `outbox` when one is named).
-    public static func chosen(
+    package static func chosen(
         dryRun: Bool, explain: Bool, validateOnly: Bool, outbox: String?, sink: any LineSink, json: Bool
     ) -> DeliveryMode {
         if validateOnly { return .validateOnly(sink: sink, json: json) }
@@ -85,19 +85,19 @@ extension DeliveryMode {
 
     /// True for an operator's question (a dry run, `--explain`, `--validate-only`): it claims and delivers
     /// nothing, and neither pings the heartbeat nor replaces the scheduled run's metrics.
-    public var isQuestion: Bool {
+    package var isQuestion: Bool {
         if case .deliver = self { false } else { true }
     }
 
     /// How the store is opened: read-only for a preview; validation caches the FCM access token it mints, the
     /// only write it makes.
-    public var storeMode: StoreOpenMode {
+    package var storeMode: StoreOpenMode {
         if case .dryRun = self { .readOnly } else { .readWrite }
     }
 
     /// What must hold before the store is opened: something that can deliver, and readable key files (a
     /// preview needs neither; validation needs FCM).
-    public func check(_ delivery: DeliveryConfiguration) async throws(JobError) {
+    package func check(_ delivery: DeliveryConfiguration) async throws(JobError) {
         switch self {
         case .deliver(let outbox):
             try delivery.requireDelivery(outbox: outbox)
@@ -114,7 +114,7 @@ extension DeliveryConfiguration {
     /// The providers a run with this configuration delivers to: all of them into an outbox, else the
     /// configured ones. A configuration with none (an operator's dry run on a machine without keys) is
     /// previewed as if both were configured, and says so.
-    public func deliverableProviders(outbox: String?, logger: Logger) -> Set<Provider>? {
+    package func deliverableProviders(outbox: String?, logger: Logger) -> Set<Provider>? {
         if outbox != nil { return nil }
         guard hasProvider else {
             logger.notice(
@@ -127,7 +127,7 @@ extension DeliveryConfiguration {
 
 extension CopyCatalog {
     /// The catalog `--copy-catalog`/`PUSH_COPY_CATALOG` names, checked; the built-in one otherwise.
-    public static func resolve(_ config: ConfigResolver, flag: String? = nil) throws(JobError) -> CopyCatalog {
+    package static func resolve(_ config: ConfigResolver, flag: String? = nil) throws(JobError) -> CopyCatalog {
         try config.string(.copyCatalog, flag: flag).map { path throws(JobError) in try CopyCatalog.load(path: path) }
             ?? .builtIn
     }
@@ -135,7 +135,7 @@ extension CopyCatalog {
 
 extension DiaryReminderHandler.Settings {
     /// The run settings from flags (`nil`: not given) and the environment.
-    public static func resolve(
+    package static func resolve(
         _ config: ConfigResolver, earlyMinutes: Int? = nil, catchUpMinutes: Int? = nil,
         claimLeaseMinutes: Int? = nil, shard: String? = nil
     ) throws(JobError) -> Self {
@@ -164,7 +164,7 @@ extension DiaryReminderHandler {
     /// The reminder job from its settings alone (no flags): the handler a Lambda execution environment or a
     /// Swift backend serves. Everything is checked now — settings, catalog, key files — so a mistake fails
     /// at start-up, not at the first scheduled run. The caller owns `store` and calls ``shutdown()``.
-    public static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError)
+    package static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError)
         -> DiaryReminderHandler
     {
         let settings = try Settings.resolve(config)
@@ -186,7 +186,7 @@ extension DiaryReminderHandler {
 extension ContentLimitHookHandler {
     /// The hook with its delivery already resolved. The store is read first; the catalog and the sender are
     /// made only when a warning is sent (most writes send nothing and pay for neither).
-    public static func make(
+    package static func make(
         _ config: ConfigResolver, delivery: DeliveryConfiguration, outbox: String?, store: any JobStore,
         logger: Logger, dryRun: Bool = false, explain: Bool = false
     ) -> ContentLimitHookHandler {
@@ -207,7 +207,7 @@ extension ContentLimitHookHandler {
     /// The hook from its settings alone (no flags): the handler a Lambda execution environment or a Swift
     /// backend serves, checked now (provider settings and key files, the catalog) so that a mistake fails at
     /// start-up rather than on the first write that warns. The caller owns `store` and calls ``shutdown()``.
-    public static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError)
+    package static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError)
         -> ContentLimitHookHandler
     {
         let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
@@ -229,7 +229,7 @@ extension ContentLimitHookHandler {
 extension TokenJanitorHandler {
     /// The janitor with its providers resolved (FCM only: probes are FCM validate-only sends). The sender is
     /// made on the first probe.
-    public static func make(
+    package static func make(
         _ providers: DeliveryConfiguration, store: any JobStore, logger: Logger,
         base: JanitorOptions
     ) -> TokenJanitorHandler {
@@ -245,7 +245,7 @@ extension TokenJanitorHandler {
 
     /// The janitor from its settings alone: the documented defaults, `PUSH_SHARD`, and per run the
     /// scheduled event's `detail` (`{"probe": true}`, `{"stale_days": 60}`, …).
-    public static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError)
+    package static func make(_ config: ConfigResolver, store: any JobStore, logger: Logger) async throws(JobError)
         -> TokenJanitorHandler
     {
         var flags = DeliveryFlags()
@@ -267,7 +267,7 @@ extension TokenJanitorHandler {
 
 /// A job handler that its settings alone build: what ``JobService`` serves in a Swift backend and the Lambda
 /// runtime loop serves in an execution environment.
-public protocol ServedJob: JobHandler {
+package protocol ServedJob: JobHandler {
     /// The job's name in logs, metrics and PostgreSQL's `application_name`.
     static var jobName: String { get }
     /// The handler from the `PUSH_*` settings, everything checked now; the caller owns `store`.
@@ -275,13 +275,13 @@ public protocol ServedJob: JobHandler {
 }
 
 extension DiaryReminderHandler: ServedJob {
-    public static var jobName: String { DiaryReminderRunner.jobName }
+    package static var jobName: String { DiaryReminderRunner.jobName }
 }
 
 extension ContentLimitHookHandler: ServedJob {
-    public static var jobName: String { ContentLimitHook.jobName }
+    package static var jobName: String { ContentLimitHook.jobName }
 }
 
 extension TokenJanitorHandler: ServedJob {
-    public static var jobName: String { TokenJanitor.jobName }
+    package static var jobName: String { TokenJanitor.jobName }
 }

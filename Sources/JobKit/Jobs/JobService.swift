@@ -6,7 +6,7 @@ import Logging
 /// what a Swift backend (Vapor, Hummingbird, …) keeps for its lifetime instead of spawning a process per write:
 ///
 /// ```swift
-/// let hook = try await JobService.contentLimitHook(stores: JobStores())   // at start-up: settings, key files checked
+/// let hook = try await JobService.contentLimitHook(stores: .sqliteOrPostgres)  // at start-up: settings, key files checked
 /// let summary = try await hook.handle(ContentLimitEvent(userID: "u1", used: 27, limit: 30))
 /// await hook.close()                                          // at shutdown
 /// ```
@@ -16,7 +16,7 @@ import Logging
 /// to a provider that refused or was unavailable (the CLI exits 77 or 69 for it).
 public final class JobService<Handler: JobHandler>: Sendable {
     public let handler: Handler
-    public let store: any JobStore
+    package let store: any JobStore
     public let job: String
 
     init(handler: Handler, store: any JobStore, job: String) {
@@ -27,8 +27,8 @@ public final class JobService<Handler: JobHandler>: Sendable {
 
     /// Opens the store `PUSH_DATABASE_URL` names with `stores` and builds the handler; on failure nothing stays
     /// open.
-    public static func open(
-        job: String, stores: some StoreOpener, environment: [String: String], logger: Logger,
+    package static func open(
+        job: String, stores: StoreOpener, environment: [String: String], logger: Logger,
         make: @Sendable (ConfigResolver, any JobStore, Logger) async throws(JobError) -> Handler
     ) async throws(JobError) -> JobService {
         let config = ConfigResolver(environment: environment)
@@ -61,8 +61,8 @@ public final class JobService<Handler: JobHandler>: Sendable {
 
 extension JobService where Handler: ServedJob {
     /// The job `Handler` serves, from the `PUSH_*` settings (the process environment by default).
-    public static func open(
-        stores: some StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
+    package static func open(
+        stores: StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
         logger: Logger = Logger(label: Handler.jobName)
     ) async throws(JobError) -> JobService {
         try await open(
@@ -71,26 +71,34 @@ extension JobService where Handler: ServedJob {
 }
 
 extension JobService where Handler == ContentLimitHookHandler {
-    /// The content-limit hook (``open(stores:environment:logger:)``).
+    /// The content-limit hook (from the `PUSH_*` settings; `logger` defaults to one labelled with the job's name).
     public static func contentLimitHook(
-        stores: some StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
-        logger: Logger = Logger(label: ContentLimitHook.jobName)
-    ) async throws(JobError) -> JobService { try await open(stores: stores, environment: environment, logger: logger) }
+        stores: StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger? = nil
+    ) async throws(JobError) -> JobService {
+        try await open(
+            stores: stores, environment: environment, logger: logger ?? Logger(label: ContentLimitHook.jobName))
+    }
 }
 
 extension JobService where Handler == DiaryReminderHandler {
-    /// The reminder job (``open(stores:environment:logger:)``); each ``handle(_:now:requestID:stop:)`` is one scheduled run
+    /// The reminder job (from the `PUSH_*` settings; `logger` defaults to one labelled with the job's name); each ``handle(_:now:requestID:stop:)`` is one scheduled run
     /// (`ScheduledEvent(time:)` with the slot's instant).
     public static func diaryReminder(
-        stores: some StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
-        logger: Logger = Logger(label: DiaryReminderRunner.jobName)
-    ) async throws(JobError) -> JobService { try await open(stores: stores, environment: environment, logger: logger) }
+        stores: StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger? = nil
+    ) async throws(JobError) -> JobService {
+        try await open(
+            stores: stores, environment: environment, logger: logger ?? Logger(label: DiaryReminderRunner.jobName))
+    }
 }
 
 extension JobService where Handler == TokenJanitorHandler {
-    /// The token janitor (``open(stores:environment:logger:)``); a run's options come from its event's `detail`.
+    /// The token janitor (from the `PUSH_*` settings; `logger` defaults to one labelled with the job's name); a run's options come from its event's `detail`.
     public static func tokenJanitor(
-        stores: some StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
-        logger: Logger = Logger(label: TokenJanitor.jobName)
-    ) async throws(JobError) -> JobService { try await open(stores: stores, environment: environment, logger: logger) }
+        stores: StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
+        logger: Logger? = nil
+    ) async throws(JobError) -> JobService {
+        try await open(stores: stores, environment: environment, logger: logger ?? Logger(label: TokenJanitor.jobName))
+    }
 }

@@ -9,18 +9,18 @@ import Prometheus
 /// is carried over from the file it replaces when the run fails, which is what the standard dead-man alert
 /// (`time() - diary_push_last_success_timestamp_seconds > 1800`) needs. The text is made by swift-prometheus's
 /// registry (README "Operations": it costs no measurable start-up, as it is only used after the run).
-public struct MetricsFile: Sendable {
-    public static let lastSuccessName = "diary_push_last_success_timestamp_seconds"
+package struct MetricsFile: Sendable {
+    package static let lastSuccessName = "diary_push_last_success_timestamp_seconds"
 
-    public let path: String
+    package let path: String
 
-    public init(path: String) {
+    package init(path: String) {
         self.path = path
     }
 
     /// The figures every job reports, then `summary`'s own (``MeteredSummary``). `summary` is nil when the run
     /// failed before it had one.
-    public static func text<Summary: MeteredSummary>(
+    package static func text<Summary: MeteredSummary>(
         _ summary: Summary?, job: String, now: Int64, exitCode: Int32,
         durationSeconds: Double, previousLastSuccess: Double?, previousCounters: [String: Double] = [:]
     ) -> String {
@@ -33,11 +33,11 @@ public struct MetricsFile: Sendable {
     }
 
     /// A counter's increase in one run: its samples' labels and the amount.
-    public struct CounterIncrement: Sendable {
-        public let labels: [(String, String)]
-        public let amount: Int
+    package struct CounterIncrement: Sendable {
+        package let labels: [(String, String)]
+        package let amount: Int
 
-        public init(labels: [(String, String)], amount: Int) {
+        package init(labels: [(String, String)], amount: Int) {
             self.labels = labels
             self.amount = amount
         }
@@ -46,7 +46,7 @@ public struct MetricsFile: Sendable {
     /// The counters the files carry from run to run: each run is a process of its own, so a counter's total is
     /// the file's previous sample plus what the run adds (Prometheus' `rate()` and `increase()` take a reset,
     /// a file deleted, in their stride).
-    public static let missedDevicesCounter = "diary_push_devices_missed_total"
+    package static let missedDevicesCounter = "diary_push_devices_missed_total"
     static let carriedCounters: [(name: String, help: String)] = [
         (
             missedDevicesCounter,
@@ -81,7 +81,7 @@ public struct MetricsFile: Sendable {
     }
 
     /// The carried counters' samples in the file this run replaces (`name{labels}` → value).
-    public func previousCounters() -> [String: Double] {
+    package func previousCounters() -> [String: Double] {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return [:] }
         var samples: [String: Double] = [:]
         for line in text.split(separator: "\n")
@@ -272,7 +272,7 @@ public struct MetricsFile: Sendable {
     }
 
     /// The last success recorded in the file this run replaces, if any.
-    public func previousLastSuccess(job: String) -> Double? {
+    package func previousLastSuccess(job: String) -> Double? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n")
         where line.hasPrefix(Self.lastSuccessName + "{") && line.contains("job=\"\(job)\"") {
@@ -283,14 +283,14 @@ public struct MetricsFile: Sendable {
 
     /// Replaces the file atomically (``AtomicFile``), mode 0644 whatever the umask: the scraper reads it as
     /// another user.
-    public func write(_ text: String) throws(JobError) {
+    package func write(_ text: String) throws(JobError) {
         do { try AtomicFile.replace(path, with: Data(text.utf8), mode: 0o644) } catch {
             throw .ioError("cannot write the metrics file \(path): \(systemReason(error))")
         }
     }
 
     /// Writes the file; a failure is logged and never changes the run's outcome.
-    public func writeLogging(_ text: String, logger: Logger) {
+    package func writeLogging(_ text: String, logger: Logger) {
         do { try write(text) } catch {
             logger.error("metrics not written", metadata: ["path": "\(path)", "error": "\(error.message)"])
         }
@@ -298,7 +298,7 @@ public struct MetricsFile: Sendable {
 }
 
 /// A summary that a scheduled run's metrics file is written from (``MetricsFile/text(_:job:now:exitCode:durationSeconds:previousLastSuccess:previousCounters:)``).
-public protocol MeteredSummary: JobSummary {
+package protocol MeteredSummary: JobSummary {
     /// Adds the job's own figures to the ones every job reports.
     func recordFigures(job: String, into registry: PrometheusCollectorRegistry)
     /// What the run adds to the counters the file carries from run to run (``MetricsFile/carriedCounters``).
@@ -306,15 +306,15 @@ public protocol MeteredSummary: JobSummary {
 }
 
 extension MeteredSummary {
-    public func counterIncrements(job: String) -> [(name: String, increment: MetricsFile.CounterIncrement)] { [] }
+    package func counterIncrements(job: String) -> [(name: String, increment: MetricsFile.CounterIncrement)] { [] }
 }
 
 extension RunSummary: MeteredSummary {
-    public func recordFigures(job: String, into registry: PrometheusCollectorRegistry) {
+    package func recordFigures(job: String, into registry: PrometheusCollectorRegistry) {
         MetricsFile.reminderFigures(self, job: job, into: registry)
     }
 
-    public func counterIncrements(job: String) -> [(name: String, increment: MetricsFile.CounterIncrement)] {
+    package func counterIncrements(job: String) -> [(name: String, increment: MetricsFile.CounterIncrement)] {
         devicesMissed.map {
             (
                 MetricsFile.missedDevicesCounter,
@@ -326,7 +326,7 @@ extension RunSummary: MeteredSummary {
 }
 
 extension JanitorSummary: MeteredSummary {
-    public func recordFigures(job: String, into registry: PrometheusCollectorRegistry) {
+    package func recordFigures(job: String, into registry: PrometheusCollectorRegistry) {
         MetricsFile.janitorFigures(self, job: job, into: registry)
     }
 }

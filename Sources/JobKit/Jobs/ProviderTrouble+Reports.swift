@@ -3,7 +3,7 @@ import Logging
 extension ProviderTrouble {
     /// Why a report leaves its device for a later run, if it does: credentials refused, or the provider
     /// unavailable. Final outcomes (delivered, dead token, rejected) are no trouble of the provider's.
-    public static func cause(of report: DeliveryReport) -> Cause? {
+    package static func cause(of report: DeliveryReport) -> Cause? {
         switch report.outcome {
         case .credentials: .credentials
         case .retryLater: .unavailable
@@ -29,7 +29,7 @@ extension ProviderTrouble {
     /// The troubles a run (or a hook invocation, or the janitor's probes) ends with: `troubles`, plus each
     /// provider whose own transient answers left more devices pending than `threshold` allows of its attempts
     /// (``judge(_:pending:attempts:threshold:)``).
-    public static func conclude(
+    package static func conclude(
         _ troubles: [ProviderTrouble], pending: [PendingDevices],
         outcomesByProvider: [DeliveryChannel: [DeliveryOutcome: Int]], threshold: OutageThreshold
     ) -> [ProviderTrouble] {
@@ -39,7 +39,7 @@ extension ProviderTrouble {
 
     /// The error a run that left these reports to cron and Lambda (after printing its summary); nil when it
     /// left nothing for a provider reason.
-    public static func failure(_ troubles: [ProviderTrouble]) -> JobError? {
+    package static func failure(_ troubles: [ProviderTrouble]) -> JobError? {
         let message = "due work left undelivered: " + troubles.map(\.summary).joined(separator: "; ")
         switch exitCode(troubles) {
         case 77: return .noPermission(message)

@@ -5,7 +5,7 @@ import Foundation
 /// - `remindedAt`: when the reminder went out (its claim's resolution, else its claim);
 /// - `period`: the user's local date it was for (`YYYY-MM-DD`);
 /// - `firstEntryAfter`: the user's first entry at or after `remindedAt` (within two days), if any.
-public typealias ReminderOutcomeRow = (
+package typealias ReminderOutcomeRow = (
     locale: String, messageIndex: Int, remindedAt: Int64, period: String, timezone: String, firstEntryAfter: Int64?
 )
 
@@ -13,29 +13,29 @@ public typealias ReminderOutcomeRow = (
 /// wrote an entry within 3 hours of the reminder, and later that local day. Messages are assigned by a stable
 /// hash of user and day, so the messages of one locale are a randomised comparison; each share carries its
 /// 95 % Wilson score interval, so that a difference can be told from noise. Free of I/O.
-public enum ReminderEffect {
-    public static let window: Int64 = 3 * 3600
+package enum ReminderEffect {
+    package static let window: Int64 = 3 * 3600
 
-    public struct Share: Sendable, Codable, Hashable {
-        public let count: Int
-        public let share: Double
+    package struct Share: Sendable, Codable, Hashable {
+        package let count: Int
+        package let share: Double
         /// The 95 % Wilson score interval of `share`.
-        public let low: Double
-        public let high: Double
+        package let low: Double
+        package let high: Double
     }
 
-    public struct Message: Sendable, Codable, Hashable {
-        public let locale: String
-        public let messageIndex: Int
+    package struct Message: Sendable, Codable, Hashable {
+        package let locale: String
+        package let messageIndex: Int
         /// The message's title in the catalog, if it is still there.
-        public let title: String?
-        public let reminded: Int
-        public let within3h: Share
-        public let sameLocalDay: Share
+        package let title: String?
+        package let reminded: Int
+        package let within3h: Share
+        package let sameLocalDay: Share
     }
 
     /// Aggregates the rows per (locale, message), in that order.
-    public static func summarize(_ rows: [ReminderOutcomeRow], title: (String, Int) -> String?) -> [Message] {
+    package static func summarize(_ rows: [ReminderOutcomeRow], title: (String, Int) -> String?) -> [Message] {
         var groups: [String: [Int: (reminded: Int, within: Int, sameDay: Int)]] = [:]
         var zones: [String: ZoneClock] = [:]
         for row in rows {
@@ -64,7 +64,7 @@ public enum ReminderEffect {
     }
 
     /// `successes` of `trials` with its 95 % Wilson score interval (z = 1.96).
-    public static func share(_ successes: Int, of trials: Int) -> Share {
+    package static func share(_ successes: Int, of trials: Int) -> Share {
         guard trials > 0 else { return Share(count: 0, share: 0, low: 0, high: 0) }
         let n = Double(trials)
         let p = Double(successes) / n

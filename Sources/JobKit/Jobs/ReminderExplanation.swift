@@ -1,48 +1,48 @@
 import Foundation
 
 /// Why one user would or would not be reminded at an instant: each rule with its value and verdict.
-public struct ReminderExplanation: Sendable, Codable, Hashable {
-    public struct Step: Sendable, Codable, Hashable {
-        public let rule: String
-        public let value: String
+package struct ReminderExplanation: Sendable, Codable, Hashable {
+    package struct Step: Sendable, Codable, Hashable {
+        package let rule: String
+        package let value: String
         /// `true` passes, `false` fails, `nil` is information.
-        public let ok: Bool?
+        package let ok: Bool?
     }
 
     /// Where one active device of the user stands in the claim of this period.
-    public struct DeviceState: Sendable, Codable, Hashable {
+    package struct DeviceState: Sendable, Codable, Hashable {
         /// Provider, platform and the masked token.
-        public let device: String
+        package let device: String
         /// `delivered`, `pending` (failed transiently or for credentials: sent again by a later run inside the
         /// window), `final` (dead token or rejected: never sent again), `not_sent` (no attempt recorded) or
         /// `missed` (pending or not sent when the window closed: no run sends to it for this period).
-        public let state: String
-        public let lastOutcome: String?
-        public let attempts: Int
-        public let lastRun: String?
-        public let lastAt: String?
+        package let state: String
+        package let lastOutcome: String?
+        package let attempts: Int
+        package let lastRun: String?
+        package let lastAt: String?
     }
 
     /// A quota warning of the user not finished yet (held for quiet hours, left for retry, or claimed), and what
     /// a run at this instant does with it.
-    public struct WarningState: Sendable, Codable, Hashable {
-        public let type: String
-        public let period: String
-        public let status: String
-        public let fate: String
+    package struct WarningState: Sendable, Codable, Hashable {
+        package let type: String
+        package let period: String
+        package let status: String
+        package let fate: String
     }
 
-    public let userID: String
-    public let now: String
-    public var steps: [Step] = []
+    package let userID: String
+    package let now: String
+    package var steps: [Step] = []
     /// The user's active devices in this period's claim (empty when there is no claim).
-    public var devices: [DeviceState] = []
-    public var due = false
-    public var verdict = ""
+    package var devices: [DeviceState] = []
+    package var due = false
+    package var verdict = ""
     /// The reason the user is not reminded (`nil` when due).
-    public var skipReason: SkipReason?
+    package var skipReason: SkipReason?
     /// The user's unfinished quota warnings (a run delivers them after its reminders).
-    public var quotaWarnings: [WarningState] = []
+    package var quotaWarnings: [WarningState] = []
 
     mutating func step(_ rule: String, _ value: String, _ ok: Bool?) {
         steps.append(Step(rule: rule, value: value, ok: ok))
@@ -50,7 +50,7 @@ public struct ReminderExplanation: Sendable, Codable, Hashable {
 
     /// One line a step. A value read from the database (a zone, a reminder time) has its control characters
     /// escaped, so that it stays on its step's line.
-    public var text: String {
+    package var text: String {
         let width = (steps.map(\.rule.count).max() ?? 0) + 2
         var lines = ["explain \(LineText.field(userID)) at \(now)"]
         for step in steps {
@@ -68,7 +68,7 @@ public struct ReminderExplanation: Sendable, Codable, Hashable {
 extension DiaryReminderRunner {
     /// Explains the decision for one user at `options.now`, reading only. The same rules as ``run(_:)``: the
     /// reminder's, then what the run does with each of the user's unfinished quota warnings.
-    public func explain(userID: String, options: ReminderRunOptions) async throws(JobError) -> ReminderExplanation {
+    package func explain(userID: String, options: ReminderRunOptions) async throws(JobError) -> ReminderExplanation {
         var explanation = try await explainReminder(userID: userID, options: options)
         if let warnings {
             // Every period key a warning the run still reads (claimed within a day) can have: this year's and
@@ -333,7 +333,7 @@ extension ReminderExplanation {
     }
 
     /// One JSON object.
-    public var json: String {
+    package var json: String {
         JSONLine.encode(self)
     }
 }

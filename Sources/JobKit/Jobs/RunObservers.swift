@@ -3,18 +3,18 @@ import Logging
 /// What watches a scheduled run from outside: the metrics file and the heartbeat. Both see every run, a
 /// failed one included (an error before any summary, or a summary that leaves due work to a provider), and
 /// neither can change the run's outcome.
-public struct RunObservers: Sendable {
-    public var metrics: MetricsFile?
-    public var heartbeat: Heartbeat?
+package struct RunObservers: Sendable {
+    package var metrics: MetricsFile?
+    package var heartbeat: Heartbeat?
 
-    public init(metrics: MetricsFile? = nil, heartbeat: Heartbeat? = nil) {
+    package init(metrics: MetricsFile? = nil, heartbeat: Heartbeat? = nil) {
         self.metrics = metrics
         self.heartbeat = heartbeat
     }
 
     /// The observers the configuration asks for (`--metrics-file`/PUSH_METRICS_FILE, `--ping-url`/PUSH_PING_URL);
     /// an https heartbeat trusts the extra CA certificates the providers do (`--ca-file`/PUSH_CA_FILE).
-    public init(
+    package init(
         _ config: ConfigResolver, metricsFile: String?, pingURL: String?, caFile: String? = nil, logger: Logger
     ) throws(JobError) {
         metrics = try config.string(.metricsFile, flag: metricsFile).map { MetricsFile(path: $0) }
@@ -34,7 +34,7 @@ public struct RunObservers: Sendable {
 
     /// Runs `body` between a start ping and a success or fail ping, writes the metrics file after it, and ends
     /// as the run does: with its summary, or its error (the summary's own failure included: 77, 69).
-    public func observe<Summary: MeteredSummary>(
+    package func observe<Summary: MeteredSummary>(
         job: String, now: Int64, logger: Logger, _ body: () async throws(JobError) -> Summary?
     ) async throws(JobError) -> Summary? {
         await heartbeat?.ping(.start)

@@ -188,3 +188,15 @@ public enum RunPhase: String, Sendable, Hashable, Codable, CodingKeyRepresentabl
     /// Recording the reminders' answers and resolving their claims.
     case record
 }
+
+extension RunSummary {
+    /// A provider's trouble (77, 69) first; else, when the run's time ran out (or it was asked to stop) before
+    /// it had claimed every due user, a temporary failure (75): the next run reminds them.
+    public var failure: JobError? {
+        if let trouble = ProviderTrouble.failure(troubles) { return trouble }
+        guard stoppedEarly else { return nil }
+        let cause = stoppedBy.map { "the run was stopped by \($0)" } ?? "the run's time ran out"
+        return .tempFailure(
+            "\(cause) before every due user was claimed (stopped_early): the next run reminds the rest")
+    }
+}

@@ -2,47 +2,48 @@ import Foundation
 import Logging
 
 /// The janitor's settings; the defaults are the documented ones.
-public struct JanitorOptions: Sendable {
-    public var now: Int64
-    public var dryRun = false
+package struct JanitorOptions: Sendable {
+    package var now: Int64
+    package var dryRun = false
     /// Deactivate devices not seen (no registration or launch) for this many days (reason `stale`).
-    public var staleDays = 90
+    package var staleDays = 90
     /// FCM treats tokens idle this long as expired: such devices are deactivated whatever `staleDays` is.
-    public var fcmExpiryDays = 270
+    package var fcmExpiryDays = 270
     /// Ask FCM (validate_only) about FCM devices not seen for `probeAfterDays`.
-    public var probe = false
-    public var probeAfterDays = 30
+    package var probe = false
+    package var probeAfterDays = 30
     /// At most this many probes per run, at most `probeRate` per second.
-    public var probeMax = 1_000
-    public var probeRate = 50
-    public var deliveryRetentionDays = 30
-    public var logRetentionDays = 400
+    package var probeMax = 1_000
+    package var probeRate = 50
+    package var deliveryRetentionDays = 30
+    package var logRetentionDays = 400
     /// Delete `job_runs` rows older than this, except the runs at each job's latest instant (the report's "last
     /// run of each job").
-    public var runRetentionDays = 90
+    package var runRetentionDays = 90
     /// Apply retention row by row only, never by dropping a whole history partition (PostgreSQL).
-    public var keepPartitions = false
+    package var keepPartitions = false
     /// Delete device rows inactive for `purgeAfterDays`; off unless asked for.
-    public var purge = false
-    public var purgeAfterDays = 365
+    package var purge = false
+    package var purgeAfterDays = 365
     /// Rows per batch (each batch is one short transaction).
-    public var batchSize = 1_000
+    package var batchSize = 1_000
     /// `--shard K/N`: probe only this slice's devices (the bulk steps are safe on every shard at once).
-    public var shard: Shard = .all
-    public var runID = UUID().uuidString.lowercased()
+    package var shard: Shard = .all
+    package var runID = UUID().uuidString.lowercased()
 
-    public init(now: Int64) { self.now = now }
+    package init(now: Int64) { self.now = now }
 
-    public static let daysRange = 1...3650
+    package static let daysRange = 1...3650
     /// A month's warnings deduplicate for a month: keeping log rows at least that long (plus zone slack) is the floor.
-    public static let logRetentionRange = 35...3650
-    public static let probeMaxRange = 1...100_000
-    public static let probeRateRange = 1...10_000
-    public static let batchSizeRange = 1...100_000
+    package static let logRetentionRange = 35...3650
+    package static let probeMaxRange = 1...100_000
+    package static let probeRateRange = 1...10_000
+    package static let batchSizeRange = 1...100_000
 
     /// Sets `setting` to `value`, or says why it cannot be: a number outside the setting's range, or a value
     /// of the wrong kind. `name` is how the caller's user knows the setting (`--stale-days`, `detail.stale_days`).
-    public mutating func set(_ setting: JanitorSetting, to value: JanitorSetting.Value, name: String) throws(JobError) {
+    package mutating func set(_ setting: JanitorSetting, to value: JanitorSetting.Value, name: String) throws(JobError)
+    {
         switch (setting.kind, value) {
         case (.number(let path, let range), .number(let number)) where range.contains(number):
             self[keyPath: path] = number
@@ -60,7 +61,7 @@ public struct JanitorOptions: Sendable {
 /// scheduled event's `detail` key (`stale_days`), its range and where it goes in ``JanitorOptions`` all come
 /// from ``all``. Defaults are ``JanitorOptions``'.
 public struct JanitorSetting {
-    public enum Kind {
+    package enum Kind {
         case number(WritableKeyPath<JanitorOptions, Int>, ClosedRange<Int>)
         case flag(WritableKeyPath<JanitorOptions, Bool>)
     }
@@ -73,12 +74,12 @@ public struct JanitorSetting {
     }
 
     /// The `detail` key; the flag is the same words joined by dashes.
-    public let key: String
-    public let kind: Kind
+    package let key: String
+    package let kind: Kind
 
-    public var flag: String { "--" + key.split(separator: "_").joined(separator: "-") }
+    package var flag: String { "--" + key.split(separator: "_").joined(separator: "-") }
 
-    public static var all: [JanitorSetting] {
+    package static var all: [JanitorSetting] {
         [
             JanitorSetting(key: "dry_run", kind: .flag(\.dryRun)),
             JanitorSetting(key: "stale_days", kind: .number(\.staleDays, JanitorOptions.daysRange)),
@@ -100,7 +101,7 @@ public struct JanitorSetting {
 
     /// Applies `values` (by key) to `options`, naming a bad one as `name` says. An unknown key is a
     /// programming error of the caller's: every front end reads keys from ``all``.
-    public static func apply(
+    package static func apply(
         _ values: [String: Value], to options: inout JanitorOptions, name: (JanitorSetting) -> String
     ) throws(JobError) {
         for setting in all {
@@ -155,16 +156,16 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
 }
 
 /// Keeps the device table truthful and the log tables bounded.
-public struct TokenJanitor: Sendable {
-    public static let jobName = "token-janitor"
-    public let store: any JanitorStore & HistoryUpkeep & RunJournal
-    public let logger: Logger
+package struct TokenJanitor: Sendable {
+    package static let jobName = "token-janitor"
+    package let store: any JanitorStore & HistoryUpkeep & RunJournal
+    package let logger: Logger
     /// Gives the FCM validate-only sender for `--probe` (only called when probing; its owner shuts it down).
-    public let makeProbeSender: @Sendable () async throws(JobError) -> any Sender
+    package let makeProbeSender: @Sendable () async throws(JobError) -> any Sender
     /// What the probes' pacing (`probeRate` a second) reads and waits on; a manual clock in tests.
-    public var clock: any RetryClock = SystemRetryClock()
+    package var clock: any RetryClock = SystemRetryClock()
 
-    public init(
+    package init(
         store: any JanitorStore & HistoryUpkeep & RunJournal, logger: Logger,
         makeProbeSender: @escaping @Sendable () async throws(JobError) -> any Sender
     ) {
@@ -173,7 +174,7 @@ public struct TokenJanitor: Sendable {
         self.makeProbeSender = makeProbeSender
     }
 
-    public func run(_ options: JanitorOptions) async throws(JobError) -> JanitorSummary {
+    package func run(_ options: JanitorOptions) async throws(JobError) -> JanitorSummary {
         let started = ContinuousClock.now
         var summary = JanitorSummary(runID: options.runID, now: Timestamps.format(options.now), dryRun: options.dryRun)
         do {

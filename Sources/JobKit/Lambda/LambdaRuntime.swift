@@ -4,14 +4,14 @@ import Logging
 /// The Lambda custom-runtime loop: fetch the next invocation, hand its event to the handler, post the
 /// summary (or the error) back, and go again — with the same handler, so the store, provider
 /// connections and credentials it holds stay warm between invocations.
-public enum LambdaRuntime {
+package enum LambdaRuntime {
     /// Serves invocations until the Runtime API fails (the platform is shutting the environment down) or,
     /// with `limit`, until that many have been served.
     ///
     /// - Parameters:
     ///   - wallClockMs: the real clock in Unix milliseconds, read once per invocation: it turns the
     ///     deadline into a monotonic instant and is the instant of events that carry none (the hook's).
-    public static func serve<Handler: JobHandler>(
+    package static func serve<Handler: JobHandler>(
         _ handler: Handler, client: RuntimeAPIClient, logger: Logger,
         wallClockMs: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
         limit: Int? = nil

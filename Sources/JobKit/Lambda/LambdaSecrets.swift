@@ -7,14 +7,14 @@ import NIOCore
 /// AWS Parameters and Secrets Lambda Extension (a layer serving `localhost:2773`). The value is written to a
 /// file of its own under `/tmp` (a directory of mode 0700, files of mode 0600) and the matching `…_FILE`
 /// setting points at it, so the jobs read it exactly as they read a file on a host.
-public enum LambdaSecrets {
+package enum LambdaSecrets {
     /// The secret variables and the file settings they fill.
-    public static let variables: [(secret: String, file: ConfigKey)] = [
+    package static let variables: [(secret: String, file: ConfigKey)] = [
         ("PUSH_DATABASE_PASSWORD_SECRET", .databasePasswordFile),
         ("PUSH_APNS_KEY_SECRET", .apnsKeyFile),
         ("PUSH_FCM_SERVICE_ACCOUNT_SECRET", .fcmServiceAccountFile),
     ]
-    public static let portVariable = "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT"
+    package static let portVariable = "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT"
 
     enum Source: Equatable {
         case secretsManager(String)
@@ -54,7 +54,7 @@ public enum LambdaSecrets {
     /// The environment with every `…_SECRET` fetched into a file and its `…_FILE` set; unchanged when none is
     /// set. A secret that cannot be fetched fails init (69: the extension or the service is unreachable or
     /// refuses; 78: the setting is wrong), and no half-written file is left behind.
-    public static func resolve(
+    package static func resolve(
         _ environment: [String: String], directory: String? = nil,
         timeout: TimeAmount = .seconds(10)
     ) async throws(JobError) -> [String: String] {

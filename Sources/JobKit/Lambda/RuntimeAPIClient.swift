@@ -4,35 +4,35 @@ import NIOHTTP1
 import NIOPosix
 
 /// One invocation as the Lambda Runtime API hands it out (`GET …/runtime/invocation/next`).
-public struct LambdaInvocation: Sendable, Hashable {
+package struct LambdaInvocation: Sendable, Hashable {
     /// `Lambda-Runtime-Aws-Request-Id`.
-    public let requestID: String
+    package let requestID: String
     /// `Lambda-Runtime-Deadline-Ms`: when the platform ends the invocation, Unix milliseconds.
-    public let deadlineMs: Int64
+    package let deadlineMs: Int64
     /// `Lambda-Runtime-Invoked-Function-Arn`.
-    public let functionARN: String?
+    package let functionARN: String?
     /// `Lambda-Runtime-Trace-Id` (X-Ray).
-    public let traceID: String?
+    package let traceID: String?
     /// The event, as sent.
-    public let payload: [UInt8]
+    package let payload: [UInt8]
 }
 
 /// An error reported to the Runtime API: a type (`JobError.dataError`) and a secret-free message.
-public struct LambdaErrorReport: Sendable, Hashable {
-    public let type: String
-    public let message: String
+package struct LambdaErrorReport: Sendable, Hashable {
+    package let type: String
+    package let message: String
 
-    public init(type: String, message: String) {
+    package init(type: String, message: String) {
         self.type = type
         self.message = message
     }
 
-    public init(_ error: JobError) {
+    package init(_ error: JobError) {
         self.init(type: "JobError.\(error.kind)", message: error.message)
     }
 
     /// A run that did its work and still failed: the message carries its summary (JSON) after the error.
-    public init(_ error: JobError, summary: String) {
+    package init(_ error: JobError, summary: String) {
         self.init(type: "JobError.\(error.kind)", message: error.message + "\nsummary: " + summary)
     }
 
@@ -44,7 +44,7 @@ public struct LambdaErrorReport: Sendable, Hashable {
 
 /// The runtime's side of the Lambda Runtime API (version 2018-06-01): a small HTTP/1.1 client over one
 /// kept-alive connection to `AWS_LAMBDA_RUNTIME_API`, one request at a time.
-public final class RuntimeAPIClient: Sendable {
+package final class RuntimeAPIClient: Sendable {
     private static let prefix = "/2018-06-01/runtime"
     private let channel: any Channel
     private let host: String
@@ -55,7 +55,7 @@ public final class RuntimeAPIClient: Sendable {
     }
 
     /// Connects to `host:port` (the value of `AWS_LAMBDA_RUNTIME_API`).
-    public static func connect(
+    package static func connect(
         _ address: String,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws(JobError) -> RuntimeAPIClient {
@@ -83,7 +83,7 @@ public final class RuntimeAPIClient: Sendable {
     }
 
     /// Waits for the next invocation (a long poll: no timeout, as the API asks).
-    public func next() async throws(JobError) -> LambdaInvocation {
+    package func next() async throws(JobError) -> LambdaInvocation {
         let response = try await exchange(.GET, "\(Self.prefix)/invocation/next", body: nil)
         guard response.status == .ok else {
             throw .unavailable("the Runtime API answered \(response.status.code) to invocation/next")
@@ -104,22 +104,22 @@ public final class RuntimeAPIClient: Sendable {
     }
 
     /// Posts the invocation's result.
-    public func respond(to requestID: String, json: String) async throws(JobError) {
+    package func respond(to requestID: String, json: String) async throws(JobError) {
         try await expectAccepted(.POST, "\(Self.prefix)/invocation/\(requestID)/response", body: json, errorType: nil)
     }
 
     /// Reports a failed invocation.
-    public func fail(_ requestID: String, _ report: LambdaErrorReport) async throws(JobError) {
+    package func fail(_ requestID: String, _ report: LambdaErrorReport) async throws(JobError) {
         try await expectAccepted(
             .POST, "\(Self.prefix)/invocation/\(requestID)/error", body: report.body, errorType: report.type)
     }
 
     /// Reports a failed initialisation; the runtime exits afterwards.
-    public func failInitialization(_ report: LambdaErrorReport) async throws(JobError) {
+    package func failInitialization(_ report: LambdaErrorReport) async throws(JobError) {
         try await expectAccepted(.POST, "\(Self.prefix)/init/error", body: report.body, errorType: report.type)
     }
 
-    public func close() async {
+    package func close() async {
         try? await channel.close()
     }
 

@@ -81,7 +81,7 @@ public struct ContentLimitEvent: Sendable, Hashable, Codable {
 }
 
 /// What a run does with a stored quota warning (``ContentLimitRule/fate(of:user:now:staleBefore:)``).
-public enum HeldWarningFate: Sendable, Hashable {
+package enum HeldWarningFate: Sendable, Hashable {
     /// Send it now.
     case send
     /// Never send it: its row is marked `superseded` with this detail.
@@ -93,10 +93,10 @@ public enum HeldWarningFate: Sendable, Hashable {
 }
 
 /// Quota warnings, free of I/O.
-public enum ContentLimitRule {
+package enum ContentLimitRule {
     /// The warning a usage level calls for: 100 % at or past the limit, 90 % from 90 % (integer arithmetic,
     /// no rounding), none below or for an unlimited plan.
-    public static func threshold(used: Int, limit: Int?) -> NotificationType? {
+    package static func threshold(used: Int, limit: Int?) -> NotificationType? {
         switch QuotaLevel(used: used, limit: limit) {
         case .below: nil
         case .ninetyPercent: .contentLimit90
@@ -105,20 +105,20 @@ public enum ContentLimitRule {
     }
 
     /// `YYYY-MM` (monthly) or `YYYY` (annual) in the user's zone.
-    public static func periodKey(now: Int64, zone: ZoneClock, period: LimitPeriod) -> String {
+    package static func periodKey(now: Int64, zone: ZoneClock, period: LimitPeriod) -> String {
         let date = zone.wall(at: now).date
         return period == .monthly ? date.monthKey : LocalDate.pad(date.year, 4)
     }
 
     /// Whether the period of a stored warning (`YYYY-MM` or `YYYY`) has ended in the user's zone at `now`. The
     /// quota it speaks of has reset, so a warning still held for quiet hours or left for retry is never sent.
-    public static func periodEnded(_ period: String, now: Int64, zone: ZoneClock) -> Bool {
+    package static func periodEnded(_ period: String, now: Int64, zone: ZoneClock) -> Bool {
         periodKey(now: now, zone: zone, period: period.count == 4 ? .annual : .monthly) > period
     }
 
     /// When quiet hours `start`–`end` (local, may span midnight) end, if `now` is inside them; `nil`
     /// otherwise (or when the two are equal: no quiet hours).
-    public static func quietHoursEnd(now: Int64, zone: ZoneClock, start: LocalTime, end: LocalTime) -> Int64? {
+    package static func quietHoursEnd(now: Int64, zone: ZoneClock, start: LocalTime, end: LocalTime) -> Int64? {
         guard start != end else { return nil }
         let wall = zone.wall(at: now)
         let minute = wall.secondOfDay / 60
@@ -133,7 +133,7 @@ public enum ContentLimitRule {
 
     /// When `user`'s quiet hours end, if `now` is inside them; `nil` outside them, or when they have none (or
     /// malformed ones, which the hook reports).
-    public static func quietHoursEnd(now: Int64, zone: ZoneClock, of user: LimitSnapshot) -> Int64? {
+    package static func quietHoursEnd(now: Int64, zone: ZoneClock, of user: LimitSnapshot) -> Int64? {
         guard let start = user.quietHoursStart.flatMap({ LocalTime($0) }),
             let end = user.quietHoursEnd.flatMap({ LocalTime($0) })
         else { return nil }
@@ -142,7 +142,7 @@ public enum ContentLimitRule {
 
     /// What a run does now with a quota warning held for quiet hours, left for retry or left by a hook that
     /// died, given its user as they are now (`nil`: no longer known) and the period's warning log rows.
-    public static func fate(of warning: LimitLogKey, user: LimitSnapshot?, now: Int64, staleBefore: Int64)
+    package static func fate(of warning: LimitLogKey, user: LimitSnapshot?, now: Int64, staleBefore: Int64)
         -> HeldWarningFate
     {
         guard let user else { return .send }  // no device to send to: recorded as such
@@ -167,7 +167,7 @@ public enum ContentLimitRule {
     }
 
     /// The numbers a warning shows.
-    public static func parameters(used: Int, limit: Int) -> [String: String] {
+    package static func parameters(used: Int, limit: Int) -> [String: String] {
         ["used": String(used), "limit": String(limit), "percent": String(QuotaLevel.percent(used: used, limit: limit))]
     }
 }

@@ -15,10 +15,10 @@
 /// Each device of a claim ends `delivered`, `token_dead` or `rejected` (final), or `retry_later` /
 /// `credentials` (pending): a later run inside the catch-up window sends again to the pending devices only,
 /// with the same collapse id, and never to a device that was reached.
-public enum DeliveryLifecycle {
+package enum DeliveryLifecycle {
     /// Whether a run may take over an existing claim: a `retry` one always (some of its devices are pending),
     /// a `claimed` one once its lease has run out (`claimedAt <= staleBefore`: the run that held it died).
-    public static func canTakeOver(_ log: LogState, staleBefore: Int64) -> Bool {
+    package static func canTakeOver(_ log: LogState, staleBefore: Int64) -> Bool {
         switch log.status {
         case .retry: true
         case .claimed: log.claimedAt <= staleBefore
@@ -30,29 +30,29 @@ public enum DeliveryLifecycle {
     /// (early allowance plus catch-up) is shorter than a day, and pending quota warnings are read for a day (a
     /// warning's quiet hours end within a day of its claim). A claim left `retry`, `deferred` or `claimed` longer
     /// than this was missed: nothing sends it any more.
-    public static let retryHorizon: Int64 = 86_400
+    package static let retryHorizon: Int64 = 86_400
 
     /// The delivery-health report's state for a missed claim: a column of the report, never a stored status.
-    public static let missedState = "missed"
+    package static let missedState = "missed"
 
     /// The statuses of a claim that still awaits a run: held or left for retry, or claimed by a run that may
     /// have died. In the order of the partial index of unfinished warnings (`notification_logs_pending_warnings`), which SQLite uses
     /// only for a query that spells its condition the same way (``unfinishedSQL(table:)``).
-    public static let unfinished: [ClaimStatus] = [.deferred, .retry, .claimed]
+    package static let unfinished: [ClaimStatus] = [.deferred, .retry, .claimed]
 
     /// A device a provider answered is dead (``DeliveryOutcome/tokenDead``), to deactivate with its reason.
-    public struct DeadDevice: Sendable, Hashable {
-        public let deviceID: Int64
+    package struct DeadDevice: Sendable, Hashable {
+        package let deviceID: Int64
         /// The provider's reason (`Unregistered`, `UNREGISTERED`, …), or `token_dead`.
-        public let reason: String
+        package let reason: String
         /// When the provider says the token stopped being valid (APNs' `timestamp`): a device registered again
         /// after it (`last_seen` later) is a new registration of the same token and stays active.
-        public let invalidSince: Int64?
+        package let invalidSince: Int64?
     }
 
     /// The devices this run's answers retire: each one answered dead. The stores deactivate exactly these, each
     /// only while active and not seen after ``DeadDevice/invalidSince``.
-    public static func deadDevices(_ deliveries: [DeliveryRecord]) -> [DeadDevice] {
+    package static func deadDevices(_ deliveries: [DeliveryRecord]) -> [DeadDevice] {
         deliveries.lazy.filter { $0.report.outcome == .tokenDead }.map {
             DeadDevice(
                 deviceID: $0.deviceID, reason: $0.report.reason ?? "token_dead",
@@ -61,13 +61,13 @@ public enum DeliveryLifecycle {
     }
 
     /// Whether a claim is missed at `now` (``missedState``): still unfinished past ``retryHorizon``.
-    public static func isMissed(_ log: LogState, now: Int64) -> Bool {
+    package static func isMissed(_ log: LogState, now: Int64) -> Bool {
         unfinished.contains(log.status) && log.claimedAt <= now - retryHorizon
     }
 
     /// Whether a device's outcome ends its delivery. Transient and credential failures do not: the device is
     /// sent to again by a later run.
-    public static func isFinal(_ outcome: DeliveryOutcome) -> Bool {
+    package static func isFinal(_ outcome: DeliveryOutcome) -> Bool {
         switch outcome {
         case .delivered, .tokenDead, .rejected: true
         case .retryLater, .credentials: false
@@ -80,7 +80,7 @@ public enum DeliveryLifecycle {
     ///   - outcomes: this run's outcome for each device it sent to.
     /// - Returns: `retry` while any device is pending (whether or not another device was reached), else
     ///   `sent` (every device reached), `partial` (some reached, the others failed for good) or `failed`.
-    public static func resolution(previouslyDelivered: Int, outcomes: [DeliveryOutcome]) -> ClaimStatus {
+    package static func resolution(previouslyDelivered: Int, outcomes: [DeliveryOutcome]) -> ClaimStatus {
         if outcomes.contains(where: { !isFinal($0) }) { return .retry }
         let delivered = previouslyDelivered + outcomes.filter { $0 == .delivered }.count
         if delivered == 0 { return .failed }
@@ -89,12 +89,12 @@ public enum DeliveryLifecycle {
 
     /// The devices a claim is sent to: its user's active, deliverable devices that no earlier run of the
     /// same claim reached.
-    public static func devicesToSend(_ devices: [Device], alreadyDelivered: Set<Int64>) -> [Device] {
+    package static func devicesToSend(_ devices: [Device], alreadyDelivered: Set<Int64>) -> [Device] {
         alreadyDelivered.isEmpty ? devices : devices.filter { !alreadyDelivered.contains($0.id) }
     }
 
     /// What may happen to a quota warning now, given the period's warning log rows.
-    public enum WarningOrder: Sendable, Hashable {
+    package enum WarningOrder: Sendable, Hashable {
         /// Send it.
         case send
         /// A 100 % warning whose period's 90 % warning is on its way (claimed, lease running): sending now
@@ -105,22 +105,22 @@ public enum DeliveryLifecycle {
     }
 
     /// The warning of the same period that `type` overtakes: the 100 % one overtakes the 90 % one.
-    public static func overtakes(_ type: NotificationType) -> NotificationType? {
+    package static func overtakes(_ type: NotificationType) -> NotificationType? {
         type == .contentLimit100 ? .contentLimit90 : nil
     }
 
     /// The warning of the same period that overtakes `type` (``overtakes(_:)`` the other way).
-    public static func overtakenBy(_ type: NotificationType) -> NotificationType? {
+    package static func overtakenBy(_ type: NotificationType) -> NotificationType? {
         type == .contentLimit90 ? .contentLimit100 : nil
     }
 
     /// The detail of a lower warning the higher one superseded before it was ever claimed (it never will be).
-    public static let neverSentDetail = "usage reached 100 % first"
+    package static let neverSentDetail = "usage reached 100 % first"
     /// The detail of a lower warning, held or left for retry, that the higher one superseded.
-    public static let overtakenDetail = "overtaken by the 100 % warning"
+    package static let overtakenDetail = "overtaken by the 100 % warning"
 
     /// A 90 % warning never reaches a device after the same period's 100 % warning.
-    public static func warningOrder(
+    package static func warningOrder(
         _ type: NotificationType, period: String, logs: [LimitLogKey: LogState],
         staleBefore: Int64
     ) -> WarningOrder {
@@ -135,11 +135,11 @@ public enum DeliveryLifecycle {
 }
 
 /// How a store writes an instant in SQL: SQLite keeps epoch seconds, PostgreSQL `timestamptz`.
-public enum SQLDialect: Sendable {
+package enum SQLDialect: Sendable {
     case sqlite, postgres
 
     /// `seconds` as a literal of the store's instant type (an integer: nothing to escape).
-    public func instant(_ seconds: Int64) -> String {
+    package func instant(_ seconds: Int64) -> String {
         switch self {
         case .sqlite: "\(seconds)"
         case .postgres: "to_timestamp(\(seconds))"
@@ -150,14 +150,14 @@ public enum SQLDialect: Sendable {
 extension DeliveryLifecycle {
     /// Whether a quota warning's row may be claimed now: a `deferred` one whose quiet hours have ended, or one
     /// a run may take over (``canTakeOver(_:staleBefore:)``).
-    public static func canClaimWarning(_ log: LogState, deliverAfter: Int64?, now: Int64, staleBefore: Int64) -> Bool {
+    package static func canClaimWarning(_ log: LogState, deliverAfter: Int64?, now: Int64, staleBefore: Int64) -> Bool {
         if log.status == .deferred { return (deliverAfter ?? .max) <= now }
         return canTakeOver(log, staleBefore: staleBefore)
     }
 
     /// Whether the 100 % warning supersedes a period's 90 % warning in this state: only one not yet on its way
     /// (held for quiet hours, or waiting for a retry). A claimed one is being sent; a final one was.
-    public static func canSupersede(_ status: ClaimStatus) -> Bool {
+    package static func canSupersede(_ status: ClaimStatus) -> Bool {
         status == .deferred || status == .retry
     }
 
@@ -165,14 +165,14 @@ extension DeliveryLifecycle {
     // statement: each store writes these, never a spelling of its own. `table` qualifies the columns.
 
     /// ``canTakeOver(_:staleBefore:)``.
-    public static func takeOverSQL(_ dialect: SQLDialect, staleBefore: Int64, table: String? = nil) -> String {
+    package static func takeOverSQL(_ dialect: SQLDialect, staleBefore: Int64, table: String? = nil) -> String {
         let c = table.map { "\($0)." } ?? ""
         return
             "(\(c)status = '\(ClaimStatus.retry)' OR (\(c)status = '\(ClaimStatus.claimed)' AND \(c)claimed_at <= \(dialect.instant(staleBefore))))"
     }
 
     /// ``canClaimWarning(_:deliverAfter:now:staleBefore:)``.
-    public static func claimableWarningSQL(_ dialect: SQLDialect, now: Int64, staleBefore: Int64, table: String? = nil)
+    package static func claimableWarningSQL(_ dialect: SQLDialect, now: Int64, staleBefore: Int64, table: String? = nil)
         -> String
     {
         let c = table.map { "\($0)." } ?? ""
@@ -183,19 +183,19 @@ extension DeliveryLifecycle {
     /// A `notification_logs` row's state in the delivery-health report at `now`: its status, or ``missedState``
     /// when a run closed it as its window closed (``MissedReminders``), or when it is still `retry`, `deferred` or
     /// `claimed` past ``retryHorizon``.
-    public static func reportStatusSQL(_ dialect: SQLDialect, now: Int64) -> String {
+    package static func reportStatusSQL(_ dialect: SQLDialect, now: Int64) -> String {
         "CASE WHEN detail = '\(MissedReminders.detail)' THEN '\(missedState)'"
             + " WHEN \(unfinishedSQL()) AND claimed_at <= \(dialect.instant(now - retryHorizon)) THEN '\(missedState)' ELSE status END"
     }
 
     /// ``unfinished``: `status IN ('deferred', 'retry', 'claimed')`.
-    public static func unfinishedSQL(table: String? = nil) -> String {
+    package static func unfinishedSQL(table: String? = nil) -> String {
         let c = table.map { "\($0)." } ?? ""
         return "\(c)status IN (\(unfinished.map { "'\($0)'" }.joined(separator: ", ")))"
     }
 
     /// ``canSupersede(_:)``.
-    public static func supersedableSQL(table: String) -> String {
+    package static func supersedableSQL(table: String) -> String {
         "\(table).status IN ('\(ClaimStatus.deferred)', '\(ClaimStatus.retry)')"
     }
 }

@@ -5,24 +5,24 @@
 /// `R − early ≤ now` and `now − R < catchUp`. `early` absorbs a cron daemon that fires a little
 /// early; `catchUp` lets the next run make up for a run that was late or skipped. Because
 /// `early + catchUp` is less than a day, at most one `D` is due at any instant.
-public struct DueRule: Sendable, Hashable {
+package struct DueRule: Sendable, Hashable {
     /// Seconds before the reminder time at which it already counts as due.
-    public let early: Int64
+    package let early: Int64
     /// Seconds after the reminder time during which a late run still sends it.
-    public let catchUp: Int64
+    package let catchUp: Int64
 
-    public static let defaultEarlyMinutes = 2
-    public static let defaultCatchUpMinutes = 60
-    public static let earlyMinutesRange = 0...14
-    public static let catchUpMinutesRange = 1...720
+    package static let defaultEarlyMinutes = 2
+    package static let defaultCatchUpMinutes = 60
+    package static let earlyMinutesRange = 0...14
+    package static let catchUpMinutesRange = 1...720
 
-    public static let `default` = DueRule(
+    package static let `default` = DueRule(
         uncheckedEarlyMinutes: defaultEarlyMinutes,
         catchUpMinutes: defaultCatchUpMinutes)
 
     /// Fails with a ``JobError/usage(_:)`` error when a value is outside its range: early must stay below
     /// one 15-minute cron period, and early + catch-up below a day.
-    public init(earlyMinutes: Int, catchUpMinutes: Int) throws(JobError) {
+    package init(earlyMinutes: Int, catchUpMinutes: Int) throws(JobError) {
         guard Self.earlyMinutesRange.contains(earlyMinutes) else {
             throw .usage(
                 "early minutes must be within \(Self.earlyMinutesRange.lowerBound)…\(Self.earlyMinutesRange.upperBound), got \(earlyMinutes)"
@@ -43,12 +43,12 @@ public struct DueRule: Sendable, Hashable {
 
     /// Is a reminder whose instant is `reminderAt` due at `now`?
     @inlinable
-    public func window(contains reminderAt: Int64, now: Int64) -> Bool {
+    package func window(contains reminderAt: Int64, now: Int64) -> Bool {
         reminderAt - early <= now && now - reminderAt < catchUp
     }
 
     /// The timing verdict for one user's reminder time at `now`.
-    public func timing(now: Int64, reminder: LocalTime, in clock: ZoneClock) -> ReminderTiming {
+    package func timing(now: Int64, reminder: LocalTime, in clock: ZoneClock) -> ReminderTiming {
         let today = clock.wall(at: now).date
         // Latest date first: a reminder just after midnight reached by an early run belongs to tomorrow.
         for date in [today.adding(days: 1), today, today.adding(days: -1)] {
@@ -67,7 +67,7 @@ public struct DueRule: Sendable, Hashable {
     /// Every reminder minute that is due at `now` in `clock`'s zone, grouped by the local date it
     /// belongs to, as ranges of minutes of the day. The store selects with these ranges, so a run reads
     /// only users whose time has come; the result agrees exactly with ``timing(now:reminder:in:)``.
-    public func dueSlots(now: Int64, in clock: ZoneClock) -> [DueSlot] {
+    package func dueSlots(now: Int64, in clock: ZoneClock) -> [DueSlot] {
         let start = now - catchUp  // exclusive
         let end = now + early  // inclusive
         let margin: Int64 = 3 * 3600  // larger than any daylight-saving shift
@@ -115,8 +115,8 @@ public struct DueRule: Sendable, Hashable {
 }
 
 /// The timing half of a verdict: whether the reminder time has come, for which local date, and when.
-public struct ReminderTiming: Sendable, Hashable {
-    public enum State: String, Sendable, Hashable {
+package struct ReminderTiming: Sendable, Hashable {
+    package enum State: String, Sendable, Hashable {
         /// Inside the window: due for `period`.
         case due
         /// Today's reminder time minus the early allowance has not been reached.
@@ -125,18 +125,18 @@ public struct ReminderTiming: Sendable, Hashable {
         case passed
     }
 
-    public let state: State
+    package let state: State
     /// The local date the reminder belongs to (the period key).
-    public let period: LocalDate
+    package let period: LocalDate
     /// The instant of the reminder time on `period`.
-    public let reminderAt: Int64
+    package let reminderAt: Int64
 }
 
 /// The reminder minutes due for one local date in one zone.
-public struct DueSlot: Sendable, Hashable {
-    public let period: LocalDate
+package struct DueSlot: Sendable, Hashable {
+    package let period: LocalDate
     /// Sorted, disjoint ranges of minutes of the day (0…1439).
-    public let minuteRanges: [ClosedRange<Int>]
+    package let minuteRanges: [ClosedRange<Int>]
 
     static func group(_ minutes: [(date: LocalDate, minute: Int)]) -> [DueSlot] {
         var byDate: [LocalDate: [Int]] = [:]

@@ -7,23 +7,23 @@
 /// each; any others work as before, and the claims keep every user to one reminder whatever the leases say.
 /// A runner that dies leaves its bucket leased until the claim lease runs out: its users go to the next run,
 /// as its claims would.
-public struct DueSetBuckets: Sendable, Hashable {
+package struct DueSetBuckets: Sendable, Hashable {
     /// At most this many buckets: fine enough that four runners end within a bucket of each other, coarse
     /// enough that the round trips (two per bucket) cost little.
-    public static let maximum = 32
+    package static let maximum = 32
     /// Pages per bucket, at least: a bucket's last page is a partial one, so fewer pages per bucket would mean
     /// noticeably more pages (per-page costs) than the due set needs.
-    public static let pagesPerBucket = 8
+    package static let pagesPerBucket = 8
 
-    public var count: Int { starts.count }
+    package var count: Int { starts.count }
     /// Identifies the run that runners share: the job, the minute it evaluates, its shard and due set.
-    public let runKey: String
+    package let runKey: String
     /// Where each bucket starts in the due set; never between two keys of one user.
     private let starts: [Int]
     private let total: Int
 
     /// `keys`: the run's due set in user-id order. Nil when leasing is not worth its round trips: one page.
-    public init?(keys: [DueKey], pageSize: Int, now: Int64, shard: Shard) {
+    package init?(keys: [DueKey], pageSize: Int, now: Int64, shard: Shard) {
         let page = max(1, pageSize)
         guard keys.count > page else { return nil }
         let wanted = min(Self.maximum, max(2, keys.count / (Self.pagesPerBucket * page)))
@@ -49,13 +49,13 @@ public struct DueSetBuckets: Sendable, Hashable {
     static func minute(of now: Int64) -> Int64 { now - ((now % 60) + 60) % 60 }
 
     /// The range of the due set that `bucket` holds.
-    public func range(of bucket: Int) -> Range<Int> {
+    package func range(of bucket: Int) -> Range<Int> {
         starts[bucket]..<(bucket + 1 < starts.count ? starts[bucket + 1] : total)
     }
 }
 
 /// What leasing buckets of a due set needs from a store: one statement each, atomic.
-public protocol DueSetLeases: Sendable {
+package protocol DueSetLeases: Sendable {
     /// Makes the run's `buckets` lease rows, free, unless they exist (every runner of the run calls it once),
     /// and forgets rows whose lease ran out more than a day before `now`.
     func openLeases(runKey: String, buckets: Int, now: Int64) async throws(JobError)

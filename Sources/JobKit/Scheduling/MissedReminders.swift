@@ -9,25 +9,25 @@
 /// each becomes final, `partial` when a device was reached and `failed` otherwise, with ``detail``; its devices
 /// not reached are counted by provider and reason (``MissedDevices``). Nothing would have sent them any more:
 /// this only makes the loss known when it happens, not a day later.
-public enum MissedReminders {
+package enum MissedReminders {
     /// How far back a run looks for windows that closed: a run after a gap longer than this leaves older ones to
     /// the health report, which counts a claim unfinished a day after it was made as missed.
-    public static let lookback: Int64 = 2 * 3_600
+    package static let lookback: Int64 = 2 * 3_600
     /// The `detail` of a claim closed so; the health report counts it as missed.
-    public static let detail = "missed: the catch-up window closed before every device was reached"
+    package static let detail = "missed: the catch-up window closed before every device was reached"
     /// The most claims one run closes; the rest wait for the next run.
-    public static let limit = 10_000
+    package static let limit = 10_000
     /// The provider and reason of a claim closed with no attempt at all (its run died before it sent).
-    public static let notSent = (provider: "none", reason: "not sent")
+    package static let notSent = (provider: "none", reason: "not sent")
 
     /// The claims a run at `now` closes: claimed in `(cutoff − lookback, cutoff]`, `cutoff = now − early − catchUp`.
-    public static func claimedRange(now: Int64, rule: DueRule) -> Range<Int64> {
+    package static func claimedRange(now: Int64, rule: DueRule) -> Range<Int64> {
         let cutoff = now - rule.early - rule.catchUp
         return (cutoff - lookback + 1)..<(cutoff + 1)
     }
 
     /// Each claim's final state: `partial` when any device was reached, else `failed`; ``detail`` says why.
-    public static func resolutions(_ claims: [UnfinishedClaim]) -> [ClaimResolution] {
+    package static func resolutions(_ claims: [UnfinishedClaim]) -> [ClaimResolution] {
         claims.map { claim in
             let reached = claim.attempts.contains { $0.outcome == .delivered }
             return ClaimResolution(
@@ -37,7 +37,7 @@ public enum MissedReminders {
 
     /// The devices these claims leave unreached, by provider and reason: each device's last attempt, when it is
     /// not final; a claim with no attempt counts once as ``notSent``.
-    public static func missedDevices(_ claims: [UnfinishedClaim]) -> [MissedDevices] {
+    package static func missedDevices(_ claims: [UnfinishedClaim]) -> [MissedDevices] {
         var counts: [MissedDevices.Key: Int] = [:]
         for claim in claims {
             guard !claim.attempts.isEmpty else {

@@ -25,7 +25,7 @@ public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, Codin
 }
 
 /// What a run does with a user whose reminder time has come: the rest of the due rule, free of I/O.
-public enum ReminderDecision: Sendable, Hashable {
+package enum ReminderDecision: Sendable, Hashable {
     /// Insert a new claim.
     case claim
     /// Take over a claim left by a run that died (stale `claimed`) or with devices pending (`retry`).
@@ -35,7 +35,7 @@ public enum ReminderDecision: Sendable, Hashable {
     /// Rules 1, 3 and 4 of the due rule, in that order, plus the claim lease.
     /// - Parameters:
     ///   - staleBefore: a `claimed` row claimed at or before this instant belongs to a run that died.
-    public static func decide(hasActiveDevice: Bool, wroteToday: Bool, log: LogState?, staleBefore: Int64)
+    package static func decide(hasActiveDevice: Bool, wroteToday: Bool, log: LogState?, staleBefore: Int64)
         -> ReminderDecision
     {
         guard hasActiveDevice else { return .skip(.noActiveDevice) }

@@ -3,22 +3,22 @@
 /// Shards are an optimisation only: the claim (the log row's unique key) decides who sends, so
 /// overlapping or misconfigured shards never send twice, and a missing shard only leaves its users to
 /// a later run (or to an unsharded one).
-public struct Shard: Sendable, Hashable, CustomStringConvertible {
+package struct Shard: Sendable, Hashable, CustomStringConvertible {
     /// 1-based.
-    public let index: Int
-    public let count: Int
+    package let index: Int
+    package let count: Int
 
     /// Every user: the default.
-    public static let all = Shard(index: 1, count: 1)
+    package static let all = Shard(index: 1, count: 1)
 
-    public init(index: Int, count: Int) {
+    package init(index: Int, count: Int) {
         precondition(count >= 1 && (1...count).contains(index))
         self.index = index
         self.count = count
     }
 
     /// Parses `K/N` with 1 ≤ K ≤ N ≤ 1024.
-    public static func parse(_ text: String, source: String = "--shard") throws(JobError) -> Shard {
+    package static func parse(_ text: String, source: String = "--shard") throws(JobError) -> Shard {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let index = Int(parts[0]), let count = Int(parts[1]), (1...1024).contains(count),
             (1...count).contains(index)
@@ -29,12 +29,12 @@ public struct Shard: Sendable, Hashable, CustomStringConvertible {
         return Shard(index: index, count: count)
     }
 
-    public func contains(userID: String) -> Bool {
+    package func contains(userID: String) -> Bool {
         count == 1 || Self.index(of: userID, count: count) == index
     }
 
     /// The one of `count` shards that holds `userID`.
-    public static func holding(userID: String, count: Int) -> Shard {
+    package static func holding(userID: String, count: Int) -> Shard {
         Shard(index: index(of: userID, count: count), count: count)
     }
 
@@ -42,5 +42,5 @@ public struct Shard: Sendable, Hashable, CustomStringConvertible {
         Int(StableHash.fnv1a(userID) % UInt64(count)) + 1
     }
 
-    public var description: String { "\(index)/\(count)" }
+    package var description: String { "\(index)/\(count)" }
 }

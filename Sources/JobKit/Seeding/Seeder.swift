@@ -3,52 +3,52 @@ import Foundation
 /// Synthetic users for demos, tests and benchmarks: spread over IANA zones roughly like an app's
 /// audience, reminder times clustered in the evening, 1–3 devices each, some who wrote today.
 /// The same `randomSeed` gives the same data.
-public struct SeedOptions: Sendable {
-    public var users: Int
-    public var randomSeed: UInt64 = 1
+package struct SeedOptions: Sendable {
+    package var users: Int
+    package var randomSeed: UInt64 = 1
     /// "Today" for the users who wrote today.
-    public var now: Int64
+    package var now: Int64
     /// Make exactly `dueCount` users due at `dueAt` (reminders on, a device, no entry that day); every
     /// other user is then made not due at that instant, so the due set is exact.
-    public var dueAt: Int64?
-    public var dueCount = 0
+    package var dueAt: Int64?
+    package var dueCount = 0
     /// User ids are `prefix` + a zero-padded number.
-    public var idPrefix = "user-"
+    package var idPrefix = "user-"
     /// Share of users with an entry on their local day of `now`.
-    public var wroteTodayShare = 0.2
+    package var wroteTodayShare = 0.2
     /// Seed a database that already has users (`pushctl seed --add`); a user of the same id is overwritten.
     /// Without it, seeding refuses such a database: synthetic users are for a demo or a benchmark, and a
     /// database with users may be production's.
-    public var addToExistingUsers = false
+    package var addToExistingUsers = false
 
-    public init(users: Int, now: Int64) {
+    package init(users: Int, now: Int64) {
         self.users = users
         self.now = now
     }
 }
 
-public struct SeedReport: Sendable, Hashable, Codable {
-    public var users = 0
-    public var devices = 0
-    public var entries = 0
-    public var due = 0
+package struct SeedReport: Sendable, Hashable, Codable {
+    package var users = 0
+    package var devices = 0
+    package var entries = 0
+    package var due = 0
 }
 
 /// One generated user with everything that belongs to them.
-public struct SeedUser: Sendable {
-    public var profile: UserProfile
-    public var devices: [DeviceRegistration]
-    public var entries: [Int64]
+package struct SeedUser: Sendable {
+    package var profile: UserProfile
+    package var devices: [DeviceRegistration]
+    package var entries: [Int64]
 }
 
 /// Where the seeder writes (a store), in batches, each in one transaction.
-public protocol SeedSink: Sendable {
+package protocol SeedSink: Sendable {
     func insertSeed(_ users: [SeedUser], now: Int64) async throws(JobError)
     /// Whether the database has any user.
     func hasUsers() async throws(JobError) -> Bool
 }
 
-public struct Seeder: Sendable {
+package struct Seeder: Sendable {
     /// (zone, weight, locale)
     static let zones: [(String, Double, String)] = [
         ("America/New_York", 9, "en"), ("America/Chicago", 5, "en"), ("America/Denver", 2, "en"),
@@ -69,14 +69,14 @@ public struct Seeder: Sendable {
         ("Pacific/Kiritimati", 0.05, "en"),
     ]
 
-    public init() {}
+    package init() {}
 
     /// The most users one seed makes: a hundred times the largest benchmark. Synthetic users are for demos,
     /// tests and benchmarks, and a number past this is a typo that would seed until it was stopped.
-    public static let maxUsers = 100_000_000
+    package static let maxUsers = 100_000_000
 
     /// What is wrong with `users` as a number of users to seed (`nil`: nothing).
-    public static func usersProblem(_ users: Int) -> String? {
+    package static func usersProblem(_ users: Int) -> String? {
         (0...maxUsers).contains(users) ? nil : "must be between 0 and 100,000,000, got \(users)"
     }
 
@@ -85,13 +85,13 @@ public struct Seeder: Sendable {
 
     /// What is wrong with the ids `prefix` and `users` give (`nil`: nothing): the longest must be a user id the
     /// schema holds (``UserProfile/idProblem(_:)``).
-    public static func idProblem(prefix: String, users: Int) -> String? {
+    package static func idProblem(prefix: String, users: Int) -> String? {
         let width = idWidth(users: users)
         guard let problem = UserProfile.idProblem(prefix + String(repeating: "0", count: width)) else { return nil }
         return "the ids are the prefix and \(width) digits, and \(problem)"
     }
 
-    public func seed(_ options: SeedOptions, into sink: any SeedSink, batchSize: Int = 5_000) async throws(JobError)
+    package func seed(_ options: SeedOptions, into sink: any SeedSink, batchSize: Int = 5_000) async throws(JobError)
         -> SeedReport
     {
         if let problem = Self.usersProblem(options.users) { throw .usage("the number of users \(problem)") }
@@ -209,10 +209,10 @@ public struct Seeder: Sendable {
 }
 
 /// A small, fast, reproducible generator (Steele, Lea & Flood's SplitMix64).
-public struct SplitMix64: RandomNumberGenerator, Sendable {
+package struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
+    package init(seed: UInt64) { state = seed }
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9

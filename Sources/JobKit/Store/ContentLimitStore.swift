@@ -1,20 +1,20 @@
 import Foundation
 
 /// What the content-limit hook knows about a user after its one read.
-public struct LimitSnapshot: Sendable, Hashable {
-    public let userID: String
-    public let timezone: String
-    public let locale: String
-    public let plan: String
+package struct LimitSnapshot: Sendable, Hashable {
+    package let userID: String
+    package let timezone: String
+    package let locale: String
+    package let plan: String
     /// Warnings are on unless the settings row turns them off (a missing row means the defaults).
-    public let warningsEnabled: Bool
-    public let quietHoursStart: String?
-    public let quietHoursEnd: String?
-    public let hasActiveDevice: Bool
+    package let warningsEnabled: Bool
+    package let quietHoursStart: String?
+    package let quietHoursEnd: String?
+    package let hasActiveDevice: Bool
     /// Quota-warning log rows of recent periods, by type and period key.
-    public let logs: [LimitLogKey: LogState]
+    package let logs: [LimitLogKey: LogState]
 
-    public init(
+    package init(
         userID: String, timezone: String, locale: String, plan: String, warningsEnabled: Bool,
         quietHoursStart: String?, quietHoursEnd: String?, hasActiveDevice: Bool, logs: [LimitLogKey: LogState]
     ) {
@@ -30,26 +30,26 @@ public struct LimitSnapshot: Sendable, Hashable {
     }
 }
 
-public struct LimitLogKey: Sendable, Hashable {
-    public let type: NotificationType
-    public let period: String
-    public init(type: NotificationType, period: String) {
+package struct LimitLogKey: Sendable, Hashable {
+    package let type: NotificationType
+    package let period: String
+    package init(type: NotificationType, period: String) {
         self.type = type
         self.period = period
     }
 }
 
 /// A quota warning: whose, which and of which period, and the words it shows.
-public struct QuotaWarning: Sendable, Hashable {
-    public let userID: String
-    public let type: NotificationType
-    public let period: String
-    public let messageIndex: Int
-    public let locale: String
+package struct QuotaWarning: Sendable, Hashable {
+    package let userID: String
+    package let type: NotificationType
+    package let period: String
+    package let messageIndex: Int
+    package let locale: String
     /// The message's numbers, stored so that a deferred or retried warning shows the same ones.
-    public let params: [String: String]
+    package let params: [String: String]
 
-    public init(
+    package init(
         userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String,
         params: [String: String]
     ) {
@@ -65,7 +65,7 @@ public struct QuotaWarning: Sendable, Hashable {
     /// where the row has none), so that a retried warning reads as the first try would have. Numbers counted
     /// against another plan than this warning's (``LimitParams/planKey``) are of a quota the user no longer has:
     /// this warning goes out as it is.
-    public func resumed(messageIndex: Int?, locale: String?, params: String?) -> QuotaWarning {
+    package func resumed(messageIndex: Int?, locale: String?, params: String?) -> QuotaWarning {
         let stored = LimitParams.decode(params)
         guard stored[LimitParams.planKey] == self.params[LimitParams.planKey] else { return self }
         return QuotaWarning(
@@ -75,11 +75,11 @@ public struct QuotaWarning: Sendable, Hashable {
 }
 
 /// A stored quota warning that a run should deliver now (deferred past quiet hours, or left for retry).
-public struct PendingWarning: Sendable, Hashable {
-    public let logID: Int64
-    public let warning: QuotaWarning
+package struct PendingWarning: Sendable, Hashable {
+    package let logID: Int64
+    package let warning: QuotaWarning
 
-    public init(logID: Int64, warning: QuotaWarning) {
+    package init(logID: Int64, warning: QuotaWarning) {
         self.logID = logID
         self.warning = warning
     }
@@ -87,17 +87,17 @@ public struct PendingWarning: Sendable, Hashable {
 
 /// What claiming a quota warning won: the warning as the log now holds it, to send now or, `deferred`, stored
 /// until quiet hours end.
-public struct LimitClaim: Sendable, Hashable {
-    public let warning: PendingWarning
-    public let deferred: Bool
+package struct LimitClaim: Sendable, Hashable {
+    package let warning: PendingWarning
+    package let deferred: Bool
 
-    public init(_ warning: PendingWarning, deferred: Bool) {
+    package init(_ warning: PendingWarning, deferred: Bool) {
         self.warning = warning
         self.deferred = deferred
     }
 }
 
-public protocol ContentLimitStore: Sendable {
+package protocol ContentLimitStore: Sendable {
     /// One read for all of `userIDs` (duplicates allowed): for each, the user, their settings, whether they have
     /// an active device, and their quota-warning log rows with period keys from `periodsFrom` on; by user id,
     /// unknown users absent. A reminder run decides a page of pending warnings from one such read.
@@ -133,23 +133,23 @@ public protocol ContentLimitStore: Sendable {
 
 extension ContentLimitStore {
     /// One user's ``limitSnapshots(userIDs:periodsFrom:)``: `nil` for an unknown user.
-    public func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot? {
+    package func limitSnapshot(userID: String, periodsFrom: String) async throws(JobError) -> LimitSnapshot? {
         try await limitSnapshots(userIDs: [userID], periodsFrom: periodsFrom)[userID]
     }
 }
 
 /// The stored form of a warning's numbers: a JSON object of strings.
-public enum LimitParams {
+package enum LimitParams {
     /// The key under which the hook stores, beside the numbers, the plan they were counted against (`users.plan`
     /// then): a run withdraws a held or retried warning whose user is on another plan by the time it goes out.
     /// No copy placeholder has this name.
-    public static let planKey = "plan"
+    package static let planKey = "plan"
 
-    public static func encode(_ params: [String: String]) -> String {
+    package static func encode(_ params: [String: String]) -> String {
         JSONLine.encode(params, verbatimKeys: true)
     }
     /// The numbers of a stored object; anything else (not JSON, not an object of strings) reads as none.
-    public static func decode(_ text: String?) -> [String: String] {
+    package static func decode(_ text: String?) -> [String: String] {
         text.flatMap { JSONLine.decode([String: String].self, from: $0) } ?? [:]
     }
 }
@@ -195,7 +195,7 @@ extension LimitSnapshot {
 
     /// Parses log rows given as a JSON array of `[id, type, period, status, claimed_at, message_index, locale, run_id,
     /// deliver_after, plan]` (what both stores aggregate in their one read); a malformed row is skipped.
-    public static func parseLogs(json: String?) -> [LimitLogKey: LogState] {
+    package static func parseLogs(json: String?) -> [LimitLogKey: LogState] {
         var logs: [LimitLogKey: LogState] = [:]
         for row in JSONLine.decode([Skippable].self, from: json ?? "[]")?.compactMap(\.row) ?? [] {
             logs[row.key] = row.state

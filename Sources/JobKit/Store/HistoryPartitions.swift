@@ -9,23 +9,23 @@
 /// - `notification_deliveries` is partitioned by `created_at` by UTC month.
 /// - Each table has a `DEFAULT` partition, so that a row never fails for want of a partition; the store moves
 ///   such rows into their own partition when it creates it.
-public struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
-    public enum Table: String, Sendable, CaseIterable {
+package struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
+    package enum Table: String, Sendable, CaseIterable {
         case logs = "notification_logs"
         case deliveries = "notification_deliveries"
 
         /// The partition that takes rows no other partition takes.
-        public var defaultPartition: String { "\(rawValue)_default" }
+        package var defaultPartition: String { "\(rawValue)_default" }
     }
 
-    public enum Span: Sendable, Hashable {
+    package enum Span: Sendable, Hashable {
         case month(year: Int, month: Int)
         /// Logs only: a year's yearly period key.
         case year(Int)
     }
 
-    public let table: Table
-    public let span: Span
+    package let table: Table
+    package let span: Span
 
     init(_ table: Table, _ span: Span) {
         self.table = table
@@ -33,17 +33,17 @@ public struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `notification_logs_m2026_11`, `notification_logs_y2026`, `notification_deliveries_m2026_11`.
-    public var name: String {
+    package var name: String {
         switch span {
         case .month(let year, let month): "\(table.rawValue)_m\(LocalDate.pad(year, 4))_\(LocalDate.pad(month, 2))"
         case .year(let year): "\(table.rawValue)_y\(LocalDate.pad(year, 4))"
         }
     }
 
-    public var description: String { name }
+    package var description: String { name }
 
     /// The log partition's period keys: from `lower` (included) up to `upper` (excluded), compared by bytes.
-    public var keyBounds: (lower: String, upper: String) {
+    package var keyBounds: (lower: String, upper: String) {
         switch span {
         case .month(let year, let month):
             let upper =
@@ -55,7 +55,7 @@ public struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The delivery partition's instants (UTC seconds): from `lower` (included) up to `upper` (excluded).
-    public var timeBounds: (lower: Int64, upper: Int64) {
+    package var timeBounds: (lower: Int64, upper: Int64) {
         guard case .month(let year, let month) = span else { return (0, 0) }
         let first = LocalDate(year: year, month: month, day: 1)!
         let next = first.adding(days: LocalDate.daysIn(month: month, year: year))
@@ -63,7 +63,7 @@ public struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The partition a ``name`` names; nil for any other table (a default partition, one an operator made).
-    public init?(name: some StringProtocol) {
+    package init?(name: some StringProtocol) {
         guard let table = Table.allCases.first(where: { name.hasPrefix("\($0.rawValue)_") }) else { return nil }
         let rest = name.dropFirst(table.rawValue.count + 1)
         let digits = rest.dropFirst()
@@ -86,7 +86,7 @@ public struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
 
     /// The log partition a period key belongs in: `YYYY-MM-DD` and `YYYY-MM` in their month's, `YYYY` in its
     /// year's. Nil for any other shape (such a row stays in the default partition).
-    public static func logs(holding key: some StringProtocol) -> HistoryPartition? {
+    package static func logs(holding key: some StringProtocol) -> HistoryPartition? {
         let parts = key.split(separator: "-", omittingEmptySubsequences: false)
         guard (1...3).contains(parts.count), parts[0].count == 4, parts[0].allSatisfy(\.isASCII),
             let year = Int(parts[0]), year >= 0
@@ -97,7 +97,7 @@ public struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The delivery partition an instant belongs in.
-    public static func deliveries(holding instant: Int64) -> HistoryPartition {
+    package static func deliveries(holding instant: Int64) -> HistoryPartition {
         let date = LocalDate.split(wallSeconds: instant).date
         return HistoryPartition(.deliveries, .month(year: date.year, month: date.month))
     }
@@ -105,7 +105,7 @@ public struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
     /// The partitions rows written around `now` need, so that they exist before the rows come: for both tables
     /// the UTC months from two days before `now` (a period key is a local date, at most 14 hours from UTC's)
     /// to two months after, and the log partitions of those months' years.
-    public static func needed(now: Int64) -> [HistoryPartition] {
+    package static func needed(now: Int64) -> [HistoryPartition] {
         let first = LocalDate.split(wallSeconds: now - 2 * 86_400).date
         let current = LocalDate.split(wallSeconds: now).date
         var months: [(year: Int, month: Int)] = []
@@ -124,14 +124,14 @@ public struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether a delivery partition may be dropped whole: every instant it can hold is before `before`, the
     /// janitor's delivery cutoff (the rule it deletes rows by).
-    public func deliveriesAllBefore(_ before: Int64) -> Bool {
+    package func deliveriesAllBefore(_ before: Int64) -> Bool {
         table == .deliveries && timeBounds.upper <= before
     }
 
     /// Whether every period key a log partition can hold has ended in every zone (older than `guards`). Only
     /// such a partition is a candidate for dropping; the store then checks that each of its rows also meets
     /// the rest of the janitor's rule (claimed before the cutoff, finished).
-    public func periodsEnded(_ guards: PeriodGuards) -> Bool {
+    package func periodsEnded(_ guards: PeriodGuards) -> Bool {
         guard table == .logs else { return false }
         return switch span {
         case .month: keyBounds.lower < guards.month
@@ -141,11 +141,11 @@ public struct HistoryPartition: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A history partition the janitor dropped whole (or, dry, would drop), and how many rows went with it.
-public struct HistoryPartitionDrop: Sendable, Hashable {
-    public let partition: HistoryPartition
-    public let rows: Int
+package struct HistoryPartitionDrop: Sendable, Hashable {
+    package let partition: HistoryPartition
+    package let rows: Int
 
-    public init(partition: HistoryPartition, rows: Int) {
+    package init(partition: HistoryPartition, rows: Int) {
         self.partition = partition
         self.rows = rows
     }

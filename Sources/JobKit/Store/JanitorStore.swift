@@ -1,6 +1,6 @@
 /// What the token janitor needs from a store. Every bulk change works in bounded batches, each its own
 /// short transaction, so the app's writes are never blocked for long.
-public protocol JanitorStore: Sendable {
+package protocol JanitorStore: Sendable {
     /// Active devices (of `provider`, or all) not seen since `seenBefore`.
     func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int
     /// Deactivates up to `limit` of them with `reason`; returns how many.
@@ -31,13 +31,13 @@ public protocol JanitorStore: Sendable {
 /// A retention rule: which rows of a table the janitor deletes, written once for both stores as a SQL condition
 /// over the table's columns. Its values are numbers and keys the program made, written as literals; the stores
 /// run it in batches, oldest first.
-public struct RetentionRule: Sendable, Hashable {
+package struct RetentionRule: Sendable, Hashable {
     /// The table, whose `id` identifies a row.
-    public let table: String
+    package let table: String
     /// The rows, as the log and errors name them ("old deliveries").
-    public let rows: String
+    package let rows: String
     /// The column that orders the batches, oldest first.
-    public let oldestBy: String
+    package let oldestBy: String
     private let sqlite: String
     private let postgres: String
 
@@ -50,7 +50,7 @@ public struct RetentionRule: Sendable, Hashable {
     }
 
     /// The condition in a store's dialect.
-    public func condition(_ dialect: SQLDialect) -> String {
+    package func condition(_ dialect: SQLDialect) -> String {
         switch dialect {
         case .sqlite: sqlite
         case .postgres: postgres
@@ -58,7 +58,7 @@ public struct RetentionRule: Sendable, Hashable {
     }
 
     /// Delivery records created before `before`.
-    public static func deliveries(before: Int64) -> RetentionRule {
+    package static func deliveries(before: Int64) -> RetentionRule {
         RetentionRule(table: "notification_deliveries", rows: "old deliveries", oldestBy: "created_at") {
             "created_at < \($0.instant(before))"
         }
@@ -66,7 +66,7 @@ public struct RetentionRule: Sendable, Hashable {
 
     /// Log rows claimed before `before` whose period has ended everywhere, so that they guard nothing any more
     /// (``PeriodGuards/expiredLogSQL(_:before:)``).
-    public static func expiredLogs(before: Int64, guards: PeriodGuards) -> RetentionRule {
+    package static func expiredLogs(before: Int64, guards: PeriodGuards) -> RetentionRule {
         RetentionRule(table: "notification_logs", rows: "old log rows", oldestBy: "claimed_at") {
             guards.expiredLogSQL($0, before: before)
         }
@@ -74,7 +74,7 @@ public struct RetentionRule: Sendable, Hashable {
 
     /// Run records (`job_runs`) for an instant before `before` and not at their job's latest instant, which the
     /// report's "last run of each job" shows however old it is.
-    public static func runs(before: Int64) -> RetentionRule {
+    package static func runs(before: Int64) -> RetentionRule {
         RetentionRule(table: "job_runs", rows: "old run records", oldestBy: "run_at") {
             """
             run_at < \($0.instant(before)) AND run_at < \(JobRunsSQL.latestRunAt)
@@ -84,7 +84,7 @@ public struct RetentionRule: Sendable, Hashable {
 
     /// Device rows deactivated before `before` (`--purge`). Each store's form of "inactive" is the one its
     /// partial index `user_devices_inactive_by_time` is declared with, so that the index serves the rule.
-    public static func inactiveDevices(deactivatedBefore before: Int64) -> RetentionRule {
+    package static func inactiveDevices(deactivatedBefore before: Int64) -> RetentionRule {
         RetentionRule(table: "user_devices", rows: "inactive devices", oldestBy: "deactivated_at") {
             "\($0 == .sqlite ? "is_active = 0" : "NOT is_active") AND deactivated_at < \($0.instant(before))"
         }
@@ -92,25 +92,25 @@ public struct RetentionRule: Sendable, Hashable {
 }
 
 /// SQL about `job_runs`, the same in both stores.
-public enum JobRunsSQL {
+package enum JobRunsSQL {
     /// The latest instant of the job of the row of the query's own `job_runs` (a correlated subquery): what the
     /// report's "last run of each job" shows and what run retention keeps.
-    public static let latestRunAt = "(SELECT max(latest.run_at) FROM job_runs latest WHERE latest.job = job_runs.job)"
+    package static let latestRunAt = "(SELECT max(latest.run_at) FROM job_runs latest WHERE latest.job = job_runs.job)"
 }
 
 /// The oldest period keys that may still guard against a duplicate, per key shape. A log row whose period
 /// key is older than these has ended in every time zone.
-public struct PeriodGuards: Sendable, Hashable {
+package struct PeriodGuards: Sendable, Hashable {
     /// `YYYY-MM-DD`
-    public let day: String
+    package let day: String
     /// `YYYY-MM`
-    public let month: String
+    package let month: String
     /// `YYYY`
-    public let year: String
+    package let year: String
 
     /// Keys of the UTC date two days before `now`: no zone is more than 14 hours from UTC, so every period
     /// older than that date's has ended everywhere.
-    public init(now: Int64) {
+    package init(now: Int64) {
         let date = ZoneClock.split(wallSeconds: now - 2 * 86_400).date
         day = date.description
         month = date.monthKey
@@ -123,7 +123,7 @@ public struct PeriodGuards: Sendable, Hashable {
     /// that old is long past ``DeliveryLifecycle/retryHorizon`` (no run sends it any more; the report counts it
     /// missed), and no run claims a period that has ended, so the row guards against nothing. Both stores use
     /// this one condition; its values are numbers and keys the program made, written as literals.
-    public func expiredLogSQL(_ dialect: SQLDialect, before: Int64) -> String {
+    package func expiredLogSQL(_ dialect: SQLDialect, before: Int64) -> String {
         """
         claimed_at < \(dialect.instant(before)) AND (
             (length(period_key) = 10 AND period_key < '\(day)') OR

@@ -15,41 +15,41 @@ public struct Provider: RawRepresentable, Hashable, Sendable, Codable, CodingKey
 
 /// A device's operating system. APNs serves iOS devices only; an FCM message carries the `android` or the
 /// `apns` block by it.
-public enum Platform: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+package enum Platform: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     case ios, android
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// Which APNs host an APNs token belongs to: apps from the App Store and TestFlight use production, development
 /// builds the sandbox.
-public enum APNsEnvironment: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+package enum APNsEnvironment: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     case production, sandbox
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// What a device's stored value is, and so which field of a provider's request carries it
 /// (`user_devices.token_kind`).
-public enum TokenKind: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
+package enum TokenKind: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {
     /// An APNs device token or an FCM registration token: APNs' path, FCM's `message.token`.
     case token
     /// A Firebase Installation ID (FCM only), the successor of FCM registration tokens: FCM's `message.fid`.
     case fid
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// One active device of a user, as senders need it.
-public struct Device: Sendable, Hashable {
-    public let id: Int64
-    public let userID: String
+package struct Device: Sendable, Hashable {
+    package let id: Int64
+    package let userID: String
     /// The device token or, for ``TokenKind/fid``, the Firebase Installation ID.
-    public let token: String
-    public let provider: Provider
-    public let platform: Platform
+    package let token: String
+    package let provider: Provider
+    package let platform: Platform
     /// Set for APNs devices.
-    public let apnsEnvironment: APNsEnvironment?
-    public let kind: TokenKind
+    package let apnsEnvironment: APNsEnvironment?
+    package let kind: TokenKind
 
-    public init(
+    package init(
         id: Int64, userID: String, token: String, provider: Provider, platform: Platform,
         apnsEnvironment: APNsEnvironment?, kind: TokenKind = .token
     ) {
@@ -65,7 +65,7 @@ public struct Device: Sendable, Hashable {
     /// A device row as a store reads it. The schema's checks allow only values this version knows, so a value
     /// it does not know (a row written by a newer version) is a ``JobError/dataError(_:)`` naming the row, never
     /// a default.
-    public init(
+    package init(
         storedID id: Int64, userID: String, token: String, provider: String, platform: String,
         apnsEnvironment: String?, kind: String = TokenKind.token.rawValue
     ) throws(JobError) {
@@ -87,43 +87,43 @@ public struct Device: Sendable, Hashable {
 }
 
 /// The state of a notification log row: the claim.
-public struct ClaimStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
+package struct ClaimStatus: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+    package let rawValue: String
+    package init(rawValue: String) { self.rawValue = rawValue }
 
     /// Claimed by a run that has not finished sending (or died: see the claim lease).
-    public static let claimed = ClaimStatus(rawValue: "claimed")
+    package static let claimed = ClaimStatus(rawValue: "claimed")
     /// Delivered to every device.
-    public static let sent = ClaimStatus(rawValue: "sent")
+    package static let sent = ClaimStatus(rawValue: "sent")
     /// Delivered to some devices; the others failed permanently.
-    public static let partial = ClaimStatus(rawValue: "partial")
+    package static let partial = ClaimStatus(rawValue: "partial")
     /// Reached no device, for permanent reasons (dead tokens, rejected request).
-    public static let failed = ClaimStatus(rawValue: "failed")
+    package static let failed = ClaimStatus(rawValue: "failed")
     /// Reached no device, only because of transient errors: the next run in the window tries again.
-    public static let retry = ClaimStatus(rawValue: "retry")
+    package static let retry = ClaimStatus(rawValue: "retry")
     /// Held back (quiet hours) to be delivered later.
-    public static let deferred = ClaimStatus(rawValue: "deferred")
+    package static let deferred = ClaimStatus(rawValue: "deferred")
     /// Replaced by a later notification of the same period (90 % overtaken by 100 %).
-    public static let superseded = ClaimStatus(rawValue: "superseded")
+    package static let superseded = ClaimStatus(rawValue: "superseded")
 
     /// Every state this version knows; the schema's CHECK allows exactly these. A row in another state was
     /// written by a newer version, and no rule of this one applies to it.
-    public static let all: Set<ClaimStatus> = [.claimed, .sent, .partial, .failed, .retry, .deferred, .superseded]
-    public var isKnown: Bool { Self.all.contains(self) }
+    package static let all: Set<ClaimStatus> = [.claimed, .sent, .partial, .failed, .retry, .deferred, .superseded]
+    package var isKnown: Bool { Self.all.contains(self) }
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// One recorded attempt of a claim's device (a `notification_deliveries` row), as explain shows it.
-public struct DeliveryAttempt: Sendable, Hashable {
+package struct DeliveryAttempt: Sendable, Hashable {
     /// `nil` once the device row is gone.
-    public let deviceID: Int64?
-    public let outcome: DeliveryOutcome
-    public let reason: String?
-    public let runID: String
-    public let at: Int64
+    package let deviceID: Int64?
+    package let outcome: DeliveryOutcome
+    package let reason: String?
+    package let runID: String
+    package let at: Int64
 
-    public init(deviceID: Int64?, outcome: DeliveryOutcome, reason: String?, runID: String, at: Int64) {
+    package init(deviceID: Int64?, outcome: DeliveryOutcome, reason: String?, runID: String, at: Int64) {
         self.deviceID = deviceID
         self.outcome = outcome
         self.reason = reason
@@ -133,20 +133,20 @@ public struct DeliveryAttempt: Sendable, Hashable {
 }
 
 /// A notification log row as the rules see it.
-public struct LogState: Sendable, Hashable {
-    public let id: Int64
-    public let status: ClaimStatus
-    public let claimedAt: Int64
-    public let messageIndex: Int?
-    public let locale: String?
-    public let runID: String
+package struct LogState: Sendable, Hashable {
+    package let id: Int64
+    package let status: ClaimStatus
+    package let claimedAt: Int64
+    package let messageIndex: Int?
+    package let locale: String?
+    package let runID: String
     /// A `deferred` quota warning's `deliver_after` (read with the quota state; `nil` elsewhere).
-    public let deliverAfter: Int64?
+    package let deliverAfter: Int64?
     /// The plan a quota warning was counted against (read with the quota state; `nil` elsewhere, and for a
     /// warning stored without one).
-    public let plan: String?
+    package let plan: String?
 
-    public init(
+    package init(
         id: Int64, status: ClaimStatus, claimedAt: Int64, messageIndex: Int?, locale: String?, runID: String,
         deliverAfter: Int64? = nil, plan: String? = nil
     ) {
@@ -162,22 +162,22 @@ public struct LogState: Sendable, Hashable {
 }
 
 /// What the store returns for a user whose reminder time has come.
-public struct ReminderCandidate: Sendable, Hashable {
+package struct ReminderCandidate: Sendable, Hashable {
     /// The index of the ``DueQuery`` (in the run's list) the user is due under.
-    public let query: Int
-    public let userID: String
-    public let locale: String
-    public let hasActiveDevice: Bool
-    public let wroteToday: Bool
+    package let query: Int
+    package let userID: String
+    package let locale: String
+    package let hasActiveDevice: Bool
+    package let wroteToday: Bool
     /// This period's log row, if any.
-    public let log: LogState?
+    package let log: LogState?
     /// The message index of the user's latest earlier reminder.
-    public let previousMessageIndex: Int?
+    package let previousMessageIndex: Int?
     /// The user's active devices in id order, when the store read them with the candidate (PostgreSQL, where
     /// that saves a statement a page); `nil` when the run reads them with ``ClaimLedger/activeDevices(userIDs:)``.
-    public let devices: [Device]?
+    package let devices: [Device]?
 
-    public init(
+    package init(
         query: Int, userID: String, locale: String, hasActiveDevice: Bool, wroteToday: Bool, log: LogState?,
         previousMessageIndex: Int?, devices: [Device]? = nil
     ) {
@@ -194,14 +194,14 @@ public struct ReminderCandidate: Sendable, Hashable {
 
 /// Part of a run's due set: users in `zone` whose reminder minute is in `minutes`, for the local date
 /// `period` whose bounds are `day`.
-public struct DueQuery: Sendable, Hashable {
-    public let zone: String
-    public let period: String
-    public let minutes: ClosedRange<Int>
-    public let day: Range<Int64>
-    public let type: NotificationType
+package struct DueQuery: Sendable, Hashable {
+    package let zone: String
+    package let period: String
+    package let minutes: ClosedRange<Int>
+    package let day: Range<Int64>
+    package let type: NotificationType
 
-    public init(zone: String, period: String, minutes: ClosedRange<Int>, day: Range<Int64>, type: NotificationType) {
+    package init(zone: String, period: String, minutes: ClosedRange<Int>, day: Range<Int64>, type: NotificationType) {
         self.zone = zone
         self.period = period
         self.minutes = minutes
@@ -213,11 +213,11 @@ public struct DueQuery: Sendable, Hashable {
     /// (``CopyCatalog/choose(_:locale:userID:period:previousIndex:)``): the latest of the 7 days before
     /// `period`. Bounded so that the look-up stays in one or two monthly partitions of PostgreSQL's log
     /// instead of probing every partition back to the retention limit.
-    public var previousPeriods: Range<String> { Self.previousPeriods(before: period) }
+    package var previousPeriods: Range<String> { Self.previousPeriods(before: period) }
 
-    public static let previousReminderDays = 7
+    package static let previousReminderDays = 7
 
-    public static func previousPeriods(before period: String) -> Range<String> {
+    package static func previousPeriods(before period: String) -> Range<String> {
         guard let date = LocalDate(period) else { return period..<period }
         return date.adding(days: -previousReminderDays).description..<period
     }
@@ -225,29 +225,29 @@ public struct DueQuery: Sendable, Hashable {
 
 /// One member of a run's due set: a user and the index of the ``DueQuery`` they matched. A run walks its
 /// due set in user-id order, whatever the zone, so that each page reads neighbouring rows of every table.
-public struct DueKey: Sendable, Hashable, Comparable {
-    public let userID: String
-    public let query: Int
+package struct DueKey: Sendable, Hashable, Comparable {
+    package let userID: String
+    package let query: Int
 
-    public init(userID: String, query: Int) {
+    package init(userID: String, query: Int) {
         self.userID = userID
         self.query = query
     }
 
-    public static func < (lhs: DueKey, rhs: DueKey) -> Bool {
+    package static func < (lhs: DueKey, rhs: DueKey) -> Bool {
         lhs.userID != rhs.userID ? lhs.userID < rhs.userID : lhs.query < rhs.query
     }
 }
 
 /// A claim to make: insert the log row, or take over a stale or retryable one.
-public struct ClaimRequest: Sendable, Hashable {
-    public let userID: String
-    public let type: NotificationType
-    public let period: String
-    public let messageIndex: Int
-    public let locale: String
+package struct ClaimRequest: Sendable, Hashable {
+    package let userID: String
+    package let type: NotificationType
+    package let period: String
+    package let messageIndex: Int
+    package let locale: String
 
-    public init(userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String) {
+    package init(userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String) {
         self.userID = userID
         self.type = type
         self.period = period
@@ -257,19 +257,19 @@ public struct ClaimRequest: Sendable, Hashable {
 }
 
 /// A claim this run holds.
-public struct Claim: Sendable, Hashable {
-    public let logID: Int64
-    public let userID: String
-    public let period: String
+package struct Claim: Sendable, Hashable {
+    package let logID: Int64
+    package let userID: String
+    package let period: String
     /// The words recorded in the claim (a takeover keeps the original run's choice).
-    public let messageIndex: Int
-    public let locale: String
+    package let messageIndex: Int
+    package let locale: String
     /// True when an earlier run's stale or retryable claim was taken over.
-    public let takenOver: Bool
+    package let takenOver: Bool
     /// Devices that already received this notification under an earlier run of the same claim.
-    public let deliveredDeviceIDs: Set<Int64>
+    package let deliveredDeviceIDs: Set<Int64>
 
-    public init(
+    package init(
         logID: Int64, userID: String, period: String, messageIndex: Int, locale: String, takenOver: Bool,
         deliveredDeviceIDs: Set<Int64>
     ) {
@@ -284,12 +284,12 @@ public struct Claim: Sendable, Hashable {
 }
 
 /// One device attempt to record: the sender's report for one device of one claim.
-public struct DeliveryRecord: Sendable, Hashable {
-    public let logID: Int64
-    public let deviceID: Int64
-    public let report: DeliveryReport
+package struct DeliveryRecord: Sendable, Hashable {
+    package let logID: Int64
+    package let deviceID: Int64
+    package let report: DeliveryReport
 
-    public init(logID: Int64, deviceID: Int64, report: DeliveryReport) {
+    package init(logID: Int64, deviceID: Int64, report: DeliveryReport) {
         self.logID = logID
         self.deviceID = deviceID
         self.report = report
@@ -297,15 +297,15 @@ public struct DeliveryRecord: Sendable, Hashable {
 }
 
 /// The final state of one claim after sending.
-public struct ClaimResolution: Sendable, Hashable {
-    public let logID: Int64
+package struct ClaimResolution: Sendable, Hashable {
+    package let logID: Int64
     /// The claim's period key: where PostgreSQL keeps the row (``HistoryPartition``), so that resolving a page
     /// looks in the partitions of its periods only.
-    public let period: String
-    public let status: ClaimStatus
-    public let detail: String?
+    package let period: String
+    package let status: ClaimStatus
+    package let detail: String?
 
-    public init(logID: Int64, period: String, status: ClaimStatus, detail: String?) {
+    package init(logID: Int64, period: String, status: ClaimStatus, detail: String?) {
         self.logID = logID
         self.period = period
         self.status = status
@@ -314,28 +314,28 @@ public struct ClaimResolution: Sendable, Hashable {
 }
 
 /// Everything the explain command needs to know about one user.
-public struct UserSnapshot: Sendable, Hashable {
-    public let userID: String
-    public let timezone: String
-    public let locale: String
-    public let plan: String
+package struct UserSnapshot: Sendable, Hashable {
+    package let userID: String
+    package let timezone: String
+    package let locale: String
+    package let plan: String
     /// `nil` when the user has no notification_settings row.
-    public let settings: Settings?
-    public let activeDevices: [Device]
+    package let settings: Settings?
+    package let activeDevices: [Device]
 
-    public struct Settings: Sendable, Hashable {
-        public let diaryReminderEnabled: Bool
-        public let reminderTime: String
-        public let contentLimitWarningsEnabled: Bool
+    package struct Settings: Sendable, Hashable {
+        package let diaryReminderEnabled: Bool
+        package let reminderTime: String
+        package let contentLimitWarningsEnabled: Bool
 
-        public init(diaryReminderEnabled: Bool, reminderTime: String, contentLimitWarningsEnabled: Bool) {
+        package init(diaryReminderEnabled: Bool, reminderTime: String, contentLimitWarningsEnabled: Bool) {
             self.diaryReminderEnabled = diaryReminderEnabled
             self.reminderTime = reminderTime
             self.contentLimitWarningsEnabled = contentLimitWarningsEnabled
         }
     }
 
-    public init(
+    package init(
         userID: String, timezone: String, locale: String, plan: String, settings: Settings?, activeDevices: [Device]
     ) {
         self.userID = userID
@@ -348,27 +348,27 @@ public struct UserSnapshot: Sendable, Hashable {
 }
 
 /// A device registration request (an app launch or a login).
-public struct DeviceRegistration: Sendable, Hashable {
-    public let userID: String
+package struct DeviceRegistration: Sendable, Hashable {
+    package let userID: String
     /// The device token or, for ``TokenKind/fid``, the Firebase Installation ID.
-    public let token: String
-    public let provider: Provider
-    public let platform: Platform
+    package let token: String
+    package let provider: Provider
+    package let platform: Platform
     /// Set for APNs devices (production unless given), `nil` for FCM ones.
-    public let apnsEnvironment: APNsEnvironment?
-    public let appVersion: String?
-    public let kind: TokenKind
+    package let apnsEnvironment: APNsEnvironment?
+    package let appVersion: String?
+    package let kind: TokenKind
     /// The token this registration replaces on the same phone (an app's first launch with FCM installation ids
     /// sends its old registration token with its new FID): the store retires it (inactive, reason `replaced`) in
     /// the same transaction, when it is the same user's, so that the phone is not reminded through both.
-    public let replaces: String?
+    package let replaces: String?
     /// The deactivation reason of a token retired by a registration that replaces it.
-    public static let replacedReason = "replaced"
+    package static let replacedReason = "replaced"
 
     /// Validates the user id's length and the combination (an APNs token on iOS, an APNs environment only for an
     /// APNs token, a FID only for FCM) and the value's shape for its kind; a bad one is a
     /// ``JobError/dataError(_:)``.
-    public init(
+    package init(
         userID: String, token: String, provider: Provider, platform: Platform,
         apnsEnvironment: APNsEnvironment? = nil, appVersion: String? = nil, kind: TokenKind = .token,
         replaces: String? = nil
@@ -413,13 +413,13 @@ public struct DeviceRegistration: Sendable, Hashable {
 }
 
 /// What a registration did.
-public struct RegistrationResult: Sendable, Hashable {
-    public enum Change: String, Sendable, Hashable {
+package struct RegistrationResult: Sendable, Hashable {
+    package enum Change: String, Sendable, Hashable {
         case created, refreshed, reactivated
         case movedFromAnotherUser = "moved"
 
         /// What registering the token for `userID` did, given the token's row before (owner, active), if any.
-        public init(previous: (owner: String, active: Bool)?, userID: String) {
+        package init(previous: (owner: String, active: Bool)?, userID: String) {
             guard let previous else {
                 self = .created
                 return
@@ -427,13 +427,13 @@ public struct RegistrationResult: Sendable, Hashable {
             self = previous.owner != userID ? .movedFromAnotherUser : (previous.active ? .refreshed : .reactivated)
         }
     }
-    public let deviceID: Int64
-    public let change: Change
+    package let deviceID: Int64
+    package let change: Change
     /// Whether the token the registration named in ``DeviceRegistration/replaces`` was an active device of the
     /// same user and is now retired (reason ``DeviceRegistration/replacedReason``).
-    public let retiredReplaced: Bool
+    package let retiredReplaced: Bool
 
-    public init(deviceID: Int64, change: Change, retiredReplaced: Bool = false) {
+    package init(deviceID: Int64, change: Change, retiredReplaced: Bool = false) {
         self.deviceID = deviceID
         self.change = change
         self.retiredReplaced = retiredReplaced

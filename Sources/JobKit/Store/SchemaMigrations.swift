@@ -4,20 +4,20 @@
 /// collation for keys compared by range (ids, zones, period keys), so that ordering is by bytes as in SQLite. A
 /// migration one store does not need has an empty form there and is still recorded as applied: both stores
 /// reach the same version. `docs/SCHEMA.md` documents every table; keep the two in step.
-public struct SchemaMigration: Sendable {
-    public let id: String
-    public let sqlite: String
-    public let postgres: String
+package struct SchemaMigration: Sendable {
+    package let id: String
+    package let sqlite: String
+    package let postgres: String
 }
 
-public enum SchemaMigrations {
-    public static let all: [SchemaMigration] = [
+package enum SchemaMigrations {
+    package static let all: [SchemaMigration] = [
         m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014,
     ]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
     /// migration. Apart from these, both stores have the same tables and columns at every version.
-    public static let storeSpecificColumns: [String: Set<String>] = [
+    package static let storeSpecificColumns: [String: Set<String>] = [
         "sqlite": ["notification_settings.due_minute"],
         "postgres": [],
     ]

@@ -1,23 +1,36 @@
 import Logging
 
-/// Opens the store a database location names. ``JobService`` and the command-line tools take one: `JobStores`
-/// (module JobKitWiring) opens SQLite and PostgreSQL; `SQLiteStores` (module JobKitSQLite) opens SQLite only, for
-/// a program that should not link postgres-nio.
-public protocol StoreOpener: Sendable {
-    /// Opens the store at `location`, which setting `source` named (for messages).
-    /// - Parameters:
-    ///   - passwordFile: the PostgreSQL password file (`PUSH_DATABASE_PASSWORD_FILE`), when the URL has no password.
-    ///   - applicationName: shown in PostgreSQL's `pg_stat_activity` (the job's name).
-    func open(
-        _ location: DatabaseLocation, mode: StoreOpenMode, passwordFile: String?, applicationName: String,
-        source: String, logger: Logger
-    ) async throws(JobError) -> any JobStore
-}
+/// How a program opens the store a database location names, for ``JobService``: ``sqliteOrPostgres`` (module
+/// JobKitWiring) opens a SQLite file or a PostgreSQL database; ``sqliteOnly`` (module JobKitSQLite) opens SQLite
+/// only, for a program that should not link postgres-nio.
+///
+/// ```swift
+/// let hook = try await JobService.contentLimitHook(stores: .sqliteOnly)
+/// ```
+public struct StoreOpener: Sendable {
+    /// Opens the store at a location, which a setting named (for messages): the location, the mode, the
+    /// PostgreSQL password file (when the URL has none), the application name PostgreSQL shows in
+    /// `pg_stat_activity` (the job's name), the setting's name, and the logger.
+    package typealias Open =
+        @Sendable (
+            _ location: DatabaseLocation, _ mode: StoreOpenMode, _ passwordFile: String?, _ applicationName: String,
+            _ source: String, _ logger: Logger
+        ) async throws(JobError) -> any JobStore
 
-extension StoreOpener {
+    private let openLocation: Open
+
+    package init(_ open: @escaping Open) { self.openLocation = open }
+
+    package func open(
+        _ location: DatabaseLocation, mode: StoreOpenMode, passwordFile: String? = nil, applicationName: String,
+        source: String = "PUSH_DATABASE_URL", logger: Logger = Logger(label: "store")
+    ) async throws(JobError) -> any JobStore {
+        try await openLocation(location, mode, passwordFile, applicationName, source, logger)
+    }
+
     /// Opens the store the settings name: the `--database` flag (`flags`, on the command line) or
     /// `PUSH_DATABASE_URL`, with `--database-password-file` or `PUSH_DATABASE_PASSWORD_FILE`.
-    public func open(
+    package func open(
         _ config: ConfigResolver, flags: (database: String?, passwordFile: String?)? = nil, mode: StoreOpenMode,
         applicationName: String, logger: Logger = Logger(label: "store")
     ) async throws(JobError) -> any JobStore {
@@ -29,7 +42,7 @@ extension StoreOpener {
 
     /// Opens the store as ``open(_:flags:mode:applicationName:logger:)`` does, runs `body` with it and closes
     /// it, also when `body` fails.
-    public func with<T>(
+    package func with<T>(
         _ config: ConfigResolver, flags: (database: String?, passwordFile: String?)? = nil, mode: StoreOpenMode,
         applicationName: String, _ body: (any JobStore) async throws(JobError) -> T
     ) async throws(JobError) -> T {

@@ -1,7 +1,7 @@
 import Logging
 
 /// How a job opens its store.
-public enum StoreOpenMode: Sendable, Hashable {
+package enum StoreOpenMode: Sendable, Hashable {
     /// Create the database if needed and apply pending migrations (`pushctl migrate`, `seed`, tests).
     case create
     /// The database must exist; pending migrations are applied (the jobs).
@@ -13,7 +13,7 @@ public enum StoreOpenMode: Sendable, Hashable {
 /// Everything the jobs, `pushctl` and the tests need from one database. `SQLiteStore` (module JobKitSQLite, the embedded
 /// default) and `PostgresStore` (module JobKitPostgres) implement it, and one set of contract tests runs
 /// against both.
-public protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, ContentLimitStore, JanitorStore, ReportStore,
+package protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, ContentLimitStore, JanitorStore, ReportStore,
     DueSetLeases,
     AppDataStore, SeedSink
 {
@@ -29,7 +29,7 @@ public protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, Conten
 
 /// The app's own tables, as the app backend writes them. The jobs only read them; `pushctl`, the seeder
 /// and tests write them through this API. A backend not written in Swift uses the SQL in docs/SCHEMA.md.
-public protocol AppDataStore: Sendable {
+package protocol AppDataStore: Sendable {
     /// Creates or updates a user and their notification settings.
     func upsertUser(_ profile: UserProfile, now: Int64) async throws(JobError)
     /// Reads user `id` (`nil`: there is none), passes them to `edit` and saves what it returns (the settings row
@@ -48,10 +48,10 @@ public protocol AppDataStore: Sendable {
 /// What the diary reminder run needs from a store: its roles together. Each component takes only the roles
 /// it uses (the answer journal a ``ClaimLedger``, the janitor its ``JanitorStore`` with ``RunJournal`` and
 /// ``HistoryUpkeep``), so that a test double or another store implements only those.
-public typealias ReminderStore = DueSetSource & ClaimLedger & ExplainSource & RunJournal & HistoryUpkeep
+package typealias ReminderStore = DueSetSource & ClaimLedger & ExplainSource & RunJournal & HistoryUpkeep
 
 /// The due set: which users a run's queries hold, and the facts about each that the rules need.
-public protocol DueSetSource: Sendable {
+package protocol DueSetSource: Sendable {
     /// Distinct time zones of users with reminders enabled.
     func reminderZones() async throws(JobError) -> [String]
     /// Users with reminders enabled in `zone` (used to count those in an unknown zone).
@@ -71,12 +71,12 @@ public protocol DueSetSource: Sendable {
 }
 
 extension DueSetSource {
-    public var selectsWhileClaiming: Bool { false }
+    package var selectsWhileClaiming: Bool { false }
 }
 
 /// The claims and what became of them: the notification log as the exactly-once primitive. Any
 /// implementation must make ``claim(_:runID:now:staleBefore:)`` atomic per row.
-public protocol ClaimLedger: Sendable {
+package protocol ClaimLedger: Sendable {
     /// Claims atomically: inserts each log row, or takes over one whose status is `retry` or whose
     /// `claimed` status dates from before `staleBefore`. Returns the claims won; the rest were lost.
     func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
@@ -89,7 +89,7 @@ public protocol ClaimLedger: Sendable {
 }
 
 /// What `--explain` reads about one user, beyond the due set.
-public protocol ExplainSource: Sendable {
+package protocol ExplainSource: Sendable {
     /// The user's row, settings and active devices.
     func userSnapshot(userID: String) async throws(JobError) -> UserSnapshot?
     /// Settings rows and active devices whose user does not exist, of `userID` or of everyone: rows a backend
@@ -109,7 +109,7 @@ public protocol ExplainSource: Sendable {
 }
 
 /// A run's `job_runs.outcome`: the schema's closed set.
-public enum RunOutcome: String, Sendable, Hashable, Codable {
+package enum RunOutcome: String, Sendable, Hashable, Codable {
     /// Started and not ended: still going, or killed outright before it could record its end.
     case running
     case ok
@@ -118,7 +118,7 @@ public enum RunOutcome: String, Sendable, Hashable, Codable {
 }
 
 /// Job bookkeeping: the report's "last run of each job".
-public protocol RunJournal: Sendable {
+package protocol RunJournal: Sendable {
     /// Writes the run's row, or replaces the row of the same `id`: `running` (with no duration) as it starts,
     /// then `ok` or `failed` as it ends.
     func recordRun(id: String, job: String, runAt: Int64, durationMs: Int?, outcome: RunOutcome, summaryJSON: String)
@@ -131,7 +131,7 @@ public protocol RunJournal: Sendable {
 }
 
 /// The history tables' upkeep that every writing run does first.
-public protocol HistoryUpkeep: Sendable {
+package protocol HistoryUpkeep: Sendable {
     /// Makes sure the history partitions that rows written around `now` need exist (``HistoryPartition``), and
     /// moves rows that fell into a default partition into their own (PostgreSQL). SQLite: nothing to do.
     /// A failure costs no row (the default partitions take them) and is the caller's to log.
@@ -148,12 +148,12 @@ public protocol HistoryUpkeep: Sendable {
 }
 
 /// A reminder claim still unfinished, with its recorded attempts: what ``MissedReminders`` decides from.
-public struct UnfinishedClaim: Sendable, Hashable {
-    public let logID: Int64
-    public let period: String
-    public let attempts: [RecordedAttempt]
+package struct UnfinishedClaim: Sendable, Hashable {
+    package let logID: Int64
+    package let period: String
+    package let attempts: [RecordedAttempt]
 
-    public init(logID: Int64, period: String, attempts: [RecordedAttempt]) {
+    package init(logID: Int64, period: String, attempts: [RecordedAttempt]) {
         self.logID = logID
         self.period = period
         self.attempts = attempts
@@ -161,13 +161,13 @@ public struct UnfinishedClaim: Sendable, Hashable {
 }
 
 /// One `notification_deliveries` row, as ``MissedReminders`` reads it.
-public struct RecordedAttempt: Sendable, Hashable {
-    public let deviceID: Int64?
-    public let provider: String
-    public let outcome: DeliveryOutcome
-    public let reason: String?
+package struct RecordedAttempt: Sendable, Hashable {
+    package let deviceID: Int64?
+    package let provider: String
+    package let outcome: DeliveryOutcome
+    package let reason: String?
 
-    public init(deviceID: Int64?, provider: String, outcome: DeliveryOutcome, reason: String?) {
+    package init(deviceID: Int64?, provider: String, outcome: DeliveryOutcome, reason: String?) {
         self.deviceID = deviceID
         self.provider = provider
         self.outcome = outcome
@@ -178,7 +178,7 @@ public struct RecordedAttempt: Sendable, Hashable {
 extension HistoryUpkeep {
     /// ``prepareHistory(now:)``, with a failure logged: rows still have the default partitions, and the next
     /// run tries again.
-    public func prepareHistory(now: Int64, logger: Logger) async {
+    package func prepareHistory(now: Int64, logger: Logger) async {
         do {
             try await prepareHistory(now: now)
         } catch {
@@ -194,7 +194,7 @@ extension ClaimLedger {
     /// pass (``JobError/mayPassWithTime``: locked, its disk full, unreachable) until `deadline`, waiting on its
     /// clock. Until a claim's lease runs out no other run takes it over, so an answer recorded late is never sent
     /// again; one given up on is sent again by the run that takes over. Any other error is thrown at once.
-    public func recordPersistently(
+    package func recordPersistently(
         _ deliveries: [DeliveryRecord], resolutions: [ClaimResolution], runID: String,
         now: Int64, deadline: Deadline, logger: Logger
     ) async throws(JobError) {
@@ -224,7 +224,7 @@ extension ClaimLedger {
 }
 
 /// Device registration: an idempotent upsert safe to call on every app launch, concurrently.
-public protocol DeviceRegistry: Sendable {
+package protocol DeviceRegistry: Sendable {
     /// Registers a token for a user. A token another user holds moves to this user; a deactivated
     /// token is reactivated. Fails with ``JobError/dataError(_:)`` for an unknown user.
     func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult
@@ -238,25 +238,25 @@ public protocol DeviceRegistry: Sendable {
 extension DeviceRegistry {
     /// ``unregister(token:userID:reason:now:)`` of whoever holds the token.
     @discardableResult
-    public func unregister(token: String, reason: String, now: Int64) async throws(JobError) -> Bool {
+    package func unregister(token: String, reason: String, now: Int64) async throws(JobError) -> Bool {
         try await unregister(token: token, userID: nil, reason: reason, now: now)
     }
 }
 
 /// Rows whose user does not exist (``ExplainSource/orphanedRows(userID:)``).
-public struct OrphanedRows: Sendable, Hashable, Codable {
-    public var settings = 0
-    public var activeDevices = 0
+package struct OrphanedRows: Sendable, Hashable, Codable {
+    package var settings = 0
+    package var activeDevices = 0
 
-    public init(settings: Int = 0, activeDevices: Int = 0) {
+    package init(settings: Int = 0, activeDevices: Int = 0) {
         self.settings = settings
         self.activeDevices = activeDevices
     }
 
-    public var isEmpty: Bool { settings == 0 && activeDevices == 0 }
+    package var isEmpty: Bool { settings == 0 && activeDevices == 0 }
 
     /// "1 notification_settings row and 2 active devices".
-    public var description: String {
+    package var description: String {
         var parts: [String] = []
         if settings > 0 { parts.append("\(settings) notification_settings row\(settings == 1 ? "" : "s")") }
         if activeDevices > 0 { parts.append("\(activeDevices) active device\(activeDevices == 1 ? "" : "s")") }

@@ -3,17 +3,17 @@
 /// Without that row no reminder goes out (`--explain`: "no notification_settings row") and quota warnings keep
 /// their default (on), so the profile of such a user says exactly that: reminders off, warnings on, the schema's
 /// default time. An edit that names no setting leaves the row absent.
-public struct StoredUser: Sendable, Hashable {
-    public var profile: UserProfile
-    public var hasSettings: Bool
+package struct StoredUser: Sendable, Hashable {
+    package var profile: UserProfile
+    package var hasSettings: Bool
 
-    public init(profile: UserProfile, hasSettings: Bool) {
+    package init(profile: UserProfile, hasSettings: Bool) {
         self.profile = profile
         self.hasSettings = hasSettings
     }
 
     /// A user whose `users` row has no settings row beside it (see the type's documentation).
-    public static func withoutSettings(id: String, timezone: String, locale: String, plan: String) -> StoredUser {
+    package static func withoutSettings(id: String, timezone: String, locale: String, plan: String) -> StoredUser {
         StoredUser(
             profile: UserProfile(
                 id: id, timezone: timezone, locale: locale, plan: plan, diaryReminderEnabled: false,
@@ -25,32 +25,32 @@ public struct StoredUser: Sendable, Hashable {
 /// A change to one user, as `pushctl user set` takes it: each field left `nil` keeps what the store holds, so that
 /// changing one setting never resets another (a user who turned reminders off keeps them off when an operator
 /// sets their quiet hours). A new user starts from ``UserProfile``'s defaults and needs a time zone.
-public struct UserEdit: Sendable, Hashable {
+package struct UserEdit: Sendable, Hashable {
     /// Quiet hours to set, or `off` to remove them.
-    public enum QuietHours: Sendable, Hashable {
+    package enum QuietHours: Sendable, Hashable {
         case off
         case hours(start: String, end: String)
     }
 
-    public let id: String
-    public var timezone: String?
-    public var locale: String?
-    public var plan: String?
-    public var diaryReminderEnabled: Bool?
-    public var reminderTime: String?
-    public var contentLimitWarningsEnabled: Bool?
-    public var quietHours: QuietHours?
+    package let id: String
+    package var timezone: String?
+    package var locale: String?
+    package var plan: String?
+    package var diaryReminderEnabled: Bool?
+    package var reminderTime: String?
+    package var contentLimitWarningsEnabled: Bool?
+    package var quietHours: QuietHours?
 
-    public init(id: String) { self.id = id }
+    package init(id: String) { self.id = id }
 
     /// Whether the edit names a setting of the `notification_settings` row.
-    public var namesASetting: Bool {
+    package var namesASetting: Bool {
         diaryReminderEnabled != nil || reminderTime != nil || contentLimitWarningsEnabled != nil || quietHours != nil
     }
 
     /// The user after the edit: `current` with each named field replaced, or a new user (`current` nil) with
     /// the defaults for what the edit leaves out. A new user without a time zone is a usage error.
-    public func applied(to current: StoredUser?) throws(JobError) -> StoredUser {
+    package func applied(to current: StoredUser?) throws(JobError) -> StoredUser {
         guard
             var user = current
                 ?? timezone.map({ StoredUser(profile: UserProfile(id: id, timezone: $0), hasSettings: true) })
@@ -78,12 +78,12 @@ public struct UserEdit: Sendable, Hashable {
 }
 
 /// What applying a ``UserEdit`` did, for the operator.
-public struct UserEditResult: Sendable, Hashable {
+package struct UserEditResult: Sendable, Hashable {
     /// The user before (`nil`: created) and after.
-    public let before: StoredUser?
-    public let after: StoredUser
+    package let before: StoredUser?
+    package let after: StoredUser
 
-    public init(before: StoredUser?, after: StoredUser) {
+    package init(before: StoredUser?, after: StoredUser) {
         self.before = before
         self.after = after
     }
@@ -92,7 +92,7 @@ public struct UserEditResult: Sendable, Hashable {
     /// `user u1 unchanged`. The id is written as a `key=value` field is (``LineText/field(_:)``: quoted when it
     /// has a space or a control character), and stored values with their control characters escaped: the app
     /// backend writes users too, and one line stays one line.
-    public var summary: String {
+    package var summary: String {
         let id = LineText.field(after.profile.id)
         guard let before else { return "created user \(id)" }
         let fields: [(String, (StoredUser) -> String)] = [
@@ -124,7 +124,7 @@ public struct UserEditResult: Sendable, Hashable {
 
 extension AppDataStore {
     /// Applies `edit` to the stored user in one transaction (``AppDataStore/editUser(id:now:_:)``).
-    public func apply(_ edit: UserEdit, now: Int64) async throws(JobError) -> UserEditResult {
+    package func apply(_ edit: UserEdit, now: Int64) async throws(JobError) -> UserEditResult {
         try await editUser(id: edit.id, now: now) { current throws(JobError) in try edit.applied(to: current) }
     }
 }

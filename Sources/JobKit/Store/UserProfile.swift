@@ -1,12 +1,12 @@
 import Foundation
 
 /// A user and their notification settings, as the app backend keeps them.
-public struct UserProfile: Sendable, Hashable, Codable {
+package struct UserProfile: Sendable, Hashable, Codable {
     /// The characters (Unicode scalars) a user id may have: the schema's `CHECK (length(id) BETWEEN 1 AND 128)`.
-    public static let idLength = 1...128
+    package static let idLength = 1...128
 
     /// What is wrong with `id` as a user id (`nil`: nothing), for a message that names where it came from.
-    public static func idProblem(_ id: String) -> String? {
+    package static func idProblem(_ id: String) -> String? {
         let count = id.unicodeScalars.count
         guard !idLength.contains(count) else { return nil }
         return "a user id is \(idLength.lowerBound) to \(idLength.upperBound) characters, got \(count)"
@@ -15,25 +15,25 @@ public struct UserProfile: Sendable, Hashable, Codable {
     /// Whether `locale` is a BCP 47 tag such as `ja` or `pt-BR`, or a locale as Android or a server writes it:
     /// `pt_BR`, `de_DE.UTF-8`, `sr_RS@latin` (choosing copy reads `_` as `-` and leaves out the charset and the
     /// modifier).
-    public static func isLocale(_ locale: String) -> Bool {
+    package static func isLocale(_ locale: String) -> Bool {
         CopyCatalog.isLocaleTag(LocaleKey.tagPart(locale).replacingOccurrences(of: "_", with: "-"))
     }
 
     /// The schema's default `reminder_time`.
-    public static let defaultReminderTime = "21:00"
+    package static let defaultReminderTime = "21:00"
 
-    public var id: String
-    public var timezone: String
-    public var locale: String
-    public var plan: String
-    public var diaryReminderEnabled: Bool
-    public var reminderTime: String
-    public var contentLimitWarningsEnabled: Bool
+    package var id: String
+    package var timezone: String
+    package var locale: String
+    package var plan: String
+    package var diaryReminderEnabled: Bool
+    package var reminderTime: String
+    package var contentLimitWarningsEnabled: Bool
     /// Local `HH:MM`; both or neither. Quota warnings due inside them are deferred until they end.
-    public var quietHoursStart: String?
-    public var quietHoursEnd: String?
+    package var quietHoursStart: String?
+    package var quietHoursEnd: String?
 
-    public init(
+    package init(
         id: String, timezone: String, locale: String = "en", plan: String = "free",
         diaryReminderEnabled: Bool = true, reminderTime: String = defaultReminderTime,
         contentLimitWarningsEnabled: Bool = true, quietHoursStart: String? = nil, quietHoursEnd: String? = nil

@@ -2,28 +2,28 @@ import Foundation
 import Logging
 
 /// The log formats every job writes to stderr: swift-log's text lines, or one JSON object per line.
-public enum LogFormat: String, Sendable, CaseIterable {
+package enum LogFormat: String, Sendable, CaseIterable {
     case text, json
 }
 
 /// The trace id of the Lambda invocation being served (`Lambda-Runtime-Trace-Id`), put into every log line
 /// written while it is served (``JobLogging/metadataProvider``).
-public enum LambdaTrace {
-    @TaskLocal public static var id: String?
+package enum LambdaTrace {
+    @TaskLocal package static var id: String?
 }
 
 /// Sets up swift-log for a job: the format, and the metadata every line carries.
-public enum JobLogging {
+package enum JobLogging {
     /// Adds `trace_id` to every line written during a Lambda invocation.
-    public static let metadataProvider = Logger.MetadataProvider {
+    package static let metadataProvider = Logger.MetadataProvider {
         LambdaTrace.id.map { ["trace_id": "\($0)"] } ?? [:]
     }
 
     /// The format chosen at bootstrap: the final error line of a job follows it.
-    public nonisolated(unsafe) private(set) static var format = LogFormat.text
+    package nonisolated(unsafe) private(set) static var format = LogFormat.text
 
     /// The last line of a job that fails: `<job>: error: <message>` as text, or a JSON object with the exit code.
-    public static func errorLine(job: String, _ error: JobError) -> String {
+    package static func errorLine(job: String, _ error: JobError) -> String {
         guard format == .json else { return "\(job): error: \(error.message)" }
         return JSONLogHandler.line(
             label: job, level: .error, message: error.message,
@@ -47,7 +47,7 @@ public enum JobLogging {
     }
 
     /// Bootstraps the process's logging; call once, before the first logger is made.
-    public static func bootstrap(_ format: LogFormat) {
+    package static func bootstrap(_ format: LogFormat) {
         Self.format = format
         switch format {
         case .text:
@@ -68,30 +68,30 @@ public enum JobLogging {
 /// error's message), and swift-log's ``StreamLogHandler`` writes them as they are, so that a line break in one
 /// would end the line and start a forged one. This handler escapes the control characters of the message and of
 /// every metadata value (its own, the provider's, the call's) and hands the line to `inner`, which writes it.
-public struct LineSafeLogHandler<Inner: LogHandler>: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
+package struct LineSafeLogHandler<Inner: LogHandler>: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var metadataProvider: Logger.MetadataProvider?
     private var inner: Inner
 
     /// `inner` is given the escaped metadata with each event; its own metadata and provider are not used.
-    public init(_ inner: Inner, metadataProvider: Logger.MetadataProvider? = nil) {
+    package init(_ inner: Inner, metadataProvider: Logger.MetadataProvider? = nil) {
         self.inner = inner
         self.inner.metadata = [:]
         self.inner.metadataProvider = nil
         self.metadataProvider = metadataProvider
     }
 
-    public var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { inner.logLevel }
         set { inner.logLevel = newValue }
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         let fields = JobLogging.fields(of: event, metadata: metadata, provider: metadataProvider)
         var escaped = event
         escaped.error = nil
@@ -106,14 +106,14 @@ public struct LineSafeLogHandler<Inner: LogHandler>: LogHandler {
 /// `message`, and each metadata entry as a field of its own (`run`, `provider`, `devices`, `trace_id`, …).
 /// Lists and nested metadata stay JSON. What goes in is what the text format shows: callers never log
 /// secrets or full tokens.
-public struct JSONLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level = .info
-    public var metadataProvider: Logger.MetadataProvider?
+package struct JSONLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
+    package var metadataProvider: Logger.MetadataProvider?
     private let label: String
     private let write: @Sendable (String) -> Void
 
-    public init(
+    package init(
         label: String, metadataProvider: Logger.MetadataProvider? = nil,
         write: @escaping @Sendable (String) -> Void = { FileHandle.standardError.write(Data(($0 + "\n").utf8)) }
     ) {
@@ -122,12 +122,12 @@ public struct JSONLogHandler: LogHandler {
         self.write = write
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         let fields = JobLogging.fields(of: event, metadata: metadata, provider: metadataProvider)
         if let line = Self.line(label: label, level: event.level, message: "\(event.message)", fields: fields) {
             write(line)

@@ -2,14 +2,14 @@ import Foundation
 
 extension Timestamps {
     /// `2026-11-21 21:00 Sat` in `clock`'s zone.
-    public static func local(_ instant: Int64, in zone: ZoneClock) -> String {
+    package static func local(_ instant: Int64, in zone: ZoneClock) -> String {
         let wall = zone.wall(at: instant)
         let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][((wall.date.daysSinceEpoch % 7) + 7) % 7]
         return "\(wall.date) \(clock(wall.secondOfDay, seconds: false)) \(weekday)"
     }
 
     /// `UTC+05:45`.
-    public static func offset(_ seconds: Int64) -> String {
+    package static func offset(_ seconds: Int64) -> String {
         let sign = seconds < 0 ? "-" : "+"
         let minutes = abs(seconds) / 60
         return "UTC\(sign)\(LocalDate.pad(Int(minutes / 60), 2)):\(LocalDate.pad(Int(minutes % 60), 2))"

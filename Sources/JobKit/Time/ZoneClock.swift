@@ -6,33 +6,33 @@ import Foundation
 /// - a wall time that occurs twice (fall back overlap) maps to its first occurrence.
 ///
 /// Instants are whole Unix seconds (`Int64`) throughout the rules: that is the store's resolution too.
-public struct ZoneClock: Sendable {
-    public let zone: TimeZone
-    public var identifier: String { zone.identifier }
+package struct ZoneClock: Sendable {
+    package let zone: TimeZone
+    package var identifier: String { zone.identifier }
 
     /// `nil` when the identifier is not a time zone this system's tz database knows.
-    public init?(identifier: String) {
+    package init?(identifier: String) {
         guard !identifier.isEmpty, let zone = TimeZone(identifier: identifier) else { return nil }
         self.zone = zone
     }
 
-    public init(zone: TimeZone) {
+    package init(zone: TimeZone) {
         self.zone = zone
     }
 
     /// Seconds east of UTC at `instant`.
-    public func offset(at instant: Int64) -> Int64 {
+    package func offset(at instant: Int64) -> Int64 {
         Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: TimeInterval(instant))))
     }
 
     /// The wall clock at `instant`: the local date and the second of the local day.
-    public func wall(at instant: Int64) -> (date: LocalDate, secondOfDay: Int) {
+    package func wall(at instant: Int64) -> (date: LocalDate, secondOfDay: Int) {
         Self.split(wallSeconds: instant + offset(at: instant))
     }
 
     /// The instant at which the wall clock in this zone reads `minuteOfDay` on `date`, with the
     /// gap and overlap rules above.
-    public func instant(on date: LocalDate, minuteOfDay: Int) -> Int64 {
+    package func instant(on date: LocalDate, minuteOfDay: Int) -> Int64 {
         let wall = Int64(date.daysSinceEpoch) * 86_400 + Int64(minuteOfDay) * 60
         // No zone is more than 26 hours from UTC, and no zone changes its offset twice within two
         // days, so the offsets a day either side bracket every reading of `wall`.
@@ -60,12 +60,12 @@ public struct ZoneClock: Sendable {
     }
 
     /// The first instant of the local day `date` (usually local midnight).
-    public func startOfDay(_ date: LocalDate) -> Int64 {
+    package func startOfDay(_ date: LocalDate) -> Int64 {
         instant(on: date, minuteOfDay: 0)
     }
 
     /// `[start, end)` of the local day `date`.
-    public func dayBounds(_ date: LocalDate) -> Range<Int64> {
+    package func dayBounds(_ date: LocalDate) -> Range<Int64> {
         startOfDay(date)..<startOfDay(date.adding(days: 1))
     }
 

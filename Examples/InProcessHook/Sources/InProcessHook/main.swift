@@ -8,7 +8,7 @@ import JobKitSQLite
 let hook: JobService<ContentLimitHookHandler>
 do {
     // At start-up: the store is opened and the provider settings, key files and catalog are checked.
-    hook = try await JobService.contentLimitHook(stores: SQLiteStores())
+    hook = try await JobService.contentLimitHook(stores: .sqliteOnly)
 } catch {
     FileHandle.standardError.write(Data("in-process-hook: \(error.message)\n".utf8))
     exit(error.exitCode)

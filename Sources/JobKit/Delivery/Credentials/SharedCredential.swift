@@ -2,12 +2,12 @@ import Foundation
 import Logging
 
 /// A provider credential (an APNs provider JWT, an FCM access token) as cached in the store.
-public struct CachedCredential: Sendable, Hashable {
-    public let token: String
-    public let issuedAt: Int64
-    public let expiresAt: Int64
+package struct CachedCredential: Sendable, Hashable {
+    package let token: String
+    package let issuedAt: Int64
+    package let expiresAt: Int64
 
-    public init(token: String, issuedAt: Int64, expiresAt: Int64) {
+    package init(token: String, issuedAt: Int64, expiresAt: Int64) {
         self.token = token
         self.issuedAt = issuedAt
         self.expiresAt = expiresAt
@@ -15,7 +15,7 @@ public struct CachedCredential: Sendable, Hashable {
 }
 
 /// What a run should do about a credential that is missing or stale.
-public enum MintDecision: Sendable, Hashable {
+package enum MintDecision: Sendable, Hashable {
     /// Another run minted a fresh one meanwhile: use it.
     case use(CachedCredential)
     /// This run holds the mint lease: mint, then ``CredentialStore/finishMint(key:holder:credential:)``.
@@ -27,7 +27,7 @@ public enum MintDecision: Sendable, Hashable {
 /// Where credentials are shared between runs (and hosts). The store is the cache: a cron run every 15
 /// minutes and a hook per write reuse one token instead of each minting its own (Apple answers
 /// `TooManyProviderTokenUpdates` to tokens refreshed more often than every 20 minutes).
-public protocol CredentialStore: Sendable {
+package protocol CredentialStore: Sendable {
     func cachedCredential(key: String) async throws(JobError) -> CachedCredential?
     /// Atomically: returns `.use` if the cached credential is fresh, `.wait` if another holder's lease is
     /// running, else takes the lease for `holder` until `now + leaseSeconds` and returns `.mint`.

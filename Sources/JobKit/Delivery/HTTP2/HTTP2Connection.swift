@@ -6,17 +6,17 @@ import NIOPosix
 import NIOSSL
 
 /// `https://host:port` of a provider.
-public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
-    public let host: String
-    public let port: Int
+package struct Endpoint: Sendable, Hashable, CustomStringConvertible {
+    package let host: String
+    package let port: Int
 
-    public init(host: String, port: Int) {
+    package init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
 
     /// Parses `https://host[:port][/…]`; the path is ignored.
-    public init?(url: String) {
+    package init?(url: String) {
         guard let components = URLComponents(string: url), components.scheme?.lowercased() == "https",
             let host = components.host, !host.isEmpty
         else { return nil }
@@ -26,16 +26,16 @@ public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
 
     /// The `:authority` header.
     var authority: String { port == 443 ? host : "\(host):\(port)" }
-    public var description: String { "https://\(authority)" }
+    package var description: String { "https://\(authority)" }
 }
 
 /// TLS settings for provider connections.
-public struct TLSSettings: Sendable {
+package struct TLSSettings: Sendable {
     /// A PEM file of CA certificates trusted in addition to the system roots (a local simulator, a
     /// corporate proxy).
-    public var additionalCAFile: String?
+    package var additionalCAFile: String?
 
-    public init(additionalCAFile: String? = nil) {
+    package init(additionalCAFile: String? = nil) {
         self.additionalCAFile = additionalCAFile
     }
 

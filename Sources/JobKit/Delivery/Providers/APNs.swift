@@ -3,21 +3,21 @@ import NIOCore
 import NIOHPACK
 
 /// Apple Push Notification service settings (token authentication).
-public struct APNsConfiguration: Sendable, Hashable {
+package struct APNsConfiguration: Sendable, Hashable {
     /// The `.p8` signing key file.
-    public var keyFile: String
+    package var keyFile: String
     /// The key's 10-character id (JWT `kid`).
-    public var keyID: String
+    package var keyID: String
     /// The team's 10-character id (JWT `iss`).
-    public var teamID: String
+    package var teamID: String
     /// The app's bundle id (`apns-topic`).
-    public var topic: String
-    public var productionEndpoint = Endpoint(host: "api.push.apple.com", port: 443)
-    public var sandboxEndpoint = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
+    package var topic: String
+    package var productionEndpoint = Endpoint(host: "api.push.apple.com", port: 443)
+    package var sandboxEndpoint = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
     /// At most this many requests a second (`nil`: unpaced; APNs publishes no quota).
-    public var rate: ProviderRate?
+    package var rate: ProviderRate?
 
-    public init(keyFile: String, keyID: String, teamID: String, topic: String) {
+    package init(keyFile: String, keyID: String, teamID: String, topic: String) {
         self.keyFile = keyFile
         self.keyID = keyID
         self.teamID = teamID
@@ -26,17 +26,17 @@ public struct APNsConfiguration: Sendable, Hashable {
 }
 
 /// What an iOS notification does to the app icon's badge (`aps.badge`), whichever provider carries it.
-public enum AppBadge: Sendable, Hashable {
+package enum AppBadge: Sendable, Hashable {
     /// Leaves the badge as it is: no `badge` key (for an app that does not show one, or sets it itself).
     case unchanged
     /// Shows this number; 0 removes the badge.
     case number(Int)
 
     /// The numbers a setting may give.
-    public static let numbers = 0...99_999
+    package static let numbers = 0...99_999
 
     /// Reads a setting: `none`, or a number in ``numbers``.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         if text == "none" {
             self = .unchanged
         } else if text.allSatisfy(\.isASCIIDigit), let number = Int(text), Self.numbers.contains(number) {

@@ -3,27 +3,27 @@ import NIOCore
 import NIOHPACK
 
 /// Firebase Cloud Messaging (HTTP v1) settings.
-public struct FCMConfiguration: Sendable, Hashable {
+package struct FCMConfiguration: Sendable, Hashable {
     /// The service-account JSON file (its `token_uri` is where access tokens come from).
-    public var serviceAccountFile: String
+    package var serviceAccountFile: String
     /// The Android notification channel of the reminders (required on Android 8+).
-    public var androidChannelID = "diary_reminders"
+    package var androidChannelID = "diary_reminders"
     /// The Android notification channel of the quota warnings; nil: the reminders' channel. Android lets a
     /// person silence a channel only as a whole, so an app that declares a channel of each kind lets them keep
     /// the warnings and silence the reminders, or the other way round.
-    public var androidWarningChannelID: String?
-    public var endpoint = Endpoint(host: "fcm.googleapis.com", port: 443)
+    package var androidWarningChannelID: String?
+    package var endpoint = Endpoint(host: "fcm.googleapis.com", port: 443)
     /// Send with `validate_only: true`: FCM checks every token and payload and delivers nothing.
-    public var validateOnly = false
+    package var validateOnly = false
     /// At most this many requests a second, shared by every page of a run (`nil`: unpaced).
-    public var rate: ProviderRate? = .fcmDefault
+    package var rate: ProviderRate? = .fcmDefault
 
-    public init(serviceAccountFile: String) {
+    package init(serviceAccountFile: String) {
         self.serviceAccountFile = serviceAccountFile
     }
 
     /// The Android notification channel a notification of this type goes to.
-    public func androidChannelID(for type: NotificationType) -> String {
+    package func androidChannelID(for type: NotificationType) -> String {
         switch type {
         case .diaryReminder: androidChannelID
         case .contentLimit90, .contentLimit100: androidWarningChannelID ?? androidChannelID
@@ -32,13 +32,13 @@ public struct FCMConfiguration: Sendable, Hashable {
 }
 
 /// The fields of a Google service-account key file that the OAuth flow uses.
-public struct ServiceAccount: Sendable, Hashable, Decodable {
-    public let type: String
-    public let projectID: String
-    public let privateKeyID: String
-    public let privateKey: String
-    public let clientEmail: String
-    public let tokenURI: String
+package struct ServiceAccount: Sendable, Hashable, Decodable {
+    package let type: String
+    package let projectID: String
+    package let privateKeyID: String
+    package let privateKey: String
+    package let clientEmail: String
+    package let tokenURI: String
 
     enum CodingKeys: String, CodingKey {
         case type
@@ -50,7 +50,7 @@ public struct ServiceAccount: Sendable, Hashable, Decodable {
         case tokenURI = "token_uri"
     }
 
-    public static func load(path: String) throws(JobError) -> ServiceAccount {
+    package static func load(path: String) throws(JobError) -> ServiceAccount {
         let data = try readInputFile(path, what: "the FCM service-account file")
         let account: ServiceAccount
         do {
@@ -67,7 +67,7 @@ public struct ServiceAccount: Sendable, Hashable, Decodable {
         return account
     }
 
-    public static let scope = "https://www.googleapis.com/auth/firebase.messaging"
+    package static let scope = "https://www.googleapis.com/auth/firebase.messaging"
 }
 
 /// FCM requests and answers, free of I/O.

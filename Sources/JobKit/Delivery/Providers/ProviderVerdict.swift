@@ -1,21 +1,21 @@
 import Foundation
 
 /// What a provider's answer means for one device, before retries are decided.
-public struct ProviderVerdict: Sendable, Hashable {
-    public let outcome: DeliveryOutcome
+package struct ProviderVerdict: Sendable, Hashable {
+    package let outcome: DeliveryOutcome
     /// The provider's reason (`Unregistered`, `UNAVAILABLE`, `HTTP 502`, …).
-    public let reason: String?
+    package let reason: String?
     /// Seconds to wait before a retry, from `Retry-After`.
-    public let retryAfter: Int?
+    package let retryAfter: Int?
     /// For a dead token: when the provider says it became invalid.
-    public let tokenInvalidSince: Int64?
-    public let providerMessageID: String?
+    package let tokenInvalidSince: Int64?
+    package let providerMessageID: String?
     /// A "too many requests" about the sender as a whole (FCM's project quota), not about this device: nothing
     /// more goes to the provider for `retryAfter` seconds.
-    public let pausesProvider: Bool
+    package let pausesProvider: Bool
     /// For a transient answer: whom it is about. A verdict made without an answer (no connection, no answer) is
     /// about the way to the provider (``TransientScope/connection``), the default.
-    public let scope: TransientScope
+    package let scope: TransientScope
 
     init(
         _ outcome: DeliveryOutcome, reason: String? = nil, retryAfter: Int? = nil, tokenInvalidSince: Int64? = nil,
@@ -77,20 +77,20 @@ enum PayloadFitting {
 }
 
 /// Deep links opened by a tap, per notification type.
-public struct DeepLinks: Sendable, Hashable {
+package struct DeepLinks: Sendable, Hashable {
     /// The base, e.g. `diary://`.
-    public var base: String
-    public init(base: String = "diary://") { self.base = base }
+    package var base: String
+    package init(base: String = "diary://") { self.base = base }
 
     /// `base` if a link can be built on it: a scheme, and a `/` at the end for the path to follow
     /// (`diary://`, `https://example.com/app/`); otherwise `nil`.
-    public init?(checking base: String) {
+    package init?(checking base: String) {
         guard base.hasSuffix("/"), let url = URLComponents(string: base), let scheme = url.scheme, !scheme.isEmpty
         else { return nil }
         self.base = base
     }
 
-    public func link(for type: NotificationType, period: String) -> String {
+    package func link(for type: NotificationType, period: String) -> String {
         type == .diaryReminder ? "\(base)entries/new?date=\(period)" : "\(base)plan"
     }
 }
