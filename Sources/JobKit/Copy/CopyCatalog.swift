@@ -5,11 +5,6 @@ package struct CopyMessage: Codable, Sendable, Hashable {
     package let title: String
     package let body: String
 
-    package init(title: String, body: String) {
-        self.title = title
-        self.body = body
-    }
-
     /// Replaces `{name}` placeholders with values.
     package func rendered(_ values: [String: String]) -> CopyMessage {
         guard !values.isEmpty else { return self }

@@ -180,12 +180,6 @@ package struct ReportingSender: Sender {
     package let sink: any LineSink
     package let json: Bool
 
-    package init(inner: any Sender, sink: any LineSink, json: Bool) {
-        self.inner = inner
-        self.sink = sink
-        self.json = json
-    }
-
     package func canDeliver(to provider: Provider) -> Bool { inner.canDeliver(to: provider) }
     package func shutdown() async { await inner.shutdown() }
     package var outageThreshold: OutageThreshold { inner.outageThreshold }

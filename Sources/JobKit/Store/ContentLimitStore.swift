@@ -33,10 +33,6 @@ package struct LimitSnapshot: Sendable, Hashable {
 package struct LimitLogKey: Sendable, Hashable {
     package let type: NotificationType
     package let period: String
-    package init(type: NotificationType, period: String) {
-        self.type = type
-        self.period = period
-    }
 }
 
 /// A quota warning: whose, which and of which period, and the words it shows.

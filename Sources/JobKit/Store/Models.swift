@@ -201,14 +201,6 @@ package struct DueQuery: Sendable, Hashable {
     package let day: Range<Int64>
     package let type: NotificationType
 
-    package init(zone: String, period: String, minutes: ClosedRange<Int>, day: Range<Int64>, type: NotificationType) {
-        self.zone = zone
-        self.period = period
-        self.minutes = minutes
-        self.day = day
-        self.type = type
-    }
-
     /// The periods whose reminder counts as the user's previous one, whose words today's must not repeat
     /// (``CopyCatalog/choose(_:locale:userID:period:previousIndex:)``): the latest of the 7 days before
     /// `period`. Bounded so that the look-up stays in one or two monthly partitions of PostgreSQL's log
@@ -229,13 +221,13 @@ package struct DueKey: Sendable, Hashable, Comparable {
     package let userID: String
     package let query: Int
 
+    package static func < (lhs: DueKey, rhs: DueKey) -> Bool {
+        lhs.userID != rhs.userID ? lhs.userID < rhs.userID : lhs.query < rhs.query
+    }
+
     package init(userID: String, query: Int) {
         self.userID = userID
         self.query = query
-    }
-
-    package static func < (lhs: DueKey, rhs: DueKey) -> Bool {
-        lhs.userID != rhs.userID ? lhs.userID < rhs.userID : lhs.query < rhs.query
     }
 }
 
@@ -246,14 +238,6 @@ package struct ClaimRequest: Sendable, Hashable {
     package let period: String
     package let messageIndex: Int
     package let locale: String
-
-    package init(userID: String, type: NotificationType, period: String, messageIndex: Int, locale: String) {
-        self.userID = userID
-        self.type = type
-        self.period = period
-        self.messageIndex = messageIndex
-        self.locale = locale
-    }
 }
 
 /// A claim this run holds.
@@ -288,12 +272,6 @@ package struct DeliveryRecord: Sendable, Hashable {
     package let logID: Int64
     package let deviceID: Int64
     package let report: DeliveryReport
-
-    package init(logID: Int64, deviceID: Int64, report: DeliveryReport) {
-        self.logID = logID
-        self.deviceID = deviceID
-        self.report = report
-    }
 }
 
 /// The final state of one claim after sending.
@@ -304,13 +282,6 @@ package struct ClaimResolution: Sendable, Hashable {
     package let period: String
     package let status: ClaimStatus
     package let detail: String?
-
-    package init(logID: Int64, period: String, status: ClaimStatus, detail: String?) {
-        self.logID = logID
-        self.period = period
-        self.status = status
-        self.detail = detail
-    }
 }
 
 /// Everything the explain command needs to know about one user.
