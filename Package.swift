@@ -164,14 +164,56 @@ let package = Package(
             dependencies: ["JobKit", "JobKitSQLite", "PushSimulator", .product(name: "Logging", package: "swift-log")],
             path: "Benchmarks/SendBench"
         ),
+        // What the tests share: temporary stores on both backends, the simulator harness, the built executables,
+        // test doubles.
+        .target(
+            name: "JobKitTestSupport",
+            dependencies: [
+                "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "PushSimulator",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Tests/JobKitTestSupport"
+        ),
+        // The rules and codecs, with no database, server or process.
         .testTarget(
-            name: "JobKitTests",
+            name: "JobKitUnitTests",
+            dependencies: [
+                "JobKit", "JobKitTestSupport",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+            ]
+        ),
+        // The stores' contract and the jobs over them, each on SQLite and PostgreSQL, delivering to the simulator.
+        .testTarget(
+            name: "JobKitStoreTests",
             dependencies: [
                 "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "JobCLI", "PushSimulator",
-                "LambdaRuntimeSimulator",
-                "ContentLimitQuietPath",
+                "JobKitTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // The built executables as cron, a backend and Lambda run them, and what ships.
+        .testTarget(
+            name: "JobKitProcessTests",
+            dependencies: [
+                "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "JobCLI", "PushSimulator",
+                "LambdaRuntimeSimulator", "ContentLimitQuietPath", "JobKitTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
