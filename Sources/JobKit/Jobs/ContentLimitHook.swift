@@ -282,37 +282,23 @@ package struct ContentLimitHook: Sendable {
         guard reports.count == notifications.count else {
             throw .software("the sender answered \(reports.count) reports for \(notifications.count) notifications")
         }
-        var outcomes: [DeliveryOutcome: Int] = [:]
-        var byChannel: [DeliveryChannel: [DeliveryOutcome: Int]] = [:]
-        var byWarning = Array(repeating: [DeliveryOutcome](), count: warnings.count)
-        var records: [DeliveryRecord] = []
-        var troubles: [ProviderTrouble] = []
-        var pending: [PendingDevices] = []
-        for (i, report) in reports.enumerated() {
-            outcomes[report.outcome, default: 0] += 1
-            byChannel[report.channel, default: [:]][report.outcome, default: 0] += 1
-            ProviderTrouble.add(report, to: &troubles, pending: &pending)
-            byWarning[owners[i]].append(report.outcome)
-            records.append(
-                DeliveryRecord(logID: notifications[i].logID!, deviceID: notifications[i].device.id, report: report))
-        }
-        let statuses = warnings.indices.map { i in
-            DeliveryLifecycle.resolution(
-                previouslyDelivered: reached[warnings[i].logID]?.count ?? 0, outcomes: byWarning[i])
-        }
-        let resolutions = warnings.indices.map { i in
-            ClaimResolution(
-                logID: warnings[i].logID, period: warnings[i].warning.period, status: statuses[i],
-                detail: byWarning[i].isEmpty && reached[warnings[i].logID] == nil
-                    ? "no deliverable device at send time" : nil)
-        }
+        let answers = PageAnswers(
+            claims: warnings.map {
+                PageAnswers.Claim(
+                    logID: $0.logID, period: $0.warning.period, reachedBefore: reached[$0.logID]?.count ?? 0)
+            },
+            notifications: notifications, owners: owners, reports: reports,
+            noDevice: "no deliverable device at send time")
         if record {
             try await store.recordPersistently(
-                records, resolutions: resolutions, runID: runID, now: now,
+                answers.records, resolutions: answers.resolutions, runID: runID, now: now,
                 deadline: recordDeadline, logger: logger)
         }
         if let failure = await sender.channelFailure() { throw failure }
-        return (notifications.count, outcomes, byChannel, statuses, troubles, pending)
+        return (
+            notifications.count, answers.outcomes, answers.byChannel, answers.statuses, answers.troubles,
+            answers.pending
+        )
     }
 }
 

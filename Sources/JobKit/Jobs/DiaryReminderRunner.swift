@@ -533,43 +533,33 @@ package struct DiaryReminderRunner: Sendable {
         }
         delivered.notifications = notifications.count
 
-        var outcomes = Array(repeating: [DeliveryOutcome](), count: claims.count)
-        var deliveries: [DeliveryRecord] = []
-        deliveries.reserveCapacity(reports.count)
-        for (i, report) in reports.enumerated() {
-            outcomes[owners[i]].append(report.outcome)
-            delivered.outcomes[report.outcome, default: 0] += 1
+        let answers = PageAnswers(
+            claims: claims.map {
+                PageAnswers.Claim(logID: $0.logID, period: $0.period, reachedBefore: $0.deliveredDeviceIDs.count)
+            },
+            notifications: notifications, owners: owners, reports: reports, noDevice: "no active device at send time")
+        delivered.outcomes = answers.outcomes
+        delivered.outcomesByProvider = answers.byChannel
+        delivered.troubles = answers.troubles
+        delivered.pending = answers.pending
+        for report in reports {
             if !DeliveryLifecycle.isFinal(report.outcome) { delivered.devicesPendingRetry += 1 }
             delivered.ambiguous += report.ambiguousAttempts
             if report.outcome == .tokenDead && report.reason == DeviceToken.invalidReason {
                 delivered.invalidTokens += 1
             }
-            ProviderTrouble.add(report, to: &delivered.troubles, pending: &delivered.pending)
-            delivered.outcomesByProvider[report.channel, default: [:]][report.outcome, default: 0] += 1
-            deliveries.append(
-                DeliveryRecord(
-                    logID: claims[owners[i]].logID, deviceID: notifications[i].device.id,
-                    report: report))
         }
-        var resolutions: [ClaimResolution] = []
-        for (index, claim) in claims.enumerated() {
-            let status = DeliveryLifecycle.resolution(
-                previouslyDelivered: claim.deliveredDeviceIDs.count,
-                outcomes: outcomes[index])
+        for status in answers.statuses {
             switch status {
             case .sent: delivered.sent += 1
             case .partial: delivered.partial += 1
             case .retry: delivered.retry += 1
             default: delivered.failed += 1
             }
-            let detail =
-                outcomes[index].isEmpty && claim.deliveredDeviceIDs.isEmpty ? "no active device at send time" : nil
-            resolutions.append(
-                ClaimResolution(logID: claim.logID, period: claim.period, status: status, detail: detail))
         }
         if !options.dryRun {
             let recordStart = ContinuousClock.now
-            try await journal?.finish(deliveries, resolutions: resolutions)
+            try await journal?.finish(answers.records, resolutions: answers.resolutions)
             delivered.record = ContinuousClock.now - recordStart
         }
         return delivered
