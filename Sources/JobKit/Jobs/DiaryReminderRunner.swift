@@ -167,13 +167,42 @@ package struct DiaryReminderRunner: Sendable {
         logger: Logger
     ) async throws(JobError) {
         var phases = Phases()
-        if !options.dryRun {
-            try await ledger.recordRunStart(id: options.runID, job: Self.jobName, runAt: options.now, summary: summary)
-            summary.earlierRunsWithoutEnd = await ledger.failRunsWithoutEnd(
-                job: Self.jobName, now: options.now, leaseSeconds: options.claimLeaseSeconds, logger: logger)
-            await store.prepareHistory(now: options.now, logger: logger)
-            await closeMissedReminders(options, summary: &summary, logger: logger)
+        if !options.dryRun { try await startJournal(options, summary: &summary, logger: logger) }
+        let queries = try await dueQueries(options, summary: &summary, phases: &phases, logger: logger)
+        let keys = try await dueKeys(queries, options: options, summary: &summary, phases: &phases)
+        // Runners of the same run split the due set bucket by bucket; a lone runner takes every bucket.
+        var buckets = try await DueSetWork(
+            keys, leases: options.dryRun ? nil : leases, options: options, summary: &summary)
+        try await claimAndDeliver(
+            &buckets, queries: queries, options: options, claimUntil: claimUntil, recordDeadline: recordDeadline,
+            summary: &summary, phases: &phases, logger: logger)
+        // Then the quota warnings held for quiet hours or left for retry: the reminders, due at the minute their
+        // users chose, go first.
+        try await phases.measure(.send) { () async throws(JobError) in
+            try await deliverPendingWarnings(
+                options, summary: &summary, claimUntil: claimUntil, recordDeadline: recordDeadline, logger: logger)
         }
+        await conclude(options, summary: &summary, logger: logger)
+        summary.phasesMs = phases.milliseconds
+    }
+
+    /// Journals the run as `running`, ends earlier runs that never recorded an end, prepares the history's
+    /// partitions and closes the reminders whose window closed unreached.
+    private func startJournal(_ options: ReminderRunOptions, summary: inout RunSummary, logger: Logger)
+        async throws(JobError)
+    {
+        try await ledger.recordRunStart(id: options.runID, job: Self.jobName, runAt: options.now, summary: summary)
+        summary.earlierRunsWithoutEnd = await ledger.failRunsWithoutEnd(
+            job: Self.jobName, now: options.now, leaseSeconds: options.claimLeaseSeconds, logger: logger)
+        await store.prepareHistory(now: options.now, logger: logger)
+        await closeMissedReminders(options, summary: &summary, logger: logger)
+    }
+
+    /// The run's due set as queries, one per (zone, local day, minute range) that is due at `options.now`; users
+    /// in a zone this system does not know, or with a reminder time that is not `HH:MM`, are counted skipped.
+    private func dueQueries(
+        _ options: ReminderRunOptions, summary: inout RunSummary, phases: inout Phases, logger: Logger
+    ) async throws(JobError) -> [DueQuery] {
         let malformed = try await phases.measure(.select) { () async throws(JobError) in
             try await store.malformedReminderTimeCount()
         }
@@ -205,6 +234,13 @@ package struct DiaryReminderRunner: Sendable {
                 }
             }
         }
+        return queries
+    }
+
+    /// The keys of the due set this runner's shard holds, in user-id order, a user once per period.
+    private func dueKeys(
+        _ queries: [DueQuery], options: ReminderRunOptions, summary: inout RunSummary, phases: inout Phases
+    ) async throws(JobError) -> [DueKey] {
         let allKeys = try await phases.measure(.select) { () async throws(JobError) in try await store.dueKeys(queries)
         }
         var keys: [DueKey] = []
@@ -222,11 +258,15 @@ package struct DiaryReminderRunner: Sendable {
             periodsOfUser.append(period)
             keys.append(key)
         }
+        return keys
+    }
 
-        // Runners of the same run split the due set bucket by bucket; a lone runner takes every bucket.
-        var buckets = try await DueSetWork(
-            keys, leases: options.dryRun ? nil : leases, options: options, summary: &summary)
-
+    /// Claims the due set a page at a time, bucket by bucket, and delivers each claimed page while the next is
+    /// selected and claimed.
+    private func claimAndDeliver(
+        _ buckets: inout DueSetWork, queries: [DueQuery], options: ReminderRunOptions, claimUntil: Deadline,
+        recordDeadline: Deadline, summary: inout RunSummary, phases: inout Phases, logger: Logger
+    ) async throws(JobError) {
         // Pages are delivered as child tasks of the run: cancelling the run cancels them, and none outlives it.
         let paging: Result<Void, JobError> = await withTaskGroup(of: DeliveryPipeline.Finished.self) { group in
             var pipeline = DeliveryPipeline()
@@ -302,12 +342,11 @@ package struct DiaryReminderRunner: Sendable {
             }
         }
         try paging.get()
-        // Then the quota warnings held for quiet hours or left for retry: the reminders, due at the minute their
-        // users chose, go first.
-        try await phases.measure(.send) { () async throws(JobError) in
-            try await deliverPendingWarnings(
-                options, summary: &summary, claimUntil: claimUntil, recordDeadline: recordDeadline, logger: logger)
-        }
+    }
+
+    /// What the run concludes from its answers: the providers' trouble (the exit code), the logs that say so, the
+    /// credentials minted, the tokens of the wrong shape.
+    private func conclude(_ options: ReminderRunOptions, summary: inout RunSummary, logger: Logger) async {
         summary.troubles = ProviderTrouble.conclude(
             summary.troubles, pending: summary.pendingRetry, outcomesByProvider: summary.outcomesByProvider,
             threshold: sender.outageThreshold)
@@ -321,8 +360,6 @@ package struct DiaryReminderRunner: Sendable {
                 "devices deactivated: stored token has the wrong shape for its provider (written around the registration API?)",
                 metadata: ["count": "\(summary.invalidTokens)", "reason": "\(DeviceToken.invalidReason)"])
         }
-
-        summary.phasesMs = phases.milliseconds
     }
 
     /// Whether the run is to claim nothing more: it was asked to stop (a signal) or its claim budget is spent.
