@@ -85,3 +85,47 @@ import Testing
         #expect(claims[1].takenOver && claims[1].deliveredDeviceIDs == [7])
     }
 }
+
+/// What the hook does with a write past a threshold (``ContentLimitRule/verdict``): decided without I/O.
+@Suite struct QuotaWarningVerdictTests {
+    static let now = instant("2026-11-28T12:00:00Z")
+
+    static func user(
+        warnings: Bool = true, device: Bool = true, quiet: (String, String)? = nil, zone: String = "Asia/Tokyo",
+        logs: [LimitLogKey: LogState] = [:]
+    ) -> LimitSnapshot {
+        LimitSnapshot(
+            userID: "u1", timezone: zone, locale: "en", plan: "free", warningsEnabled: warnings,
+            quietHoursStart: quiet?.0, quietHoursEnd: quiet?.1, hasActiveDevice: device, logs: logs)
+    }
+
+    static func verdict(_ type: NotificationType, _ user: LimitSnapshot) -> ContentLimitRule.Verdict {
+        ContentLimitRule.verdict(
+            type, user: user, period: .monthly, now: now, staleBefore: now - 600, explain: true)
+    }
+
+    @Test func eachReasonNotToWarnIsNamedAndTheRestWarnsInTheUsersPeriod() {
+        #expect(Self.verdict(.contentLimit90, Self.user(warnings: false)).outcome == .nothing("warnings turned off"))
+        #expect(Self.verdict(.contentLimit90, Self.user(device: false)).outcome == .nothing("no active device"))
+        let hundred = LimitLogKey(type: .contentLimit100, period: "2026-11")
+        let sent = LogState(id: 1, status: .sent, claimedAt: Self.now - 60, messageIndex: 0, locale: "en", runID: "r")
+        #expect(
+            Self.verdict(.contentLimit90, Self.user(logs: [hundred: sent])).outcome
+                == .nothing("the 100 % warning already exists this period"))
+        #expect(
+            Self.verdict(.contentLimit100, Self.user(logs: [hundred: sent])).outcome
+                == .nothing("already warned this period (sent)"))
+        let warned = Self.verdict(.contentLimit90, Self.user())
+        #expect(warned.outcome == .warn(period: "2026-11", deliverAfter: nil))
+        #expect(warned.steps.first == "period: monthly in Asia/Tokyo → 2026-11")
+    }
+
+    @Test func quietHoursHoldTheWarningAndAnUnknownZoneOrMalformedHoursAreFlagged() {
+        // 12:00 UTC is 21:00 in Tokyo: inside 20:00–08:00, so held until 08:00 Tokyo (23:00 UTC).
+        let held = Self.verdict(.contentLimit90, Self.user(quiet: ("20:00", "08:00")))
+        #expect(held.outcome == .warn(period: "2026-11", deliverAfter: instant("2026-11-28T23:00:00Z")))
+        let odd = Self.verdict(.contentLimit90, Self.user(quiet: ("8pm", "08:00"), zone: "Mars/Base"))
+        #expect(odd.unknownZone && odd.malformedQuietHours)
+        #expect(odd.outcome == .warn(period: "2026-11", deliverAfter: nil))
+    }
+}

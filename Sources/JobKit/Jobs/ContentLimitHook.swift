@@ -93,48 +93,22 @@ package struct ContentLimitHook: Sendable {
         }
         guard let type = threshold else { return finish("below 90 %") }
 
-        let zone: ZoneClock
-        if let known = ZoneClock(identifier: user.timezone) {
-            zone = known
-        } else {
-            logger.warning("unknown time zone: using UTC for the period", metadata: ["zone": "\(user.timezone)"])
-            zone = ZoneClock(zone: .gmt)
-        }
-        let period = ContentLimitRule.periodKey(now: options.now, zone: zone, period: event.period)
-        summary.period = period
-        step("period: \(event.period.rawValue) in \(zone.identifier) → \(period)")
-        guard user.warningsEnabled else { return finish("warnings turned off") }
-        step("warnings: on")
-
         let staleBefore = options.now - options.claimLeaseSeconds
-        let existing = user.logs[LimitLogKey(type: type, period: period)]
-        if DeliveryLifecycle.warningOrder(type, period: period, logs: user.logs, staleBefore: staleBefore) == .overtaken
-        {
-            step(
-                "100 % warning this period: \(user.logs[LimitLogKey(type: .contentLimit100, period: period)]?.status.rawValue ?? "?")"
-            )
-            return finish("the 100 % warning already exists this period")
+        let verdict = ContentLimitRule.verdict(
+            type, user: user, period: event.period, now: options.now, staleBefore: staleBefore,
+            explain: options.explain)
+        if verdict.unknownZone {
+            logger.warning("unknown time zone: using UTC for the period", metadata: ["zone": "\(user.timezone)"])
         }
-        if let existing {
-            step("\(type.rawValue) this period: \(existing.status) at \(Timestamps.format(existing.claimedAt))")
-            if !DeliveryLifecycle.canTakeOver(existing, staleBefore: staleBefore) {
-                return finish("already warned this period (\(existing.status))")
-            }
-        } else {
-            step("\(type.rawValue) this period: not yet")
+        if verdict.malformedQuietHours {
+            logger.warning("malformed quiet hours ignored", metadata: ["user": "\(user.userID)"])
         }
-        guard user.hasActiveDevice else { return finish("no active device") }
-        step("active device: yes")
-
-        let deliverAfter = ContentLimitRule.quietHoursEnd(now: options.now, zone: zone, of: user)
-        if let start = user.quietHoursStart, let end = user.quietHoursEnd {
-            if LocalTime(start) != nil, LocalTime(end) != nil {
-                step(
-                    "quiet hours \(start)–\(end): "
-                        + (deliverAfter.map { "inside, deferred until \(Timestamps.format($0))" } ?? "outside"))
-            } else {
-                logger.warning("malformed quiet hours ignored", metadata: ["user": "\(user.userID)"])
-            }
+        summary.steps += verdict.steps
+        summary.period = verdict.period
+        let (period, deliverAfter): (String, Int64?)
+        switch verdict.outcome {
+        case .nothing(let reason): return finish(reason)
+        case .warn(let due, let after): (period, deliverAfter) = (due, after)
         }
         summary.deliverAfter = deliverAfter.map(Timestamps.format)
 

@@ -166,6 +166,75 @@ package enum ContentLimitRule {
         return .send
     }
 
+    /// What the hook does with a write that reached `type`'s threshold, given the user as the store has them: the
+    /// decision, and (`explain`) each step of it as `--explain` prints it. Free of I/O: the hook claims and sends.
+    package struct Verdict: Sendable, Hashable {
+        package enum Outcome: Sendable, Hashable {
+            /// Nothing to send, and why.
+            case nothing(String)
+            /// Claim the warning of `period` and send it now, or (`deliverAfter`) hold it until quiet hours end.
+            case warn(period: String, deliverAfter: Int64?)
+        }
+        package var outcome: Outcome = .nothing("")
+        /// The period key, once known.
+        package var period: String?
+        package var steps: [String] = []
+        /// The user's zone is not one this system knows: the period was taken in UTC.
+        package var unknownZone = false
+        /// The user's quiet hours are not both `HH:MM`: they were ignored.
+        package var malformedQuietHours = false
+    }
+
+    package static func verdict(
+        _ type: NotificationType, user: LimitSnapshot, period quota: LimitPeriod, now: Int64, staleBefore: Int64,
+        explain: Bool
+    ) -> Verdict {
+        var verdict = Verdict()
+        func step(_ text: @autoclosure () -> String) { if explain { verdict.steps.append(text()) } }
+        func nothing(_ reason: String) -> Verdict {
+            verdict.outcome = .nothing(reason)
+            return verdict
+        }
+        let zone = ZoneClock(identifier: user.timezone) ?? ZoneClock(zone: .gmt)
+        verdict.unknownZone = ZoneClock(identifier: user.timezone) == nil
+        let period = periodKey(now: now, zone: zone, period: quota)
+        verdict.period = period
+        step("period: \(quota.rawValue) in \(zone.identifier) → \(period)")
+        guard user.warningsEnabled else { return nothing("warnings turned off") }
+        step("warnings: on")
+
+        if DeliveryLifecycle.warningOrder(type, period: period, logs: user.logs, staleBefore: staleBefore) == .overtaken
+        {
+            step(
+                "100 % warning this period: \(user.logs[LimitLogKey(type: .contentLimit100, period: period)]?.status.rawValue ?? "?")"
+            )
+            return nothing("the 100 % warning already exists this period")
+        }
+        if let existing = user.logs[LimitLogKey(type: type, period: period)] {
+            step("\(type.rawValue) this period: \(existing.status) at \(Timestamps.format(existing.claimedAt))")
+            if !DeliveryLifecycle.canTakeOver(existing, staleBefore: staleBefore) {
+                return nothing("already warned this period (\(existing.status))")
+            }
+        } else {
+            step("\(type.rawValue) this period: not yet")
+        }
+        guard user.hasActiveDevice else { return nothing("no active device") }
+        step("active device: yes")
+
+        let deliverAfter = quietHoursEnd(now: now, zone: zone, of: user)
+        if let start = user.quietHoursStart, let end = user.quietHoursEnd {
+            if LocalTime(start) != nil, LocalTime(end) != nil {
+                step(
+                    "quiet hours \(start)–\(end): "
+                        + (deliverAfter.map { "inside, deferred until \(Timestamps.format($0))" } ?? "outside"))
+            } else {
+                verdict.malformedQuietHours = true
+            }
+        }
+        verdict.outcome = .warn(period: period, deliverAfter: deliverAfter)
+        return verdict
+    }
+
     /// The numbers a warning shows.
     package static func parameters(used: Int, limit: Int) -> [String: String] {
         ["used": String(used), "limit": String(limit), "percent": String(QuotaLevel.percent(used: used, limit: limit))]
