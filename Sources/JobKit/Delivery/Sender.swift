@@ -38,6 +38,17 @@ package struct OutgoingNotification: Sendable, Hashable {
     }
 }
 
+extension OutgoingNotification {
+    /// The janitor's check of a device that has gone quiet: FCM's `validate_only` is asked about the payload a
+    /// reminder to it would carry (period `probe`), so that a token it would refuse is found before a reminder
+    /// is due. Nothing is delivered, claimed or recorded in the notification log.
+    package static func tokenProbe(device: Device, expiresAt: Int64) -> OutgoingNotification {
+        OutgoingNotification(
+            logID: nil, device: device, type: .diaryReminder, period: "probe", locale: "en", messageIndex: 0,
+            title: "probe", body: "validate only", expiresAt: expiresAt)
+    }
+}
+
 extension DeliveryChannel {
     package init(_ provider: Provider) { self = provider == .apns ? .apns : .fcm }
 }

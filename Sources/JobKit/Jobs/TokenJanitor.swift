@@ -302,11 +302,7 @@ package struct TokenJanitor: Sendable {
         while index < candidates.count {
             let started = clock.now
             let slice = candidates[index..<min(index + perSecond, candidates.count)]
-            let probes = slice.map { device in
-                OutgoingNotification(
-                    logID: nil, device: device, type: .diaryReminder, period: "probe", locale: "en",
-                    messageIndex: 0, title: "probe", body: "validate only", expiresAt: options.now + day)
-            }
+            let probes = slice.map { OutgoingNotification.tokenProbe(device: $0, expiresAt: options.now + day) }
             for (device, report) in zip(slice, await sender.send(Array(probes))) {
                 if report.outcome == .tokenDead { dead.append(device.id) }
                 answers[report.channel, default: [:]][report.outcome, default: 0] += 1
