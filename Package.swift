@@ -165,8 +165,9 @@ let package = Package(
             path: "Benchmarks/SendBench"
         ),
         // What the tests share: temporary stores on both backends, the simulator harness, the built executables,
-        // test doubles.
-        .target(
+        // test doubles. A test target (with no tests of its own), so that only test builds compile it: it imports
+        // Testing and JobKit for testing, which a release build has neither of.
+        .testTarget(
             name: "JobKitTestSupport",
             dependencies: [
                 "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "PushSimulator",
