@@ -282,110 +282,51 @@ extension PostgresStore: JanitorStore {
     }
 }
 
+/// The report's queries are ``ReportSQL``'s; this runs them and decodes their rows.
 extension PostgresStore: ReportStore {
-    package func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
+    /// The rows of `query` (built from integers and constants only), each decoded by `decode`.
+    private func all<T: Sendable>(
+        _ query: String, _ context: String, _ decode: @escaping @Sendable (PostgresRow) throws -> T
+    ) async throws(JobError) -> [T] {
         let logger = self.logger
-        return try await read("reading the reminders' outcomes") { connection in
-            try await connection.query(
-                """
-                SELECT l.locale, l.message_index, \(unescaped: Self.epoch("coalesce(l.finished_at, l.claimed_at)")), l.period_key,
-                       u.timezone,
-                       (SELECT \(unescaped: Self.epoch("min(e.created_at)")) FROM diary_entries e
-                        WHERE e.user_id = l.user_id AND e.created_at >= coalesce(l.finished_at, l.claimed_at)
-                          AND e.created_at < coalesce(l.finished_at, l.claimed_at) + interval '2 days')
-                FROM notification_logs l JOIN users u ON u.id = l.user_id
-                WHERE l.notification_type = 'diary_reminder' AND l.status IN ('sent', 'partial')
-                  AND l.claimed_at >= to_timestamp(\(from)) AND l.claimed_at < to_timestamp(\(to))
-                  AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
-                """, logger: logger
-            ).collect().map { try $0.decode((String, Int, Int64, String, String, Int64?).self) }
+        return try await read(context) { connection in
+            try await connection.query(PostgresQuery(unsafeSQL: query), logger: logger).collect().map(decode)
+        }
+    }
+
+    package func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
+        try await all(ReportSQL(.postgres, from: from, to: to).reminderOutcomes, "reading the reminders' outcomes") {
+            try $0.decode((String, Int, Int64, String, String, Int64?).self)
         }
     }
 
     package func remindedLocales(from: Int64, to: Int64) async throws(JobError) -> [(locale: String, users: Int)] {
-        let logger = self.logger
-        return try await read("reading the reminded users' locales") { connection in
-            try await connection.query(
-                """
-                SELECT u.locale, count(DISTINCT l.user_id)
-                FROM notification_logs l JOIN users u ON u.id = l.user_id
-                WHERE l.notification_type = 'diary_reminder' AND l.status IN ('sent', 'partial')
-                  AND l.claimed_at >= to_timestamp(\(from)) AND l.claimed_at < to_timestamp(\(to))
-                GROUP BY u.locale
-                """, logger: logger
-            ).collect().map { row in
-                let (locale, users) = try row.decode((String, Int).self)
-                return (locale, users)
-            }
+        try await all(ReportSQL(.postgres, from: from, to: to).remindedLocales, "reading the reminded users' locales") {
+            let (locale, users) = try $0.decode((String, Int).self)
+            return (locale, users)
         }
     }
 
     package func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
+        let sql = ReportSQL(.postgres, from: from, to: to)
         let logger = self.logger
         return try await read("building the report") { connection in
-            func all(_ query: PostgresQuery) async throws -> [PostgresRow] {
-                try await connection.query(query, logger: logger).collect()
+            func all(_ query: String) async throws -> [PostgresRow] {
+                try await connection.query(PostgresQuery(unsafeSQL: query), logger: logger).collect()
             }
             var figures = HealthFigures()
-            figures.claims = try await all(
-                """
-                SELECT to_char(claimed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), notification_type,
-                       \(unescaped: DeliveryLifecycle.reportStatusSQL(.postgres, now: to)), count(*)
-                FROM notification_logs WHERE claimed_at >= to_timestamp(\(from)) AND claimed_at < to_timestamp(\(to))
-                GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-                """
-            ).map { try $0.decode((String, String, String, Int).self) }
-            // One scan of the window's deliveries for three of the report's sections.
+            figures.claims = try await all(sql.claims).map { try $0.decode((String, String, String, Int).self) }
             figures.countDeliveries(
-                try await all(
-                    """
-                    SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD'), provider, outcome,
-                           (\(unescaped: HealthReport.AnswerTimes.bucketSQL("latency_ms")))::int8, count(*)
-                    FROM notification_deliveries
-                    WHERE created_at >= to_timestamp(\(from)) AND created_at < to_timestamp(\(to)) GROUP BY 1, 2, 3, 4
-                    """
-                ).map { try $0.decode((String, String, String, Int?, Int).self) })
-            figures.activeDevices = try await all(
-                """
-                SELECT platform || '/' || provider || '/' || token_kind COLLATE "C", count(*) FROM user_devices WHERE is_active
-                GROUP BY 1 ORDER BY 1
-                """
-            ).map { try $0.decode((String, Int).self) }
-            figures.deactivations = try await all(
-                """
-                SELECT coalesce(deactivation_reason, 'unknown') COLLATE "C", count(*) FROM user_devices
-                WHERE NOT is_active AND deactivated_at >= to_timestamp(\(from)) AND deactivated_at < to_timestamp(\(to))
-                GROUP BY 1 ORDER BY 2 DESC, 1
-                """
-            ).map { try $0.decode((String, Int).self) }
-            // The error a run's summary recorded, when it is a string.
-            let error = Self.jsonString("summary", key: "error")
-            figures.lastRuns = try await all(
-                """
-                SELECT job, \(unescaped: Self.epoch("run_at")), outcome, duration_ms, \(unescaped: error)
-                FROM job_runs WHERE run_at = \(unescaped: JobRunsSQL.latestRunAt)
-                """
-            ).map { try $0.decode((String, Int64, String, Int?, String?).self) }
-            figures.windowRuns = try await all(
-                """
-                SELECT job COLLATE "C", count(*)::bigint, count(*) FILTER (WHERE outcome = 'failed')::bigint,
-                       count(*) FILTER (WHERE outcome = 'running')::bigint,
-                       \(unescaped: Self.epoch("max(run_at) FILTER (WHERE outcome = 'running')"))
-                FROM job_runs
-                WHERE run_at >= to_timestamp(\(from)) AND run_at < to_timestamp(\(to)) GROUP BY 1 ORDER BY 1
-                """
-            ).map { try $0.decode((String, Int, Int, Int, Int64?).self) }
-            figures.lastFailures = try await all(
-                """
-                SELECT job_runs.job, \(unescaped: Self.epoch("run_at")), \(unescaped: error)
-                FROM job_runs
-                JOIN (SELECT job, max(run_at) AS at FROM job_runs
-                      WHERE outcome = 'failed' AND run_at >= to_timestamp(\(from)) AND run_at < to_timestamp(\(to))
-                      GROUP BY job) latest
-                  ON job_runs.job = latest.job AND job_runs.run_at = latest.at
-                WHERE outcome = 'failed'
-                """
-            ).map { try $0.decode((String, Int64, String?).self) }
+                try await all(sql.deliveries).map { try $0.decode((String, String, String, Int?, Int).self) })
+            figures.activeDevices = try await all(sql.activeDevices).map { try $0.decode((String, Int).self) }
+            figures.deactivations = try await all(sql.deactivations).map { try $0.decode((String, Int).self) }
+            figures.lastRuns = try await all(sql.lastRuns).map {
+                try $0.decode((String, Int64, String, Int?, String?).self)
+            }
+            figures.windowRuns = try await all(sql.windowRuns).map {
+                try $0.decode((String, Int, Int, Int, Int64?).self)
+            }
+            figures.lastFailures = try await all(sql.lastFailures).map { try $0.decode((String, Int64, String?).self) }
             return figures
         }
     }

@@ -308,13 +308,11 @@ package final class PostgresStore: Sendable {
     // MARK: SQL helpers
 
     /// Unix seconds of a `timestamptz` expression.
-    static func epoch(_ expression: String) -> String {
-        "floor(extract(epoch FROM \(expression)))::int8"
-    }
+    static func epoch(_ expression: String) -> String { SQLDialect.postgres.epoch(expression) }
 
     /// The string at `key` of the `jsonb` expression, or NULL for a value that is not a string.
     static func jsonString(_ expression: String, key: String) -> String {
-        "CASE jsonb_typeof(\(expression) -> '\(key)') WHEN 'string' THEN \(expression) ->> '\(key)' END"
+        SQLDialect.postgres.jsonString(expression, key: key)
     }
 }
 

@@ -111,12 +111,8 @@ package final class SQLiteStore: Sendable {
         }
     }
 
-    /// The string at `key` of the JSON text in `column`, or NULL: for text that is not JSON, and for a value that
-    /// is not a string. The nested `CASE` keeps `json_type` from ever reading text that is not JSON (an error).
-    static func jsonString(_ column: String, key: String) -> String {
-        "CASE WHEN json_valid(\(column)) THEN CASE json_type(\(column), '$.\(key)') WHEN 'text' THEN "
-            + "json_extract(\(column), '$.\(key)') END END"
-    }
+    /// The string at `key` of the JSON text in `column`, or NULL (``SQLDialect/jsonString(_:key:)``).
+    static func jsonString(_ column: String, key: String) -> String { SQLDialect.sqlite.jsonString(column, key: key) }
 
     static func mapError(_ error: any Error, _ context: String) -> JobError {
         if let error = error as? JobError { return error }
