@@ -113,7 +113,7 @@ package struct CommonOptions: ParsableArguments {
             }
             logger.logLevel = level
         } else {
-            logger.logLevel = .info
+            logger.logLevel = Logger.Level(rawValue: ConfigKey.logLevel.defaultValue!)!
         }
         return logger
     }
@@ -132,7 +132,7 @@ package func withExitCode(_ command: String, _ body: () async throws(JobError) -
 extension CommonOptions {
     /// Sets up logging to stderr (stdout carries results only) in the format asked for: text, or JSON lines.
     package func bootstrapLogging(_ config: ConfigResolver) throws(JobError) {
-        var format = LogFormat.text
+        var format = LogFormat(rawValue: ConfigKey.logFormat.defaultValue!)!
         if let raw = try config.raw(.logFormat, flag: logFormat) {
             guard let name = LogFormatName.parse(raw.value), let parsed = LogFormat(rawValue: name) else {
                 let message = "\(raw.source): unknown log format \(raw.value) (text or json)"

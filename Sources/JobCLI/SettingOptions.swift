@@ -17,11 +17,11 @@ extension NameSpecification {
 extension ArgumentHelp {
     /// The help of setting `key`: ``ConfigKey/help`` and the environment variable that also sets it.
     package static func setting(_ key: ConfigKey) -> ArgumentHelp {
-        ArgumentHelp(ConfigKey.optionHelp(key), valueName: key.valueName)
+        ArgumentHelp(key.optionHelp, valueName: key.valueName)
     }
 }
 
 extension ConfigKey {
     /// The abstract of this setting's option in every command's help.
-    package static func optionHelp(_ key: ConfigKey) -> String { "\(key.help) Env \(key.rawValue)." }
+    package var optionHelp: String { "\(fullHelp) Env \(rawValue)." }
 }

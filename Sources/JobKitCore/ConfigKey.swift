@@ -74,17 +74,17 @@ package enum ConfigKey: String, CaseIterable, Sendable {
         case .databaseURL:
             "SQLite file path (or sqlite:///absolute/path), or a postgres:// URL (sslmode, password_file, max_connections). Required."
         case .databasePasswordFile: "A file holding the PostgreSQL password (instead of one in the URL)."
-        case .earlyMinutes: "Minutes before the reminder time a run may already send (default 2, 0–14)."
-        case .catchUpMinutes: "Minutes after the reminder time a late run still sends (default 60, 1–720)."
+        case .earlyMinutes: "Minutes before the reminder time a run may already send."
+        case .catchUpMinutes: "Minutes after the reminder time a late run still sends."
         case .claimLeaseMinutes:
-            "Minutes after which an unfinished claim of a dead run is taken over (default 10, 2–60)."
+            "Minutes after which an unfinished claim of a dead run is taken over."
         case .shard:
             "K/N: this host handles the users whose stable id hash falls in slice K of N (diary-reminder, token-janitor probes)."
         case .copyCatalog: "A copy catalog JSON file replacing the built-in one."
         case .outbox: "Deliver by appending JSON lines to this file (- for stdout) instead of a provider."
-        case .logLevel: "trace, debug, info, notice, warning, error or critical (default info); logs go to stderr."
+        case .logLevel: "trace, debug, info, notice, warning, error or critical; logs go to stderr."
         case .logFormat:
-            "text (default) or json: one JSON object per log line, with timestamp, level, job, run and every metadata field."
+            "text or json: one JSON object per log line, with timestamp, level, job, run and every metadata field."
         case .metricsFile:
             "Write the run's metrics here (Prometheus text format, replaced atomically) for node_exporter's textfile collector (diary-reminder, token-janitor)."
         case .pingURL:
@@ -93,27 +93,73 @@ package enum ConfigKey: String, CaseIterable, Sendable {
         case .apnsKeyID: "The .p8 key's 10-character key id."
         case .apnsTeamID: "The Apple developer team id."
         case .apnsTopic: "The app's bundle id (apns-topic)."
-        case .apnsEndpoint: "APNs production endpoint (default https://api.push.apple.com)."
-        case .apnsSandboxEndpoint: "APNs sandbox endpoint (default https://api.sandbox.push.apple.com)."
+        case .apnsEndpoint: "APNs production endpoint."
+        case .apnsSandboxEndpoint: "APNs sandbox endpoint."
         case .fcmServiceAccountFile: "Firebase service-account JSON (its token_uri is used for OAuth)."
-        case .fcmEndpoint: "FCM endpoint (default https://fcm.googleapis.com)."
-        case .fcmAndroidChannelID: "Android notification channel id of the reminders (default diary_reminders)."
+        case .fcmEndpoint: "FCM endpoint."
+        case .fcmAndroidChannelID: "Android notification channel id of the reminders."
         case .fcmAndroidWarningChannelID:
             "Android notification channel id of the quota warnings (default: the reminders' channel)."
         case .caFile: "PEM CA certificates trusted in addition to the system roots (simulator, proxies)."
-        case .retryBudgetSeconds: "Seconds a run may spend retrying transient provider errors (default 60)."
+        case .retryBudgetSeconds: "Seconds a run may spend retrying transient provider errors."
         case .apnsRate:
-            "APNs requests per second at most, reached over the first 60 s of a run (default 0: unpaced; APNs publishes no quota)."
+            "APNs requests per second at most, reached over the first 60 s of a run (0: unpaced; APNs publishes no quota)."
         case .fcmRate:
-            "FCM requests per second at most, reached over the first 60 s of a run (default 9000, 90 % of FCM's 600,000 a minute; 0: unpaced). Divided by N under --shard K/N."
-        case .deepLinkBase: "Base of the deep links in notifications (default diary://)."
+            "FCM requests per second at most, reached over the first 60 s of a run (the default is 90 % of FCM's 600,000 a minute; 0: unpaced). Divided by N under --shard K/N."
+        case .deepLinkBase: "Base of the deep links in notifications."
         case .iosBadge:
-            "The app icon's badge an iOS notification sets, through APNs or FCM: a number (0 clears it), or none to leave it as it is (default 1)."
+            "The app icon's badge an iOS notification sets, through APNs or FCM: a number (0 clears it), or none to leave it as it is."
         case .outageShare:
-            "A provider is down (exit 69) when its own transient answers (5xx, FCM's project quota) leave more than this percent of its attempts in a run pending, and at least --outage-min-devices devices (default 1, 0–100). Throttled devices never count; no connection always does."
+            "A provider is down (exit 69) when its own transient answers (5xx, FCM's project quota) leave more than this percent of its attempts in a run pending, and at least --outage-min-devices devices. Throttled devices never count; no connection always does."
         case .outageMinDevices:
-            "The fewest devices pending by a provider's transient answers that make an outage (default 10, 1–1000000)."
+            "The fewest devices pending by a provider's transient answers that make an outage."
         }
+    }
+}
+
+extension ConfigKey {
+    /// A whole-number setting's default and the values it accepts; nil for the other settings. The code that
+    /// uses each one takes its default from here (``DueRule``, ``OutageThreshold``, the providers' rates).
+    package var number: (default: Int, range: ClosedRange<Int>)? {
+        switch self {
+        case .earlyMinutes: (2, 0...14)
+        case .catchUpMinutes: (60, 1...720)
+        case .claimLeaseMinutes: (10, 2...60)
+        case .retryBudgetSeconds: (60, 0...3600)
+        case .apnsRate: (0, 0...1_000_000)
+        case .fcmRate: (9_000, 0...1_000_000)
+        case .outageShare: (1, 0...100)
+        case .outageMinDevices: (10, 1...1_000_000)
+        default: nil
+        }
+    }
+
+    /// The value a setting takes when neither its flag nor its variable sets it, as it would be written; nil when
+    /// unset means "none" (or, for the database, that it is required).
+    package var defaultValue: String? {
+        if let number { return String(number.default) }
+        return switch self {
+        case .logLevel: "info"
+        case .logFormat: "text"
+        case .apnsEndpoint: "https://api.push.apple.com"
+        case .apnsSandboxEndpoint: "https://api.sandbox.push.apple.com"
+        case .fcmEndpoint: "https://fcm.googleapis.com"
+        case .fcmAndroidChannelID: "diary_reminders"
+        case .deepLinkBase: "diary://"
+        case .iosBadge: "1"
+        default: nil
+        }
+    }
+
+    /// The help of this setting's option and its reference line: ``help``, then the default and range.
+    package var fullHelp: String {
+        var text = help
+        if let number {
+            text += " Default \(number.default), \(number.range.lowerBound)–\(number.range.upperBound)."
+        } else if let defaultValue {
+            text += " Default \(defaultValue)."
+        }
+        return text
     }
 }
 

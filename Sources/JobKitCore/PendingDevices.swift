@@ -21,9 +21,10 @@ public struct OutageThreshold: Sendable, Codable, Hashable {
     public var sharePercent: Int
     public var minDevices: Int
 
-    public static let `default` = OutageThreshold(sharePercent: 1, minDevices: 10)
-    public static let sharePercentRange = 0...100
-    public static let minDevicesRange = 1...1_000_000
+    public static let `default` = OutageThreshold(
+        sharePercent: ConfigKey.outageShare.number!.default, minDevices: ConfigKey.outageMinDevices.number!.default)
+    public static let sharePercentRange = ConfigKey.outageShare.number!.range
+    public static let minDevicesRange = ConfigKey.outageMinDevices.number!.range
 
     public init(sharePercent: Int, minDevices: Int) {
         self.sharePercent = sharePercent

@@ -50,7 +50,7 @@ import Testing
                 for key in keys {
                     offered.insert(key)
                     #expect(
-                        option.abstract == ConfigKey.optionHelp(key) && option.valueName == key.valueName,
+                        option.abstract == key.optionHelp && option.valueName == key.valueName,
                         "\(option.command) --\(option.long): \(option.abstract) <\(option.valueName ?? "")>")
                 }
                 // An option that names an environment variable is a setting: it must be one under its own flag.
@@ -68,5 +68,39 @@ import Testing
         #expect(ConfigKey.fcmAndroidWarningChannelID.flag == "--fcm-android-warning-channel-id")
         #expect(ConfigKey.databaseURL.flag == "--database")
         #expect(Set(ConfigKey.allCases.map(\.flag)).count == ConfigKey.allCases.count)
+    }
+
+    /// The defaults the jobs apply with nothing set are the ones each setting declares, and its help says them.
+    @Test func theDeclaredDefaultsAreTheOnesApplied() throws {
+        // APNs and FCM configured, every other setting left to its default.
+        let config = ConfigResolver(environment: [
+            "PUSH_APNS_KEY_FILE": "k.p8", "PUSH_APNS_KEY_ID": "KEY", "PUSH_APNS_TEAM_ID": "TEAM",
+            "PUSH_APNS_TOPIC": "t", "PUSH_FCM_SERVICE_ACCOUNT_FILE": "sa.json",
+        ])
+        let delivery = try DeliveryConfiguration.resolve(config, flags: DeliveryFlags())
+        let reminder = try DiaryReminderHandler.Settings.resolve(config)
+        func number(_ key: ConfigKey) -> Int { key.number!.default }
+        func text(_ key: ConfigKey) -> String { key.defaultValue! }
+        #expect(reminder.rule.early == Int64(number(.earlyMinutes)) * 60)
+        #expect(reminder.rule.catchUp == Int64(number(.catchUpMinutes)) * 60)
+        #expect(reminder.claimLeaseSeconds == Int64(number(.claimLeaseMinutes)) * 60)
+        #expect(delivery.retry.budget == .seconds(number(.retryBudgetSeconds)))
+        #expect(delivery.apns?.rate == nil && number(.apnsRate) == 0)
+        #expect(delivery.fcm?.rate?.perSecond == Double(number(.fcmRate)))
+        #expect(
+            delivery.outage
+                == OutageThreshold(sharePercent: number(.outageShare), minDevices: number(.outageMinDevices)))
+        #expect(delivery.apns?.productionEndpoint == Endpoint(url: text(.apnsEndpoint)))
+        #expect(delivery.apns?.sandboxEndpoint == Endpoint(url: text(.apnsSandboxEndpoint)))
+        #expect(delivery.fcm?.endpoint == Endpoint(url: text(.fcmEndpoint)))
+        #expect(delivery.fcm?.androidChannelID == text(.fcmAndroidChannelID))
+        #expect(delivery.links.base == text(.deepLinkBase))
+        #expect(delivery.badge == AppBadge(text(.iosBadge)))
+        for key in ConfigKey.allCases {
+            guard let value = key.defaultValue else { continue }
+            #expect(key.optionHelp.contains("Default \(value)"), "\(key.rawValue): \(key.optionHelp)")
+            // A declared default is a value the setting accepts, as written.
+            if let number = key.number { #expect(number.range.contains(number.default), "\(key.rawValue)") }
+        }
     }
 }

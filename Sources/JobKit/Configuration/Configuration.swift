@@ -29,6 +29,12 @@ public struct ConfigResolver: Sendable {
 
     /// An integer setting; a malformed flag is a usage error (64), a malformed variable a configuration
     /// error (78).
+    /// A whole-number setting (``ConfigKey/number``): the flag, else the variable, else the default.
+    package func integer(_ key: ConfigKey, flag: Int?) throws(JobError) -> Int {
+        guard let number = key.number else { preconditionFailure("\(key.rawValue) is not a whole-number setting") }
+        return try integer(key, flag: flag, default: number.default, range: number.range)
+    }
+
     package func integer(_ key: ConfigKey, flag: Int?, default value: Int, range: ClosedRange<Int>) throws(JobError)
         -> Int
     {
@@ -102,18 +108,17 @@ extension DeliveryConfiguration {
             }
             return endpoint
         }
-        func rate(_ key: ConfigKey, _ flag: Int?, default value: ProviderRate?) throws(JobError) -> ProviderRate? {
-            let perSecond = try config.integer(
-                key, flag: flag, default: Int(value?.perSecond ?? 0), range: 0...1_000_000)
+        func rate(_ key: ConfigKey, _ flag: Int?) throws(JobError) -> ProviderRate? {
+            let perSecond = try config.integer(key, flag: flag)
             return perSecond == 0 ? nil : ProviderRate(perSecond: Double(perSecond))
         }
         // Every setting is checked whether or not its provider's credentials are set, so that a bad value fails
         // now rather than on the day the credentials are added.
         let apnsProduction = try endpoint(.apnsEndpoint, flags.apnsEndpoint)
         let apnsSandbox = try endpoint(.apnsSandboxEndpoint, flags.apnsSandboxEndpoint)
-        let apnsRate = try rate(.apnsRate, flags.apnsRate, default: nil)
+        let apnsRate = try rate(.apnsRate, flags.apnsRate)
         let fcmEndpoint = try endpoint(.fcmEndpoint, flags.fcmEndpoint)
-        let fcmRate = try rate(.fcmRate, flags.fcmRate, default: .fcmDefault)
+        let fcmRate = try rate(.fcmRate, flags.fcmRate)
         let fcmChannel = try config.string(.fcmAndroidChannelID, flag: flags.fcmAndroidChannelID)
         let fcmWarningChannel = try config.string(
             .fcmAndroidWarningChannelID, flag: flags.fcmAndroidWarningChannelID)
@@ -147,16 +152,9 @@ extension DeliveryConfiguration {
         }
         delivery.tls.additionalCAFile = try config.string(.caFile, flag: flags.caFile)
         delivery.outage = OutageThreshold(
-            sharePercent: try config.integer(
-                .outageShare, flag: flags.outageShare, default: OutageThreshold.default.sharePercent,
-                range: OutageThreshold.sharePercentRange),
-            minDevices: try config.integer(
-                .outageMinDevices, flag: flags.outageMinDevices, default: OutageThreshold.default.minDevices,
-                range: OutageThreshold.minDevicesRange))
-        delivery.retry.budget = .seconds(
-            try config.integer(
-                .retryBudgetSeconds, flag: flags.retryBudgetSeconds,
-                default: 60, range: 0...3600))
+            sharePercent: try config.integer(.outageShare, flag: flags.outageShare),
+            minDevices: try config.integer(.outageMinDevices, flag: flags.outageMinDevices))
+        delivery.retry.budget = .seconds(try config.integer(.retryBudgetSeconds, flag: flags.retryBudgetSeconds))
         if let raw = try config.raw(.deepLinkBase, flag: flags.deepLinkBase) {
             guard let links = DeepLinks(checking: raw.value) else {
                 let message =

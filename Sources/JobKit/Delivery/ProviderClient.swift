@@ -12,7 +12,7 @@ package struct RetryPolicy: Sendable, Hashable {
     package var maxDelay: Duration = .seconds(30)
     /// Time the sender may spend on retries in one run: after it, transient failures are left for the next
     /// run (the claim becomes `retry`).
-    package var budget: Duration = .seconds(60)
+    package var budget: Duration = .seconds(ConfigKey.retryBudgetSeconds.number!.default)
     /// Streams in flight per connection (the server's SETTINGS_MAX_CONCURRENT_STREAMS may lower it).
     package var streamsPerConnection = 256
     /// How long requests may wait in a provider's queue before a connection keeps fewer in flight (its

@@ -10,7 +10,7 @@ package struct DeliveryConfiguration: Sendable {
     package var retry = RetryPolicy()
     package var links = DeepLinks()
     /// What an iOS notification does to the app icon's badge, through APNs or FCM.
-    package var badge = AppBadge.number(1)
+    package var badge = AppBadge(ConfigKey.iosBadge.defaultValue!)!
     /// The clock of credentials (JWT `iat`, token expiry): the real clock, which the providers share.
     /// Scheduling uses the run's `now` instead.
     package var credentialClock: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970) }

@@ -12,7 +12,7 @@ package struct ProviderRate: Sendable, Hashable {
 
     /// FCM's default: 90 % of its documented quota of 600,000 messages a minute per project. The rest is for
     /// the pacing's one burst per window and for whatever else sends in the project's name.
-    package static let fcmDefault = ProviderRate(perSecond: 9_000)
+    package static let fcmDefault = ProviderRate(perSecond: Double(ConfigKey.fcmRate.number!.default))
 
     /// This rate divided among `shares` runners (`--shard K/N`: each sends its own part of every slot).
     package func divided(by shares: Int) -> ProviderRate {

@@ -32,7 +32,7 @@ package struct ContentLimitHook: Sendable {
         package var now: Int64
         package var dryRun = false
         package var explain = false
-        package var claimLeaseSeconds: Int64 = 600
+        package var claimLeaseSeconds = Int64(ConfigKey.claimLeaseMinutes.number!.default) * 60
         /// How long a 100 % warning waits for the period's 90 % warning that another invocation is sending;
         /// after it, the 100 % warning is left `retry` for the next reminder run.
         package var lowerWarningWait: Duration = .seconds(10)

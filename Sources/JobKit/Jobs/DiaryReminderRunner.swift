@@ -10,7 +10,7 @@ package struct ReminderRunOptions: Sendable {
     package var dryRun = false
     /// A `claimed` log row older than this belongs to a run that died: the next run takes it over.
     /// Runs stop selecting after half of it, so a live run's claims are never taken over.
-    package var claimLeaseSeconds: Int64 = 600
+    package var claimLeaseSeconds = Int64(ConfigKey.claimLeaseMinutes.number!.default) * 60
     /// Users per page of the due set (one claim transaction per page). 1,000 rather than 500: 7–20 % faster end
     /// to end at 1M users (fewer transactions and per-page costs), ~10 MB more peak RSS (BENCHMARKS.md).
     package var pageSize = 1000

@@ -141,21 +141,14 @@ extension DiaryReminderHandler.Settings {
     ) throws(JobError) -> Self {
         var settings = Self()
         settings.rule = try DueRule(
-            earlyMinutes: config.integer(
-                .earlyMinutes, flag: earlyMinutes, default: DueRule.defaultEarlyMinutes,
-                range: DueRule.earlyMinutesRange),
-            catchUpMinutes: config.integer(
-                .catchUpMinutes, flag: catchUpMinutes,
-                default: DueRule.defaultCatchUpMinutes, range: DueRule.catchUpMinutesRange))
+            earlyMinutes: config.integer(.earlyMinutes, flag: earlyMinutes),
+            catchUpMinutes: config.integer(.catchUpMinutes, flag: catchUpMinutes))
         settings.shard =
             try config.raw(.shard, flag: shard).map { raw throws(JobError) in
                 try Shard.parse(raw.value, source: raw.source)
             } ?? .all
         settings.claimLeaseSeconds =
-            Int64(
-                try config.integer(
-                    .claimLeaseMinutes, flag: claimLeaseMinutes, default: 10,
-                    range: 2...60)) * 60
+            Int64(try config.integer(.claimLeaseMinutes, flag: claimLeaseMinutes)) * 60
         return settings
     }
 }

@@ -5,7 +5,7 @@ import Logging
 public struct DiaryReminderHandler: JobHandler {
     package struct Settings: Sendable {
         package var rule: DueRule = .default
-        package var claimLeaseSeconds: Int64 = 600
+        package var claimLeaseSeconds = Int64(ConfigKey.claimLeaseMinutes.number!.default) * 60
         package var shard: Shard = .all
         package var pageSize = 1000
         /// Decide only: claim, send and write nothing (the sender prints or validates).

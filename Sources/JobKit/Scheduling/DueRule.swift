@@ -11,10 +11,10 @@ package struct DueRule: Sendable, Hashable {
     /// Seconds after the reminder time during which a late run still sends it.
     package let catchUp: Int64
 
-    package static let defaultEarlyMinutes = 2
-    package static let defaultCatchUpMinutes = 60
-    package static let earlyMinutesRange = 0...14
-    package static let catchUpMinutesRange = 1...720
+    package static let defaultEarlyMinutes = ConfigKey.earlyMinutes.number!.default
+    package static let defaultCatchUpMinutes = ConfigKey.catchUpMinutes.number!.default
+    package static let earlyMinutesRange = ConfigKey.earlyMinutes.number!.range
+    package static let catchUpMinutesRange = ConfigKey.catchUpMinutes.number!.range
 
     package static let `default` = DueRule(
         uncheckedEarlyMinutes: defaultEarlyMinutes,

@@ -12,8 +12,8 @@ package struct APNsConfiguration: Sendable, Hashable {
     package var teamID: String
     /// The app's bundle id (`apns-topic`).
     package var topic: String
-    package var productionEndpoint = Endpoint(host: "api.push.apple.com", port: 443)
-    package var sandboxEndpoint = Endpoint(host: "api.sandbox.push.apple.com", port: 443)
+    package var productionEndpoint = Endpoint(url: ConfigKey.apnsEndpoint.defaultValue!)!
+    package var sandboxEndpoint = Endpoint(url: ConfigKey.apnsSandboxEndpoint.defaultValue!)!
     /// At most this many requests a second (`nil`: unpaced; APNs publishes no quota).
     package var rate: ProviderRate?
 

@@ -7,12 +7,12 @@ package struct FCMConfiguration: Sendable, Hashable {
     /// The service-account JSON file (its `token_uri` is where access tokens come from).
     package var serviceAccountFile: String
     /// The Android notification channel of the reminders (required on Android 8+).
-    package var androidChannelID = "diary_reminders"
+    package var androidChannelID = ConfigKey.fcmAndroidChannelID.defaultValue!
     /// The Android notification channel of the quota warnings; nil: the reminders' channel. Android lets a
     /// person silence a channel only as a whole, so an app that declares a channel of each kind lets them keep
     /// the warnings and silence the reminders, or the other way round.
     package var androidWarningChannelID: String?
-    package var endpoint = Endpoint(host: "fcm.googleapis.com", port: 443)
+    package var endpoint = Endpoint(url: ConfigKey.fcmEndpoint.defaultValue!)!
     /// Send with `validate_only: true`: FCM checks every token and payload and delivers nothing.
     package var validateOnly = false
     /// At most this many requests a second, shared by every page of a run (`nil`: unpaced).

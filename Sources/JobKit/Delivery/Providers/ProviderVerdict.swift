@@ -80,7 +80,7 @@ enum PayloadFitting {
 package struct DeepLinks: Sendable, Hashable {
     /// The base, e.g. `diary://`.
     package var base: String
-    package init(base: String = "diary://") { self.base = base }
+    package init(base: String = ConfigKey.deepLinkBase.defaultValue!) { self.base = base }
 
     /// `base` if a link can be built on it: a scheme, and a `/` at the end for the path to follow
     /// (`diary://`, `https://example.com/app/`); otherwise `nil`.
