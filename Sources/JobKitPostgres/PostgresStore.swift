@@ -356,7 +356,14 @@ extension PostgresLocation.SessionTarget {
 }
 
 /// A few connections, opened on demand and kept for the process's life (a warm serverless instance
-/// reuses them). A connection that failed is dropped, never handed out again.
+/// reuses them). A connection that failed is dropped, never handed out again. A task waiting for a connection
+/// that is cancelled stops waiting (`CancellationError`); the owner (``PostgresStore/close()``) closes it.
+///
+/// Not postgres-nio's `PostgresClient` (1.33.2), measured on 2026-11-28 against the test server: with the server
+/// refusing connections, or refusing the password, its first query waited 67 s and then threw
+/// `connectionCreationCircuitBreakerTripped`, without the server's reason (its circuit breaker trips after a fixed
+/// 60 s that its configuration does not expose). This pool fails that query at once with the server's words,
+/// which the jobs' exit codes and messages (and a wrong URL found at start-up) depend on.
 ///
 /// Of several servers, the first connection goes to the first that answers and will do (`willDo`), as libpq
 /// chooses; every later connection goes to the same one. A server is passed over when it cannot be reached or
@@ -374,7 +381,9 @@ actor PostgresConnectionPool {
     private var idle: [PostgresConnection] = []
     private var open = 0
     private var nextID = 0
-    private var waiters: [CheckedContinuation<PostgresConnection?, Never>] = []
+    /// Tasks waiting for a connection, in arrival order, by id (so that a cancelled one can leave the queue).
+    private var waiters: [(id: Int, continuation: CheckedContinuation<PostgresConnection?, Never>)] = []
+    private var nextWaiterID = 0
     private var closed = false
 
     init(
@@ -405,11 +414,27 @@ actor PostgresConnectionPool {
                     throw error
                 }
             }
-            // Wait for a connection to come back (or for a slot to free up).
-            if let handed = await withCheckedContinuation({ waiters.append($0) }) {
-                return handed
+            // Wait for a connection to come back (or for a slot to free up), unless cancelled.
+            try Task.checkCancellation()
+            nextWaiterID += 1
+            let id = nextWaiterID
+            let handed = await withTaskCancellationHandler {
+                await withCheckedContinuation { waiters.append((id, $0)) }
+            } onCancel: {
+                Task { await self.cancelWaiter(id) }
             }
+            if let handed {
+                guard Task.isCancelled else { return handed }
+                release(handed)
+            }
+            try Task.checkCancellation()
         }
+    }
+
+    /// Ends the wait of waiter `id` with nothing, if it is still waiting.
+    private func cancelWaiter(_ id: Int) {
+        guard let index = waiters.firstIndex(where: { $0.id == id }) else { return }
+        waiters.remove(at: index).continuation.resume(returning: nil)
     }
 
     private func connect(id: Int) async throws -> PostgresConnection {
@@ -466,18 +491,18 @@ actor PostgresConnectionPool {
             return
         }
         if !waiters.isEmpty {
-            waiters.removeFirst().resume(returning: connection)
+            waiters.removeFirst().continuation.resume(returning: connection)
         } else {
             idle.append(connection)
         }
     }
 
     private func wakeOne(with connection: PostgresConnection?) {
-        if !waiters.isEmpty { waiters.removeFirst().resume(returning: connection) }
+        if !waiters.isEmpty { waiters.removeFirst().continuation.resume(returning: connection) }
     }
 
-    /// A pool dropped without ``close()`` still closes its idle connections (each kept alive until its
-    /// channel has closed).
+    /// The owner closes the pool (``close()``); a pool dropped without that (a test's store left open) still
+    /// closes its idle connections, as postgres-nio requires of a connection before it is freed.
     deinit {
         for connection in idle {
             connection.close().whenComplete { _ in _ = connection }
@@ -489,7 +514,7 @@ actor PostgresConnectionPool {
         let connections = idle
         idle = []
         open -= connections.count
-        for waiter in waiters { waiter.resume(returning: nil) }
+        for waiter in waiters { waiter.continuation.resume(returning: nil) }
         waiters = []
         for connection in connections {
             try? await connection.close()

@@ -400,6 +400,27 @@ import Testing
         await pool.close()
     }
 
+    /// A task waiting for a connection of a full pool stops waiting when it is cancelled, and leaves the queue: the
+    /// connection given back next goes to the next task that asks.
+    @Test func aCancelledWaitForAConnectionEndsAndTakesNone() async throws {
+        let db = try await TemporaryDatabase(.postgres)
+        let location = try PostgresLocation.parse(db.path)
+        let pool = PostgresConnectionPool(
+            servers: Array(zip(location.servers, try location.connectionConfigurations(applicationName: "tests"))),
+            maximum: 1, logger: quietLogger
+        ) { _, _ in true }
+        let only = try await pool.lease()
+        let waiting = Task { try await pool.lease() }
+        try await Task.sleep(for: .milliseconds(100))  // let it queue; it ends the same way if it has not
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await waiting.value }
+        await pool.release(only)
+        let next = try await pool.lease()
+        #expect(next === only)
+        await pool.release(next)
+        await pool.close()
+    }
+
     /// The test server offers TLS, with a certificate its own CA signed for `localhost` only. Each `sslmode` does
     /// what libpq's does: `disable` stays in clear text, `prefer` and `require` encrypt without checking the
     /// certificate, `verify-ca` checks who signed it, `verify-full` that and the name.
