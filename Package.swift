@@ -1,6 +1,16 @@
 // swift-tools-version:6.2
 import PackageDescription
 
+/// What the test targets that use both stores and the simulator depend on alike.
+let bothStores: [Target.Dependency] = [
+    "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "PushSimulator",
+    .product(name: "PostgresNIO", package: "postgres-nio"),
+    .product(name: "GRDB", package: "GRDB.swift"),
+    .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+    .product(name: "NIOHTTP1", package: "swift-nio"),
+    .product(name: "NIOSSL", package: "swift-nio-ssl"),
+]
+
 let package = Package(
     name: "diary-push",
     platforms: [.macOS(.v14)],
@@ -169,16 +179,10 @@ let package = Package(
         // Testing and JobKit for testing, which a release build has neither of.
         .testTarget(
             name: "JobKitTestSupport",
-            dependencies: [
-                "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "PushSimulator",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: bothStores + [
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "Tests/JobKitTestSupport"
         ),
@@ -195,29 +199,17 @@ let package = Package(
         // The stores' contract and the jobs over them, each on SQLite and PostgreSQL, delivering to the simulator.
         .testTarget(
             name: "JobKitStoreTests",
-            dependencies: [
-                "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "JobCLI", "PushSimulator",
-                "JobKitTestSupport",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: bothStores + [
+                "JobCLI", "JobKitTestSupport",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The built executables as cron, a backend and Lambda run them, and what ships.
         .testTarget(
             name: "JobKitProcessTests",
-            dependencies: [
-                "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "JobCLI", "PushSimulator",
-                "LambdaRuntimeSimulator", "ContentLimitQuietPath", "JobKitTestSupport",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            dependencies: bothStores + [
+                "JobCLI", "LambdaRuntimeSimulator", "ContentLimitQuietPath", "JobKitTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -169,7 +169,7 @@ package struct DiaryReminderRunner: Sendable {
         var phases = Phases()
         if !options.dryRun { try await startJournal(options, summary: &summary, logger: logger) }
         let queries = try await dueQueries(options, summary: &summary, phases: &phases, logger: logger)
-        let keys = try await dueKeys(queries, options: options, summary: &summary, phases: &phases)
+        let keys = try await shardKeys(queries, options: options, summary: &summary, phases: &phases)
         // Runners of the same run split the due set bucket by bucket; a lone runner takes every bucket.
         var buckets = try await DueSetWork(
             keys, leases: options.dryRun ? nil : leases, options: options, summary: &summary)
@@ -238,7 +238,7 @@ package struct DiaryReminderRunner: Sendable {
     }
 
     /// The keys of the due set this runner's shard holds, in user-id order, a user once per period.
-    private func dueKeys(
+    private func shardKeys(
         _ queries: [DueQuery], options: ReminderRunOptions, summary: inout RunSummary, phases: inout Phases
     ) async throws(JobError) -> [DueKey] {
         let allKeys = try await phases.measure(.select) { () async throws(JobError) in try await store.dueKeys(queries)

@@ -60,11 +60,10 @@ public final class JobService<Handler: JobHandler>: Sendable {
 }
 
 extension JobService where Handler: ServedJob {
-    /// The job `Handler` serves, from the `PUSH_*` settings (the process environment by default); `logger`
-    /// defaults to one labelled with the job's name.
+    /// The job `Handler` serves, from the `PUSH_*` settings in `environment`; `logger` defaults to one labelled
+    /// with the job's name.
     package static func open(
-        stores: StoreOpener, environment: [String: String] = ProcessInfo.processInfo.environment,
-        logger: Logger? = nil
+        stores: StoreOpener, environment: [String: String], logger: Logger? = nil
     ) async throws(JobError) -> JobService {
         try await open(
             job: Handler.jobName, stores: stores, environment: environment,
