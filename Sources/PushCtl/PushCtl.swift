@@ -11,7 +11,7 @@ struct PushCtl: AsyncParsableCommand {
         version: JobKitVersion.current,
         subcommands: [
             Migrate.self, Seed.self, UserCommand.self, DeviceCommand.self, EntryCommand.self, CopyCommand.self,
-            Backup.self,
+            Backup.self, APIKeyCommand.self,
         ])
 }
 
@@ -185,48 +185,21 @@ struct UserCommand: AsyncParsableCommand {
 
         enum Toggle: String, ExpressibleByArgument { case on, off }
 
-        func validate() throws {
-            try checkUserID(id, flag: "--id")
-            if let locale, !UserProfile.isLocale(locale) {
-                throw ValidationError(
-                    "--locale: not a BCP 47 locale (e.g. ja or pt-BR) or a POSIX one (pt_BR.UTF-8): \"\(locale)\"")
-            }
-            if plan?.isEmpty == true { throw ValidationError("--plan: empty") }
-            if let timezone, ZoneClock(identifier: timezone) == nil {
-                throw ValidationError("--timezone: unknown IANA time zone \(timezone)")
-            }
-            if let reminderTime, LocalTime(reminderTime) == nil {
-                throw ValidationError("--reminder-time: not HH:MM: \(reminderTime)")
-            }
-            _ = try quietHoursEdit()
+        /// The edit, checked as the HTTP API checks one (``UserEdit/checked(id:timezone:locale:plan:reminderTime:reminders:limitWarnings:quietHours:name:)``).
+        private func edit() throws(JobError) -> UserEdit {
+            try UserEdit.checked(
+                id: id, timezone: timezone, locale: locale, plan: plan, reminderTime: reminderTime,
+                reminders: reminders.map { $0 == .on }, limitWarnings: limitWarnings.map { $0 == .on },
+                quietHours: quietHours, name: \.flag)
         }
 
-        private func quietHoursEdit() throws -> UserEdit.QuietHours? {
-            guard let quietHours else { return nil }
-            if quietHours == "off" { return .off }
-            let parts = quietHours.split(separator: "-", omittingEmptySubsequences: false)
-            guard parts.count == 2, LocalTime(parts[0]) != nil, LocalTime(parts[1]) != nil else {
-                throw ValidationError("--quiet-hours: not HH:MM-HH:MM or off: \(quietHours)")
-            }
-            // Quiet hours that end when they start are none (ContentLimitRule.quietHoursEnd): an operator who typed
-            // them meant something else.
-            guard LocalTime(parts[0]) != LocalTime(parts[1]) else {
-                throw ValidationError(
-                    "--quiet-hours: \(quietHours) ends when it starts, which is no quiet hours (off removes them)")
-            }
-            return .hours(start: String(parts[0]), end: String(parts[1]))
+        func validate() throws {
+            do { _ = try edit() } catch { throw ValidationError(error.message) }
         }
 
         func run() async throws {
-            var edit = UserEdit(id: id)
-            edit.timezone = timezone
-            edit.locale = locale
-            edit.plan = plan
-            edit.reminderTime = reminderTime
-            edit.diaryReminderEnabled = reminders.map { $0 == .on }
-            edit.contentLimitWarningsEnabled = limitWarnings.map { $0 == .on }
-            edit.quietHours = try quietHoursEdit()
             try await withExitCode("pushctl user set") { () async throws(JobError) in
+                let edit = try edit()
                 let now = try clockNow(nil)
                 let result = try await db.with { store throws(JobError) in try await store.apply(edit, now: now) }
                 print(result.summary)

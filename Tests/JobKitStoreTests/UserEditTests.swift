@@ -56,7 +56,10 @@ import Testing
         // A new user needs a time zone: a usage error, and nothing written.
         let noZone = try await Executables.run("pushctl", ["user", "set", "--id", "u2", "--plan", "pro"] + database)
         #expect(noZone.status == 64, "\(noZone.status) \(noZone.stderr)")
-        #expect(noZone.stderr.contains("user u2 does not exist: a new user needs --timezone"), "\(noZone.stderr)")
+        #expect(
+            noZone.stderr.contains(
+                "user u2 does not exist: a new user needs a time zone (--timezone; timezone over HTTP)"),
+            "\(noZone.stderr)")
         #expect(try await db.count("SELECT count(*) FROM users") == 1)
         for value in ["22-", "22:00", "22:00-06:00-07:00", "none"] {
             let refused = try await Executables.run(
@@ -107,7 +110,10 @@ import Testing
     @Test func theEditRuleFillsANewUserFromTheDefaults() throws {
         var edit = UserEdit(id: "new")
         edit.reminderTime = "06:15"
-        #expect(throws: JobError.usage("user new does not exist: a new user needs --timezone")) {
+        #expect(
+            throws: JobError.usage(
+                "user new does not exist: a new user needs a time zone (--timezone; timezone over HTTP)")
+        ) {
             try edit.applied(to: nil)
         }
         edit.timezone = "Europe/Paris"

@@ -55,7 +55,7 @@ package struct UserEdit: Sendable, Hashable {
             var user = current
                 ?? timezone.map({ StoredUser(profile: UserProfile(id: id, timezone: $0), hasSettings: true) })
         else {
-            throw .usage("user \(id) does not exist: a new user needs --timezone")
+            throw .usage("user \(id) does not exist: a new user needs a time zone (--timezone; timezone over HTTP)")
         }
         if let timezone { user.profile.timezone = timezone }
         if let locale { user.profile.locale = locale }
@@ -74,6 +74,70 @@ package struct UserEdit: Sendable, Hashable {
         }
         if namesASetting { user.hasSettings = true }
         return user
+    }
+}
+
+extension UserEdit {
+    /// An edit from text as a caller gives it (`pushctl user set`, the HTTP API), each value checked: the id's length
+    /// and characters, a BCP 47 or POSIX locale, a non-empty plan, an IANA zone, `HH:MM`, quiet hours
+    /// `HH:MM-HH:MM` (not ending when they start) or `off`. A bad value is a ``JobError/usage(_:)`` that starts with
+    /// `name(field)` of the field (`--timezone` for the command line, `timezone` for JSON).
+    package static func checked(
+        id: String, timezone: String? = nil, locale: String? = nil, plan: String? = nil, reminderTime: String? = nil,
+        reminders: Bool? = nil, limitWarnings: Bool? = nil, quietHours: String? = nil,
+        name: (Field) -> String
+    ) throws(JobError) -> UserEdit {
+        if let problem = UserProfile.idProblem(id) { throw .usage("\(name(.id)): \(problem)") }
+        if let locale, !UserProfile.isLocale(locale) {
+            throw .usage(
+                "\(name(.locale)): not a BCP 47 locale (e.g. ja or pt-BR) or a POSIX one (pt_BR.UTF-8): \"\(locale)\"")
+        }
+        if plan?.isEmpty == true { throw .usage("\(name(.plan)): empty") }
+        if let timezone, ZoneClock(identifier: timezone) == nil {
+            throw .usage("\(name(.timezone)): unknown IANA time zone \(timezone)")
+        }
+        if let reminderTime, LocalTime(reminderTime) == nil {
+            throw .usage("\(name(.reminderTime)): not HH:MM: \(reminderTime)")
+        }
+        var edit = UserEdit(id: id)
+        edit.timezone = timezone
+        edit.locale = locale
+        edit.plan = plan
+        edit.reminderTime = reminderTime
+        edit.diaryReminderEnabled = reminders
+        edit.contentLimitWarningsEnabled = limitWarnings
+        if let quietHours {
+            edit.quietHours = try Self.quietHours(quietHours, field: name(.quietHours))
+        }
+        return edit
+    }
+
+    /// The fields of an edit, as ``checked(id:timezone:locale:plan:reminderTime:reminders:limitWarnings:quietHours:name:)``
+    /// names them in its messages.
+    package enum Field: String, Sendable, CaseIterable {
+        case id, timezone, locale, plan
+        case reminderTime = "reminder_time"
+        case reminders
+        case limitWarnings = "limit_warnings"
+        case quietHours = "quiet_hours"
+
+        /// The command-line flag: `--reminder-time`.
+        package var flag: String { "--" + String(rawValue.map { $0 == "_" ? "-" : $0 }) }
+    }
+
+    /// Quiet hours `HH:MM-HH:MM` (they may span midnight), or `off`.
+    private static func quietHours(_ text: String, field: String) throws(JobError) -> QuietHours {
+        if text == "off" { return .off }
+        let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let start = LocalTime(parts[0]), let end = LocalTime(parts[1]) else {
+            throw .usage("\(field): not HH:MM-HH:MM or off: \(text)")
+        }
+        // Quiet hours that end when they start are none (ContentLimitRule.quietHoursEnd): a caller who gave them
+        // meant something else.
+        guard start != end else {
+            throw .usage("\(field): \(text) ends when it starts, which is no quiet hours (off removes them)")
+        }
+        return .hours(start: String(parts[0]), end: String(parts[1]))
     }
 }
 

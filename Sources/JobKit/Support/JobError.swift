@@ -12,10 +12,13 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     private let code: Code
     /// A human-readable, secret-free explanation.
     public let message: String
+    /// Whether this is ``unknownUser(_:)``'s error (the HTTP API answers it 404).
+    package let isUnknownUser: Bool
 
-    private init(_ code: Code, _ message: String) {
+    private init(_ code: Code, _ message: String, unknownUser: Bool = false) {
         self.code = code
         self.message = message
+        self.isUnknownUser = unknownUser
     }
 
     /// Bad command-line usage (EX_USAGE, 64).
@@ -23,7 +26,9 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     /// The input data was incorrect: malformed event, unknown user, invalid value (EX_DATAERR, 65).
     public static func dataError(_ message: String) -> JobError { JobError(.dataError, message) }
     /// A user id the store does not know (EX_DATAERR, 65): one message wherever a user is looked up.
-    public static func unknownUser(_ userID: String) -> JobError { dataError("unknown user \(LineText.field(userID))") }
+    public static func unknownUser(_ userID: String) -> JobError {
+        JobError(.dataError, "unknown user \(LineText.field(userID))", unknownUser: true)
+    }
     /// An input file (the database, a catalog) does not exist or cannot be read (EX_NOINPUT, 66).
     public static func noInput(_ message: String) -> JobError { JobError(.noInput, message) }
     /// A service (the database, a provider) is unavailable (EX_UNAVAILABLE, 69).
