@@ -12,7 +12,7 @@ package struct SchemaMigration: Sendable {
 
 package enum SchemaMigrations {
     package static let all: [SchemaMigration] = [
-        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014,
+        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015,
     ]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
@@ -758,5 +758,30 @@ package enum SchemaMigrations {
                 WHEN (NEW.last_seen >= '2200-01-01 00:00:00+00' OR NEW.created_at >= '2200-01-01 00:00:00+00'
                       OR NEW.updated_at >= '2200-01-01 00:00:00+00')
                 EXECUTE FUNCTION refuse_milliseconds();
+            """)
+
+    /// The HTTP API's keys (`pushctl api-key`): each stored as the SHA-256 of its secret, never the secret; a
+    /// revoked key keeps its row (who had access when) and is refused.
+    static let m015 = SchemaMigration(
+        id: "015_api_keys",
+        sqlite: """
+            CREATE TABLE api_keys (
+                id         TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 64),
+                name       TEXT NOT NULL DEFAULT '',
+                scope      TEXT NOT NULL CHECK (scope IN ('admin', 'hook', 'devices')),
+                secret_sha256 TEXT NOT NULL CHECK (length(secret_sha256) = 64),
+                created_at INTEGER NOT NULL,
+                revoked_at INTEGER
+            ) WITHOUT ROWID;
+            """,
+        postgres: """
+            CREATE TABLE api_keys (
+                id         text COLLATE "C" PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 64),
+                name       text NOT NULL DEFAULT '',
+                scope      text NOT NULL CHECK (scope IN ('admin', 'hook', 'devices')),
+                secret_sha256 text NOT NULL CHECK (length(secret_sha256) = 64),
+                created_at timestamptz NOT NULL,
+                revoked_at timestamptz
+            );
             """)
 }

@@ -1,0 +1,131 @@
+import Crypto
+import Foundation
+
+/// What an HTTP API key may call.
+package enum APIScope: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Everything.
+    case admin
+    /// A backend's writes: the content-limit hook and entries.
+    case hook
+    /// An app's own registration: users' settings and devices.
+    case devices
+}
+
+/// One API key as `pushctl api-key list` shows it: never its secret, which no store holds.
+package struct APIKeyRecord: Sendable, Hashable {
+    package let id: String
+    package let name: String
+    package let scope: APIScope
+    package let createdAt: Int64
+    package let revokedAt: Int64?
+
+    package init(id: String, name: String, scope: APIScope, createdAt: Int64, revokedAt: Int64?) {
+        self.id = id
+        self.name = name
+        self.scope = scope
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// The `api_keys` table (migration 015): the store's primitives; what a key looks like and how it is checked is
+/// ``APIKey``'s.
+package protocol APIKeyStore: Sendable {
+    /// Adds a key; its id is new (a clash is a ``JobError/software(_:)``: ids are random).
+    func insertAPIKey(_ record: APIKeyRecord, secretSHA256: String) async throws(JobError)
+    /// The key `id`: its scope, its secret's hash and whether it is revoked; nil when there is none.
+    func apiKey(id: String) async throws(JobError) -> (scope: APIScope, secretSHA256: String, revoked: Bool)?
+    /// Every key, oldest first.
+    func apiKeys() async throws(JobError) -> [APIKeyRecord]
+    /// Revokes key `id` at `now`; false when there is no such key or it was revoked already.
+    func revokeAPIKey(id: String, now: Int64) async throws(JobError) -> Bool
+}
+
+/// An HTTP API key: `dpk_<id>_<secret>`, a 16-hex-digit id (the row) and a 43-character base64url secret (32
+/// random bytes). The store keeps the secret's SHA-256 only (a random 256-bit secret needs no slow hash); a
+/// presented key is looked up by its id and its secret compared in constant time.
+package struct APIKey: Sendable, Hashable {
+    package static let prefix = "dpk_"
+
+    package let id: String
+    package let secret: String
+
+    /// The key as its holder writes it: `Authorization: Bearer <text>`.
+    package var text: String { "\(Self.prefix)\(id)_\(secret)" }
+
+    /// A new key from the system's random source.
+    package static func generate() -> APIKey {
+        var generator = SystemRandomNumberGenerator()
+        let id = (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            .map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        return APIKey(id: id, secret: Data(bytes).base64URLEncodedString())
+    }
+
+    private init(id: String, secret: String) {
+        self.id = id
+        self.secret = secret
+    }
+
+    /// The key `text` spells, or nil when it is not one's shape (no store is asked about such text).
+    package init?(parsing text: some StringProtocol) {
+        guard text.hasPrefix(Self.prefix) else { return nil }
+        let rest = text.dropFirst(Self.prefix.count)
+        guard let separator = rest.firstIndex(of: "_") else { return nil }
+        let id = rest[..<separator]
+        let secret = rest[rest.index(after: separator)...]
+        guard id.count == 16, id.allSatisfy(\.isHexDigit), secret.count == 43,
+            secret.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") })
+        else { return nil }
+        self.init(id: String(id), secret: String(secret))
+    }
+
+    /// The hex SHA-256 of the secret: what the store keeps.
+    package var secretSHA256: String { Self.sha256(secret) }
+
+    static func sha256(_ text: String) -> String {
+        SHA256.hash(data: Data(text.utf8)).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+    }
+
+    /// Whether `stored` (a row's hash) is this key's, compared in constant time.
+    package func matches(secretSHA256 stored: String) -> Bool {
+        let mine = Array(secretSHA256.utf8)
+        let theirs = Array(stored.utf8)
+        guard mine.count == theirs.count else { return false }
+        var difference: UInt8 = 0
+        for (a, b) in zip(mine, theirs) { difference |= a ^ b }
+        return difference == 0
+    }
+}
+
+extension APIKeyStore {
+    /// Creates a key of `scope` named `name` at `now`; the returned key's text is shown once and kept nowhere.
+    package func createAPIKey(scope: APIScope, name: String, now: Int64) async throws(JobError) -> APIKey {
+        let key = APIKey.generate()
+        try await insertAPIKey(
+            APIKeyRecord(id: key.id, name: name, scope: scope, createdAt: now, revokedAt: nil),
+            secretSHA256: key.secretSHA256)
+        return key
+    }
+
+    /// The scope of the key `text` spells, or nil when it is not a key this store holds unrevoked.
+    package func authenticate(_ text: some StringProtocol) async throws(JobError) -> APIScope? {
+        guard let key = APIKey(parsing: text), let row = try await apiKey(id: key.id), !row.revoked,
+            key.matches(secretSHA256: row.secretSHA256)
+        else { return nil }
+        return row.scope
+    }
+}
+
+extension String {
+    fileprivate func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}
+
+extension Data {
+    fileprivate func base64URLEncodedString() -> String {
+        base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}
