@@ -24,6 +24,7 @@ let package = Package(
         .executable(name: "content-limit-hook", targets: ["ContentLimitHook"]),
         .executable(name: "content-limit-hook-full", targets: ["ContentLimitHookFull"]),
         .executable(name: "token-janitor", targets: ["TokenJanitor"]),
+        .executable(name: "push-api", targets: ["PushAPIServer"]),
         .executable(name: "push-simulator", targets: ["PushSimulatorCommand"]),
         .executable(name: "send-bench", targets: ["SendBench"]),
         .library(name: "PushSimulator", targets: ["PushSimulator"]),
@@ -40,6 +41,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-openapi-generator", from: "1.14.3"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/hummingbird-project/swift-openapi-hummingbird", from: "2.1.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
@@ -169,6 +175,29 @@ let package = Package(
             name: "PushCtl",
             dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
         ),
+        // The HTTP API: handlers of the operations `openapi.yaml` declares (types and server stubs generated from it
+        // by the build plugin), over the jobs' own rules and the wiring module's stores.
+        .target(
+            name: "PushAPI",
+            dependencies: [
+                "JobKit", "JobKitWiring",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            plugins: [.plugin(name: "OpenAPIGenerator", package: "swift-openapi-generator")]
+        ),
+        .executableTarget(
+            name: "PushAPIServer",
+            dependencies: [
+                "PushAPI", "JobKit", "JobKitWiring", "JobCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "SendBench",
             dependencies: ["JobKit", "JobKitSQLite", "PushSimulator", .product(name: "Logging", package: "swift-log")],
@@ -209,7 +238,7 @@ let package = Package(
         .testTarget(
             name: "JobKitProcessTests",
             dependencies: bothStores + [
-                "JobCLI", "LambdaRuntimeSimulator", "ContentLimitQuietPath", "JobKitTestSupport",
+                "JobCLI", "LambdaRuntimeSimulator", "ContentLimitQuietPath", "JobKitTestSupport", "PushAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -160,10 +160,10 @@ package final class RuntimeAPIClient: Sendable {
     }
 }
 
-struct HTTP1Response: Sendable {
-    var status: HTTPResponseStatus
-    var headers: HTTPHeaders
-    var body: [UInt8]
+package struct HTTP1Response: Sendable {
+    package var status: HTTPResponseStatus
+    package var headers: HTTPHeaders
+    package var body: [UInt8]
 }
 
 /// Writes one request at a time and completes its promise with the whole response: the HTTP/1.1 client of the

@@ -5,10 +5,10 @@ import NIOSSL
 
 /// One HTTP/1.1 request on a connection of its own, closed afterwards: the heartbeat's pings and the Lambda
 /// secrets fetched at init (a few requests per run, where a pool would be dead weight).
-enum HTTP1OneShot {
+package enum HTTP1OneShot {
     /// Sends the request and returns the whole response; fails when the connection fails or `timeout` passes
     /// (connecting included).
-    static func exchange(
+    package static func exchange(
         host: String, port: Int, tls: NIOSSLContext? = nil, method: HTTPMethod, path: String,
         headers: [(String, String)] = [], body: String? = nil, timeout: TimeAmount
     ) async throws -> HTTP1Response {

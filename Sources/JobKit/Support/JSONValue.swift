@@ -354,7 +354,7 @@ extension JSONValue {
     /// mark before the document is passed over, as RFC 8259 (8.1) lets a parser do and Foundation's decoder does:
     /// Windows editors and PowerShell write one, and the catalog's decoder reads such a file (a syntax error's byte
     /// then counts from after the mark).
-    static func strict(_ data: Data, what: String) throws(JobError) -> JSONValue {
+    package static func strict(_ data: Data, what: String) throws(JobError) -> JSONValue {
         let document = data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data
         let result = document.withUnsafeBytes { bytes -> Result<JSONValue, SyntaxError> in
             do throws(SyntaxError) { return .success(try JSONValue(parsing: bytes)) } catch { return .failure(error) }

@@ -1,0 +1,163 @@
+import Foundation
+import JobKit
+import Logging
+import OpenAPIRuntime
+
+/// The operations of `openapi.yaml`, each over the jobs' own rules: the same checks and store calls as `pushctl`,
+/// the same hook handler as `content-limit-hook`, the same explanation as `diary-reminder --explain`. Errors are
+/// thrown (``JobError``, ``APIProblem``) and answered as problem+json by ``ProblemMiddleware``.
+struct APIHandlers: APIProtocol {
+    let store: any JobStore
+    let hook: ContentLimitHookHandler
+    let reminders: DiaryReminderHandler.Settings
+    let runner: DiaryReminderRunner
+    let metrics: APIMetrics
+    /// The clock (injected: tests pass a fixed instant).
+    let now: @Sendable () -> Int64
+
+    // MARK: Users
+
+    func putUser(_ input: Operations.PutUser.Input) async throws -> Operations.PutUser.Output {
+        guard case .json(let body) = input.body else { throw APIProblem(.unsupportedMediaType, "send JSON") }
+        let edit = try UserEdit.checked(
+            id: input.path.id, timezone: body.timezone, locale: body.locale, plan: body.plan,
+            reminderTime: body.reminderTime, reminders: body.reminders, limitWarnings: body.limitWarnings,
+            quietHours: body.quietHours, name: \.rawValue)
+        let result = try await store.apply(edit, now: now())
+        let profile = result.after.profile
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        id: profile.id, timezone: profile.timezone, locale: profile.locale, plan: profile.plan,
+                        reminderTime: profile.reminderTime, reminders: profile.diaryReminderEnabled,
+                        limitWarnings: profile.contentLimitWarningsEnabled,
+                        quietHours: profile.quietHoursStart.flatMap { start in
+                            profile.quietHoursEnd.map { "\(start)-\($0)" }
+                        }, created: result.before == nil))))
+    }
+
+    func deleteUser(_ input: Operations.DeleteUser.Input) async throws -> Operations.DeleteUser.Output {
+        try Self.checkUserID(input.path.id)
+        guard try await store.deleteUser(id: input.path.id) else { throw JobError.unknownUser(input.path.id) }
+        return .noContent(.init())
+    }
+
+    // MARK: Devices
+
+    func registerDevice(_ input: Operations.RegisterDevice.Input) async throws
+        -> Operations.RegisterDevice.Output
+    {
+        guard case .json(let body) = input.body else { throw APIProblem(.unsupportedMediaType, "send JSON") }
+        try Self.checkUserID(input.path.id)
+        guard (body.token == nil) != (body.fid == nil) else {
+            throw APIProblem(.badRequest, "give exactly one of token and fid")
+        }
+        if body.fid != nil, let provider = body.provider, provider != .fcm {
+            throw APIProblem(.badRequest, "fid: an FCM installation id is for provider fcm, not \(provider.rawValue)")
+        }
+        guard body.fid != nil || body.provider != nil else {
+            throw APIProblem(.badRequest, "provider: required with token")
+        }
+        let registration = try DeviceRegistration(
+            userID: input.path.id, token: body.fid ?? body.token ?? "",
+            provider: body.fid != nil ? .fcm : Provider(rawValue: body.provider!.rawValue)!,
+            platform: Platform(rawValue: body.platform.rawValue)!,
+            apnsEnvironment: body.environment.map { APNsEnvironment(rawValue: $0.rawValue)! },
+            appVersion: body.appVersion, kind: body.fid != nil ? .fid : .token, replaces: body.replaces)
+        let result = try await store.register(registration, now: now())
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        deviceId: Int(result.deviceID), kind: registration.kind == .fid ? .fid : .token,
+                        change: .init(rawValue: result.change.rawValue)!, replaced: result.retiredReplaced))))
+    }
+
+    func unregisterDevice(_ input: Operations.UnregisterDevice.Input) async throws
+        -> Operations.UnregisterDevice.Output
+    {
+        guard try await store.unregister(token: input.path.token, reason: "logout", now: now()) else {
+            throw APIProblem(.notFound, "no active device with that token")
+        }
+        return .noContent(.init())
+    }
+
+    // MARK: Entries and the hook
+
+    func recordEntry(_ input: Operations.RecordEntry.Input) async throws -> Operations.RecordEntry.Output {
+        try Self.checkUserID(input.path.id)
+        var at = now()
+        if case .json(let body) = input.body, let text = body.at {
+            guard let instant = Timestamps.parse(text), Timestamps.supportedRange.contains(instant) else {
+                throw APIProblem(
+                    .badRequest, "at: not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(text)")
+            }
+            at = instant
+        }
+        try await store.recordEntry(userID: input.path.id, at: at)
+        return .noContent(.init())
+    }
+
+    func contentLimitHook(_ input: Operations.ContentLimitHook.Input) async throws
+        -> Operations.ContentLimitHook.Output
+    {
+        guard case .json(let body) = input.body else { throw APIProblem(.unsupportedMediaType, "send JSON") }
+        try Self.checkUserID(body.userId, field: "user_id")
+        let event = try ContentLimitEvent(
+            userID: body.userId, used: body.used, limit: body.limit,
+            period: body.period.map { LimitPeriod(rawValue: $0.rawValue)! } ?? .monthly)
+        let summary = try await hook.handle(event, context: InvocationContext(now: now()))
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        action: .init(rawValue: summary.action.rawValue)!, reason: summary.reason,
+                        threshold: summary.threshold, period: summary.period, deliverAfter: summary.deliverAfter,
+                        notifications: summary.notifications, runId: summary.runID, now: summary.now,
+                        dryRun: summary.dryRun, userId: summary.userID, used: summary.used, limit: summary.limit))))
+    }
+
+    // MARK: Explain, health, metrics
+
+    func explainUser(_ input: Operations.ExplainUser.Input) async throws -> Operations.ExplainUser.Output {
+        try Self.checkUserID(input.path.id)
+        var at = now()
+        if let text = input.query.at {
+            guard let instant = Timestamps.parse(text), Timestamps.supportedRange.contains(instant) else {
+                throw APIProblem(
+                    .badRequest, "at: not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(text)")
+            }
+            at = instant
+        }
+        var options = ReminderRunOptions(now: at, rule: reminders.rule, dryRun: true)
+        options.claimLeaseSeconds = reminders.claimLeaseSeconds
+        options.shard = reminders.shard
+        let explanation = try await runner.explain(userID: input.path.id, options: options)
+        return .ok(
+            .init(
+                body: .json(
+                    .init(
+                        userId: explanation.userID, now: explanation.now, due: explanation.due,
+                        verdict: explanation.verdict, skipReason: explanation.skipReason?.rawValue,
+                        steps: explanation.steps.map { .init(rule: $0.rule, value: $0.value, ok: $0.ok) }))))
+    }
+
+    func health(_ input: Operations.Health.Input) async throws -> Operations.Health.Output {
+        do {
+            _ = try await store.appliedMigrations()
+        } catch {
+            throw APIProblem(.unavailable, "the store does not answer: \(error.message)")
+        }
+        return .ok(.init(body: .json(.init(status: .ok, store: store.backend))))
+    }
+
+    func metrics(_ input: Operations.Metrics.Input) async throws -> Operations.Metrics.Output {
+        .ok(.init(body: .plainText(HTTPBody(metrics.text))))
+    }
+
+    /// A user id of 1–128 characters, as every command checks it.
+    static func checkUserID(_ id: String, field: String = "id") throws(APIProblem) {
+        if let problem = UserProfile.idProblem(id) { throw APIProblem(.badRequest, "\(field): \(problem)") }
+    }
+}

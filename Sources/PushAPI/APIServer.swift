@@ -1,0 +1,60 @@
+import Hummingbird
+import JobKit
+import Logging
+import NIOCore
+import OpenAPIHummingbird
+import OpenAPIRuntime
+
+/// The HTTP API as a Hummingbird application over one open store: the routes `openapi.yaml` declares, with a
+/// body limit and strict JSON in front, then metrics, problem answers and authentication around each operation.
+package struct APIServer: Sendable {
+    package let application: Application<RouterResponder<BasicRequestContext>>
+    let hook: ContentLimitHookHandler
+
+    /// Serves until SIGTERM or SIGINT (Hummingbird's service group): it stops accepting, lets the requests in
+    /// flight finish, then closes the hook's provider connections. The caller then closes the store.
+    package func run() async throws {
+        do {
+            try await application.runService()
+        } catch {
+            await hook.shutdown()
+            throw error
+        }
+        await hook.shutdown()
+    }
+
+    /// The application serving `store` at `host:port` (port 0: any free one), with the hook and the reminder
+    /// rules resolved from `config` now, so that a wrong setting fails at start-up. `onRunning` gets the port
+    /// it listens on. The caller owns `store` and closes it after the application has stopped.
+    package static func make(
+        store: any JobStore, config: ConfigResolver, host: String, port: Int, logger: Logger,
+        now: @escaping @Sendable () -> Int64, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws(JobError) -> APIServer {
+        let hook = try await ContentLimitHookHandler.make(config, store: store, logger: logger)
+        let reminders = try DiaryReminderHandler.Settings.resolve(config)
+        let catalog = try CopyCatalog.resolve(config)
+        let runner = DiaryReminderRunner(
+            store: store, sender: DryRunSender(sink: StandardOutput(), json: true), catalog: catalog, logger: logger)
+        let metrics = APIMetrics()
+        let handlers = APIHandlers(
+            store: store, hook: hook, reminders: reminders, runner: runner, metrics: metrics, now: now)
+
+        let router = Router()
+        router.add(middleware: BodyLimitMiddleware())
+        do {
+            try handlers.registerHandlers(
+                on: router,
+                middlewares: [
+                    MetricsMiddleware(metrics: metrics), ProblemMiddleware(),
+                    AuthenticationMiddleware(keys: store),
+                ])
+        } catch {
+            throw .software("registering the API's routes: \(error)")
+        }
+        let application = Application(
+            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "diary-push"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: logger)
+        return APIServer(application: application, hook: hook)
+    }
+}

@@ -1,0 +1,68 @@
+import ArgumentParser
+import Foundation
+import JobCLI
+import JobKit
+import JobKitWiring
+import PushAPI
+
+@main
+struct PushAPICommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "push-api",
+        abstract: "Serve the HTTP API (openapi.yaml): users, devices, entries, the content-limit hook, explain.",
+        discussion: """
+            Keys: pushctl api-key create --scope admin|hook|devices. SIGTERM or SIGINT stops accepting, finishes \
+            the requests in flight, closes the store and exits 0. With --now every request is answered at that \
+            instant (tests, dry runs).
+            """,
+        version: JobKitVersion.current)
+
+    @Option(help: "The address to listen on (0.0.0.0 for every interface).") var host = "127.0.0.1"
+    @Option(help: "The port to listen on (0: any free one; the line on stderr at start-up says which).")
+    var port = 8080
+    @OptionGroup var common: CommonOptions
+
+    func validate() throws {
+        guard (0...65_535).contains(port) else { throw ValidationError("--port: not a port: \(port)") }
+        guard !host.isEmpty else { throw ValidationError("--host: empty") }
+    }
+
+    func run() async throws {
+        let (host, port, fixedNow) = (host, port, common.now != nil)
+        try await common.run("push-api") { (invocation: JobInvocation) async throws(JobError) -> Void in
+            try await Self.serve(invocation, host: host, port: port, fixedNow: fixedNow)
+        }
+    }
+
+    /// Opens the store, serves until a signal stops the server, and closes the store.
+    static func serve(_ invocation: JobInvocation, host: String, port: Int, fixedNow: Bool) async throws(JobError) {
+        let instant = invocation.now
+        let now: @Sendable () -> Int64
+        if fixedNow {
+            now = { instant }
+        } else {
+            now = { Int64(Date().timeIntervalSince1970) }
+        }
+        try await invocation.withStore(mode: StoreOpenMode.readWrite) {
+            (store: any JobStore) async throws(JobError) -> Void in
+            try await serve(store, invocation, host: host, port: port, now: now)
+        }
+    }
+
+    static func serve(
+        _ store: any JobStore, _ invocation: JobInvocation, host: String, port: Int,
+        now: @escaping @Sendable () -> Int64
+    ) async throws(JobError) {
+        let announce: @Sendable (Int) async -> Void = { port in
+            FileHandle.standardError.write(Data("push-api: listening on \(host):\(port)\n".utf8))
+        }
+        let server = try await APIServer.make(
+            store: store, config: invocation.config, host: host, port: port, logger: invocation.logger, now: now,
+            onRunning: announce)
+        do {
+            try await server.run()
+        } catch {
+            throw .unavailable("serving on \(host):\(port): \(error)")
+        }
+    }
+}

@@ -1,0 +1,293 @@
+import Foundation
+import JobKitTestSupport
+import NIOConcurrencyHelpers
+import NIOHTTP1
+import Testing
+
+@testable import JobKit
+@testable import PushAPI
+
+/// Issue 66: the HTTP API (`push-api`), started as a process on each store, called as a backend and an app call
+/// it: the same rules as the CLI behind every operation, credentials checked, every error problem+json.
+@Suite struct HTTPAPITests {
+    /// A running `push-api` on a temporary database, its clock fixed at `now`, warnings going to an outbox.
+    struct Server {
+        let db: TemporaryDatabase
+        let started: Executables.Started
+        let port: Int
+        let outbox: String
+        /// Everything the server wrote to stderr (its log), read on a thread of its own.
+        let log: NIOLockedValueBox<String>
+
+        static func start(_ backend: Backend, now: String = "2026-11-21T20:00:00Z") async throws -> Server {
+            let db = try await TemporaryDatabase(backend)
+            let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
+            let started = try Executables.start(
+                "push-api", ["--database", db.path, "--port", "0", "--now", now], environment: ["PUSH_OUTBOX": outbox]
+            )
+            let log = NIOLockedValueBox("")
+            let handle = started.stderr.fileHandleForReading
+            Thread.detachNewThread {
+                while true {
+                    let data = handle.availableData
+                    if data.isEmpty { return }
+                    log.withLockedValue { $0 += String(decoding: data, as: UTF8.self) }
+                }
+            }
+            for _ in 0..<600 {
+                let text = log.withLockedValue { $0 }
+                if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("push-api: listening on ") }),
+                    let port = line.split(separator: ":").last.flatMap({ Int($0) })
+                {
+                    return Server(db: db, started: started, port: port, outbox: outbox, log: log)
+                }
+                if !started.process.isRunning { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            started.process.terminate()
+            throw ServerFailed(log: log.withLockedValue { $0 })
+        }
+
+        struct ServerFailed: Error, CustomStringConvertible {
+            let log: String
+            var description: String { "push-api did not start: \(log)" }
+        }
+
+        /// One request; the answer's status, content type and body.
+        func call(
+            _ method: HTTPMethod, _ path: String, key: String? = nil, json: String? = nil,
+            contentType: String = "application/json", headers: [(String, String)] = []
+        ) async throws -> (status: Int, type: String, body: String) {
+            var all = headers
+            if let key { all.append(("Authorization", "Bearer \(key)")) }
+            if json != nil { all.append(("Content-Type", contentType)) }
+            let response = try await HTTP1OneShot.exchange(
+                host: "127.0.0.1", port: port, method: method, path: path, headers: all, body: json,
+                timeout: .seconds(30))
+            return (
+                Int(response.status.code), response.headers["content-type"].first ?? "",
+                String(decoding: response.body, as: UTF8.self)
+            )
+        }
+
+        /// A new key of `scope`, made with `pushctl api-key create` as an operator makes one.
+        func key(_ scope: String) async throws -> String {
+            let result = try await Executables.run(
+                "pushctl", ["api-key", "create", "--database", db.path, "--scope", scope, "--name", "tests"])
+            #expect(result.status == 0, "\(result.stderr)")
+            return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        /// Sends SIGTERM and waits for the exit.
+        func stop() async -> Executables.Result {
+            started.process.terminate()
+            return await Executables.finish(started, limit: .seconds(30))
+        }
+    }
+
+    static let apnsToken = String(repeating: "ab", count: 32)
+
+    /// The JSON object an answer's body holds.
+    static func object(_ body: String) -> [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.utf8))) as? [String: Any] ?? [:]
+    }
+
+    /// Users, devices and entries written over HTTP are reminded exactly as the rules say: the run reminds the
+    /// user whose local reminder time is now, and skips the one who wrote that local day.
+    @Test(arguments: Backend.allCases) func whatABackendWritesOverHTTPIsRemindedByTheRun(_ backend: Backend)
+        async throws
+    {
+        let server = try await Server.start(backend)
+        let admin = try await server.key("admin")
+        let devices = try await server.key("devices")
+        let hook = try await server.key("hook")
+        // 20:00 UTC is 21:00 in Lagos (UTC+1), the default reminder time.
+        for user in ["wrote", "due"] {
+            let put = try await server.call(
+                .PUT, "/v1/users/\(user)", key: devices, json: #"{"timezone":"Africa/Lagos"}"#)
+            #expect(put.status == 200, "\(put.body)")
+            #expect(Self.object(put.body)["created"] as? Bool == true, "\(put.body)")
+            let registered = try await server.call(
+                .POST, "/v1/users/\(user)/devices", key: devices,
+                json: #"{"fid":"c\#(String(repeating: user == "due" ? "d" : "w", count: 21))","platform":"android"}"#)
+            #expect(registered.status == 200, "\(registered.body)")
+        }
+        let again = try await server.call(.PUT, "/v1/users/due", key: devices, json: #"{"timezone":"Africa/Lagos"}"#)
+        #expect(again.status == 200 && Self.object(again.body)["created"] as? Bool == false, "\(again.body)")
+        let entry = try await server.call(
+            .POST, "/v1/users/wrote/entries", key: hook, json: #"{"at":"2026-11-21T19:30:00Z"}"#)
+        #expect(entry.status == 204, "\(entry.body)")
+        let explained = try await server.call(.GET, "/v1/users/due/explain", key: admin)
+        #expect(explained.status == 200 && Self.object(explained.body)["due"] as? Bool == true, "\(explained.body)")
+
+        let outbox = server.db.directory.appendingPathComponent("reminders.jsonl").path
+        let run = try await Executables.run(
+            "diary-reminder", ["--database", server.db.path, "--now", "2026-11-21T20:00:00Z", "--outbox", outbox])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = try String(contentsOfFile: outbox, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains(#""user_id":"due""#), "\(lines)")
+
+        let deleted = try await server.call(.DELETE, "/v1/users/due", key: admin)
+        #expect(deleted.status == 204)
+        #expect(try await server.db.count("SELECT count(*) FROM users WHERE id = 'due'") == 0)
+        let stopped = await server.stop()
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+    }
+
+    /// The hook over HTTP decides as `content-limit-hook` does: 90 % sends once, a replay sends nothing.
+    @Test(arguments: Backend.allCases) func theHookAnswersWhatItDid(_ backend: Backend) async throws {
+        let server = try await Server.start(backend)
+        let hook = try await server.key("hook")
+        let admin = try await server.key("admin")
+        _ = try await server.call(.PUT, "/v1/users/u1", key: admin, json: #"{"timezone":"UTC"}"#)
+        _ = try await server.call(
+            .POST, "/v1/users/u1/devices", key: admin,
+            json: #"{"token":"\#(Self.apnsToken)","provider":"apns","platform":"ios"}"#)
+        let first = try await server.call(
+            .POST, "/v1/hooks/content-limit", key: hook, json: #"{"user_id":"u1","used":27,"limit":30}"#)
+        #expect(first.status == 200 && Self.object(first.body)["action"] as? String == "sent", "\(first.body)")
+        let replay = try await server.call(
+            .POST, "/v1/hooks/content-limit", key: hook, json: #"{"user_id":"u1","used":27,"limit":30}"#)
+        #expect(replay.status == 200 && Self.object(replay.body)["action"] as? String == "none", "\(replay.body)")
+        let quiet = try await server.call(
+            .POST, "/v1/hooks/content-limit", key: hook, json: #"{"user_id":"u1","used":3,"limit":30}"#)
+        #expect(quiet.status == 200 && Self.object(quiet.body)["action"] as? String == "none", "\(quiet.body)")
+        let sent = try String(contentsOfFile: server.outbox, encoding: .utf8).split(separator: "\n")
+        #expect(sent.count == 1 && sent[0].contains("content_limit_90"), "\(sent)")
+        _ = await server.stop()
+    }
+
+    /// No key, a key that is not one, a revoked key: 401; a key of another scope: 403. Each a problem+json with
+    /// its stable type, and no key in the server's log.
+    @Test func credentialsAreCheckedForEveryOperationThatTakesThem() async throws {
+        let server = try await Server.start(.sqlite)
+        let hook = try await server.key("hook")
+        let revoked = try await server.key("admin")
+        let id = String(revoked.dropFirst(4).prefix(16))
+        let revoke = try await Executables.run(
+            "pushctl", ["api-key", "revoke", "--database", server.db.path, "--id", id])
+        #expect(revoke.status == 0, "\(revoke.stderr)")
+        let list = try await Executables.run("pushctl", ["api-key", "list", "--database", server.db.path])
+        #expect(
+            list.stdout.contains("\(id) admin") && list.stdout.contains("revoked") && !list.stdout.contains(revoked))
+
+        let body = #"{"timezone":"UTC"}"#
+        let cases: [(String?, Int, String)] = [
+            (nil, 401, "unauthorized"),
+            ("not-a-key", 401, "unauthorized"),
+            ("dpk_0000000000000000_" + String(repeating: "A", count: 43), 401, "unauthorized"),
+            (revoked, 401, "unauthorized"),
+            (String(hook.dropLast()) + (hook.last == "A" ? "B" : "A"), 401, "unauthorized"),  // a forged secret
+            (hook, 403, "forbidden"),
+        ]
+        for (key, status, type) in cases {
+            let answer = try await server.call(.PUT, "/v1/users/u1", key: key, json: body)
+            #expect(answer.status == status, "\(key ?? "none"): \(answer.body)")
+            #expect(answer.type == "application/problem+json")
+            #expect(answer.body.contains(#""type":"/problems/\#(type)""#), "\(answer.body)")
+        }
+        let scheme = try await server.call(.PUT, "/v1/users/u1", json: body, headers: [("Authorization", "Basic eDp5")])
+        #expect(scheme.status == 401)
+        #expect(try await server.db.count("SELECT count(*) FROM users") == 0)
+        // Health and metrics take no credentials.
+        #expect(try await server.call(.GET, "/healthz").status == 200)
+        let metrics = try await server.call(.GET, "/metrics")
+        #expect(metrics.status == 200 && metrics.body.contains(#"operation="putUser",status="401""#), "\(metrics.body)")
+        let stopped = await server.stop()
+        #expect(!stopped.stderr.contains(hook) && !stopped.stderr.contains(revoked))
+    }
+
+    /// Bad input is 400 with the CLI's own checks, an oversized body 413, another content type 415; never a 500,
+    /// and nothing written.
+    @Test func badInputIsRefusedWithAProblemAndWritesNothing() async throws {
+        let server = try await Server.start(.sqlite)
+        let admin = try await server.key("admin")
+        let cases: [(String, String, Int, String)] = [
+            ("/v1/users/u1", #"{"timezone":"Mars/Base"}"#, 400, "timezone: unknown IANA time zone"),
+            ("/v1/users/u1", #"{"timezone":"UTC","reminder_time":"25:00"}"#, 400, "reminder_time: not HH:MM"),
+            ("/v1/users/u1", #"{"timezone":"UTC","quiet_hours":"22:00-22:00"}"#, 400, "ends when it starts"),
+            ("/v1/users/u1", #"{"timezone":"UTC","timezone":"UTC"}"#, 400, "appears twice"),
+            ("/v1/users/u1", #"{"timezone":"UTC","tz":"x"}"#, 400, "tz"),
+            ("/v1/users/u1", #"{"timezone":"UTC"} trailing"#, 400, "text after the value"),
+            ("/v1/users/u1", #"{"timezone":7}"#, 400, "timezone"),
+            ("/v1/users/u1", #"{}"#, 400, "needs a time zone"),
+            ("/v1/users/" + String(repeating: "x", count: 129), #"{"timezone":"UTC"}"#, 400, "1 to 128 characters"),
+        ]
+        for (path, json, status, detail) in cases {
+            let answer = try await server.call(.PUT, path, key: admin, json: json)
+            #expect(answer.status == status, "\(json): \(answer.body)")
+            #expect(
+                answer.type == "application/problem+json" && answer.body.contains(detail), "\(json): \(answer.body)")
+        }
+        let devices: [String] = [
+            #"{"platform":"ios"}"#,
+            #"{"token":"zz","provider":"apns","platform":"ios"}"#,
+            #"{"token":"\#(Self.apnsToken)","platform":"ios"}"#,
+            #"{"token":"\#(Self.apnsToken)","provider":"apns","platform":"android"}"#,
+            #"{"fid":"f","token":"t","platform":"android"}"#,
+        ]
+        _ = try await server.call(.PUT, "/v1/users/u2", key: admin, json: #"{"timezone":"UTC"}"#)
+        for json in devices {
+            let answer = try await server.call(.POST, "/v1/users/u2/devices", key: admin, json: json)
+            #expect(answer.status == 400, "\(json): \(answer.body)")
+        }
+        let unknown = try await server.call(
+            .POST, "/v1/users/nobody/devices", key: admin,
+            json: #"{"token":"\#(Self.apnsToken)","provider":"apns","platform":"ios"}"#)
+        #expect(unknown.status == 404, "\(unknown.body)")
+        let large = try await server.call(
+            .PUT, "/v1/users/u1", key: admin,
+            json: #"{"timezone":"UTC","plan":""# + String(repeating: "p", count: 70_000) + #""}"#)
+        #expect(large.status == 413 && large.body.contains("/problems/too-large"), "\(large.body)")
+        let text = try await server.call(
+            .PUT, "/v1/users/u1", key: admin, json: #"{"timezone":"UTC"}"#, contentType: "text/plain")
+        #expect(text.status == 415 && text.body.contains("/problems/unsupported-media-type"), "\(text.body)")
+        let hookEvent = try await server.call(
+            .POST, "/v1/hooks/content-limit", key: admin, json: #"{"user_id":"u2","used":-1,"limit":30}"#)
+        #expect(hookEvent.status == 400, "\(hookEvent.body)")
+        let at = try await server.call(.GET, "/v1/users/u2/explain?at=yesterday", key: admin)
+        #expect(at.status == 400, "\(at.body)")
+        #expect(try await server.db.count("SELECT count(*) FROM users") == 1)
+        #expect(try await server.db.count("SELECT count(*) FROM user_devices") == 0)
+        let stopped = await server.stop()
+        #expect(stopped.status == 0 && !stopped.stderr.contains(" 500 "), "\(stopped.stderr)")
+    }
+
+    /// SIGTERM ends a serving server with 0; a server whose store cannot be opened never starts, with the jobs'
+    /// exit code for it.
+    @Test func theServerStopsCleanlyAndNeverStartsWithoutItsStore() async throws {
+        let server = try await Server.start(.sqlite)
+        #expect(try await server.call(.GET, "/healthz").status == 200)
+        let stopped = await server.stop()
+        #expect(stopped.status == 0, "SIGTERM ends the server cleanly: \(stopped.stderr)")
+        // A server that cannot open its store never starts: the jobs' own exit code for it.
+        let missing = try await Executables.run(
+            "push-api", ["--database", server.db.directory.appendingPathComponent("none/x.db").path, "--port", "0"],
+            environment: ["PUSH_OUTBOX": server.outbox])
+        #expect(missing.status != 0 && missing.status != 70, "\(missing.stderr)")
+    }
+
+    /// Each operation's scopes, as the server checks them (``OperationScopes``), are the ones `openapi.yaml` states
+    /// in its summary, and an operation that takes no credentials says `security: []`.
+    @Test func theSpecStatesTheScopesTheServerChecks() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let spec = try String(contentsOf: root.appendingPathComponent("openapi.yaml"), encoding: .utf8)
+        let operations = spec.components(separatedBy: "operationId: ").dropFirst()
+        var seen: Set<String> = []
+        for text in operations {
+            let id = String(text.prefix { !$0.isNewline })
+            let block = text.components(separatedBy: "\n      responses:").first ?? ""
+            seen.insert(id)
+            if let scopes = OperationScopes.byOperation[id] {
+                let stated = scopes.map(\.rawValue).sorted().joined(separator: ", ")
+                let phrase = scopes.count == 1 ? "(scope \(stated))" : "(scopes \(stated))"
+                #expect(block.contains(phrase) && !block.contains("security: []"), "\(id): \(phrase)")
+            } else {
+                #expect(block.contains("security: []"), "\(id) takes no credentials: the spec must say so")
+            }
+        }
+        #expect(seen.isSuperset(of: OperationScopes.byOperation.keys), "\(seen)")
+        #expect(seen.count == 9)
+    }
+}
