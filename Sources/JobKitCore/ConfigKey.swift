@@ -35,6 +35,12 @@ package enum ConfigKey: String, CaseIterable, Sendable {
     case iosBadge = "PUSH_IOS_BADGE"
     case outageShare = "PUSH_OUTAGE_SHARE"
     case outageMinDevices = "PUSH_OUTAGE_MIN_DEVICES"
+    case apiJWTSecretFile = "PUSH_API_JWT_SECRET_FILE"
+    case apiJWKSFile = "PUSH_API_JWKS_FILE"
+    case apiJWTIssuer = "PUSH_API_JWT_ISSUER"
+    case apiJWTAudience = "PUSH_API_JWT_AUDIENCE"
+    case apiJWTUserClaim = "PUSH_API_JWT_USER_CLAIM"
+    case apiRate = "PUSH_API_RATE"
 
     /// The flag that overrides this key: the variable's name without `PUSH_`, in lower case, `_` as `-`
     /// (`PUSH_APNS_KEY_ID` is `--apns-key-id`); `PUSH_DATABASE_URL` alone is `--database`, as it names a path too.
@@ -53,8 +59,11 @@ package enum ConfigKey: String, CaseIterable, Sendable {
     package var valueName: String {
         switch self {
         case .databaseURL: "path|url"
-        case .databasePasswordFile, .copyCatalog, .outbox, .metricsFile, .apnsKeyFile, .fcmServiceAccountFile, .caFile:
+        case .databasePasswordFile, .copyCatalog, .outbox, .metricsFile, .apnsKeyFile, .fcmServiceAccountFile, .caFile,
+            .apiJWTSecretFile, .apiJWKSFile:
             "path"
+        case .apiJWTIssuer, .apiJWTAudience: "text"
+        case .apiJWTUserClaim: "claim"
         case .pingURL, .apnsEndpoint, .apnsSandboxEndpoint, .fcmEndpoint, .deepLinkBase: "url"
         case .apnsKeyID, .apnsTeamID, .fcmAndroidChannelID, .fcmAndroidWarningChannelID: "id"
         case .apnsTopic: "topic"
@@ -63,7 +72,7 @@ package enum ConfigKey: String, CaseIterable, Sendable {
         case .logFormat: "format"
         case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes: "minutes"
         case .retryBudgetSeconds: "seconds"
-        case .apnsRate, .fcmRate, .outageMinDevices: "n"
+        case .apnsRate, .fcmRate, .outageMinDevices, .apiRate: "n"
         case .iosBadge: "n|none"
         case .outageShare: "percent"
         }
@@ -113,6 +122,15 @@ package enum ConfigKey: String, CaseIterable, Sendable {
             "A provider is down (exit 69) when its own transient answers (5xx, FCM's project quota) leave more than this percent of its attempts in a run pending, and at least --outage-min-devices devices. Throttled devices never count; no connection always does."
         case .outageMinDevices:
             "The fewest devices pending by a provider's transient answers that make an outage."
+        case .apiJWTSecretFile:
+            "push-api: a file holding the HS256 secret of the app's end-user JWTs (Supabase's JWT secret), for apps that call the API with their user's token."
+        case .apiJWKSFile:
+            "push-api: a JWKS file (JSON) with the public keys of the app's end-user JWTs (Firebase Auth, Auth0, Supabase's asymmetric keys)."
+        case .apiJWTIssuer: "push-api: the end-user JWTs' issuer (iss), required with a JWT key."
+        case .apiJWTAudience: "push-api: the end-user JWTs' audience (aud), required with a JWT key."
+        case .apiJWTUserClaim: "push-api: the claim of an end-user JWT that holds the user id."
+        case .apiRate:
+            "push-api: requests a second each API key (or app user) may make on average, in bursts of as many; over it, 429 with Retry-After (0: no limit)."
         }
     }
 }
@@ -130,6 +148,7 @@ extension ConfigKey {
         case .fcmRate: (9_000, 0...1_000_000)
         case .outageShare: (1, 0...100)
         case .outageMinDevices: (10, 1...1_000_000)
+        case .apiRate: (1_000, 0...1_000_000)
         default: nil
         }
     }
@@ -147,6 +166,7 @@ extension ConfigKey {
         case .fcmAndroidChannelID: "diary_reminders"
         case .deepLinkBase: "diary://"
         case .iosBadge: "1"
+        case .apiJWTUserClaim: "sub"
         default: nil
         }
     }
@@ -186,7 +206,8 @@ extension ConfigKey {
             .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
             .fcmAndroidChannelID, .fcmAndroidWarningChannelID, .caFile, .retryBudgetSeconds, .apnsRate, .fcmRate,
             .deepLinkBase, .iosBadge, .outageShare, .outageMinDevices, .metricsFile,
-            .pingURL:
+            .pingURL, .apiJWTSecretFile, .apiJWKSFile, .apiJWTIssuer, .apiJWTAudience, .apiJWTUserClaim,
+            .apiRate:
             .unread
         }
     }

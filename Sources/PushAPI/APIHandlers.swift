@@ -19,6 +19,7 @@ struct APIHandlers: APIProtocol {
 
     func putUser(_ input: Operations.PutUser.Input) async throws -> Operations.PutUser.Output {
         guard case .json(let body) = input.body else { throw APIProblem(.unsupportedMediaType, "send JSON") }
+        try Caller.mayActFor(input.path.id)
         let edit = try UserEdit.checked(
             id: input.path.id, timezone: body.timezone, locale: body.locale, plan: body.plan,
             reminderTime: body.reminderTime, reminders: body.reminders, limitWarnings: body.limitWarnings,
@@ -50,6 +51,7 @@ struct APIHandlers: APIProtocol {
     {
         guard case .json(let body) = input.body else { throw APIProblem(.unsupportedMediaType, "send JSON") }
         try Self.checkUserID(input.path.id)
+        try Caller.mayActFor(input.path.id)
         guard (body.token == nil) != (body.fid == nil) else {
             throw APIProblem(.badRequest, "give exactly one of token and fid")
         }
@@ -77,8 +79,11 @@ struct APIHandlers: APIProtocol {
     func unregisterDevice(_ input: Operations.UnregisterDevice.Input) async throws
         -> Operations.UnregisterDevice.Output
     {
-        guard try await store.unregister(token: input.path.token, reason: "logout", now: now()) else {
-            throw APIProblem(.notFound, "no active device with that token")
+        // A user's token logs out that user's own device only (one that moved to another user is left alone).
+        var user: String?
+        if case .user(let id) = Caller.current { user = id }
+        guard try await store.unregister(token: input.path.token, userID: user, reason: "logout", now: now()) else {
+            throw APIProblem(.notFound, "no active device with that token\(user == nil ? "" : " of this user")")
         }
         return .noContent(.init())
     }

@@ -24,12 +24,16 @@ package struct APIServer: Sendable {
     }
 
     /// The application serving `store` at `host:port` (port 0: any free one), with the hook and the reminder
-    /// rules resolved from `config` now, so that a wrong setting fails at start-up. `onRunning` gets the port
+    /// rules resolved from `config` now (`flags` over it: the command line's), so that a wrong setting fails at
+    /// start-up. `onRunning` gets the port
     /// it listens on. The caller owns `store` and closes it after the application has stopped.
     package static func make(
-        store: any JobStore, config: ConfigResolver, host: String, port: Int, logger: Logger,
-        now: @escaping @Sendable () -> Int64, onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        store: any JobStore, config: ConfigResolver, flags: [ConfigKey: String] = [:], host: String, port: Int,
+        logger: Logger, now: @escaping @Sendable () -> Int64,
+        onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws(JobError) -> APIServer {
+        let users = try await AppUserTokens.resolve(config, flags: flags)
+        let limiter = RateLimiter(rate: try config.integer(.apiRate, flag: flags[.apiRate].flatMap { Int($0) }))
         let hook = try await ContentLimitHookHandler.make(config, store: store, logger: logger)
         let reminders = try DiaryReminderHandler.Settings.resolve(config)
         let catalog = try CopyCatalog.resolve(config)
@@ -46,7 +50,7 @@ package struct APIServer: Sendable {
                 on: router,
                 middlewares: [
                     MetricsMiddleware(metrics: metrics), ProblemMiddleware(),
-                    AuthenticationMiddleware(keys: store),
+                    AuthenticationMiddleware(keys: store, users: users, limiter: limiter, now: now),
                 ])
         } catch {
             throw .software("registering the API's routes: \(error)")

@@ -14,12 +14,21 @@ package enum OperationScopes {
         "contentLimitHook": [.admin, .hook],
         "explainUser": [.admin],
     ]
+
+    /// The operations an app's signed-in user may call with their own JWT, for themselves only: their settings
+    /// and their devices.
+    package static let forUsers: Set<String> = ["putUser", "registerDevice", "unregisterDevice"]
 }
 
-/// Checks the `Authorization: Bearer <key>` of every operation that takes credentials: a missing, malformed,
-/// unknown or revoked key is 401, a key whose scope does not cover the operation 403. Keys are never logged.
+/// Checks the `Authorization: Bearer …` of every operation that takes credentials: an API key (`dpk_…`), or, when
+/// configured, an app user's JWT (``AppUserTokens``). Missing, malformed, unknown, revoked, expired or forged
+/// credentials are 401; valid ones that do not cover the operation 403. The caller is then ``Caller/current``.
+/// Credentials are never logged.
 struct AuthenticationMiddleware: ServerMiddleware {
     let keys: any APIKeyStore
+    let users: AppUserTokens?
+    let limiter: RateLimiter
+    let now: @Sendable () -> Int64
 
     func intercept(
         _ request: HTTPRequest, body: HTTPBody?, metadata: ServerRequestMetadata, operationID: String,
@@ -35,14 +44,35 @@ struct AuthenticationMiddleware: ServerMiddleware {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             throw APIProblem(.unauthorized, "the Authorization header is not Bearer <API key>")
         }
-        guard let scope = try await keys.authenticate(parts[1]) else {
-            throw APIProblem(.unauthorized, "the API key is not valid (unknown or revoked)")
+        let credential = String(parts[1])
+        let caller: Caller
+        if credential.hasPrefix(APIKey.prefix) || users == nil {
+            guard let scope = try await keys.authenticate(credential) else {
+                throw APIProblem(.unauthorized, "the API key is not valid (unknown or revoked)")
+            }
+            guard scopes.contains(scope) else {
+                let allowed = scopes.map(\.rawValue).sorted().joined(separator: " or ")
+                throw APIProblem(
+                    .forbidden, "a key of scope \(scope.rawValue) may not call \(operationID) (it takes \(allowed))")
+            }
+            caller = .key(scope)
+            try limit("key " + credential.dropFirst(APIKey.prefix.count).prefix(16))
+        } else {
+            let user = try await users!.userID(credential, now: now())
+            guard OperationScopes.forUsers.contains(operationID) else {
+                throw APIProblem(.forbidden, "a user's token may not call \(operationID) (an API key may)")
+            }
+            caller = .user(user)
+            try limit("user " + user)
         }
-        guard scopes.contains(scope) else {
-            let allowed = scopes.map(\.rawValue).sorted().joined(separator: " or ")
+        return try await Caller.$current.withValue(caller) { try await next(request, body, metadata) }
+    }
+
+    private func limit(_ caller: String) throws(APIProblem) {
+        if let wait = limiter.take(caller) {
             throw APIProblem(
-                .forbidden, "a key of scope \(scope.rawValue) may not call \(operationID) (it takes \(allowed))")
+                .tooManyRequests, "over \(Int(limiter.rate)) requests a second; try again in \(wait) s",
+                retryAfter: wait)
         }
-        return try await next(request, body, metadata)
     }
 }

@@ -14,6 +14,7 @@ package struct APIProblem: Error, Sendable, Hashable {
         case notFound = "not-found"
         case tooLarge = "too-large"
         case unsupportedMediaType = "unsupported-media-type"
+        case tooManyRequests = "too-many-requests"
         case unavailable
         case internalError = "internal"
 
@@ -25,6 +26,7 @@ package struct APIProblem: Error, Sendable, Hashable {
             case .notFound: 404
             case .tooLarge: 413
             case .unsupportedMediaType: 415
+            case .tooManyRequests: 429
             case .unavailable: 503
             case .internalError: 500
             }
@@ -38,6 +40,7 @@ package struct APIProblem: Error, Sendable, Hashable {
             case .notFound: "No such resource"
             case .tooLarge: "The body is over 64 KiB"
             case .unsupportedMediaType: "The body must be application/json"
+            case .tooManyRequests: "Too many requests with these credentials"
             case .unavailable: "The store is unavailable; try again"
             case .internalError: "The server failed"
             }
@@ -118,7 +121,7 @@ package struct APIProblem: Error, Sendable, Hashable {
         var object: [String: Any] = [
             "type": "/problems/\(kind.rawValue)", "title": kind.title, "status": kind.status, "detail": detail,
         ]
-        if kind == .unavailable { object["retry_after"] = retryAfter }
+        if let retryAfter { object["retry_after"] = retryAfter }
         return (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
             ?? Data()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import JWTKit
 import JobKitTestSupport
 import NIOConcurrencyHelpers
 import NIOHTTP1
@@ -19,12 +20,15 @@ import Testing
         /// Everything the server wrote to stderr (its log), read on a thread of its own.
         let log: NIOLockedValueBox<String>
 
-        static func start(_ backend: Backend, now: String = "2026-11-21T20:00:00Z") async throws -> Server {
+        static func start(
+            _ backend: Backend, now: String = "2026-11-21T20:00:00Z", arguments: [String] = [],
+            environment: [String: String] = [:]
+        ) async throws -> Server {
             let db = try await TemporaryDatabase(backend)
             let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
             let started = try Executables.start(
-                "push-api", ["--database", db.path, "--port", "0", "--now", now], environment: ["PUSH_OUTBOX": outbox]
-            )
+                "push-api", ["--database", db.path, "--port", "0", "--now", now] + arguments,
+                environment: environment.merging(["PUSH_OUTBOX": outbox]) { $1 })
             let log = NIOLockedValueBox("")
             let handle = started.stderr.fileHandleForReading
             Thread.detachNewThread {
@@ -289,5 +293,111 @@ import Testing
         }
         #expect(seen.isSuperset(of: OperationScopes.byOperation.keys), "\(seen)")
         #expect(seen.count == 9)
+    }
+
+    /// An app calls with its signed-in user's JWT: it may set its own settings and register and log out its own
+    /// devices, nothing else; a token that is expired, of another issuer or audience, unsigned (`alg: none`) or
+    /// signed with another secret is 401.
+    @Test func anAppUsersTokenActsForThatUserOnly() async throws {
+        let secret = String(repeating: "s3cr3t-", count: 6)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jwt-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let secretFile = directory.appendingPathComponent("secret").path
+        try secret.write(toFile: secretFile, atomically: true, encoding: .utf8)
+        let server = try await Server.start(
+            .sqlite, arguments: ["--api-jwt-secret-file", secretFile],
+            environment: [
+                "PUSH_API_JWT_ISSUER": "https://example.supabase.co/auth/v1", "PUSH_API_JWT_AUDIENCE": "authenticated",
+            ])
+        let now = instant("2026-11-21T20:00:00Z")
+        func token(
+            sub: String = "u1", exp: Int64? = nil, iss: String = "https://example.supabase.co/auth/v1",
+            aud: String = "authenticated", key: String? = nil
+        ) async throws -> String {
+            let keys = JWTKeyCollection()
+            await keys.add(hmac: HMACKey(from: key ?? secret), digestAlgorithm: .sha256)
+            return try await keys.sign(
+                TestClaims(
+                    sub: .init(value: sub), exp: .init(value: Date(timeIntervalSince1970: Double(exp ?? now + 3600))),
+                    iss: .init(value: iss), aud: .init(value: [aud])))
+        }
+        let admin = try await server.key("admin")
+        _ = try await server.call(.PUT, "/v1/users/u2", key: admin, json: #"{"timezone":"UTC"}"#)
+        let device = #"{"token":"\#(Self.apnsToken)","provider":"apns","platform":"ios"}"#
+        _ = try await server.call(.POST, "/v1/users/u2/devices", key: admin, json: device)
+
+        let own = try await token()
+        let created = try await server.call(.PUT, "/v1/users/u1", key: own, json: #"{"timezone":"UTC"}"#)
+        #expect(created.status == 200, "\(created.body)")
+        let fid = #"{"fid":"c\#(String(repeating: "u", count: 21))","platform":"android"}"#
+        let registered = try await server.call(.POST, "/v1/users/u1/devices", key: own, json: fid)
+        #expect(registered.status == 200, "\(registered.body)")
+        // Another user's settings, devices, or their token: 403 and 404, nothing changed.
+        #expect(try await server.call(.PUT, "/v1/users/u2", key: own, json: #"{"plan":"pro"}"#).status == 403)
+        #expect(try await server.call(.POST, "/v1/users/u2/devices", key: own, json: fid).status == 403)
+        #expect(try await server.call(.DELETE, "/v1/devices/\(Self.apnsToken)", key: own).status == 404)
+        // What only backends may do.
+        #expect(try await server.call(.GET, "/v1/users/u1/explain", key: own).status == 403)
+        #expect(
+            try await server.call(.POST, "/v1/hooks/content-limit", key: own, json: #"{"user_id":"u1","used":1}"#)
+                .status == 403)
+        #expect(try await server.call(.DELETE, "/v1/users/u1", key: own).status == 403)
+
+        let header = Data(#"{"alg":"none","typ":"JWT"}"#.utf8).base64EncodedString()
+        let unsigned = own.split(separator: ".")[1]
+        let bad: [(String, String)] = [
+            ("expired", try await token(exp: now - 1)),
+            ("another issuer", try await token(iss: "https://evil.example/auth/v1")),
+            ("another audience", try await token(aud: "anon")),
+            ("another secret", try await token(key: String(repeating: "x", count: 42))),
+            ("alg none", header.replacingOccurrences(of: "=", with: "") + "." + unsigned + "."),
+            ("not a user id", try await token(sub: "")),
+        ]
+        for (name, credential) in bad {
+            let answer = try await server.call(.PUT, "/v1/users/u1", key: credential, json: #"{"plan":"pro"}"#)
+            #expect(answer.status == 401 && answer.body.contains("/problems/unauthorized"), "\(name): \(answer.body)")
+        }
+        #expect(try await server.db.count("SELECT count(*) FROM users WHERE plan = 'pro'") == 0)
+        #expect(try await server.db.count("SELECT count(*) FROM user_devices WHERE is_active = 1") == 2)
+        let loggedOut = try await server.call(.DELETE, "/v1/devices/c\(String(repeating: "u", count: 21))", key: own)
+        #expect(loggedOut.status == 204, "\(loggedOut.body)")
+        let stopped = await server.stop()
+        #expect(!stopped.stderr.contains(own))
+    }
+
+    /// Over `--api-rate` requests a second with one key: 429 with Retry-After; another key has its own bucket.
+    @Test func aKeyOverItsRateIsToldToWait() async throws {
+        let server = try await Server.start(.sqlite, arguments: ["--api-rate", "3"])
+        let first = try await server.key("admin")
+        let second = try await server.key("admin")
+        var statuses: [Int] = []
+        for _ in 0..<6 { statuses.append(try await server.call(.GET, "/v1/users/u1/explain", key: first).status) }
+        #expect(statuses.filter { $0 == 429 }.count >= 2, "\(statuses)")
+        let limited = try await server.call(.GET, "/v1/users/u1/explain", key: first)
+        #expect(limited.status == 429 && limited.body.contains("/problems/too-many-requests"), "\(limited.body)")
+        #expect(Self.object(limited.body)["retry_after"] as? Int == 1, "\(limited.body)")
+        #expect(try await server.call(.GET, "/v1/users/u1/explain", key: second).status != 429)
+        _ = await server.stop()
+    }
+
+    /// The bucket refills at the rate, up to one second's worth.
+    @Test func theBucketRefillsAtItsRate() {
+        let limiter = RateLimiter(rate: 2)
+        let start = ContinuousClock.now
+        #expect(limiter.take("k", now: start) == nil)
+        #expect(limiter.take("k", now: start) == nil)
+        #expect(limiter.take("k", now: start) == 1)
+        #expect(limiter.take("k", now: start + .milliseconds(500)) == nil)
+        #expect(limiter.take("k", now: start + .milliseconds(500)) == 1)
+        #expect(limiter.take("other", now: start) == nil)
+        #expect(RateLimiter(rate: 0).take("k") == nil)
+    }
+
+    struct TestClaims: JWTPayload {
+        var sub: SubjectClaim
+        var exp: ExpirationClaim
+        var iss: IssuerClaim
+        var aud: AudienceClaim
+        func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 }

@@ -42,7 +42,7 @@ import Testing
     @Test func everyCommandsSettingFlagsComeFromTheOneDeclaration() async throws {
         var offered: Set<ConfigKey> = []
         let byFlag = Dictionary(uniqueKeysWithValues: ConfigKey.allCases.map { (String($0.flag.dropFirst(2)), $0) })
-        for executable in ["diary-reminder", "content-limit-hook-full", "token-janitor", "pushctl"] {
+        for executable in ["diary-reminder", "content-limit-hook-full", "token-janitor", "pushctl", "push-api"] {
             let options = try await Self.options(executable)
             #expect(options.count > 5, "\(executable): \(options.count) options read")
             for option in options {

@@ -27,14 +27,14 @@ public struct ConfigResolver: Sendable {
         environment[key.rawValue].flatMap { $0.isEmpty ? nil : $0 }
     }
 
-    /// An integer setting; a malformed flag is a usage error (64), a malformed variable a configuration
-    /// error (78).
     /// A whole-number setting (``ConfigKey/number``): the flag, else the variable, else the default.
     package func integer(_ key: ConfigKey, flag: Int?) throws(JobError) -> Int {
         guard let number = key.number else { preconditionFailure("\(key.rawValue) is not a whole-number setting") }
         return try integer(key, flag: flag, default: number.default, range: number.range)
     }
 
+    /// An integer setting; a malformed flag is a usage error (64), a malformed variable a configuration
+    /// error (78).
     package func integer(_ key: ConfigKey, flag: Int?, default value: Int, range: ClosedRange<Int>) throws(JobError)
         -> Int
     {
