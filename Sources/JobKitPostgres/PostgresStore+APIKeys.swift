@@ -50,3 +50,68 @@ extension PostgresStore: APIKeyStore {
         ) > 0
     }
 }
+
+extension PostgresStore: IdempotencyStore {
+    package func idempotencyRecord(caller: String, key: String) async throws(JobError) -> IdempotencyRecord? {
+        let rows = try await rows(
+            "reading an idempotency key",
+            """
+            SELECT request_sha256, status, response, \(unescaped: Self.epoch("created_at"))
+            FROM api_idempotency WHERE caller = \(caller) AND key = \(key)
+            """)
+        guard let row = rows.first else { return nil }
+        do {
+            let (hash, status, response, created) = try row.decode((String, Int, String?, Int64).self)
+            return IdempotencyRecord(requestSHA256: hash, status: status, response: response, createdAt: created)
+        } catch {
+            throw Self.mapError(error, "reading an idempotency key", location: location)
+        }
+    }
+
+    package func insertIdempotency(caller: String, key: String, _ record: IdempotencyRecord) async throws(JobError)
+        -> Bool
+    {
+        try await changed(
+            "claiming an idempotency key",
+            """
+            INSERT INTO api_idempotency (caller, key, request_sha256, status, response, created_at)
+            VALUES (\(caller), \(key), \(record.requestSHA256), \(record.status), \(record.response),
+                    to_timestamp(\(record.createdAt)))
+            ON CONFLICT DO NOTHING RETURNING 1
+            """) > 0
+    }
+
+    package func replaceIdempotency(caller: String, key: String, createdAt: Int64, with record: IdempotencyRecord)
+        async throws(JobError) -> Bool
+    {
+        try await changed(
+            "taking over an idempotency key",
+            """
+            UPDATE api_idempotency SET request_sha256 = \(record.requestSHA256), status = \(record.status),
+                   response = \(record.response), created_at = to_timestamp(\(record.createdAt))
+            WHERE caller = \(caller) AND key = \(key) AND created_at = to_timestamp(\(createdAt))
+            RETURNING 1
+            """) > 0
+    }
+
+    package func finishIdempotency(caller: String, key: String, status: Int, response: String) async throws(JobError) {
+        _ = try await changed(
+            "recording an idempotent answer",
+            """
+            UPDATE api_idempotency SET status = \(status), response = \(response)
+            WHERE caller = \(caller) AND key = \(key) RETURNING 1
+            """)
+    }
+
+    package func deleteIdempotency(caller: String, key: String) async throws(JobError) {
+        _ = try await changed(
+            "forgetting an idempotency key",
+            "DELETE FROM api_idempotency WHERE caller = \(caller) AND key = \(key) RETURNING 1")
+    }
+
+    package func deleteIdempotency(createdBefore before: Int64) async throws(JobError) -> Int {
+        try await changed(
+            "deleting old idempotency keys",
+            "DELETE FROM api_idempotency WHERE created_at < to_timestamp(\(before)) RETURNING 1")
+    }
+}

@@ -41,3 +41,68 @@ extension SQLiteStore: APIKeyStore {
         }
     }
 }
+
+extension SQLiteStore: IdempotencyStore {
+    package func idempotencyRecord(caller: String, key: String) async throws(JobError) -> IdempotencyRecord? {
+        try await read("reading an idempotency key") { db -> IdempotencyRecord? in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT request_sha256, status, response, created_at FROM api_idempotency
+                    WHERE caller = ? AND key = ?
+                    """, arguments: [caller, key]
+            ).map { IdempotencyRecord(requestSHA256: $0[0], status: $0[1], response: $0[2], createdAt: $0[3]) }
+        }
+    }
+
+    package func insertIdempotency(caller: String, key: String, _ record: IdempotencyRecord) async throws(JobError)
+        -> Bool
+    {
+        try await write("claiming an idempotency key") { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO api_idempotency (caller, key, request_sha256, status, response, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING
+                    """,
+                arguments: [caller, key, record.requestSHA256, record.status, record.response, record.createdAt])
+            return db.changesCount > 0
+        }
+    }
+
+    package func replaceIdempotency(caller: String, key: String, createdAt: Int64, with record: IdempotencyRecord)
+        async throws(JobError) -> Bool
+    {
+        try await write("taking over an idempotency key") { db in
+            try db.execute(
+                sql: """
+                    UPDATE api_idempotency SET request_sha256 = ?, status = ?, response = ?, created_at = ?
+                    WHERE caller = ? AND key = ? AND created_at = ?
+                    """,
+                arguments: [
+                    record.requestSHA256, record.status, record.response, record.createdAt, caller, key, createdAt,
+                ])
+            return db.changesCount > 0
+        }
+    }
+
+    package func finishIdempotency(caller: String, key: String, status: Int, response: String) async throws(JobError) {
+        try await write("recording an idempotent answer") { db in
+            try db.execute(
+                sql: "UPDATE api_idempotency SET status = ?, response = ? WHERE caller = ? AND key = ?",
+                arguments: [status, response, caller, key])
+        }
+    }
+
+    package func deleteIdempotency(caller: String, key: String) async throws(JobError) {
+        try await write("forgetting an idempotency key") { db in
+            try db.execute(sql: "DELETE FROM api_idempotency WHERE caller = ? AND key = ?", arguments: [caller, key])
+        }
+    }
+
+    package func deleteIdempotency(createdBefore before: Int64) async throws(JobError) -> Int {
+        try await write("deleting old idempotency keys") { db in
+            try db.execute(sql: "DELETE FROM api_idempotency WHERE created_at < ?", arguments: [before])
+            return db.changesCount
+        }
+    }
+}

@@ -51,6 +51,7 @@ package struct APIServer: Sendable {
                 middlewares: [
                     MetricsMiddleware(metrics: metrics), ProblemMiddleware(),
                     AuthenticationMiddleware(keys: store, users: users, limiter: limiter, now: now),
+                    IdempotencyMiddleware(store: store, now: now),
                 ])
         } catch {
             throw .software("registering the API's routes: \(error)")

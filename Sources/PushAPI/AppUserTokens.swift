@@ -148,10 +148,18 @@ package struct AppUserTokens: Sendable {
     }
 }
 
-/// Who is calling: a backend's API key of a scope, or an app's signed-in user.
+/// Who is calling: a backend's API key (its id and scope), or an app's signed-in user.
 package enum Caller: Sendable, Hashable {
-    case key(APIScope)
+    case key(id: String, scope: APIScope)
     case user(String)
+
+    /// The caller as rate limits and idempotency keys are kept: `key <id>` or `user <id>`.
+    var id: String {
+        switch self {
+        case .key(let id, _): "key \(id)"
+        case .user(let id): "user \(id)"
+        }
+    }
 
     @TaskLocal static var current: Caller?
 

@@ -55,15 +55,15 @@ struct AuthenticationMiddleware: ServerMiddleware {
                 throw APIProblem(
                     .forbidden, "a key of scope \(scope.rawValue) may not call \(operationID) (it takes \(allowed))")
             }
-            caller = .key(scope)
-            try limit("key " + credential.dropFirst(APIKey.prefix.count).prefix(16))
+            caller = .key(id: String(credential.dropFirst(APIKey.prefix.count).prefix(16)), scope: scope)
+            try limit(caller.id)
         } else {
             let user = try await users!.userID(credential, now: now())
             guard OperationScopes.forUsers.contains(operationID) else {
                 throw APIProblem(.forbidden, "a user's token may not call \(operationID) (an API key may)")
             }
             caller = .user(user)
-            try limit("user " + user)
+            try limit(caller.id)
         }
         return try await Caller.$current.withValue(caller) { try await next(request, body, metadata) }
     }

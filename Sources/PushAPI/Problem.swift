@@ -12,6 +12,8 @@ package struct APIProblem: Error, Sendable, Hashable {
         case unauthorized
         case forbidden
         case notFound = "not-found"
+        case conflict
+        case unprocessable = "unprocessable"
         case tooLarge = "too-large"
         case unsupportedMediaType = "unsupported-media-type"
         case tooManyRequests = "too-many-requests"
@@ -24,6 +26,8 @@ package struct APIProblem: Error, Sendable, Hashable {
             case .unauthorized: 401
             case .forbidden: 403
             case .notFound: 404
+            case .conflict: 409
+            case .unprocessable: 422
             case .tooLarge: 413
             case .unsupportedMediaType: 415
             case .tooManyRequests: 429
@@ -38,6 +42,8 @@ package struct APIProblem: Error, Sendable, Hashable {
             case .unauthorized: "No valid credentials"
             case .forbidden: "Not allowed with these credentials"
             case .notFound: "No such resource"
+            case .conflict: "A request with this Idempotency-Key is in progress"
+            case .unprocessable: "This Idempotency-Key was used for another request"
             case .tooLarge: "The body is over 64 KiB"
             case .unsupportedMediaType: "The body must be application/json"
             case .tooManyRequests: "Too many requests with these credentials"

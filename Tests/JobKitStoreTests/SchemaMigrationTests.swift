@@ -58,7 +58,7 @@ import Testing
             "012_trigger_functions_in_their_schema": "91af29988bfa7644c8fd8ced0b63a32b4b4245fd778ca61c44b1e1f542a07a22",
             "013_device_token_kind": "31f5575c9b0a75859065e8219b250c57b2af0d130bbecb4168074315a3ad688a",
             "014_contract_guards": "98544146316ed38539f964b95e7e2cdc48cf7d4930d7435edeb0dfff8d2dcdb2",
-            "015_api_keys": "be51b6eddaf742ca5d9d13adcc0b7de128e1b146c955bb04b1bb786879db3c8e",
+            "015_http_api": "50c9abe75d3e5b1c1b0e4cbea221848a442363d834e9ba7d9c17f2d96eb02c57",
         ]
         for migration in SchemaMigrations.all {
             let digest = SHA256.hash(data: Data((migration.sqlite + "\u{0}" + migration.postgres).utf8))

@@ -129,3 +129,89 @@ extension Data {
             .replacingOccurrences(of: "=", with: "")
     }
 }
+
+/// One `Idempotency-Key`'s row: which request it was made for, and its answer once there is one.
+package struct IdempotencyRecord: Sendable, Hashable {
+    package let requestSHA256: String
+    /// The answer's status; 0 while the request is being answered.
+    package let status: Int
+    package let response: String?
+    package let createdAt: Int64
+
+    package init(requestSHA256: String, status: Int, response: String?, createdAt: Int64) {
+        self.requestSHA256 = requestSHA256
+        self.status = status
+        self.response = response
+        self.createdAt = createdAt
+    }
+}
+
+/// The `api_idempotency` table (migration 015): the store's primitives; what a key's row means is
+/// ``IdempotencyRule``'s.
+package protocol IdempotencyStore: Sendable {
+    /// The row of `key` for `caller`, if any.
+    func idempotencyRecord(caller: String, key: String) async throws(JobError) -> IdempotencyRecord?
+    /// Inserts `record` unless a row of `key` exists; whether it did.
+    func insertIdempotency(caller: String, key: String, _ record: IdempotencyRecord) async throws(JobError) -> Bool
+    /// Replaces the row of `key` with `record` if it was still created at `createdAt` (one taker wins); whether it
+    /// did.
+    func replaceIdempotency(caller: String, key: String, createdAt: Int64, with record: IdempotencyRecord)
+        async throws(JobError) -> Bool
+    /// Records the answer of the request that holds `key`.
+    func finishIdempotency(caller: String, key: String, status: Int, response: String) async throws(JobError)
+    /// Forgets `key` (its request failed in a way a retry may undo).
+    func deleteIdempotency(caller: String, key: String) async throws(JobError)
+    /// Deletes the rows created before `before`; how many.
+    func deleteIdempotency(createdBefore before: Int64) async throws(JobError) -> Int
+}
+
+/// What an `Idempotency-Key` on a request means, given its row (the HTTP API's rule, written once for both stores):
+/// a key is kept 24 hours; the same key with the same request replays the first answer; with another request it is
+/// a conflict; a request still being answered under it is in progress, unless it has been so for longer than
+/// ``abandonedAfter`` (its server died): then the new request takes the key over.
+package enum IdempotencyRule {
+    package static let keptSeconds: Int64 = 86_400
+    package static let abandonedAfter: Int64 = 60
+
+    package enum Decision: Sendable, Hashable {
+        /// Answer the request, then record the answer under the key.
+        case proceed
+        /// Answer with the recorded answer.
+        case replay(status: Int, response: String)
+        /// The key was used for another request: 422.
+        case conflict
+        /// The key's first request is still being answered: 409, try again.
+        case inProgress
+    }
+
+    /// The decision for a request hashing to `requestSHA256` at `now`, by the key's row (`nil`: none).
+    package static func decide(_ record: IdempotencyRecord?, requestSHA256: String, now: Int64) -> Decision {
+        guard let record, record.createdAt > now - keptSeconds else { return .proceed }
+        guard record.requestSHA256 == requestSHA256 else { return .conflict }
+        if record.status == 0 { return record.createdAt <= now - abandonedAfter ? .proceed : .inProgress }
+        return .replay(status: record.status, response: record.response ?? "")
+    }
+}
+
+extension IdempotencyStore {
+    /// Claims `key` for a request: the row is written (or taken over) before the request is answered, so that two
+    /// requests with one key never both proceed.
+    package func beginIdempotent(caller: String, key: String, requestSHA256: String, now: Int64)
+        async throws(JobError) -> IdempotencyRule.Decision
+    {
+        let mine = IdempotencyRecord(requestSHA256: requestSHA256, status: 0, response: nil, createdAt: now)
+        for _ in 0..<3 {
+            let existing = try await idempotencyRecord(caller: caller, key: key)
+            let decision = IdempotencyRule.decide(existing, requestSHA256: requestSHA256, now: now)
+            guard decision == .proceed else { return decision }
+            let won =
+                if let existing {
+                    try await replaceIdempotency(caller: caller, key: key, createdAt: existing.createdAt, with: mine)
+                } else {
+                    try await insertIdempotency(caller: caller, key: key, mine)
+                }
+            if won { return .proceed }
+        }
+        return .inProgress
+    }
+}

@@ -761,9 +761,11 @@ package enum SchemaMigrations {
             """)
 
     /// The HTTP API's keys (`pushctl api-key`): each stored as the SHA-256 of its secret, never the secret; a
-    /// revoked key keeps its row (who had access when) and is refused.
+    /// revoked key keeps its row (who had access when) and is refused. And its `Idempotency-Key`s: a `POST` retried
+    /// with the same key gets the first answer (kept 24 hours), never a second effect; `status` 0 marks a request
+    /// still being answered.
     static let m015 = SchemaMigration(
-        id: "015_api_keys",
+        id: "015_http_api",
         sqlite: """
             CREATE TABLE api_keys (
                 id         TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 64),
@@ -773,6 +775,16 @@ package enum SchemaMigrations {
                 created_at INTEGER NOT NULL,
                 revoked_at INTEGER
             ) WITHOUT ROWID;
+            CREATE TABLE api_idempotency (
+                caller         TEXT NOT NULL,
+                key            TEXT NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+                request_sha256 TEXT NOT NULL,
+                status         INTEGER NOT NULL DEFAULT 0,
+                response       TEXT,
+                created_at     INTEGER NOT NULL,
+                PRIMARY KEY (caller, key)
+            ) WITHOUT ROWID;
+            CREATE INDEX api_idempotency_by_age ON api_idempotency (created_at);
             """,
         postgres: """
             CREATE TABLE api_keys (
@@ -783,5 +795,15 @@ package enum SchemaMigrations {
                 created_at timestamptz NOT NULL,
                 revoked_at timestamptz
             );
+            CREATE TABLE api_idempotency (
+                caller         text COLLATE "C" NOT NULL,
+                key            text COLLATE "C" NOT NULL CHECK (length(key) BETWEEN 1 AND 255),
+                request_sha256 text NOT NULL,
+                status         integer NOT NULL DEFAULT 0,
+                response       text,
+                created_at     timestamptz NOT NULL,
+                PRIMARY KEY (caller, key)
+            );
+            CREATE INDEX api_idempotency_by_age ON api_idempotency (created_at);
             """)
 }

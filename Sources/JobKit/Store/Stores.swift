@@ -15,7 +15,7 @@ package enum StoreOpenMode: Sendable, Hashable {
 /// against both.
 package protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, ContentLimitStore, JanitorStore, ReportStore,
     DueSetLeases,
-    AppDataStore, SeedSink, APIKeyStore
+    AppDataStore, SeedSink, APIKeyStore, IdempotencyStore
 {
     /// `sqlite` or `postgres`.
     var backend: String { get }

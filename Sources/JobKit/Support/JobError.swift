@@ -76,4 +76,12 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     public var kind: String { code.rawValue }
 
     public var description: String { message }
+
+    /// Equal by kind and message (an unknown user's error is a data error with its message, however made).
+    public static func == (lhs: JobError, rhs: JobError) -> Bool { lhs.code == rhs.code && lhs.message == rhs.message }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(code)
+        hasher.combine(message)
+    }
 }
