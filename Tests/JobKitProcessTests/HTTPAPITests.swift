@@ -408,6 +408,68 @@ import Testing
         _ = await server.stop()
     }
 
+    /// SIGTERM while a request is in flight (its body still arriving): the request is answered, then the server
+    /// exits 0 and the write is there.
+    @Test func sigtermLetsTheRequestInFlightFinish() async throws {
+        let server = try await Server.start(.sqlite)
+        let admin = try await server.key("admin")
+        let client = """
+            import socket, sys, time
+            s = socket.create_connection(("127.0.0.1", \(server.port)))
+            body = b'{"timezone":"UTC"}'
+            head = ("PUT /v1/users/inflight HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer \(admin)\\r\\n"
+                    "Content-Type: application/json\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n" % len(body))
+            s.sendall(head.encode() + body[:5])
+            time.sleep(1.5)
+            s.sendall(body[5:])
+            answer = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                answer += chunk
+            print(answer.decode().split("\\r\\n")[0])
+            """
+        let python = try Executables.start(executable: URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", client])
+        try await Task.sleep(for: .milliseconds(700))
+        server.started.process.terminate()
+        let answered = await Executables.finish(python, limit: .seconds(30))
+        #expect(answered.stdout.hasPrefix("HTTP/1.1 200"), "\(answered.stdout) \(answered.stderr)")
+        let stopped = await Executables.finish(server.started, limit: .seconds(30))
+        #expect(stopped.status == 0 && stopped.signal == nil, "\(stopped.stderr)")
+        #expect(try await server.db.count("SELECT count(*) FROM users WHERE id = 'inflight'") == 1)
+    }
+
+    /// PostgreSQL going away under a running server (its connections killed, new ones refused): 503 with
+    /// Retry-After, never a 500; when it is back, the server answers again without a restart.
+    @Test func aStoreThatGoesAwayIs503UntilItIsBack() async throws {
+        let server = try await Server.start(.postgres)
+        let admin = try await server.key("admin")
+        #expect(try await server.call(.GET, "/healthz").status == 200)
+        let name = try #require(URLComponents(string: server.db.path)?.path.dropFirst())
+        func psql(_ sql: String) async throws {
+            let result = await Executables.finish(
+                try Executables.start(
+                    executable: URL(fileURLWithPath: "/usr/bin/env"),
+                    ["psql", "-q", try Backend.postgresAdminURL, "-c", sql]))
+            #expect(result.status == 0, "\(sql): \(result.stderr)")
+        }
+        try await psql("ALTER DATABASE \(name) ALLOW_CONNECTIONS false")
+        try await psql(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(name)' AND pid <> pg_backend_pid()"
+        )
+        for _ in 0..<2 {
+            let health = try await server.call(.GET, "/healthz")
+            #expect(health.status == 503 && health.body.contains("/problems/unavailable"), "\(health.body)")
+            let put = try await server.call(.PUT, "/v1/users/u1", key: admin, json: #"{"timezone":"UTC"}"#)
+            #expect(put.status == 503 && Self.object(put.body)["retry_after"] != nil, "\(put.body)")
+        }
+        try await psql("ALTER DATABASE \(name) ALLOW_CONNECTIONS true")
+        #expect(try await server.call(.GET, "/healthz").status == 200)
+        #expect(try await server.call(.PUT, "/v1/users/u1", key: admin, json: #"{"timezone":"UTC"}"#).status == 200)
+        let stopped = await server.stop()
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+    }
+
     /// The rule itself: kept 24 hours, a request in progress for a minute is taken over.
     @Test func anIdempotencyKeysRowDecides() {
         let row = IdempotencyRecord(requestSHA256: "a", status: 200, response: "{}", createdAt: 1_000)
