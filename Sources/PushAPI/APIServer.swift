@@ -46,11 +46,12 @@ package struct APIServer: Sendable {
         let router = Router()
         router.add(middleware: BodyLimitMiddleware())
         do {
+            // Compact JSON (the generator's default pretty-prints every answer).
             try handlers.registerHandlers(
-                on: router,
+                on: router, configuration: Configuration(jsonEncodingOptions: [.sortedKeys]),
                 middlewares: [
                     MetricsMiddleware(metrics: metrics), ProblemMiddleware(),
-                    AuthenticationMiddleware(keys: store, users: users, limiter: limiter, now: now),
+                    AuthenticationMiddleware(keys: APIKeyCache(store: store), users: users, limiter: limiter, now: now),
                     IdempotencyMiddleware(store: store, now: now),
                 ])
         } catch {

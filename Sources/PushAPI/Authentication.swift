@@ -1,5 +1,6 @@
 import HTTPTypes
 import JobKit
+import NIOConcurrencyHelpers
 import OpenAPIRuntime
 
 /// Who may call each operation: the API key scopes (``APIScope``) it takes. An operation not listed takes no
@@ -25,7 +26,7 @@ package enum OperationScopes {
 /// credentials are 401; valid ones that do not cover the operation 403. The caller is then ``Caller/current``.
 /// Credentials are never logged.
 struct AuthenticationMiddleware: ServerMiddleware {
-    let keys: any APIKeyStore
+    let keys: APIKeyCache
     let users: AppUserTokens?
     let limiter: RateLimiter
     let now: @Sendable () -> Int64
@@ -74,5 +75,37 @@ struct AuthenticationMiddleware: ServerMiddleware {
                 .tooManyRequests, "over \(Int(limiter.rate)) requests a second; try again in \(wait) s",
                 retryAfter: wait)
         }
+    }
+}
+
+/// The API keys' rows as the store last said, for at most ``ttl``: a busy backend's key is read from the store
+/// once a second, not once a request (measured in BENCHMARKS.md, "The HTTP API"). A revocation therefore takes
+/// effect within that second; an unknown id is never cached.
+final class APIKeyCache: Sendable {
+    static let ttl: Duration = .seconds(1)
+
+    private struct Entry {
+        let scope: APIScope
+        let secretSHA256: String
+        let revoked: Bool
+        let readAt: ContinuousClock.Instant
+    }
+
+    let store: any APIKeyStore
+    private let entries = NIOLockedValueBox<[String: Entry]>([:])
+
+    init(store: any APIKeyStore) { self.store = store }
+
+    /// The scope of the key `text` spells, or nil when it is not a key the store holds unrevoked.
+    func authenticate(_ text: String, now: ContinuousClock.Instant = .now) async throws(JobError) -> APIScope? {
+        guard let key = APIKey(parsing: text) else { return nil }
+        var entry = entries.withLockedValue { $0[key.id] }
+        if entry == nil || now - entry!.readAt > Self.ttl {
+            guard let row = try await store.apiKey(id: key.id) else { return nil }
+            entry = Entry(scope: row.scope, secretSHA256: row.secretSHA256, revoked: row.revoked, readAt: now)
+            entries.withLockedValue { $0[key.id] = entry }
+        }
+        guard let entry, !entry.revoked, key.matches(secretSHA256: entry.secretSHA256) else { return nil }
+        return entry.scope
     }
 }
