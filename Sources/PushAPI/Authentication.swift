@@ -47,7 +47,13 @@ struct AuthenticationMiddleware: ServerMiddleware {
         }
         let credential = String(parts[1])
         let caller: Caller
-        if credential.hasPrefix(APIKey.prefix) || users == nil {
+        if !credential.hasPrefix(APIKey.prefix), let users {
+            let user = try await users.userID(credential, now: now())
+            guard OperationScopes.forUsers.contains(operationID) else {
+                throw APIProblem(.forbidden, "a user's token may not call \(operationID) (an API key may)")
+            }
+            caller = .user(user)
+        } else {
             guard let scope = try await keys.authenticate(credential) else {
                 throw APIProblem(.unauthorized, "the API key is not valid (unknown or revoked)")
             }
@@ -57,15 +63,8 @@ struct AuthenticationMiddleware: ServerMiddleware {
                     .forbidden, "a key of scope \(scope.rawValue) may not call \(operationID) (it takes \(allowed))")
             }
             caller = .key(id: String(credential.dropFirst(APIKey.prefix.count).prefix(16)), scope: scope)
-            try limit(caller.id)
-        } else {
-            let user = try await users!.userID(credential, now: now())
-            guard OperationScopes.forUsers.contains(operationID) else {
-                throw APIProblem(.forbidden, "a user's token may not call \(operationID) (an API key may)")
-            }
-            caller = .user(user)
-            try limit(caller.id)
         }
+        try limit(caller.id)
         return try await Caller.$current.withValue(caller) { try await next(request, body, metadata) }
     }
 

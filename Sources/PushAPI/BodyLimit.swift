@@ -3,7 +3,8 @@ import Hummingbird
 import JobKit
 
 /// Before any operation reads a body: one over 64 KiB is 413, and a JSON body must be strict JSON (no key given
-/// twice, no trailing text): the same reader the CLI's `--event` uses, so that a body means one thing.
+/// twice, no trailing text): the same reader the CLI's `--event` uses, so that a body means one thing. And what the
+/// router answers itself (no such route, a method the route does not take) is a problem+json too.
 struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
     static var limit: Int { 64 * 1024 }
 
@@ -27,7 +28,16 @@ struct BodyLimitMiddleware<Context: RequestContext>: RouterMiddleware {
                 return APIProblem(.badRequest, error.message).response
             }
         }
-        return try await next(request, context)
+        do {
+            return try await next(request, context)
+        } catch let error as HTTPError {
+            switch error.status.code {
+            case 404: return APIProblem(.notFound, "no such route: \(request.method) \(request.uri.path)").response
+            case 405:
+                return APIProblem(.methodNotAllowed, "\(request.uri.path) does not take \(request.method)").response
+            default: throw error
+            }
+        }
     }
 
     static func isJSON(_ contentType: String) -> Bool {

@@ -12,6 +12,7 @@ package struct APIProblem: Error, Sendable, Hashable {
         case unauthorized
         case forbidden
         case notFound = "not-found"
+        case methodNotAllowed = "method-not-allowed"
         case conflict
         case unprocessable = "unprocessable"
         case tooLarge = "too-large"
@@ -26,6 +27,7 @@ package struct APIProblem: Error, Sendable, Hashable {
             case .unauthorized: 401
             case .forbidden: 403
             case .notFound: 404
+            case .methodNotAllowed: 405
             case .conflict: 409
             case .unprocessable: 422
             case .tooLarge: 413
@@ -42,6 +44,7 @@ package struct APIProblem: Error, Sendable, Hashable {
             case .unauthorized: "No valid credentials"
             case .forbidden: "Not allowed with these credentials"
             case .notFound: "No such resource"
+            case .methodNotAllowed: "Not a method of this resource"
             case .conflict: "A request with this Idempotency-Key is in progress"
             case .unprocessable: "This Idempotency-Key was used for another request"
             case .tooLarge: "The body is over 64 KiB"
