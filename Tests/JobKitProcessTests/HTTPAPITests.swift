@@ -412,11 +412,13 @@ import Testing
         _ = await server.stop()
     }
 
-    /// SIGTERM while a request is in flight (its body still arriving): the request is answered, then the server
-    /// exits 0 and the write is there.
+    /// SIGTERM while a request is in flight (its head sent, its body still arriving): the request is answered, then
+    /// the server exits 0 and the write is there. The client says when its head is out (a marker file), so that a
+    /// loaded machine's slow start cannot put the signal first.
     @Test func sigtermLetsTheRequestInFlightFinish() async throws {
         let server = try await Server.start(.sqlite)
         let admin = try await server.key("admin")
+        let marker = server.db.directory.appendingPathComponent("head-sent").path
         let client = """
             import socket, sys, time
             s = socket.create_connection(("127.0.0.1", \(server.port)))
@@ -424,6 +426,8 @@ import Testing
             head = ("PUT /v1/users/inflight HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer \(admin)\\r\\n"
                     "Content-Type: application/json\\r\\nContent-Length: %d\\r\\nConnection: close\\r\\n\\r\\n" % len(body))
             s.sendall(head.encode() + body[:5])
+            time.sleep(0.3)
+            open("\(marker)", "w").close()
             time.sleep(1.5)
             s.sendall(body[5:])
             answer = b""
@@ -434,11 +438,14 @@ import Testing
             print(answer.decode().split("\\r\\n")[0])
             """
         let python = try Executables.start(executable: URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", client])
-        try await Task.sleep(for: .milliseconds(700))
+        for _ in 0..<600 where !FileManager.default.fileExists(atPath: marker) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(FileManager.default.fileExists(atPath: marker), "the client never sent its request")
         server.started.process.terminate()
-        let answered = await Executables.finish(python, limit: .seconds(30))
+        let answered = await Executables.finish(python, limit: .seconds(60))
         #expect(answered.stdout.hasPrefix("HTTP/1.1 200"), "\(answered.stdout) \(answered.stderr)")
-        let stopped = await Executables.finish(server.started, limit: .seconds(30))
+        let stopped = await Executables.finish(server.started, limit: .seconds(60))
         #expect(stopped.status == 0 && stopped.signal == nil, "\(stopped.stderr)")
         #expect(try await server.db.count("SELECT count(*) FROM users WHERE id = 'inflight'") == 1)
     }
