@@ -54,7 +54,7 @@ struct AuthenticationMiddleware: ServerMiddleware {
             }
             caller = .user(user)
         } else {
-            guard let scope = try await keys.authenticate(credential) else {
+            guard let key = try await keys.authenticate(credential), case .key(_, let scope) = key else {
                 throw APIProblem(.unauthorized, "the API key is not valid (unknown or revoked)")
             }
             guard scopes.contains(scope) else {
@@ -62,7 +62,7 @@ struct AuthenticationMiddleware: ServerMiddleware {
                 throw APIProblem(
                     .forbidden, "a key of scope \(scope.rawValue) may not call \(operationID) (it takes \(allowed))")
             }
-            caller = .key(id: String(credential.dropFirst(APIKey.prefix.count).prefix(16)), scope: scope)
+            caller = key
         }
         try limit(caller.id)
         return try await Caller.$current.withValue(caller) { try await next(request, body, metadata) }
@@ -95,8 +95,8 @@ final class APIKeyCache: Sendable {
 
     init(store: any APIKeyStore) { self.store = store }
 
-    /// The scope of the key `text` spells, or nil when it is not a key the store holds unrevoked.
-    func authenticate(_ text: String, now: ContinuousClock.Instant = .now) async throws(JobError) -> APIScope? {
+    /// The caller the key `text` spells, or nil when it is not a key the store holds unrevoked.
+    func authenticate(_ text: String, now: ContinuousClock.Instant = .now) async throws(JobError) -> Caller? {
         guard let key = APIKey(parsing: text) else { return nil }
         var entry = entries.withLockedValue { $0[key.id] }
         if entry == nil || now - entry!.readAt > Self.ttl {
@@ -105,6 +105,6 @@ final class APIKeyCache: Sendable {
             entries.withLockedValue { $0[key.id] = entry }
         }
         guard let entry, !entry.revoked, key.matches(secretSHA256: entry.secretSHA256) else { return nil }
-        return entry.scope
+        return .key(id: key.id, scope: entry.scope)
     }
 }

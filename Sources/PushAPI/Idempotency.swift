@@ -34,7 +34,7 @@ struct IdempotencyMiddleware: ServerMiddleware {
         var hasher = SHA256()
         hasher.update(data: Data("\(operationID)\n\(request.path ?? "")\n".utf8))
         hasher.update(data: bytes)
-        let requestSHA256 = hasher.finalize().map { String(format: "%02x", $0) }.joined()
+        let requestSHA256 = hex(hasher.finalize())
         let caller = Caller.current?.id ?? "anonymous"
         let now = now()
         try await sweep(now: now)

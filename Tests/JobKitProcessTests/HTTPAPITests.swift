@@ -82,6 +82,15 @@ import Testing
             return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         }
 
+        /// User `id` in UTC with one APNs device, written over the API.
+        func userWithDevice(_ id: String, key: String) async throws {
+            let user = try await call(.PUT, "/v1/users/\(id)", key: key, json: #"{"timezone":"UTC"}"#)
+            let device = try await call(
+                .POST, "/v1/users/\(id)/devices", key: key,
+                json: #"{"token":"\#(HTTPAPITests.apnsToken)","provider":"apns","platform":"ios"}"#)
+            #expect(user.status == 200 && device.status == 200, "\(user.body) \(device.body)")
+        }
+
         /// Sends SIGTERM and waits for the exit.
         func stop() async -> Executables.Result {
             started.process.terminate()
@@ -143,10 +152,7 @@ import Testing
         let server = try await Server.start(backend)
         let hook = try await server.key("hook")
         let admin = try await server.key("admin")
-        _ = try await server.call(.PUT, "/v1/users/u1", key: admin, json: #"{"timezone":"UTC"}"#)
-        _ = try await server.call(
-            .POST, "/v1/users/u1/devices", key: admin,
-            json: #"{"token":"\#(Self.apnsToken)","provider":"apns","platform":"ios"}"#)
+        try await server.userWithDevice("u1", key: admin)
         let first = try await server.call(
             .POST, "/v1/hooks/content-limit", key: hook, json: #"{"user_id":"u1","used":27,"limit":30}"#)
         #expect(first.status == 200 && Self.object(first.body)["action"] as? String == "sent", "\(first.body)")
@@ -375,10 +381,7 @@ import Testing
         let server = try await Server.start(backend)
         let admin = try await server.key("admin")
         let hook = try await server.key("hook")
-        _ = try await server.call(.PUT, "/v1/users/u1", key: admin, json: #"{"timezone":"UTC"}"#)
-        _ = try await server.call(
-            .POST, "/v1/users/u1/devices", key: admin,
-            json: #"{"token":"\#(Self.apnsToken)","provider":"apns","platform":"ios"}"#)
+        try await server.userWithDevice("u1", key: admin)
         let event = #"{"user_id":"u1","used":30,"limit":30}"#
         let once = [("Idempotency-Key", "write-41")]
         let first = try await server.call(.POST, "/v1/hooks/content-limit", key: hook, json: event, headers: once)

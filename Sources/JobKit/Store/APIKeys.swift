@@ -56,8 +56,7 @@ package struct APIKey: Sendable, Hashable {
     /// A new key from the system's random source.
     package static func generate() -> APIKey {
         var generator = SystemRandomNumberGenerator()
-        let id = (0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            .map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        let id = hex((0..<8).map { _ in UInt8.random(in: 0...255, using: &generator) })
         let bytes = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
         return APIKey(id: id, secret: Data(bytes).base64URLEncodedString())
     }
@@ -84,7 +83,7 @@ package struct APIKey: Sendable, Hashable {
     package var secretSHA256: String { Self.sha256(secret) }
 
     static func sha256(_ text: String) -> String {
-        SHA256.hash(data: Data(text.utf8)).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+        hex(SHA256.hash(data: Data(text.utf8)))
     }
 
     /// Whether `stored` (a row's hash) is this key's, compared in constant time.
@@ -107,20 +106,17 @@ extension APIKeyStore {
             secretSHA256: key.secretSHA256)
         return key
     }
-
-    /// The scope of the key `text` spells, or nil when it is not a key this store holds unrevoked.
-    package func authenticate(_ text: some StringProtocol) async throws(JobError) -> APIScope? {
-        guard let key = APIKey(parsing: text), let row = try await apiKey(id: key.id), !row.revoked,
-            key.matches(secretSHA256: row.secretSHA256)
-        else { return nil }
-        return row.scope
-    }
 }
 
-extension String {
-    fileprivate func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
+/// `bytes` as lower-case hex, two digits a byte: key ids and the SHA-256 digests the API keeps.
+package func hex(_ bytes: some Sequence<UInt8>) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var text: [UInt8] = []
+    for byte in bytes {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0F)])
     }
+    return String(decoding: text, as: UTF8.self)
 }
 
 extension Data {
