@@ -37,10 +37,12 @@ package enum ConfigKey: String, CaseIterable, Sendable {
     case outageMinDevices = "PUSH_OUTAGE_MIN_DEVICES"
     case apiJWTSecretFile = "PUSH_API_JWT_SECRET_FILE"
     case apiJWKSFile = "PUSH_API_JWKS_FILE"
+    case apiJWKSURL = "PUSH_API_JWKS_URL"
     case apiJWTIssuer = "PUSH_API_JWT_ISSUER"
     case apiJWTAudience = "PUSH_API_JWT_AUDIENCE"
     case apiJWTUserClaim = "PUSH_API_JWT_USER_CLAIM"
     case apiRate = "PUSH_API_RATE"
+    case apiWebhookMapping = "PUSH_API_WEBHOOK_MAPPING"
 
     /// The flag that overrides this key: the variable's name without `PUSH_`, in lower case, `_` as `-`
     /// (`PUSH_APNS_KEY_ID` is `--apns-key-id`); `PUSH_DATABASE_URL` alone is `--database`, as it names a path too.
@@ -60,11 +62,11 @@ package enum ConfigKey: String, CaseIterable, Sendable {
         switch self {
         case .databaseURL: "path|url"
         case .databasePasswordFile, .copyCatalog, .outbox, .metricsFile, .apnsKeyFile, .fcmServiceAccountFile, .caFile,
-            .apiJWTSecretFile, .apiJWKSFile:
+            .apiJWTSecretFile, .apiJWKSFile, .apiWebhookMapping:
             "path"
         case .apiJWTIssuer, .apiJWTAudience: "text"
         case .apiJWTUserClaim: "claim"
-        case .pingURL, .apnsEndpoint, .apnsSandboxEndpoint, .fcmEndpoint, .deepLinkBase: "url"
+        case .pingURL, .apiJWKSURL, .apnsEndpoint, .apnsSandboxEndpoint, .fcmEndpoint, .deepLinkBase: "url"
         case .apnsKeyID, .apnsTeamID, .fcmAndroidChannelID, .fcmAndroidWarningChannelID: "id"
         case .apnsTopic: "topic"
         case .shard: "K/N"
@@ -126,11 +128,15 @@ package enum ConfigKey: String, CaseIterable, Sendable {
             "push-api: a file holding the HS256 secret of the app's end-user JWTs (Supabase's JWT secret), for apps that call the API with their user's token."
         case .apiJWKSFile:
             "push-api: a JWKS file (JSON) with the public keys of the app's end-user JWTs (Firebase Auth, Auth0, Supabase's asymmetric keys)."
+        case .apiJWKSURL:
+            "push-api: the URL of that JWKS (https; Supabase's and Firebase's are public), read at start-up, every hour, and when a token names a key it lacks (at most once a minute)."
         case .apiJWTIssuer: "push-api: the end-user JWTs' issuer (iss), required with a JWT key."
         case .apiJWTAudience: "push-api: the end-user JWTs' audience (aud), required with a JWT key."
         case .apiJWTUserClaim: "push-api: the claim of an end-user JWT that holds the user id."
         case .apiRate:
             "push-api: requests a second each API key (or app user) may make on average, in bursts of as many; over it, 429 with Retry-After (0: no limit)."
+        case .apiWebhookMapping:
+            "push-api: a JSON file saying which of the app's own tables and columns hold users, devices and entries, for POST /v1/webhooks/database (docs/API.md)."
         }
     }
 }
@@ -207,7 +213,7 @@ extension ConfigKey {
             .fcmAndroidChannelID, .fcmAndroidWarningChannelID, .caFile, .retryBudgetSeconds, .apnsRate, .fcmRate,
             .deepLinkBase, .iosBadge, .outageShare, .outageMinDevices, .metricsFile,
             .pingURL, .apiJWTSecretFile, .apiJWKSFile, .apiJWTIssuer, .apiJWTAudience, .apiJWTUserClaim,
-            .apiRate:
+            .apiRate, .apiJWKSURL, .apiWebhookMapping:
             .unread
         }
     }

@@ -12,6 +12,8 @@ struct APIHandlers: APIProtocol {
     let reminders: DiaryReminderHandler.Settings
     let runner: DiaryReminderRunner
     let metrics: APIMetrics
+    /// The app's own tables, for database webhooks (nil: none configured).
+    let mapping: AppTableMapping?
     /// The clock (injected: tests pass a fixed instant).
     let now: @Sendable () -> Int64
 
@@ -121,6 +123,50 @@ struct APIHandlers: APIProtocol {
                         threshold: summary.threshold, period: summary.period, deliverAfter: summary.deliverAfter,
                         notifications: summary.notifications, runId: summary.runID, now: summary.now,
                         dryRun: summary.dryRun, userId: summary.userID, used: summary.used, limit: summary.limit))))
+    }
+
+    // MARK: Database webhooks
+
+    func databaseWebhook(_ input: Operations.DatabaseWebhook.Input) async throws
+        -> Operations.DatabaseWebhook.Output
+    {
+        guard case .json(let body) = input.body else { throw APIProblem(.unsupportedMediaType, "send JSON") }
+        guard let mapping else {
+            throw APIProblem(
+                .notFound,
+                "database webhooks are not configured: set \(ConfigKey.apiWebhookMapping.rawValue) to a mapping file")
+        }
+        let change = DatabaseChange(
+            kind: DatabaseChange.Kind(rawValue: body._type.rawValue)!, schema: body.schema, table: body.table,
+            record: body.record.map { JSONValue(container: $0) },
+            oldRecord: body.oldRecord.map { JSONValue(container: $0) })
+        let answer: Components.Schemas.WebhookAnswer
+        switch try mapping.appChange(for: change) {
+        case .setUser(let edit):
+            let result = try await store.apply(edit, now: now())
+            answer = .init(action: .userSet, userId: edit.id, detail: result.summary)
+        case .deleteUser(let id):
+            let deleted = try await store.deleteUser(id: id)
+            answer = .init(action: deleted ? .userDeleted : .none, userId: id, detail: deleted ? nil : "no such user")
+        case .register(let registration):
+            let result = try await store.register(registration, now: now())
+            answer = .init(
+                action: .deviceRegistered, userId: registration.userID,
+                detail:
+                    "device \(result.deviceID) \(result.change.rawValue)\(result.retiredReplaced ? ", replaced the old token" : "")"
+            )
+        case .unregister(let token, let userID):
+            let done = try await store.unregister(token: token, userID: userID, reason: "logout", now: now())
+            answer = .init(
+                action: done ? .deviceUnregistered : .none, userId: userID,
+                detail: done ? nil : "no active device with that token of this user")
+        case .recordEntry(let userID, let at):
+            try await store.recordEntry(userID: userID, at: at ?? now())
+            answer = .init(action: .entryRecorded, userId: userID)
+        case .nothing(let reason):
+            answer = .init(action: .none, detail: reason)
+        }
+        return .ok(.init(body: .json(answer)))
     }
 
     // MARK: Explain, health, metrics

@@ -32,7 +32,7 @@ package struct APIServer: Sendable {
         logger: Logger, now: @escaping @Sendable () -> Int64,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws(JobError) -> APIServer {
-        let users = try await AppUserTokens.resolve(config, flags: flags)
+        let users = try await AppUserTokens.resolve(config, flags: flags, logger: logger)
         let limiter = RateLimiter(rate: try config.integer(.apiRate, flag: flags[.apiRate].flatMap { Int($0) }))
         let hook = try await ContentLimitHookHandler.make(config, store: store, logger: logger)
         let reminders = try DiaryReminderHandler.Settings.resolve(config)
@@ -40,8 +40,13 @@ package struct APIServer: Sendable {
         let runner = DiaryReminderRunner(
             store: store, sender: DryRunSender(sink: StandardOutput(), json: true), catalog: catalog, logger: logger)
         let metrics = APIMetrics()
+        let mapping = try config.string(.apiWebhookMapping, flag: flags[.apiWebhookMapping]).map {
+            (path: String) throws(JobError) in
+            try AppTableMapping.load(path: path, setting: ConfigKey.apiWebhookMapping.rawValue)
+        }
         let handlers = APIHandlers(
-            store: store, hook: hook, reminders: reminders, runner: runner, metrics: metrics, now: now)
+            store: store, hook: hook, reminders: reminders, runner: runner, metrics: metrics, mapping: mapping, now: now
+        )
 
         let router = Router()
         router.add(middleware: BodyLimitMiddleware())

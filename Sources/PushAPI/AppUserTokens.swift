@@ -1,49 +1,48 @@
 import Foundation
 import JWTKit
 import JobKit
+import Logging
 
 /// The app's own end-user JWTs (Supabase Auth, Firebase Auth, Auth0 all issue them), for an app that calls the API
 /// with its signed-in user's token: verified against the configured HS256 secret or JWKS (`alg: none` and any
 /// algorithm without a key are refused by jwt-kit), then its expiry, not-before, issuer and audience checked at
 /// the server's clock. The user id is the configured claim (`sub` by default).
 package struct AppUserTokens: Sendable {
-    let keys: JWTKeyCollection
+    let keys: VerifyingKeys
     let issuer: String
     let audience: String
     let userClaim: String
 
     /// The verifier the settings describe, or nil when no JWT key is set (then only API keys are taken). A key
     /// without an issuer and an audience is a configuration error: a token from another project or app must
-    /// not pass.
+    /// not pass. A JWKS URL is read now; one that cannot be read stops the start-up.
     package static func resolve(
-        _ config: ConfigResolver, flags: [ConfigKey: String] = [:]
+        _ config: ConfigResolver, flags: [ConfigKey: String] = [:], logger: Logger
     ) async throws(JobError) -> AppUserTokens? {
         func value(_ key: ConfigKey) throws(JobError) -> String? { try config.string(key, flag: flags[key]) }
         let secretFile = try value(.apiJWTSecretFile)
         let jwksFile = try value(.apiJWKSFile)
-        guard secretFile != nil || jwksFile != nil else { return nil }
+        let jwksURL = try value(.apiJWKSURL)
+        guard secretFile != nil || jwksFile != nil || jwksURL != nil else { return nil }
         guard let issuer = try value(.apiJWTIssuer), let audience = try value(.apiJWTAudience) else {
             throw .config(
                 "an end-user JWT key is set: also set \(ConfigKey.apiJWTIssuer.rawValue) and \(ConfigKey.apiJWTAudience.rawValue)"
             )
         }
-        let keys = JWTKeyCollection()
+        var secret: String?
         if let secretFile {
-            let secret = try read(secretFile, ConfigKey.apiJWTSecretFile).trimmingCharacters(
-                in: .whitespacesAndNewlines)
-            guard secret.utf8.count >= 32 else {
+            secret = try read(secretFile, ConfigKey.apiJWTSecretFile).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard secret!.utf8.count >= 32 else {
                 throw .config("\(ConfigKey.apiJWTSecretFile.rawValue): the secret is shorter than 32 bytes")
             }
-            await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
         }
-        if let jwksFile {
-            let json = try read(jwksFile, ConfigKey.apiJWKSFile)
-            do {
-                try await keys.add(jwksJSON: json)
-            } catch {
-                throw .config("\(ConfigKey.apiJWKSFile.rawValue): not a JWKS with keys jwt-kit can use: \(error)")
-            }
+        let remote = try jwksURL.map { (url: String) throws(JobError) in
+            try RemoteJWKS(url: url, caFile: try value(.caFile))
         }
+        let keys = VerifyingKeys(
+            secret: secret, jwks: try jwksFile.map { (path: String) throws(JobError) in try read(path, .apiJWKSFile) },
+            remote: remote, logger: logger)
+        try await keys.load()
         return AppUserTokens(
             keys: keys, issuer: issuer, audience: audience,
             userClaim: try value(.apiJWTUserClaim) ?? ConfigKey.apiJWTUserClaim.defaultValue!)
@@ -60,7 +59,7 @@ package struct AppUserTokens: Sendable {
     package func userID(_ token: String, now: Int64) async throws(APIProblem) -> String {
         let claims: Claims
         do {
-            claims = try await keys.verify(token, as: Claims.self)
+            claims = try await keys.verify(token)
         } catch {
             throw APIProblem(.unauthorized, "the token's signature or algorithm is not accepted")
         }

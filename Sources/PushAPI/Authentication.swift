@@ -14,6 +14,7 @@ package enum OperationScopes {
         "recordEntry": [.admin, .hook],
         "contentLimitHook": [.admin, .hook],
         "explainUser": [.admin],
+        "databaseWebhook": [.admin, .webhook],
     ]
 
     /// The operations an app's signed-in user may call with their own JWT, for themselves only: their settings

@@ -11,7 +11,7 @@ struct PushAPICommand: AsyncParsableCommand {
         commandName: "push-api",
         abstract: "Serve the HTTP API (openapi.yaml): users, devices, entries, the content-limit hook, explain.",
         discussion: """
-            Keys: pushctl api-key create --scope admin|hook|devices. SIGTERM or SIGINT stops accepting, finishes \
+            Keys: pushctl api-key create --scope admin|hook|devices|webhook. SIGTERM or SIGINT stops accepting, finishes \
             the requests in flight, closes the store and exits 0. With --now every request is answered at that \
             instant (tests, dry runs).
             """,
@@ -21,12 +21,14 @@ struct PushAPICommand: AsyncParsableCommand {
     @Option(help: "The port to listen on (0: any free one; the line on stderr at start-up says which).")
     var port = 8080
     @Option(name: .setting(.apiRate), parsing: .unconditional, help: .setting(.apiRate)) var apiRate: Int?
+    @Option(name: .setting(.apiWebhookMapping), help: .setting(.apiWebhookMapping)) var apiWebhookMapping: String?
     @OptionGroup var common: CommonOptions
     @OptionGroup(title: "End-user JWTs (apps calling with their user's token)") var tokens: TokenOptions
 
     struct TokenOptions: ParsableArguments {
         @Option(name: .setting(.apiJWTSecretFile), help: .setting(.apiJWTSecretFile)) var apiJWTSecretFile: String?
         @Option(name: .setting(.apiJWKSFile), help: .setting(.apiJWKSFile)) var apiJWKSFile: String?
+        @Option(name: .setting(.apiJWKSURL), help: .setting(.apiJWKSURL)) var apiJWKSURL: String?
         @Option(name: .setting(.apiJWTIssuer), help: .setting(.apiJWTIssuer)) var apiJWTIssuer: String?
         @Option(name: .setting(.apiJWTAudience), help: .setting(.apiJWTAudience)) var apiJWTAudience: String?
         @Option(name: .setting(.apiJWTUserClaim), help: .setting(.apiJWTUserClaim)) var apiJWTUserClaim: String?
@@ -34,7 +36,8 @@ struct PushAPICommand: AsyncParsableCommand {
         /// The settings given as flags, over their variables.
         var flags: [ConfigKey: String] {
             let all: [(ConfigKey, String?)] = [
-                (.apiJWTSecretFile, apiJWTSecretFile), (.apiJWKSFile, apiJWKSFile), (.apiJWTIssuer, apiJWTIssuer),
+                (.apiJWTSecretFile, apiJWTSecretFile), (.apiJWKSFile, apiJWKSFile), (.apiJWKSURL, apiJWKSURL),
+                (.apiJWTIssuer, apiJWTIssuer),
                 (.apiJWTAudience, apiJWTAudience), (.apiJWTUserClaim, apiJWTUserClaim),
             ]
             return Dictionary(uniqueKeysWithValues: all.compactMap { key, value in value.map { (key, $0) } })
@@ -49,6 +52,7 @@ struct PushAPICommand: AsyncParsableCommand {
     func run() async throws {
         var flags = tokens.flags
         flags[.apiRate] = apiRate.map(String.init)
+        flags[.apiWebhookMapping] = apiWebhookMapping
         let (host, port, fixedNow, allFlags) = (host, port, common.now != nil, flags)
         try await common.run("push-api") { (invocation: JobInvocation) async throws(JobError) -> Void in
             try await Self.serve(invocation, flags: allFlags, host: host, port: port, fixedNow: fixedNow)

@@ -1,8 +1,11 @@
+import Crypto
 import Foundation
 import JWTKit
 import JobKitTestSupport
+import Logging
 import NIOConcurrencyHelpers
 import NIOHTTP1
+import PushSimulator
 import Testing
 
 @testable import JobKit
@@ -167,6 +170,107 @@ import Testing
         _ = await server.stop()
     }
 
+    /// A Supabase-style app writes only its own tables (uuid ids, a JSON preferences column, its own device table
+    /// of FCM tokens); their Database Webhooks, through the mapping, keep the push schema in step: sign-ups and
+    /// settings, token rotation, logout, entries and account deletion. The run then reminds exactly the user due.
+    @Test(arguments: Backend.allCases) func databaseWebhooksKeepThePushSchemaInStepWithTheAppsTables(
+        _ backend: Backend
+    ) async throws {
+        let mappingPath = FileManager.default.temporaryDirectory
+            .appendingPathComponent("mapping-\(UUID().uuidString).json").path
+        try #"""
+        {
+          "users": { "table": "public.profiles",
+                     "columns": { "id": "id", "timezone": "timezone", "locale": "preferences.locale",
+                                  "reminder_time": "preferences.reminder_time", "reminders": "preferences.reminders",
+                                  "quiet_hours": "preferences.quiet_hours" } },
+          "devices": { "table": "user_devices",
+                       "columns": { "user_id": "user_id", "token": "fcm_token", "platform": "platform",
+                                    "active": "is_active" },
+                       "fixed": { "provider": "fcm" } },
+          "entries": { "table": "public.entries", "columns": { "user_id": "user_id", "at": "created_at" } }
+        }
+        """#.write(toFile: mappingPath, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: mappingPath) }
+        let server = try await Server.start(backend, arguments: ["--api-webhook-mapping", mappingPath])
+        let webhook = try await server.key("webhook")
+        let hook = try await server.key("hook")
+        func change(_ type: String, _ table: String, record: String = "null", old: String = "null") async throws
+            -> [String: Any]
+        {
+            let answer = try await server.call(
+                .POST, "/v1/webhooks/database", key: webhook,
+                json:
+                    #"{"type":"\#(type)","table":"\#(table)","schema":"public","record":\#(record),"old_record":\#(old)}"#
+            )
+            #expect(answer.status == 200, "\(type) \(table): \(answer.body)")
+            return Self.object(answer.body)
+        }
+        let (due, wrote) = ("0b5e7c1a-4f3e-4c1e-9a57-0d1c2b3a4f5e", "7d2c9e44-1b7f-4a0d-8c3e-5f6a7b8c9d0e")
+        for id in [due, wrote] {
+            let profile =
+                #"{"id":"\#(id)","timezone":"Africa/Lagos","preferences":{"reminder_time":"21:00:00","reminders":true,"quiet_hours":null}}"#
+            #expect(try await change("INSERT", "profiles", record: profile)["action"] as? String == "user_set")
+            let device = #"{"user_id":"\#(id)","fcm_token":"old-\#(id):APA91b","platform":"android","is_active":true}"#
+            #expect(
+                try await change("INSERT", "user_devices", record: device)["action"] as? String == "device_registered")
+        }
+        // Token rotation: the row's token changed; the old one is retired in the same step.
+        let rotated = try await change(
+            "UPDATE", "user_devices",
+            record: #"{"user_id":"\#(due)","fcm_token":"new-\#(due):APA91b","platform":"android","is_active":true}"#,
+            old: #"{"user_id":"\#(due)","fcm_token":"old-\#(due):APA91b","platform":"android","is_active":true}"#)
+        #expect(
+            rotated["action"] as? String == "device_registered"
+                && (rotated["detail"] as? String ?? "").contains("replaced"))
+        let entry = try await change(
+            "INSERT", "entries",
+            record: #"{"id":1,"user_id":"\#(wrote)","created_at":"2026-11-21T19:30:00.123456+00:00"}"#)
+        #expect(entry["action"] as? String == "entry_recorded")
+        #expect(
+            try await change("DELETE", "entries", old: #"{"id":1,"user_id":"\#(wrote)"}"#)["action"] as? String
+                == "none")
+
+        let outbox = server.db.directory.appendingPathComponent("reminders.jsonl").path
+        let run = try await Executables.run(
+            "diary-reminder", ["--database", server.db.path, "--now", "2026-11-21T20:00:00Z", "--outbox", outbox])
+        #expect(run.status == 0, "\(run.stderr)")
+        let lines = try String(contentsOfFile: outbox, encoding: .utf8).split(separator: "\n")
+        #expect(lines.count == 1 && lines[0].contains("new-\(due)"), "\(lines)")
+
+        // Logout (the app's row set inactive), then account deletion.
+        let logout = try await change(
+            "UPDATE", "user_devices",
+            record:
+                #"{"user_id":"\#(wrote)","fcm_token":"old-\#(wrote):APA91b","platform":"android","is_active":false}"#)
+        #expect(logout["action"] as? String == "device_unregistered")
+        #expect(try await server.db.count("SELECT count(*) FROM user_devices WHERE deactivated_at IS NULL") == 1)
+        #expect(
+            try await change("DELETE", "profiles", old: #"{"id":"\#(due)"}"#)["action"] as? String == "user_deleted")
+        #expect(try await server.db.count("SELECT count(*) FROM users") == 1)
+
+        // A table the mapping does not name, a row that fails the checks: 400, nothing written. Another scope: 403.
+        let unknown = try await server.call(
+            .POST, "/v1/webhooks/database", key: webhook,
+            json: #"{"type":"INSERT","table":"orders","schema":"public","record":{"id":1},"old_record":null}"#)
+        #expect(unknown.status == 400 && unknown.body.contains("not in the mapping"), "\(unknown.body)")
+        let badZone = try await server.call(
+            .POST, "/v1/webhooks/database", key: webhook,
+            json:
+                #"{"type":"INSERT","table":"profiles","schema":"public","record":{"id":"x","timezone":"Mars/Base"},"old_record":null}"#
+        )
+        #expect(badZone.status == 400 && badZone.body.contains("profiles.timezone"), "\(badZone.body)")
+        let wrongScope = try await server.call(
+            .POST, "/v1/webhooks/database", key: hook,
+            json:
+                #"{"type":"DELETE","table":"profiles","schema":"public","record":null,"old_record":{"id":"\#(wrote)"}}"#
+        )
+        #expect(wrongScope.status == 403, "\(wrongScope.body)")
+        #expect(try await server.db.count("SELECT count(*) FROM users") == 1)
+        let stopped = await server.stop()
+        #expect(stopped.status == 0, "\(stopped.stderr)")
+    }
+
     /// No key, a key that is not one, a revoked key: 401; a key of another scope: 403. Each a problem+json with
     /// its stable type, and no key in the server's log.
     @Test func credentialsAreCheckedForEveryOperationThatTakesThem() async throws {
@@ -245,6 +349,10 @@ import Testing
             .POST, "/v1/users/nobody/devices", key: admin,
             json: #"{"token":"\#(Self.apnsToken)","provider":"apns","platform":"ios"}"#)
         #expect(unknown.status == 404, "\(unknown.body)")
+        let unmapped = try await server.call(
+            .POST, "/v1/webhooks/database", key: admin,
+            json: #"{"type":"INSERT","table":"entries","schema":"public","record":{},"old_record":null}"#)
+        #expect(unmapped.status == 404 && unmapped.body.contains("PUSH_API_WEBHOOK_MAPPING"), "\(unmapped.body)")
         let large = try await server.call(
             .PUT, "/v1/users/u1", key: admin,
             json: #"{"timezone":"UTC","plan":""# + String(repeating: "p", count: 70_000) + #""}"#)
@@ -301,8 +409,7 @@ import Testing
                 #expect(block.contains("security: []"), "\(id) takes no credentials: the spec must say so")
             }
         }
-        #expect(seen.isSuperset(of: OperationScopes.byOperation.keys), "\(seen)")
-        #expect(seen.count == 9)
+        #expect(seen == Set(OperationScopes.byOperation.keys).union(["health", "metrics"]), "\(seen)")
     }
 
     /// An app calls with its signed-in user's JWT: it may set its own settings and register and log out its own
@@ -527,6 +634,59 @@ import Testing
         #expect(limiter.take("k", now: start + .milliseconds(500)) == 1)
         #expect(limiter.take("other", now: start) == nil)
         #expect(RateLimiter(rate: 0).take("k") == nil)
+    }
+
+    /// A JWKS at a URL (as Supabase and Firebase publish theirs) is read at start-up over https, and read again
+    /// when a token does not verify (the keys rotated): the new key's tokens pass, the retired key's no longer do.
+    /// http is refused except on this machine, and a URL that does not answer stops the start-up.
+    @Test func aJWKSAtAURLIsReadAgainWhenTheKeysRotate() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let credentials = try SimulatorCredentials.prepare(in: directory)
+        let served = NIOLockedValueBox("")
+        let recorder = try await HTTPRecorder(tls: credentials) { _ in (.ok, served.withLockedValue { $0 }) }
+        defer { Task { await recorder.stop() } }
+        func key(_ kid: String) async throws -> (keys: JWTKeyCollection, jwks: String) {
+            let key = P256.Signing.PrivateKey()
+            let point = key.publicKey.x963Representation.dropFirst()
+            func base64URL(_ bytes: Data.SubSequence) -> String {
+                Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                    .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            }
+            let jwk =
+                #"{"kty":"EC","crv":"P-256","alg":"ES256","use":"sig","kid":"\#(kid)","x":"\#(base64URL(point.prefix(32)))","y":"\#(base64URL(point.suffix(32)))"}"#
+            let keys = JWTKeyCollection()
+            await keys.add(ecdsa: try ES256PrivateKey(pem: key.pemRepresentation), kid: JWKIdentifier(string: kid))
+            return (keys, #"{"keys":[\#(jwk)]}"#)
+        }
+        let claims = TestClaims(
+            sub: .init(value: "u1"), exp: .init(value: Date(timeIntervalSince1970: 2_000_000_000)),
+            iss: .init(value: "https://example.supabase.co/auth/v1"), aud: .init(value: ["authenticated"]))
+        let (first, second) = (try await key("first"), try await key("second"))
+        served.withLockedValue { $0 = first.jwks }
+        let remote = try RemoteJWKS(
+            url: "https://127.0.0.1:\(recorder.port)/auth/v1/.well-known/jwks.json", caFile: credentials.caFile)
+        let keys = VerifyingKeys(
+            secret: nil, jwks: nil, remote: remote, logger: Logger(label: "tests"), retryAfter: .zero)
+        try await keys.load()
+        #expect(try await keys.verify(try await first.keys.sign(claims)).string("sub") == "u1")
+        #expect(recorder.requests.count == 1 && recorder.requests.first?.path == "/auth/v1/.well-known/jwks.json")
+
+        served.withLockedValue { $0 = second.jwks }
+        #expect(try await keys.verify(try await second.keys.sign(claims)).string("sub") == "u1")
+        #expect(recorder.requests.count == 2)
+        await #expect(throws: (any Error).self) { try await keys.verify(try await first.keys.sign(claims)) }
+
+        #expect(throws: JobError.self) { try RemoteJWKS(url: "http://auth.example.com/jwks.json", caFile: nil) }
+        await recorder.stop()
+        let db = try await TemporaryDatabase(.sqlite)
+        let unreachable = try await Executables.run(
+            "push-api",
+            [
+                "--database", db.path, "--port", "0", "--api-jwks-url", remote.url, "--api-jwt-issuer", "i",
+                "--api-jwt-audience", "a",
+            ], environment: ["PUSH_CA_FILE": credentials.caFile])
+        #expect(unreachable.status == 69 && unreachable.stderr.contains("cannot read"), "\(unreachable.stderr)")
     }
 
     struct TestClaims: JWTPayload {

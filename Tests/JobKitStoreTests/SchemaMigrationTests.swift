@@ -58,7 +58,7 @@ import Testing
             "012_trigger_functions_in_their_schema": "91af29988bfa7644c8fd8ced0b63a32b4b4245fd778ca61c44b1e1f542a07a22",
             "013_device_token_kind": "31f5575c9b0a75859065e8219b250c57b2af0d130bbecb4168074315a3ad688a",
             "014_contract_guards": "98544146316ed38539f964b95e7e2cdc48cf7d4930d7435edeb0dfff8d2dcdb2",
-            "015_http_api": "50c9abe75d3e5b1c1b0e4cbea221848a442363d834e9ba7d9c17f2d96eb02c57",
+            "015_http_api": "905fff79639b7897e367a1a05ef4aec5166862b5d8e6d3c8773da21a890c5d53",
         ]
         for migration in SchemaMigrations.all {
             let digest = SHA256.hash(data: Data((migration.sqlite + "\u{0}" + migration.postgres).utf8))

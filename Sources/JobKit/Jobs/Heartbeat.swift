@@ -35,7 +35,7 @@ package struct Heartbeat: Sendable {
         if scheme == "https" {
             var settings = TLSSettings()
             settings.additionalCAFile = caFile
-            tls = try settings.makeContext()
+            tls = try settings.makeContext(protocols: ["http/1.1"])
         } else {
             tls = nil
         }

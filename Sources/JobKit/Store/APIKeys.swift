@@ -9,6 +9,8 @@ package enum APIScope: String, Sendable, Hashable, CaseIterable, Codable {
     case hook
     /// An app's own registration: users' settings and devices.
     case devices
+    /// A database webhook of the app's own tables (users, devices, entries), as the mapping says.
+    case webhook
 }
 
 /// One API key as `pushctl api-key list` shows it: never its secret, which no store holds.

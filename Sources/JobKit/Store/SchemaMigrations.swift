@@ -770,7 +770,7 @@ package enum SchemaMigrations {
             CREATE TABLE api_keys (
                 id         TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 64),
                 name       TEXT NOT NULL DEFAULT '',
-                scope      TEXT NOT NULL CHECK (scope IN ('admin', 'hook', 'devices')),
+                scope      TEXT NOT NULL CHECK (scope IN ('admin', 'hook', 'devices', 'webhook')),
                 secret_sha256 TEXT NOT NULL CHECK (length(secret_sha256) = 64),
                 created_at INTEGER NOT NULL,
                 revoked_at INTEGER
@@ -790,7 +790,7 @@ package enum SchemaMigrations {
             CREATE TABLE api_keys (
                 id         text COLLATE "C" PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 64),
                 name       text NOT NULL DEFAULT '',
-                scope      text NOT NULL CHECK (scope IN ('admin', 'hook', 'devices')),
+                scope      text NOT NULL CHECK (scope IN ('admin', 'hook', 'devices', 'webhook')),
                 secret_sha256 text NOT NULL CHECK (length(secret_sha256) = 64),
                 created_at timestamptz NOT NULL,
                 revoked_at timestamptz

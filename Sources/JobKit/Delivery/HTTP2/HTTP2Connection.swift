@@ -39,9 +39,11 @@ package struct TLSSettings: Sendable {
         self.additionalCAFile = additionalCAFile
     }
 
-    func makeContext() throws(JobError) -> NIOSSLContext {
+    /// A client context offering `protocols` by ALPN: `h2` for the providers, `http/1.1` for the HTTP/1 clients
+    /// (a server that speaks both picks what the client offers; offered only `h2`, it would pick that).
+    package func makeContext(protocols: [String] = ["h2"]) throws(JobError) -> NIOSSLContext {
         var configuration = TLSConfiguration.makeClientConfiguration()
-        configuration.applicationProtocols = ["h2"]
+        configuration.applicationProtocols = protocols
         configuration.minimumTLSVersion = .tlsv12
         if let directory = Self.hashedSystemCADirectory {
             configuration.trustRoots = .file(directory)

@@ -1,0 +1,184 @@
+import Foundation
+
+/// Where an app keeps its users, devices and entries in its own tables: which table, and which column (or which
+/// field of a JSON column) holds each of our fields. Read from a short JSON file (`PUSH_API_WEBHOOK_MAPPING`), so
+/// that a database webhook of the app's tables (``DatabaseChange``) can be turned into the jobs' own operations.
+///
+/// ```json
+/// {
+///   "users":   { "table": "public.profiles",
+///                "columns": { "id": "id", "timezone": "timezone", "reminder_time": "preferences.reminder_time" } },
+///   "devices": { "table": "public.user_devices",
+///                "columns": { "user_id": "user_id", "token": "fcm_token", "platform": "platform",
+///                             "active": "is_active" },
+///                "fixed": { "provider": "fcm" } },
+///   "entries": { "table": "public.entries", "columns": { "user_id": "user_id", "at": "created_at" } }
+/// }
+/// ```
+///
+/// A column is an identifier; `column.key.key` names a field inside a JSON column. `fixed` gives a value every row
+/// of the table has (a table of FCM tokens has provider `fcm`). Each table is optional; a table's required fields
+/// are in ``Kind/required``.
+package struct AppTableMapping: Sendable, Hashable {
+    /// The three kinds of table the jobs read.
+    package enum Kind: String, Sendable, CaseIterable {
+        case users, devices, entries
+
+        /// The fields a table of this kind may map, each to a column or a fixed value.
+        package var fields: [String] {
+            switch self {
+            case .users: UserEdit.Field.allCases.map(\.rawValue)
+            case .devices: ["user_id", "token", "fid", "provider", "platform", "environment", "app_version", "active"]
+            case .entries: ["user_id", "at"]
+            }
+        }
+
+        /// The fields without which a row means nothing (`token` or `fid` for devices, `provider` unless only
+        /// `fid`, checked apart).
+        package var required: [String] {
+            switch self {
+            case .users: ["id"]
+            case .devices: ["user_id", "platform"]
+            case .entries: ["user_id"]
+            }
+        }
+    }
+
+    /// A column, or a field inside a JSON column (`preferences.reminder_time`: path `["reminder_time"]`).
+    package struct Column: Sendable, Hashable, CustomStringConvertible {
+        package let name: String
+        package let path: [String]
+        package var description: String { ([name] + path).joined(separator: ".") }
+    }
+
+    /// One app table and where our fields are in it.
+    package struct Table: Sendable, Hashable {
+        package let kind: Kind
+        package let schema: String
+        package let name: String
+        package let columns: [String: Column]
+        package let fixed: [String: String]
+        package var qualifiedName: String { "\(schema).\(name)" }
+    }
+
+    package let tables: [Kind: Table]
+
+    /// The table a change names, by schema and name.
+    package func table(schema: String, name: String) -> Table? {
+        tables.values.first { $0.schema == schema && $0.name == name }
+    }
+
+    /// Reads and checks the mapping at `path`; a file that cannot be read is ``JobError/noInput(_:)``, one that is
+    /// not a mapping ``JobError/config(_:)`` naming the setting, the file and what is wrong.
+    package static func load(path: String, setting: String) throws(JobError) -> AppTableMapping {
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw .noInput("\(setting): cannot read \(path)")
+        }
+        do throws(MappingError) {
+            return try AppTableMapping(json: text)
+        } catch {
+            throw .config("\(setting): \(path): \(error.reason)")
+        }
+    }
+
+    package struct MappingError: Error, Sendable {
+        package let reason: String
+        init(_ reason: String) { self.reason = reason }
+    }
+
+    /// Parses a mapping document (strict JSON), refusing unknown tables or fields, identifiers that are not plain
+    /// SQL identifiers, and a table without its required fields.
+    package init(json: String) throws(MappingError) {
+        let document: JSONValue
+        do { document = try JSONValue(parsing: json) } catch { throw MappingError("\(error)") }
+        guard let members = document.members else { throw MappingError("not a JSON object") }
+        var tables: [Kind: Table] = [:]
+        for (key, value) in members {
+            guard let kind = Kind(rawValue: key) else {
+                throw MappingError("unknown table kind \"\(key)\" (the kinds are users, devices, entries)")
+            }
+            guard tables[kind] == nil else { throw MappingError("\(key): given twice") }
+            tables[kind] = try Self.table(kind, value)
+        }
+        guard !tables.isEmpty else { throw MappingError("no table: map at least one of users, devices, entries") }
+        let names = tables.values.map(\.qualifiedName)
+        guard Set(names).count == names.count else { throw MappingError("two kinds map the same table") }
+        self.tables = tables
+    }
+
+    private static func table(_ kind: Kind, _ value: JSONValue) throws(MappingError) -> Table {
+        let what = kind.rawValue
+        guard let members = value.members else { throw MappingError("\(what): not an object") }
+        var table: String?
+        var columns: [String: Column] = [:]
+        var fixed: [String: String] = [:]
+        for (key, member) in members {
+            switch key {
+            case "table":
+                guard let text = member.string else { throw MappingError("\(what).table: not a string") }
+                table = text
+            case "columns", "fixed":
+                guard let fields = member.members else { throw MappingError("\(what).\(key): not an object") }
+                for (field, spelled) in fields {
+                    guard kind.fields.contains(field) else {
+                        throw MappingError(
+                            "\(what).\(key): unknown field \"\(field)\" (\(what) has \(kind.fields.joined(separator: ", ")))"
+                        )
+                    }
+                    guard columns[field] == nil, fixed[field] == nil else {
+                        throw MappingError("\(what): \(field) given twice")
+                    }
+                    guard let text = spelled.string else {
+                        throw MappingError("\(what).\(key).\(field): not a string")
+                    }
+                    if key == "fixed" {
+                        fixed[field] = text
+                    } else {
+                        let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+                        guard parts.allSatisfy(isIdentifier) else {
+                            throw MappingError(
+                                "\(what).columns.\(field): \"\(text)\" is not a column or column.json_field (letters, digits, _)"
+                            )
+                        }
+                        columns[field] = Column(name: parts[0], path: Array(parts.dropFirst()))
+                    }
+                }
+            default:
+                throw MappingError("\(what): unknown key \"\(key)\" (a table has table, columns, fixed)")
+            }
+        }
+        guard let table else { throw MappingError("\(what): no table") }
+        let parts = table.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        guard (1...2).contains(parts.count), parts.allSatisfy(isIdentifier) else {
+            throw MappingError("\(what).table: \"\(table)\" is not table or schema.table")
+        }
+        for field in kind.required where columns[field] == nil && fixed[field] == nil {
+            throw MappingError("\(what): \(field) is not mapped")
+        }
+        for field in ["id", "user_id", "token", "fid", "at", "active"] where fixed[field] != nil {
+            throw MappingError("\(what).fixed.\(field): a row's own value, not one for every row (map a column)")
+        }
+        if kind == .devices {
+            guard columns["token"] != nil || columns["fid"] != nil else {
+                throw MappingError("devices: map token, fid or both")
+            }
+            if columns["token"] != nil, columns["provider"] == nil, fixed["provider"] == nil {
+                throw MappingError("devices: map provider (a column, or fixed apns or fcm) for token")
+            }
+        }
+        return Table(
+            kind: kind, schema: parts.count == 2 ? parts[0] : "public", name: parts.last!, columns: columns,
+            fixed: fixed)
+    }
+
+    /// A plain SQL identifier, as the generated SQL may write it unquoted: a letter or `_`, then letters, digits,
+    /// `_`; at most 63 bytes (PostgreSQL's limit).
+    package static func isIdentifier(_ text: String) -> Bool {
+        guard let first = text.unicodeScalars.first, text.utf8.count <= 63 else { return false }
+        func letter(_ scalar: Unicode.Scalar) -> Bool {
+            ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || scalar == "_"
+        }
+        return letter(first) && text.unicodeScalars.allSatisfy { letter($0) || ("0"..."9").contains($0) }
+    }
+}
