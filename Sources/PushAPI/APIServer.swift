@@ -8,7 +8,7 @@ import OpenAPIRuntime
 /// The HTTP API as a Hummingbird application over one open store: the routes `openapi.yaml` declares, with a
 /// body limit and strict JSON in front, then metrics, problem answers and authentication around each operation.
 package struct APIServer: Sendable {
-    package let application: Application<RouterResponder<BasicRequestContext>>
+    package let application: Application<RouterResponder<APIRequestContext>>
     let hook: ContentLimitHookHandler
 
     /// Serves until SIGTERM or SIGINT (Hummingbird's service group): it stops accepting, lets the requests in
@@ -23,15 +23,32 @@ package struct APIServer: Sendable {
         await hook.shutdown()
     }
 
-    /// The application serving `store` at `host:port` (port 0: any free one), with the hook and the reminder
-    /// rules resolved from `config` now (`flags` over it: the command line's), so that a wrong setting fails at
-    /// start-up. `onRunning` gets the port
-    /// it listens on. The caller owns `store` and closes it after the application has stopped.
+    /// The application serving `store` at `host:port` (port 0: any free one), over ``responder(store:config:flags:logger:now:)``.
+    /// `onRunning` gets the port it listens on. The caller owns `store` and closes it after the application has
+    /// stopped.
     package static func make(
         store: any JobStore, config: ConfigResolver, flags: [ConfigKey: String] = [:], host: String, port: Int,
         logger: Logger, now: @escaping @Sendable () -> Int64,
         onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws(JobError) -> APIServer {
+        let (responder, hook) = try await responder(
+            store: store, config: config, flags: flags, logger: logger, now: now)
+        let application = Application(
+            responder: responder, configuration: .init(address: .hostname(host, port: port), serverName: "diary-push"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
+            logger: logger)
+        return APIServer(application: application, hook: hook)
+    }
+
+    /// The routes `openapi.yaml` declares over `store`, with a body limit and strict JSON in front, then metrics,
+    /// problem answers and authentication around each operation: what the server and the Lambda handler
+    /// (``APILambdaHandler``) answer with. The hook and the reminder rules are resolved from `config` now (`flags`
+    /// over it: the command line's), so that a wrong setting fails at start-up. The hook is returned for its
+    /// owner to shut down.
+    static func responder(
+        store: any JobStore, config: ConfigResolver, flags: [ConfigKey: String], logger: Logger,
+        now: @escaping @Sendable () -> Int64
+    ) async throws(JobError) -> (RouterResponder<APIRequestContext>, ContentLimitHookHandler) {
         let users = try await AppUserTokens.resolve(config, flags: flags, logger: logger)
         let limiter = RateLimiter(rate: try config.integer(.apiRate, flag: flags[.apiRate].flatMap { Int($0) }))
         let hook = try await ContentLimitHookHandler.make(config, store: store, logger: logger)
@@ -45,10 +62,10 @@ package struct APIServer: Sendable {
             try AppTableMapping.load(path: path, setting: ConfigKey.apiWebhookMapping.rawValue)
         }
         let handlers = APIHandlers(
-            store: store, hook: hook, reminders: reminders, runner: runner, metrics: metrics, mapping: mapping, now: now
-        )
+            store: store, hook: hook, reminders: reminders, runner: runner, metrics: metrics, mapping: mapping,
+            now: now)
 
-        let router = Router()
+        let router = Router(context: APIRequestContext.self)
         router.add(middleware: BodyLimitMiddleware())
         do {
             // Compact JSON (the generator's default pretty-prints every answer).
@@ -60,12 +77,21 @@ package struct APIServer: Sendable {
                     IdempotencyMiddleware(store: store, now: now),
                 ])
         } catch {
+            await hook.shutdown()
             throw .software("registering the API's routes: \(error)")
         }
-        let application = Application(
-            router: router, configuration: .init(address: .hostname(host, port: port), serverName: "diary-push"),
-            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? port) },
-            logger: logger)
-        return APIServer(application: application, hook: hook)
+        return (router.buildResponder(), hook)
     }
+}
+
+/// The API's request context: Hummingbird's basic one, made from a connection (the server) or from a logger
+/// alone (a Lambda event, which has no connection).
+package struct APIRequestContext: RequestContext {
+    package var coreContext: CoreRequestContextStorage
+
+    package init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
+
+    init(logger: Logger) { coreContext = .init(source: LoggerSource(logger: logger)) }
+
+    private struct LoggerSource: RequestContextSource { let logger: Logger }
 }

@@ -5,7 +5,16 @@ import JobKit
 import JobKitWiring
 import PushAPI
 
+/// The executable: a server, or, when the platform says so, a Lambda custom runtime answering Function URL and
+/// API Gateway HTTP API events with the same routes.
 @main
+enum PushAPIMain {
+    static func main() async {
+        guard LambdaAdapter.runtimeAPI != nil else { return await PushAPICommand.main() }
+        await LambdaAdapter.serve(APILambdaHandler.self)
+    }
+}
+
 struct PushAPICommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "push-api",

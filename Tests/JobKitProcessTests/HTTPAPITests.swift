@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import JWTKit
 import JobKitTestSupport
+import LambdaRuntimeSimulator
 import Logging
 import NIOConcurrencyHelpers
 import NIOHTTP1
@@ -695,5 +696,82 @@ import Testing
         var iss: IssuerClaim
         var aud: AudienceClaim
         func verify(using algorithm: some JWTAlgorithm) async throws {}
+    }
+}
+
+/// Issue 66: `push-api` as a Lambda custom runtime behind a Function URL or an API Gateway HTTP API: each
+/// invocation a payload-2.0 request, answered by the same routes as the server.
+@Suite struct HTTPAPILambdaTests {
+    /// A Function URL request as Lambda delivers it.
+    static func request(
+        _ method: String, _ path: String, query: String = "", key: String? = nil, body: String? = nil,
+        base64: Bool = false
+    ) -> String {
+        var headers = #""host":"abc.lambda-url.eu-west-1.on.aws","content-type":"application/json""#
+        if let key { headers += #","authorization":"Bearer \#(key)""# }
+        let encoded = body.map { base64 ? Data($0.utf8).base64EncodedString() : $0 }
+        var escaped = ""
+        if let encoded {
+            escaped = encoded.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+        }
+        return
+            #"{"version":"2.0","routeKey":"$default","rawPath":"\#(path)","rawQueryString":"\#(query)","headers":{\#(headers)},"requestContext":{"http":{"method":"\#(method)","path":"\#(path)","protocol":"HTTP/1.1","sourceIp":"203.0.113.7"},"requestId":"r1","stage":"$default"},"isBase64Encoded":\#(base64)\#(body == nil ? "" : #","body":"\#(escaped)""#)}"#
+    }
+
+    /// The response an invocation returned: status, headers, body.
+    static func answer(_ outcome: InvocationOutcome?) throws -> (status: Int, headers: [String: String], body: String) {
+        let payload = try #require(outcome?.response, "expected a response, got \(String(describing: outcome))")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+        return (
+            object["statusCode"] as? Int ?? 0, object["headers"] as? [String: String] ?? [:],
+            object["body"] as? String ?? ""
+        )
+    }
+
+    @Test func functionURLRequestsAreAnsweredByTheSameRoutes() async throws {
+        let db = try await TemporaryDatabase(.sqlite)
+        let outbox = db.directory.appendingPathComponent("outbox.jsonl").path
+        let created = try await Executables.run(
+            "pushctl", ["api-key", "create", "--database", db.path, "--scope", "admin", "--name", "lambda"])
+        let key = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let api = try await LambdaRuntimeSimulator.start()
+        let process = try Executables.start(
+            "push-api", [],
+            environment: ["AWS_LAMBDA_RUNTIME_API": api.address, "PUSH_DATABASE_URL": db.path, "PUSH_OUTBOX": outbox])
+        let deadline = (Int64(Date().timeIntervalSince1970) + 300) * 1000
+        func call(_ event: String) async throws -> (status: Int, headers: [String: String], body: String) {
+            try Self.answer(await api.invoke(event, deadlineMs: deadline))
+        }
+        let user = try await call(Self.request("PUT", "/v1/users/u1", key: key, body: #"{"timezone":"UTC"}"#))
+        #expect(user.status == 200 && user.body.contains(#""created":true"#), "\(user)")
+        #expect(user.headers["content-type"] == "application/json; charset=utf-8", "\(user.headers)")
+        let device = try await call(
+            Self.request(
+                "POST", "/v1/users/u1/devices", key: key,
+                body: #"{"token":"\#(HTTPAPITests.apnsToken)","provider":"apns","platform":"ios"}"#, base64: true))
+        #expect(device.status == 200, "\(device)")
+        let hook = try await call(
+            Self.request("POST", "/v1/hooks/content-limit", key: key, body: #"{"user_id":"u1","used":27,"limit":30}"#))
+        #expect(hook.status == 200 && hook.body.contains(#""action":"sent""#), "\(hook)")
+        let explained = try await call(
+            Self.request("GET", "/v1/users/u1/explain", query: "at=2026-11-21T20%3A00%3A00Z", key: key))
+        #expect(explained.status == 200 && explained.body.contains(#""now":"2026-11-21T20:00:00Z""#), "\(explained)")
+        // Problems are answers too: the invocation succeeds with the status.
+        let anonymous = try await call(Self.request("PUT", "/v1/users/u2", body: #"{"timezone":"UTC"}"#))
+        #expect(anonymous.status == 401 && anonymous.headers["content-type"] == "application/problem+json")
+        let nowhere = try await call(Self.request("GET", "/v2/nothing", key: key))
+        #expect(nowhere.status == 404 && nowhere.body.contains("/problems/not-found"), "\(nowhere)")
+        // An event that is not such a request fails the invocation, and the runtime goes on.
+        guard case .error(let type, _, _)? = await api.invoke(#"{"time":"2026-11-21T20:00:00Z"}"#, deadlineMs: deadline)
+        else {
+            Issue.record("a scheduled event was answered")
+            return
+        }
+        #expect(type == "JobError.dataError")
+        #expect(try await call(Self.request("GET", "/healthz")).status == 200)
+        await api.stop()
+        _ = await Executables.finish(process)
+        #expect(try String(contentsOfFile: outbox, encoding: .utf8).split(separator: "\n").count == 1)
+        #expect(try await db.count("SELECT count(*) FROM users") == 1)
     }
 }

@@ -80,7 +80,8 @@ import Testing
         for path in [
             "usr/bin/diary-reminder", "usr/bin/content-limit-hook", "usr/bin/content-limit-hook-full",
             "usr/bin/token-janitor",
-            "usr/bin/pushctl", "usr/bin/push-simulator", "lib/systemd/system/diary-reminder.timer",
+            "usr/bin/pushctl", "usr/bin/push-api", "usr/bin/push-simulator", "lib/systemd/system/diary-reminder.timer",
+            "lib/systemd/system/push-api.service", "usr/share/man/man1/push-api.1.gz",
             "lib/systemd/system/token-janitor-report.timer", "usr/share/man/man1/diary-reminder.1.gz",
             "usr/share/doc/diary-push/copyright", "usr/share/doc/diary-push/changelog.gz",
         ] {
@@ -93,6 +94,9 @@ import Testing
         let service = try String(
             contentsOf: tree.appendingPathComponent("lib/systemd/system/diary-reminder.service"), encoding: .utf8)
         #expect(service.contains("ExecStart=/usr/bin/diary-reminder\n"))
+        let api = try String(
+            contentsOf: tree.appendingPathComponent("lib/systemd/system/push-api.service"), encoding: .utf8)
+        #expect(api.contains("ExecStart=/usr/bin/push-api $API_ARGS\n"))
         let version = try await Executables.finish(
             Executables.start(executable: tree.appendingPathComponent("usr/bin/diary-reminder"), ["--version"]))
         #expect(version.stdout == JobKitVersion.current + "\n")
@@ -169,6 +173,7 @@ import Testing
                 "token-janitor", LambdaTests.scheduled(Timestamps.format(now), detail: #"{"dry_run":true}"#),
                 #""job":"token-janitor""#
             ),
+            ("api", HTTPAPILambdaTests.request("GET", "/healthz"), #""statusCode":200"#),
         ]
         for (job, event, expected) in invocations {
             let task = out.appendingPathComponent(job)

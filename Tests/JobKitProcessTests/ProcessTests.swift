@@ -444,7 +444,7 @@ import Testing
         #expect(version.stdout == JobKitVersion.current + "\n")
         for file in [
             "bin/content-limit-hook", "bin/content-limit-hook-full", "bin/token-janitor", "bin/pushctl",
-            "bin/push-simulator",
+            "bin/push-api", "bin/push-simulator", "share/man/man1/push-api.1", "share/doc/diary-push/openapi.yaml",
             "share/doc/diary-push/README.md", "share/doc/diary-push/crontab.example", "share/doc/diary-push/alerts.yml",
             "share/doc/diary-push/LICENSE", "share/man/man1/diary-reminder.1", "share/man/man1/token-janitor.1",
             "share/man/man1/content-limit-hook.1",
@@ -453,7 +453,7 @@ import Testing
         }
         let units = [
             "diary-reminder.service", "diary-reminder.timer", "token-janitor.service", "token-janitor.timer",
-            "token-janitor-report.service", "token-janitor-report.timer",
+            "token-janitor-report.service", "token-janitor-report.timer", "push-api.service",
         ].map { prefix.appendingPathComponent("lib/systemd/system/\($0)").path }
         let service = try String(contentsOfFile: units[0], encoding: .utf8)
         #expect(service.contains("ExecStart=\(prefix.path)/bin/diary-reminder") && !service.contains("@BINDIR@"))
