@@ -42,7 +42,7 @@ package struct ContentLimitHook: Sendable {
         /// A request to stop (SIGTERM): the wait for the 90 % warning ends at once, and what is on its way is
         /// finished and recorded, as a reminder run does with the pages it has claimed.
         package var stop: StopRequest?
-        package var runID = UUID().uuidString.lowercased()
+        package var runID = RunID.make()
         package init(now: Int64, dryRun: Bool = false, explain: Bool = false) {
             self.now = now
             self.dryRun = dryRun

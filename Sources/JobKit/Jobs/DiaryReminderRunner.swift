@@ -26,7 +26,7 @@ package struct ReminderRunOptions: Sendable {
     package var runID: String
 
     package init(
-        now: Int64, rule: DueRule = .default, dryRun: Bool = false, runID: String = UUID().uuidString.lowercased()
+        now: Int64, rule: DueRule = .default, dryRun: Bool = false, runID: String = RunID.make()
     ) {
         self.now = now
         self.rule = rule

@@ -105,7 +105,7 @@ public struct TokenJanitorHandler: JobHandler {
         try event.checkDetail(known: Self.detailKeys, job: TokenJanitor.jobName)
         var options = base
         options.now = event.time
-        options.runID = UUID().uuidString.lowercased()
+        options.runID = RunID.make()
         var values: [String: JanitorSetting.Value] = [:]
         for (key, value) in event.detail {
             values[key] =

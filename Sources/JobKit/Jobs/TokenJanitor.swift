@@ -29,7 +29,7 @@ package struct JanitorOptions: Sendable {
     package var batchSize = 1_000
     /// `--shard K/N`: probe only this slice's devices (the bulk steps are safe on every shard at once).
     package var shard: Shard = .all
-    package var runID = UUID().uuidString.lowercased()
+    package var runID = RunID.make()
 
     package init(now: Int64) { self.now = now }
 
