@@ -3,6 +3,10 @@ import JobKit
 import PostgresNIO
 
 extension PostgresStore: ContentLimitStore {
+    package func userExists(id: String) async throws(JobError) -> Bool {
+        try await !rows("looking up a user", "SELECT 1 FROM users WHERE id = \(id)").isEmpty
+    }
+
     package func limitSnapshots(userIDs: [String], periodsFrom: String) async throws(JobError)
         -> [String: LimitSnapshot]
     {

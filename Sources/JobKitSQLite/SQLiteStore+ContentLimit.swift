@@ -41,6 +41,12 @@ extension SQLiteStore: ContentLimitStore {
         }
     }
 
+    package func userExists(id: String) async throws(JobError) -> Bool {
+        try await read("looking up a user") { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM users WHERE id = ?"), arguments: [id]) != nil
+        }
+    }
+
     /// ``WarningClaim``'s steps, each as one statement, in one write transaction.
     package func claimLimitWarning(
         _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64

@@ -815,6 +815,7 @@ import Testing
             snapshotReads.append(userIDs.count)
             return try await store.limitSnapshots(userIDs: userIDs, periodsFrom: periodsFrom)
         }
+        func userExists(id: String) async throws(JobError) -> Bool { try await store.userExists(id: id) }
         func claimLimitWarning(
             _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
         ) async throws(JobError) -> LimitClaim? {

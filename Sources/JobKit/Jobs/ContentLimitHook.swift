@@ -88,10 +88,13 @@ package struct ContentLimitHook: Sendable {
         // The lowest period key this user can be in now, whatever their zone (zones are within ±14 h).
         let utcYesterday = ZoneClock.split(wallSeconds: options.now - 86_400).date
         let floor = event.period == .monthly ? utcYesterday.monthKey : LocalDate.pad(utcYesterday.year, 4)
+        guard let type = threshold else {
+            guard try await store.userExists(id: event.userID) else { throw .unknownUser(event.userID) }
+            return finish("below 90 %")
+        }
         guard let user = try await store.limitSnapshot(userID: event.userID, periodsFrom: floor) else {
             throw .unknownUser(event.userID)
         }
-        guard let type = threshold else { return finish("below 90 %") }
 
         let staleBefore = options.now - options.claimLeaseSeconds
         let verdict = ContentLimitRule.verdict(

@@ -98,6 +98,9 @@ package protocol ContentLimitStore: Sendable {
     /// an active device, and their quota-warning log rows with period keys from `periodsFrom` on; by user id,
     /// unknown users absent. A reminder run decides a page of pending warnings from one such read.
     func limitSnapshots(userIDs: [String], periodsFrom: String) async throws(JobError) -> [String: LimitSnapshot]
+    /// Whether user `id` is stored: all the hook reads for a write below every threshold (most writes), as the
+    /// hook's quiet path does.
+    func userExists(id: String) async throws(JobError) -> Bool
     /// Atomically claims a warning, or stores it `deferred` until `deliverAfter` (quiet hours). For 100 %, the
     /// period's 90 % warning is marked superseded (inserted as such, or changed from deferred or retry) so it
     /// never arrives afterwards. A 90 % warning is not claimed once the 100 % one exists. A claim taken over
