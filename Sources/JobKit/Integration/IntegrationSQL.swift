@@ -1,0 +1,552 @@
+/// The SQL that makes an app's own PostgreSQL tables the source of truth (`pushctl integrate postgres`): triggers
+/// that mirror the app's rows into the push schema in the same transaction, a trigger that writes the jobs'
+/// deactivations back to the app's device table, a resumable backfill and a drift report, all from an
+/// ``AppTableMapping``. The rules are the database webhook's (``AppTableMapping/appChange(for:)``), spelled in SQL:
+///
+/// | app table | insert, update | delete |
+/// | --- | --- | --- |
+/// | users | set the mapped settings (null keeps the stored value; null quiet hours: none); a user without a time zone is not mirrored (yet); a new push user brings the app's devices of that user | the user goes, with everything of theirs |
+/// | devices | an active row registers (a changed token retires the old one, `replaced`); `active` false logs out | logs out |
+/// | entries | an insert is a write | nothing (a deleted entry does not unwrite a day) |
+///
+/// A row that cannot be mirrored (a token of a shape the push schema refuses, say) never fails the app's write:
+/// it is recorded in `integration_rejects` and raised as a WARNING, and `pushctl integrate check` reports it.
+/// Every function is `SECURITY DEFINER` with a fixed `search_path` (`pg_catalog, pg_temp`; every name qualified),
+/// so that the app's roles (Supabase's `anon`, `authenticated`) need no right on the push schema, and RLS on the
+/// app's tables does not hide rows from the mirror. The text is idempotent: run it again after changing the
+/// mapping.
+package struct IntegrationSQL: Sendable {
+    package let mapping: AppTableMapping
+    /// The schema of the jobs' tables (`push`).
+    package let pushSchema: String
+    /// The role that owns the functions: the least rights they need are granted to it (nil: whoever runs it).
+    package let owner: String?
+
+    /// Entries older than this are not brought in by the backfill: "wrote today" looks back a day at most.
+    package static let backfillEntryDays = 7
+
+    package init(mapping: AppTableMapping, pushSchema: String = "push", owner: String? = nil) throws(JobError) {
+        guard AppTableMapping.isIdentifier(pushSchema) else {
+            throw .usage("--push-schema: not an identifier: \(pushSchema)")
+        }
+        if let owner, !AppTableMapping.isIdentifier(owner) { throw .usage("--owner: not an identifier: \(owner)") }
+        self.mapping = mapping
+        self.pushSchema = pushSchema
+        self.owner = owner
+    }
+
+    // MARK: Names
+
+    private var p: String { quote(pushSchema) }
+    private func quote(_ identifier: String) -> String { "\"\(identifier)\"" }
+    private func table(_ table: AppTableMapping.Table) -> String { "\(quote(table.schema)).\(quote(table.name))" }
+    private func function(_ kind: AppTableMapping.Kind, _ role: String) -> String {
+        "\(p).\(quote("integration_\(kind.rawValue)_\(role)"))"
+    }
+    private static let triggerName = "\"diary_push_mirror\""
+    private static let writeBackTrigger = "\"diary_push_write_back\""
+    private static let readPolicy = "\"diary_push_read\""
+    private static let writeBackPolicy = "\"diary_push_write_back\""
+
+    // MARK: Values
+
+    /// The SQL value of `field` in row `row` (`NEW`, `OLD`, `r`), as text; NULL when not mapped.
+    private func text(_ table: AppTableMapping.Table, _ field: String, _ row: String) -> String {
+        if let fixed = table.fixed[field] { return "'\(fixed.replacingOccurrences(of: "'", with: "''"))'::text" }
+        guard let column = table.columns[field] else { return "NULL::text" }
+        let base = "\(row).\(quote(column.name))"
+        if column.path.isEmpty { return "(\(base))::text" }
+        return "((\(base))::jsonb #>> '{\(column.path.joined(separator: ","))}')"
+    }
+
+    private func flag(_ table: AppTableMapping.Table, _ field: String, _ row: String) -> String {
+        guard let column = table.columns[field] else { return "NULL::boolean" }
+        if column.path.isEmpty { return "(\(row).\(quote(column.name)))::boolean" }
+        return "(\(text(table, field, row)))::boolean"
+    }
+
+    private func isMapped(_ table: AppTableMapping.Table, _ field: String) -> Bool {
+        table.columns[field] != nil || table.fixed[field] != nil
+    }
+
+    // MARK: The text
+
+    /// The migration: tables for rejects and backfill progress, the functions, the triggers, the grants.
+    package var install: String {
+        var parts: [String] = [
+            """
+            -- diary-push: the app's own tables mirrored into the push schema \(p) (pushctl integrate postgres).
+            -- Idempotent: apply it again after changing the mapping; pushctl integrate postgres --drop removes it.
+            BEGIN;
+            CREATE TABLE IF NOT EXISTS \(p).integration_rejects (
+                id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                at         timestamptz NOT NULL DEFAULT now(),
+                app_table  text NOT NULL,
+                operation  text NOT NULL,
+                error      text NOT NULL
+            );
+            CREATE TABLE IF NOT EXISTS \(p).integration_progress (
+                kind       text PRIMARY KEY,
+                next_block bigint NOT NULL DEFAULT 0,
+                rows       bigint NOT NULL DEFAULT 0,
+                done       boolean NOT NULL DEFAULT false
+            );
+            """
+        ]
+        if let users = mapping.tables[.users] { parts.append(usersSQL(users)) }
+        if let devices = mapping.tables[.devices] { parts.append(devicesSQL(devices)) }
+        if let entries = mapping.tables[.entries] { parts.append(entriesSQL(entries)) }
+        parts.append(backfillSQL)
+        parts.append(driftSQL)
+        parts.append(grantsSQL)
+        parts.append("COMMIT;")
+        return parts.joined(separator: "\n\n") + "\n"
+    }
+
+    /// Removes what ``install`` made (the push schema's data stays).
+    package var drop: String {
+        var lines = [
+            "-- diary-push: removes the mirror of the app's tables (pushctl integrate postgres --drop).", "BEGIN;",
+        ]
+        for table in mapping.tables.values.sorted(by: { $0.kind.rawValue < $1.kind.rawValue }) {
+            lines.append("DROP TRIGGER IF EXISTS \(Self.triggerName) ON \(self.table(table));")
+            lines.append("DROP POLICY IF EXISTS \(Self.readPolicy) ON \(self.table(table));")
+            lines.append("DROP POLICY IF EXISTS \(Self.writeBackPolicy) ON \(self.table(table));")
+        }
+        lines.append("DROP TRIGGER IF EXISTS \(Self.writeBackTrigger) ON \(p).user_devices;")
+        for kind in AppTableMapping.Kind.allCases {
+            for role in ["trigger", "apply"] {
+                lines.append("DROP FUNCTION IF EXISTS \(function(kind, role)) CASCADE;")
+            }
+        }
+        lines.append("DROP FUNCTION IF EXISTS \(p).integration_write_back() CASCADE;")
+        lines.append("DROP FUNCTION IF EXISTS \(p).integration_backfill(text, integer) CASCADE;")
+        lines.append("DROP FUNCTION IF EXISTS \(p).integration_drift(integer) CASCADE;")
+        lines.append("DROP TABLE IF EXISTS \(p).integration_progress, \(p).integration_rejects;")
+        lines.append("COMMIT;")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// A trigger function around `apply`: the row mirrored, or recorded as a reject (never failing the app's write).
+    private func triggerFunction(_ table: AppTableMapping.Table, body: String) -> String {
+        """
+        CREATE OR REPLACE FUNCTION \(function(table.kind, "trigger")) () RETURNS trigger
+            LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+        BEGIN
+            BEGIN
+        \(body)
+            EXCEPTION WHEN OTHERS THEN
+                INSERT INTO \(p).integration_rejects (app_table, operation, error)
+                VALUES (TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME, TG_OP, SQLERRM);
+                RAISE WARNING 'diary-push: % of %.% not mirrored: %', TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, SQLERRM;
+            END;
+            RETURN NULL;
+        END
+        $fn$;
+        DROP TRIGGER IF EXISTS \(Self.triggerName) ON \(self.table(table));
+        CREATE TRIGGER \(Self.triggerName) AFTER INSERT OR UPDATE OR DELETE ON \(self.table(table))
+            FOR EACH ROW EXECUTE FUNCTION \(function(table.kind, "trigger"))();
+        """
+    }
+
+    private func usersSQL(_ users: AppTableMapping.Table) -> String {
+        let id = text(users, "id", "r")
+        let timezone = text(users, "timezone", "r")
+        let quiet = text(users, "quiet_hours", "r")
+        let quietMapped = isMapped(users, "quiet_hours")
+        let devices = mapping.tables[.devices]
+        let pullDevices =
+            devices.map { devices in
+                """
+                    IF created THEN
+                        PERFORM \(function(.devices, "apply"))(d, NULL) FROM \(table(devices)) d
+                        WHERE \(text(devices, "user_id", "d")) = v_id;
+                    END IF;
+                """
+            } ?? ""
+        func keep(_ field: String, _ value: String, _ column: String) -> String {
+            isMapped(users, field) ? "coalesce(\(value), s.\(column))" : "s.\(column)"
+        }
+        let reminders = flag(users, "reminders", "r")
+        let reminderTime = "left(\(text(users, "reminder_time", "r")), 5)"
+        let warnings = flag(users, "limit_warnings", "r")
+        let quietStart =
+            quietMapped
+            ? "CASE WHEN v_quiet IS NULL OR v_quiet = 'off' THEN NULL ELSE split_part(v_quiet, '-', 1) END" : "NULL"
+        let quietEnd =
+            quietMapped
+            ? "CASE WHEN v_quiet IS NULL OR v_quiet = 'off' THEN NULL ELSE split_part(v_quiet, '-', 2) END" : "NULL"
+        return """
+            CREATE OR REPLACE FUNCTION \(function(.users, "apply")) (r \(table(users))) RETURNS void
+                LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+            DECLARE
+                v_id text := \(id);
+                v_timezone text := \(timezone);
+                v_quiet text := \(quiet);
+                created boolean;
+            BEGIN
+                IF v_id IS NULL THEN RETURN; END IF;
+                SELECT NOT EXISTS (SELECT 1 FROM \(p).users WHERE id = v_id) INTO created;
+                IF created AND v_timezone IS NULL THEN RETURN; END IF;  -- not a push user until it has a time zone
+                INSERT INTO \(p).users AS u (id, timezone, locale, plan)
+                VALUES (v_id, v_timezone, coalesce(\(text(users, "locale", "r")), 'en'), coalesce(\(text(users, "plan", "r")), 'free'))
+                ON CONFLICT (id) DO UPDATE SET
+                    timezone = coalesce(excluded.timezone, u.timezone),
+                    locale = coalesce(\(text(users, "locale", "r")), u.locale),
+                    plan = coalesce(\(text(users, "plan", "r")), u.plan),
+                    updated_at = now()
+                WHERE (u.timezone, u.locale, u.plan) IS DISTINCT FROM
+                      (coalesce(excluded.timezone, u.timezone), coalesce(\(text(users, "locale", "r")), u.locale),
+                       coalesce(\(text(users, "plan", "r")), u.plan));
+                INSERT INTO \(p).notification_settings AS s
+                    (user_id, diary_reminder_enabled, reminder_time, content_limit_warnings_enabled,
+                     quiet_hours_start, quiet_hours_end)
+                VALUES (v_id, coalesce(\(reminders), true), coalesce(\(reminderTime), '21:00'), coalesce(\(warnings), true),
+                        \(quietStart), \(quietEnd))
+                ON CONFLICT (user_id) DO UPDATE SET
+                    diary_reminder_enabled = \(keep("reminders", reminders, "diary_reminder_enabled")),
+                    reminder_time = \(keep("reminder_time", reminderTime, "reminder_time")),
+                    content_limit_warnings_enabled = \(keep("limit_warnings", warnings, "content_limit_warnings_enabled")),
+                    quiet_hours_start = \(quietMapped ? "excluded.quiet_hours_start" : "s.quiet_hours_start"),
+                    quiet_hours_end = \(quietMapped ? "excluded.quiet_hours_end" : "s.quiet_hours_end"),
+                    updated_at = now();
+            \(pullDevices)
+            END
+            $fn$;
+            """ + "\n"
+                + triggerFunction(
+                    users,
+                    body: """
+                                IF TG_OP = 'DELETE' THEN
+                                    DELETE FROM \(p).users WHERE id = \(text(users, "id", "OLD"));
+                                ELSE
+                                    IF TG_OP = 'UPDATE' AND \(text(users, "id", "OLD")) IS DISTINCT FROM \(text(users, "id", "NEW")) THEN
+                                        DELETE FROM \(p).users WHERE id = \(text(users, "id", "OLD"));
+                                    END IF;
+                                    PERFORM \(function(.users, "apply"))(NEW);
+                                END IF;
+                        """)
+    }
+
+    private func devicesSQL(_ devices: AppTableMapping.Table) -> String {
+        let fid = text(devices, "fid", "r")
+        let token = text(devices, "token", "r")
+        let active = isMapped(devices, "active") ? "coalesce(\(flag(devices, "active", "r")), true)" : "true"
+        var sql = """
+            CREATE OR REPLACE FUNCTION \(function(.devices, "apply")) (r \(table(devices)), old_token text) RETURNS void
+                LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+            DECLARE
+                v_user text := \(text(devices, "user_id", "r"));
+                v_fid text := \(fid);
+                v_token text := coalesce(\(fid), \(token));
+                v_provider text := CASE WHEN \(fid) IS NOT NULL THEN 'fcm' ELSE lower(\(text(devices, "provider", "r"))) END;
+                v_platform text := lower(\(text(devices, "platform", "r")));
+                v_environment text := lower(\(text(devices, "environment", "r")));
+            BEGIN
+                IF v_user IS NULL OR v_token IS NULL THEN RETURN; END IF;
+                IF v_provider = 'apns' THEN v_token := lower(v_token); END IF;
+                IF NOT \(active) THEN
+                    UPDATE \(p).user_devices SET is_active = false, deactivated_at = now(), deactivation_reason = 'logout',
+                           updated_at = now()
+                    WHERE token = v_token AND user_id = v_user AND is_active;
+                    RETURN;
+                END IF;
+                IF NOT EXISTS (SELECT 1 FROM \(p).users WHERE id = v_user) THEN RETURN; END IF;  -- brought with the user
+                INSERT INTO \(p).user_devices AS d
+                    (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version)
+                VALUES (v_user, v_token, v_provider, v_platform,
+                        CASE WHEN v_provider = 'apns' THEN coalesce(v_environment, 'production') END,
+                        CASE WHEN v_fid IS NOT NULL THEN 'fid' ELSE 'token' END, true, now(), \(text(devices, "app_version", "r")))
+                ON CONFLICT (token) DO UPDATE SET
+                    user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
+                    apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = true,
+                    last_seen = greatest(d.last_seen, excluded.last_seen),
+                    app_version = coalesce(excluded.app_version, d.app_version), updated_at = now(),
+                    deactivated_at = NULL, deactivation_reason = NULL
+                WHERE (d.user_id, d.provider, d.platform, d.apns_environment, d.token_kind, d.is_active)
+                      IS DISTINCT FROM (excluded.user_id, excluded.provider, excluded.platform, excluded.apns_environment,
+                                        excluded.token_kind, true);
+                IF old_token IS NOT NULL AND old_token <> v_token THEN
+                    UPDATE \(p).user_devices SET is_active = false, deactivated_at = now(), deactivation_reason = 'replaced',
+                           updated_at = now()
+                    WHERE token IN (old_token, lower(old_token)) AND user_id = v_user AND is_active;
+                END IF;
+            END
+            $fn$;
+            """ + "\n"
+        sql += triggerFunction(
+            devices,
+            body: """
+                        IF TG_OP = 'DELETE' THEN
+                            UPDATE \(p).user_devices SET is_active = false, deactivated_at = now(), deactivation_reason = 'logout',
+                                   updated_at = now()
+                            WHERE token IN (coalesce(\(text(devices, "fid", "OLD")), \(text(devices, "token", "OLD"))),
+                                            lower(coalesce(\(text(devices, "fid", "OLD")), \(text(devices, "token", "OLD")))))
+                              AND user_id = \(text(devices, "user_id", "OLD")) AND is_active;
+                        ELSIF TG_OP = 'UPDATE' THEN
+                            PERFORM \(function(.devices, "apply"))(NEW, coalesce(\(text(devices, "fid", "OLD")), \(text(devices, "token", "OLD"))));
+                        ELSE
+                            PERFORM \(function(.devices, "apply"))(NEW, NULL);
+                        END IF;
+                """)
+        // The jobs' deactivations (a provider said the token is dead, the janitor found it stale) go back to the
+        // app's table, when its active flag is a plain column. The mirror trigger then finds the push row
+        // inactive already and changes nothing: no loop.
+        if let active = devices.columns["active"], active.path.isEmpty {
+            let match = [devices.columns["fid"], devices.columns["token"]].compactMap { $0 }.filter(\.path.isEmpty)
+                .map { "\(quote($0.name))::text = NEW.token" }
+            if !match.isEmpty {
+                sql += """
+
+                    CREATE OR REPLACE FUNCTION \(p).integration_write_back() RETURNS trigger
+                        LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+                    BEGIN
+                        UPDATE \(table(devices)) SET \(quote(active.name)) = false
+                        WHERE (\(match.joined(separator: " OR "))) AND \(quote(devices.columns["user_id"]!.name))::text = NEW.user_id
+                          AND \(quote(active.name)) IS DISTINCT FROM false;
+                        RETURN NULL;
+                    END
+                    $fn$;
+                    DROP TRIGGER IF EXISTS \(Self.writeBackTrigger) ON \(p).user_devices;
+                    CREATE TRIGGER \(Self.writeBackTrigger) AFTER UPDATE OF is_active ON \(p).user_devices
+                        FOR EACH ROW WHEN (OLD.is_active AND NOT NEW.is_active AND NEW.deactivation_reason <> 'logout')
+                        EXECUTE FUNCTION \(p).integration_write_back();
+                    """
+            }
+        }
+        return sql
+    }
+
+    private func entriesSQL(_ entries: AppTableMapping.Table) -> String {
+        let at = isMapped(entries, "at") ? "coalesce((\(text(entries, "at", "r")))::timestamptz, now())" : "now()"
+        return """
+            CREATE OR REPLACE FUNCTION \(function(.entries, "apply")) (r \(table(entries))) RETURNS void
+                LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+            DECLARE
+                v_user text := \(text(entries, "user_id", "r"));
+            BEGIN
+                IF v_user IS NULL OR NOT EXISTS (SELECT 1 FROM \(p).users WHERE id = v_user) THEN RETURN; END IF;
+                INSERT INTO \(p).diary_entries (user_id, created_at) VALUES (v_user, \(at));
+            END
+            $fn$;
+            """ + "\n"
+                + triggerFunction(
+                    entries,
+                    body: """
+                                IF TG_OP = 'INSERT' THEN
+                                    PERFORM \(function(.entries, "apply"))(NEW);
+                                END IF;
+                        """)
+    }
+
+    /// `integration_backfill(kind, blocks)`: the next `blocks` pages of the app's table brought in through the same
+    /// apply function as the trigger; resumable (the next page is kept in `integration_progress`).
+    private var backfillSQL: String {
+        var cases: [String] = []
+        for kind in AppTableMapping.Kind.allCases {
+            guard let table = mapping.tables[kind] else { continue }
+            let call: String
+            switch kind {
+            case .users: call = "\(function(.users, "apply"))(r)"
+            case .devices: call = "\(function(.devices, "apply"))(r, NULL)"
+            case .entries: call = "\(function(.entries, "apply"))(r)"
+            }
+            let recent =
+                kind == .entries && isMapped(table, "at")
+                ? " AND (\(text(table, "at", "r")))::timestamptz >= now() - interval '\(Self.backfillEntryDays) days'"
+                : ""
+            cases.append(
+                """
+                    IF kind = '\(kind.rawValue)' THEN
+                        total := pg_relation_size('\(self.table(table))'::regclass) / current_setting('block_size')::bigint;
+                        PERFORM \(call) FROM \(self.table(table)) r
+                        WHERE r.ctid >= format('(%s,0)', first)::tid AND r.ctid < format('(%s,0)', first + blocks)::tid\(recent);
+                        GET DIAGNOSTICS n = ROW_COUNT;
+                    END IF;
+                """)
+        }
+        return """
+            CREATE OR REPLACE FUNCTION \(p).integration_backfill(kind text, blocks integer)
+                RETURNS TABLE (next_block bigint, total_blocks bigint, rows_done bigint, done boolean)
+                LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+            DECLARE
+                first bigint;
+                total bigint := 0;
+                n bigint := 0;
+            BEGIN
+                INSERT INTO \(p).integration_progress (kind) VALUES (kind) ON CONFLICT DO NOTHING;
+                SELECT p.next_block INTO first FROM \(p).integration_progress p WHERE p.kind = integration_backfill.kind FOR UPDATE;
+            \(cases.joined(separator: "\n"))
+                UPDATE \(p).integration_progress p SET next_block = first + blocks, rows = p.rows + n,
+                       done = first + blocks >= total
+                WHERE p.kind = integration_backfill.kind;
+                RETURN QUERY SELECT p.next_block, total, p.rows, p.done FROM \(p).integration_progress p
+                    WHERE p.kind = integration_backfill.kind;
+            END
+            $fn$;
+            """
+    }
+
+    /// `integration_drift(max)`: what differs between the app's tables and the push schema, each difference a row
+    /// (kind, key, what), at most `max` of each kind, then the counts (key `count`).
+    private var driftSQL: String {
+        var checks: [String] = []
+        if let users = mapping.tables[.users] {
+            let id = text(users, "id", "r")
+            let timezone = text(users, "timezone", "r")
+            checks.append(
+                """
+                    RETURN QUERY SELECT 'users'::text, x.id, 'in the app, not in the push schema'::text FROM (
+                        SELECT \(id) AS id FROM \(table(users)) r WHERE \(timezone) IS NOT NULL
+                        EXCEPT SELECT u.id FROM \(p).users u) x ORDER BY 2 LIMIT max;
+                    RETURN QUERY SELECT 'users'::text, x.id, 'in the push schema, not in the app'::text FROM (
+                        SELECT u.id FROM \(p).users u EXCEPT SELECT \(id) FROM \(table(users)) r) x ORDER BY 2 LIMIT max;
+                    RETURN QUERY SELECT 'users'::text, 'count'::text,
+                        (SELECT count(*) FROM \(table(users)) r WHERE \(timezone) IS NOT NULL)::text || ' in the app, '
+                        || (SELECT count(*) FROM \(p).users)::text || ' in the push schema';
+                """)
+        }
+        if let devices = mapping.tables[.devices], mapping.tables[.users] != nil {
+            let token = "coalesce(\(text(devices, "fid", "r")), \(text(devices, "token", "r")))"
+            let active = isMapped(devices, "active") ? "coalesce(\(flag(devices, "active", "r")), true)" : "true"
+            let user = text(devices, "user_id", "r")
+            checks.append(
+                """
+                    RETURN QUERY SELECT 'devices'::text, x.token, 'active in the app, not in the push schema'::text FROM (
+                        SELECT CASE WHEN lower(\(text(devices, "provider", "r"))) = 'apns' THEN lower(\(token)) ELSE \(token) END AS token
+                        FROM \(table(devices)) r WHERE \(active) AND \(token) IS NOT NULL
+                          AND EXISTS (SELECT 1 FROM \(p).users u WHERE u.id = \(user))
+                        EXCEPT SELECT d.token FROM \(p).user_devices d WHERE d.is_active) x ORDER BY 2 LIMIT max;
+                    RETURN QUERY SELECT 'devices'::text, x.token, 'active in the push schema, not in the app'::text FROM (
+                        SELECT d.token FROM \(p).user_devices d WHERE d.is_active
+                        EXCEPT SELECT CASE WHEN lower(\(text(devices, "provider", "r"))) = 'apns' THEN lower(\(token)) ELSE \(token) END
+                        FROM \(table(devices)) r WHERE \(active)) x ORDER BY 2 LIMIT max;
+                """)
+        }
+        checks.append(
+            """
+                RETURN QUERY SELECT 'rejects'::text, j.app_table || ' ' || j.operation, j.error
+                    FROM \(p).integration_rejects j ORDER BY j.id DESC LIMIT max;
+            """)
+        return """
+            CREATE OR REPLACE FUNCTION \(p).integration_drift(max integer)
+                RETURNS TABLE (kind text, key text, what text)
+                LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+            BEGIN
+            \(checks.joined(separator: "\n"))
+            END
+            $fn$;
+            """
+    }
+
+    /// No role of the app's reaches the push schema; the owner, when named, gets what the functions need.
+    private var grantsSQL: String {
+        var lines = [
+            "REVOKE ALL ON SCHEMA \(p) FROM PUBLIC;",
+            """
+            DO $do$
+            DECLARE r text;
+            BEGIN
+                -- Supabase's API roles: the push schema is not theirs (PostgREST exposes only what they may use).
+                FOREACH r IN ARRAY ARRAY['anon', 'authenticated'] LOOP
+                    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
+                        EXECUTE format('REVOKE ALL ON SCHEMA %I FROM %I', '\(pushSchema)', r);
+                        EXECUTE format('REVOKE ALL ON ALL TABLES IN SCHEMA %I FROM %I', '\(pushSchema)', r);
+                    END IF;
+                END LOOP;
+            END
+            $do$;
+            """,
+        ]
+        var functions: [String] = []
+        for kind in AppTableMapping.Kind.allCases where mapping.tables[kind] != nil {
+            let table = mapping.tables[kind]!
+            let arguments = kind == .devices ? "\(self.table(table)), text" : self.table(table)
+            functions.append("\(function(kind, "apply"))(\(arguments))")
+            functions.append("\(function(kind, "trigger"))()")
+        }
+        functions.append("\(p).integration_backfill(text, integer)")
+        functions.append("\(p).integration_drift(integer)")
+        let writeBack = mapping.tables[.devices].flatMap { $0.columns["active"] }.map { $0.path.isEmpty } ?? false
+        if writeBack {
+            let devices = mapping.tables[.devices]!
+            if [devices.columns["fid"], devices.columns["token"]].compactMap({ $0 }).contains(where: \.path.isEmpty) {
+                functions.append("\(p).integration_write_back()")
+            }
+        }
+        for function in functions {
+            lines.append("REVOKE ALL ON FUNCTION \(function) FROM PUBLIC;")
+        }
+        if let owner {
+            let role = quote(owner)
+            lines.append(
+                """
+                DO $do$ BEGIN
+                    CREATE ROLE \(role) NOLOGIN;
+                EXCEPTION WHEN duplicate_object THEN NULL;
+                END $do$;
+                GRANT USAGE ON SCHEMA \(p) TO \(role);
+                GRANT SELECT, INSERT, UPDATE, DELETE ON \(p).users, \(p).notification_settings, \(p).user_devices,
+                    \(p).diary_entries, \(p).integration_rejects, \(p).integration_progress TO \(role);
+                -- A user's deletion removes their history through the push schema's statement triggers.
+                GRANT SELECT, DELETE ON \(p).notification_logs TO \(role);
+                GRANT SELECT, UPDATE, DELETE ON \(p).notification_deliveries TO \(role);
+                """)
+            // Row-level security on the app's tables (Supabase's way) would hide their rows from the owner: a
+            // policy of its own lets it read them (the backfill, a new user's devices) and, for the write-back,
+            // update the device table.
+            for table in mapping.tables.values.sorted(by: { $0.kind.rawValue < $1.kind.rawValue }) {
+                lines.append("GRANT USAGE ON SCHEMA \(quote(table.schema)) TO \(role);")
+                lines.append("GRANT SELECT ON \(self.table(table)) TO \(role);")
+                lines.append("DROP POLICY IF EXISTS \(Self.readPolicy) ON \(self.table(table));")
+                lines.append(
+                    "CREATE POLICY \(Self.readPolicy) ON \(self.table(table)) FOR SELECT TO \(role) USING (true);")
+            }
+            if writeBack, let devices = mapping.tables[.devices], let active = devices.columns["active"] {
+                lines.append("GRANT UPDATE (\(quote(active.name))) ON \(table(devices)) TO \(role);")
+                lines.append("DROP POLICY IF EXISTS \(Self.writeBackPolicy) ON \(table(devices));")
+                lines.append(
+                    "CREATE POLICY \(Self.writeBackPolicy) ON \(table(devices)) FOR UPDATE TO \(role) USING (true) WITH CHECK (true);"
+                )
+            }
+            for function in functions { lines.append("ALTER FUNCTION \(function) OWNER TO \(role);") }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// What the integration's SQL functions answer, for `pushctl integrate backfill` and `check` (PostgreSQL only).
+package protocol IntegrationStore: Sendable {
+    /// One step of the backfill of `kind` (`users`, `devices`, `entries`): the next `blocks` pages of the app's
+    /// table, through the trigger's own apply function. Resumable: the next page is kept in the database.
+    func integrationBackfill(kind: AppTableMapping.Kind, blocks: Int) async throws(JobError) -> BackfillProgress
+    /// Differences between the app's tables and the push schema (at most `max` of each kind), the counts (key
+    /// `count`), and the rows the mirror could not take (kind `rejects`).
+    func integrationDrift(max: Int) async throws(JobError) -> [DriftRow]
+}
+
+package struct BackfillProgress: Sendable, Hashable {
+    package let nextBlock: Int64
+    package let totalBlocks: Int64
+    package let rows: Int64
+    package let done: Bool
+    package init(nextBlock: Int64, totalBlocks: Int64, rows: Int64, done: Bool) {
+        self.nextBlock = nextBlock
+        self.totalBlocks = totalBlocks
+        self.rows = rows
+        self.done = done
+    }
+}
+
+package struct DriftRow: Sendable, Hashable {
+    package let kind: String
+    package let key: String
+    package let what: String
+    package init(kind: String, key: String, what: String) {
+        self.kind = kind
+        self.key = key
+        self.what = what
+    }
+    /// A count line, not a difference.
+    package var isCount: Bool { key == "count" }
+}
