@@ -27,6 +27,8 @@ import Testing
         let deleteAccount: @Sendable (String) -> String
         /// The app's active flag of a token.
         let isActive: @Sendable (String) -> String
+        /// Its three tables, qualified.
+        let tables: [String]
     }
 
     /// The Storyie seed's shape: `profiles`, `user_devices (user_id uuid, fcm_token, platform, is_active, last_seen)`,
@@ -77,7 +79,8 @@ import Testing
             "UPDATE profiles SET preferences = preferences || '{\"reminders\": false}' WHERE id = '\(id)'"
         },
         deleteAccount: { id in "DELETE FROM profiles WHERE id = '\(id)'" },
-        isActive: { token in "SELECT is_active::text FROM user_devices WHERE fcm_token = '\(token)'" })
+        isActive: { token in "SELECT is_active::text FROM user_devices WHERE fcm_token = '\(token)'" },
+        tables: ["public.profiles", "public.user_devices", "public.entries"])
 
     /// The same app with other names and types: text ids, a `time` column, a JSON-as-text column, integer-free
     /// `enabled` flags, a provider column, and entries written with a `timestamp` without zone.
@@ -121,7 +124,8 @@ import Testing
         },
         remindersOff: { id in "UPDATE app.accounts SET settings = '{\"daily\": false}' WHERE account_id = '\(id)'" },
         deleteAccount: { id in "DELETE FROM app.accounts WHERE account_id = '\(id)'" },
-        isActive: { token in "SELECT enabled::text FROM app.push_tokens WHERE value = '\(token)'" })
+        isActive: { token in "SELECT enabled::text FROM app.push_tokens WHERE value = '\(token)'" },
+        tables: ["app.accounts", "app.push_tokens", "app.journal"])
 
     /// Runs `statements` in one session; the last one's first column, as text.
     static func session(_ location: PostgresLocation, _ statements: [String]) async throws -> [String] {
@@ -146,16 +150,23 @@ import Testing
         try await session(location, ["SET ROLE authenticated", "SET search_path = public"] + statements)
     }
 
-    @Test(arguments: [("supabase", supabase), ("other names", other)])
-    func theAppWritesItsOwnTablesAndTheJobsRemindAsTheySay(_ name: String, _ app: App) async throws {
+    /// A fresh database with Supabase's roles, the app's tables under RLS (written by `authenticated`), the push
+    /// schema migrated, and the integration's SQL from `pushctl integrate postgres` applied (twice: idempotent)
+    /// after `before` ran as the app.
+    struct Integrated {
+        let location: PostgresLocation
+        let url: String
+        let directory: URL
+        let mappingFile: String
+        let sqlFile: String
+    }
+
+    static func integrated(_ app: App, before: [String] = []) async throws -> Integrated {
         let admin = try PostgresLocation.parse(try Backend.postgresAdminURL)
         var location = admin
         location.database = "t_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         _ = try await Self.session(admin, ["CREATE DATABASE \(location.database)"])
-        let appTables =
-            name == "supabase"
-            ? ["public.profiles", "public.user_devices", "public.entries"]
-            : ["app.accounts", "app.push_tokens", "app.journal"]
+        let appSchema = app.tables.first!.split(separator: ".").first!
         _ = try await Self.session(
             location,
             [
@@ -171,26 +182,22 @@ import Testing
                 "CREATE SCHEMA push",
                 "ALTER ROLE \(location.user) IN DATABASE \(location.database) SET search_path = push",
             ] + app.ddl
-                + appTables.flatMap { table in
+                + app.tables.flatMap { table in
                     [
                         "ALTER TABLE \(table) ENABLE ROW LEVEL SECURITY",
                         "CREATE POLICY own_rows ON \(table) TO authenticated USING (true) WITH CHECK (true)",
                         "GRANT SELECT, INSERT, UPDATE, DELETE ON \(table) TO authenticated",
                     ]
                 } + [
-                    "GRANT USAGE ON SCHEMA \(name == "supabase" ? "public" : "app") TO authenticated",
-                    "GRANT USAGE ON ALL SEQUENCES IN SCHEMA \(name == "supabase" ? "public" : "app") TO authenticated",
+                    "GRANT USAGE ON SCHEMA \(appSchema) TO authenticated",
+                    "GRANT USAGE ON ALL SEQUENCES IN SCHEMA \(appSchema) TO authenticated",
                 ])
         let store = try await PostgresStore.open(location, mode: .create, logger: quietLogger)
-        defer { Task { await store.close() } }
-
-        // A user who signed up before the integration: the backfill brings them in.
-        let early = "00000000-0000-4000-8000-000000000001"
-        _ = try await Self.asApp(location, [app.signUp(early, "UTC", "20:00"), app.addDevice(early, "early-token")])
+        await store.close()
+        if !before.isEmpty { _ = try await Self.asApp(location, before) }
 
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("integrate-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
         let mappingFile = directory.appendingPathComponent("mapping.json").path
         try app.mapping.write(toFile: mappingFile, atomically: true, encoding: .utf8)
         let generated = try await Executables.run(
@@ -199,13 +206,27 @@ import Testing
         let sqlFile = directory.appendingPathComponent("integration.sql").path
         try generated.stdout.write(toFile: sqlFile, atomically: true, encoding: .utf8)
         let url = try Backend.postgresAdminURL.replacingOccurrences(of: "/postgres?", with: "/\(location.database)?")
-        for _ in 0..<2 {  // applied twice: idempotent
+        for _ in 0..<2 {
             let psql = await Executables.finish(
                 try Executables.start(
                     executable: URL(fileURLWithPath: "/usr/bin/psql"),
                     [url, "-q", "-v", "ON_ERROR_STOP=1", "-f", sqlFile]))
             #expect(psql.status == 0, "\(psql.stderr)")
         }
+        return Integrated(
+            location: location, url: url, directory: directory, mappingFile: mappingFile, sqlFile: sqlFile)
+    }
+
+    @Test(arguments: [("supabase", supabase), ("other names", other)])
+    func theAppWritesItsOwnTablesAndTheJobsRemindAsTheySay(_ name: String, _ app: App) async throws {
+        // A user who signed up before the integration: the backfill brings them in.
+        let early = "00000000-0000-4000-8000-000000000001"
+        let setup = try await Self.integrated(
+            app, before: [app.signUp(early, "UTC", "20:00"), app.addDevice(early, "early-token")])
+        defer { try? FileManager.default.removeItem(at: setup.directory) }
+        let (location, url, mappingFile, sqlFile) = (setup.location, setup.url, setup.mappingFile, setup.sqlFile)
+        let store = try await PostgresStore.open(location, mode: .readWrite, logger: quietLogger)
+        defer { Task { await store.close() } }
         let backfill = try await Executables.run("pushctl", ["integrate", "backfill", "--database", url])
         #expect(backfill.status == 0 && backfill.stdout.contains("users: done, 1 rows"), "\(backfill)")
 
@@ -264,5 +285,137 @@ import Testing
         #expect(dropped.status == 0, "\(dropped.stderr)")
         _ = try await Self.asApp(location, [app.signUp("00000000-0000-4000-8000-000000000099", "UTC", "09:00")])
         #expect(try await Self.session(location, ["SELECT count(*)::text FROM push.users"]) == ["5"])
+    }
+
+    /// A deterministic generator (SplitMix64), so that a failing sequence can be replayed and shrunk.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    /// `count` operations an app makes on its own tables, each valid for the app's schema at its point (a model of
+    /// the rows decides what may come next): sign-ups (some without a time zone), settings and zone changes, devices
+    /// added, logged out, back in, rotated, deleted, entries, account deletions.
+    static func operations(_ count: Int, seed: UInt64) -> [String] {
+        var random = SplitMix(state: seed)
+        var users: [String] = []
+        var devices: [(user: String, token: String)] = []
+        var next = 0
+        var statements: [String] = []
+        let zones = ["Europe/Berlin", "Asia/Tokyo", "America/New_York", "UTC"]
+        func fresh() -> Int {
+            next += 1
+            return next
+        }
+        while statements.count < count {
+            switch Int.random(in: 0..<100, using: &random) {
+            case 0..<15,
+                _ where users.isEmpty:
+                let id = String(format: "00000000-0000-4000-8000-%012d", fresh())
+                let zone =
+                    Int.random(in: 0..<10, using: &random) == 0 ? "NULL" : "'\(zones.randomElement(using: &random)!)'"
+                let time = String(
+                    format: "%02d:%02d", Int.random(in: 0..<24, using: &random),
+                    [0, 15, 30, 45].randomElement(using: &random)!)
+                statements.append(
+                    "INSERT INTO profiles (id, timezone, preferences) VALUES ('\(id)', \(zone), '{\"reminder_time\": \"\(time)\", \"reminders\": \(Bool.random(using: &random))}')"
+                )
+                users.append(id)
+            case 15..<25:
+                let id = users.randomElement(using: &random)!
+                statements.append(
+                    "UPDATE profiles SET timezone = '\(zones.randomElement(using: &random)!)' WHERE id = '\(id)'")
+            case 25..<35:
+                let id = users.randomElement(using: &random)!
+                let time = String(
+                    format: "%02d:%02d", Int.random(in: 0..<24, using: &random), Int.random(in: 0..<60, using: &random))
+                statements.append(
+                    "UPDATE profiles SET preferences = preferences || '{\"reminder_time\": \"\(time)\", \"reminders\": \(Bool.random(using: &random))}' WHERE id = '\(id)'"
+                )
+            case 35..<55:
+                let id = users.randomElement(using: &random)!
+                let token = "t\(fresh()):APA91b"
+                statements.append(
+                    "INSERT INTO user_devices (user_id, fcm_token, platform) VALUES ('\(id)', '\(token)', 'android')")
+                devices.append((id, token))
+            case 55..<65 where !devices.isEmpty:
+                let device = devices.randomElement(using: &random)!
+                statements.append(
+                    "UPDATE user_devices SET is_active = \(Bool.random(using: &random)) WHERE user_id = '\(device.user)' AND fcm_token = '\(device.token)'"
+                )
+            case 65..<72 where !devices.isEmpty:
+                let index = Int.random(in: 0..<devices.count, using: &random)
+                let token = "t\(fresh()):APA91b"
+                statements.append(
+                    "UPDATE user_devices SET fcm_token = '\(token)' WHERE user_id = '\(devices[index].user)' AND fcm_token = '\(devices[index].token)'"
+                )
+                devices[index].token = token
+            case 72..<77 where !devices.isEmpty:
+                let index = Int.random(in: 0..<devices.count, using: &random)
+                statements.append(
+                    "DELETE FROM user_devices WHERE user_id = '\(devices[index].user)' AND fcm_token = '\(devices[index].token)'"
+                )
+                devices.remove(at: index)
+            case 77..<95:
+                let id = users.randomElement(using: &random)!
+                statements.append(
+                    "INSERT INTO entries (user_id, created_at) VALUES ('\(id)', now() - interval '\(Int.random(in: 0..<48, using: &random)) hours')"
+                )
+            case 95..<100:
+                let index = Int.random(in: 0..<users.count, using: &random)
+                let id = users.remove(at: index)
+                statements.append("DELETE FROM profiles WHERE id = '\(id)'")
+                devices.removeAll { $0.user == id }
+            default:
+                continue
+            }
+        }
+        return statements
+    }
+
+    /// What `pushctl integrate check` says after the app ran `statements` on a fresh integrated database; nil when
+    /// in step.
+    static func drift(after statements: [String]) async throws -> String? {
+        let setup = try await integrated(supabase)
+        defer { try? FileManager.default.removeItem(at: setup.directory) }
+        var index = 0
+        while index < statements.count {
+            _ = try await asApp(setup.location, Array(statements[index..<min(index + 500, statements.count)]))
+            index += 500
+        }
+        let check = try await Executables.run("pushctl", ["integrate", "check", "--database", setup.url])
+        return check.status == 0 ? nil : check.stdout + check.stderr
+    }
+
+    /// 10,000 random operations of the app on its own tables leave the push schema in step (users, their mapped
+    /// settings, active devices, no rejects). A failure is shrunk to a short sequence that still drifts: the
+    /// shortest failing prefix, then each operation left out while it still fails.
+    @Test func randomAppOperationsLeaveThePushSchemaInStep() async throws {
+        let statements = Self.operations(10_000, seed: 67)
+        guard let report = try await Self.drift(after: statements) else { return }
+        // Shrink: the shortest failing prefix (bisection), then single operations removed while it still fails.
+        var (good, bad) = (0, statements.count)
+        while bad - good > 1 {
+            let middle = (good + bad) / 2
+            if try await Self.drift(after: Array(statements[..<middle])) != nil { bad = middle } else { good = middle }
+        }
+        var shrunk = Array(statements[..<bad])
+        var index = shrunk.count - 2
+        var attempts = 0
+        while index >= 0 && attempts < 60 {
+            var candidate = shrunk
+            candidate.remove(at: index)
+            attempts += 1
+            if try await Self.drift(after: candidate) != nil { shrunk = candidate }
+            index -= 1
+        }
+        let last = try await Self.drift(after: shrunk) ?? report
+        Issue.record("drift after \(shrunk.count) operations:\n\(shrunk.joined(separator: ";\n"))\n\(last)")
     }
 }

@@ -401,6 +401,7 @@ package struct IntegrationSQL: Sendable {
                         EXCEPT SELECT u.id FROM \(p).users u) x ORDER BY 2 LIMIT max;
                     RETURN QUERY SELECT 'users'::text, x.id, 'in the push schema, not in the app'::text FROM (
                         SELECT u.id FROM \(p).users u EXCEPT SELECT \(id) FROM \(table(users)) r) x ORDER BY 2 LIMIT max;
+                \(valueChecks(users))
                     RETURN QUERY SELECT 'users'::text, 'count'::text,
                         (SELECT count(*) FROM \(table(users)) r WHERE \(timezone) IS NOT NULL)::text || ' in the app, '
                         || (SELECT count(*) FROM \(p).users)::text || ' in the push schema';
@@ -437,6 +438,32 @@ package struct IntegrationSQL: Sendable {
             END
             $fn$;
             """
+    }
+
+    /// For each mapped setting: the users whose value in the app (where it is not null: null keeps the stored one)
+    /// differs from the push schema's.
+    private func valueChecks(_ users: AppTableMapping.Table) -> String {
+        let fields: [(String, String, String)] = [
+            ("timezone", "u.timezone", "text"), ("locale", "u.locale", "text"), ("plan", "u.plan", "text"),
+            ("reminder_time", "s.reminder_time", "clock"), ("reminders", "s.diary_reminder_enabled", "flag"),
+            ("limit_warnings", "s.content_limit_warnings_enabled", "flag"),
+        ]
+        return fields.filter { users.columns[$0.0] != nil }.map { field, pushColumn, type in
+            let value =
+                switch type {
+                case "clock": "left(\(text(users, field, "r")), 5)"
+                case "flag": flag(users, field, "r")
+                default: text(users, field, "r")
+                }
+            return """
+                    RETURN QUERY SELECT 'users'::text, x.id, '\(field) differs'::text FROM (
+                        SELECT \(text(users, "id", "r")) AS id, \(value) AS v FROM \(table(users)) r
+                        WHERE \(value) IS NOT NULL AND \(text(users, "timezone", "r")) IS NOT NULL
+                        EXCEPT SELECT u.id, \(pushColumn) FROM \(p).users u
+                        JOIN \(p).notification_settings s ON s.user_id = u.id) x
+                    WHERE EXISTS (SELECT 1 FROM \(p).users u WHERE u.id = x.id) ORDER BY 2 LIMIT max;
+                """
+        }.joined(separator: "\n")
     }
 
     /// No role of the app's reaches the push schema; the owner, when named, gets what the functions need.
