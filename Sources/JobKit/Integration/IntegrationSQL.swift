@@ -155,15 +155,24 @@ package struct IntegrationSQL: Sendable {
         let quiet = text(users, "quiet_hours", "r")
         let quietMapped = isMapped(users, "quiet_hours")
         let devices = mapping.tables[.devices]
-        let pullDevices =
-            devices.map { devices in
-                """
+        // A new push user brings the app's devices of that user, found by the app's own index on its user column:
+        // the id is converted to that column's type (`%TYPE`), not the column to text.
+        var pullDeclare = ""
+        var pullDevices = ""
+        if let devices = mapping.tables[.devices] {
+            var predicate = "\(text(devices, "user_id", "d")) = v_id"
+            var convert = ""
+            if let column = devices.columns["user_id"], column.path.isEmpty {
+                pullDeclare = "    k_user \(table(devices)).\(quote(column.name))%TYPE;\n"
+                convert = "k_user := v_id;\n            "
+                predicate = "d.\(quote(column.name)) = k_user"
+            }
+            pullDevices = """
                     IF created THEN
-                        PERFORM \(function(.devices, "apply"))(d, NULL) FROM \(table(devices)) d
-                        WHERE \(text(devices, "user_id", "d")) = v_id;
+                        \(convert)PERFORM \(function(.devices, "apply"))(d, NULL) FROM \(table(devices)) d WHERE \(predicate);
                     END IF;
                 """
-            } ?? ""
+        }
         func keep(_ field: String, _ value: String, _ column: String) -> String {
             isMapped(users, field) ? "coalesce(\(value), s.\(column))" : "s.\(column)"
         }
@@ -184,7 +193,7 @@ package struct IntegrationSQL: Sendable {
                 v_timezone text := \(timezone);
                 v_quiet text := \(quiet);
                 created boolean;
-            BEGIN
+            \(pullDeclare)BEGIN
                 IF v_id IS NULL THEN RETURN; END IF;
                 SELECT NOT EXISTS (SELECT 1 FROM \(p).users WHERE id = v_id) INTO created;
                 IF created AND v_timezone IS NULL THEN RETURN; END IF;  -- not a push user until it has a time zone
@@ -292,18 +301,37 @@ package struct IntegrationSQL: Sendable {
         // The jobs' deactivations (a provider said the token is dead, the janitor found it stale) go back to the
         // app's table, when its active flag is a plain column. The mirror trigger then finds the push row
         // inactive already and changes nothing: no loop.
-        if let active = devices.columns["active"], active.path.isEmpty {
-            let match = [devices.columns["fid"], devices.columns["token"]].compactMap { $0 }.filter(\.path.isEmpty)
-                .map { "\(quote($0.name))::text = NEW.token" }
-            if !match.isEmpty {
+        if hasWriteBack, let active = devices.columns["active"], let user = devices.columns["user_id"] {
+            let keys = [("fid", devices.columns["fid"]), ("token", devices.columns["token"])].compactMap {
+                name, column in
+                column.flatMap { $0.path.isEmpty ? (name, $0) : nil }
+            }
+            if !keys.isEmpty {
+                // Compared in the app's column types (`%TYPE`), so that its own index on them answers.
+                let declarations =
+                    (keys.map { name, column in
+                        "    k_\(name) \(table(devices)).\(quote(column.name))%TYPE;"
+                    } + ["    k_user \(table(devices)).\(quote(user.name))%TYPE;"]).joined(separator: "\n")
+                let assignments = (keys.map { name, _ in "k_\(name) := NEW.token;" } + ["k_user := NEW.user_id;"])
+                    .joined(separator: " ")
+                let match = keys.map { name, column in "\(quote(column.name)) = k_\(name)" }.joined(separator: " OR ")
                 sql += """
 
                     CREATE OR REPLACE FUNCTION \(p).integration_write_back() RETURNS trigger
                         LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+                    DECLARE
+                    \(declarations)
                     BEGIN
-                        UPDATE \(table(devices)) SET \(quote(active.name)) = false
-                        WHERE (\(match.joined(separator: " OR "))) AND \(quote(devices.columns["user_id"]!.name))::text = NEW.user_id
-                          AND \(quote(active.name)) IS DISTINCT FROM false;
+                        BEGIN
+                            \(assignments)
+                            UPDATE \(table(devices)) SET \(quote(active.name)) = false
+                            WHERE (\(match)) AND \(quote(user.name)) = k_user AND \(quote(active.name)) IS DISTINCT FROM false;
+                        EXCEPTION WHEN OTHERS THEN
+                            -- Never fails the jobs' own write: recorded, and reported by integrate check.
+                            INSERT INTO \(p).integration_rejects (app_table, operation, error)
+                            VALUES ('\(devices.qualifiedName)', 'WRITE BACK', SQLERRM);
+                            RAISE WARNING 'diary-push: deactivation of a device not written back: %', SQLERRM;
+                        END;
                         RETURN NULL;
                     END
                     $fn$;
@@ -466,6 +494,15 @@ package struct IntegrationSQL: Sendable {
         }.joined(separator: "\n")
     }
 
+    /// Whether the deactivations are written back: the device table's active flag, user and token (or FID) are
+    /// plain columns.
+    private var hasWriteBack: Bool {
+        guard let devices = mapping.tables[.devices], devices.columns["active"]?.path.isEmpty == true,
+            devices.columns["user_id"]?.path.isEmpty == true
+        else { return false }
+        return [devices.columns["fid"], devices.columns["token"]].compactMap { $0 }.contains { $0.path.isEmpty }
+    }
+
     /// No role of the app's reaches the push schema; the owner, when named, gets what the functions need.
     private var grantsSQL: String {
         var lines = [
@@ -494,13 +531,8 @@ package struct IntegrationSQL: Sendable {
         }
         functions.append("\(p).integration_backfill(text, integer)")
         functions.append("\(p).integration_drift(integer)")
-        let writeBack = mapping.tables[.devices].flatMap { $0.columns["active"] }.map { $0.path.isEmpty } ?? false
-        if writeBack {
-            let devices = mapping.tables[.devices]!
-            if [devices.columns["fid"], devices.columns["token"]].compactMap({ $0 }).contains(where: \.path.isEmpty) {
-                functions.append("\(p).integration_write_back()")
-            }
-        }
+        let writeBack = hasWriteBack
+        if writeBack { functions.append("\(p).integration_write_back()") }
         for function in functions {
             lines.append("REVOKE ALL ON FUNCTION \(function) FROM PUBLIC;")
         }
