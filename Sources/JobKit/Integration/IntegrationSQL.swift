@@ -128,7 +128,9 @@ package struct IntegrationSQL: Sendable {
     }
 
     /// A trigger function around `apply`: the row mirrored, or recorded as a reject (never failing the app's write).
-    private func triggerFunction(_ table: AppTableMapping.Table, body: String) -> String {
+    private func triggerFunction(
+        _ table: AppTableMapping.Table, events: String = "INSERT OR UPDATE OR DELETE", body: String
+    ) -> String {
         """
         CREATE OR REPLACE FUNCTION \(function(table.kind, "trigger")) () RETURNS trigger
             LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
@@ -144,7 +146,7 @@ package struct IntegrationSQL: Sendable {
         END
         $fn$;
         DROP TRIGGER IF EXISTS \(Self.triggerName) ON \(self.table(table));
-        CREATE TRIGGER \(Self.triggerName) AFTER INSERT OR UPDATE OR DELETE ON \(self.table(table))
+        CREATE TRIGGER \(Self.triggerName) AFTER \(events) ON \(self.table(table))
             FOR EACH ROW EXECUTE FUNCTION \(function(table.kind, "trigger"))();
         """
     }
@@ -359,11 +361,11 @@ package struct IntegrationSQL: Sendable {
             $fn$;
             """ + "\n"
                 + triggerFunction(
-                    entries,
+                    // Inserts only: an entry updated or deleted does not unwrite a day, and a trigger costs every
+                    // write.
+                    entries, events: "INSERT",
                     body: """
-                                IF TG_OP = 'INSERT' THEN
-                                    PERFORM \(function(.entries, "apply"))(NEW);
-                                END IF;
+                                PERFORM \(function(.entries, "apply"))(NEW);
                         """)
     }
 
