@@ -71,8 +71,10 @@ package struct AppTableMapping: Sendable, Hashable {
     /// Reads and checks the mapping at `path`; a file that cannot be read is ``JobError/noInput(_:)``, one that is
     /// not a mapping ``JobError/config(_:)`` naming the setting, the file and what is wrong.
     package static func load(path: String, setting: String) throws(JobError) -> AppTableMapping {
-        let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+        // Through a file handle, so that a pipe (`--mapping /dev/stdin`, `<(…)`) reads as a file does.
+        guard let handle = FileHandle(forReadingAtPath: path), let data = try? handle.readToEnd(),
+            let text = String(data: data, encoding: .utf8)
+        else {
             throw .noInput("\(setting): cannot read \(path)")
         }
         do throws(MappingError) {
