@@ -112,29 +112,18 @@ final class VerifyingKeys: Sendable {
 
 /// A JWKS published at an https URL (http on this machine only, for tests and sidecars).
 struct RemoteJWKS: Sendable {
-    let url: String
-    private let host: String
-    private let port: Int
-    private let path: String
-    private let tls: NIOSSLContext?
+    private let endpoint: HTTP1Endpoint
+    var url: String { endpoint.url }
 
     init(url: String, caFile: String?) throws(JobError) {
         let setting = ConfigKey.apiJWKSURL.rawValue
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-            let host = components.host, !host.isEmpty
-        else {
+        guard let endpoint = try HTTP1Endpoint(url: url, caFile: caFile) else {
             throw .config("\(setting): not an https URL: \(url)")
         }
-        let local = ["localhost", "127.0.0.1", "::1"].contains(host)
-        guard scheme == "https" || (scheme == "http" && local) else {
+        guard endpoint.tls != nil || endpoint.isLoopback else {
             throw .config("\(setting): the keys that admit users travel over https only: \(url)")
         }
-        self.url = url
-        self.host = host
-        self.port = components.port ?? (scheme == "https" ? 443 : 80)
-        let base = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        self.path = base + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
-        tls = scheme == "https" ? try TLSSettings(additionalCAFile: caFile).makeContext(protocols: ["http/1.1"]) : nil
+        self.endpoint = endpoint
     }
 
     /// The document at the URL; anything but a 200 within 10 s is ``JobError/unavailable(_:)``.
@@ -142,7 +131,8 @@ struct RemoteJWKS: Sendable {
         let response: HTTP1Response
         do {
             response = try await HTTP1OneShot.exchange(
-                host: host, port: port, tls: tls, method: .GET, path: path, headers: [("Accept", "application/json")],
+                host: endpoint.host, port: endpoint.port, tls: endpoint.tls, method: .GET, path: endpoint.path,
+                headers: [("Accept", "application/json")],
                 timeout: .seconds(10))
         } catch {
             throw .unavailable("\(ConfigKey.apiJWKSURL.rawValue): cannot read \(url): \(error)")

@@ -11,34 +11,20 @@ import NIOSSL
 package struct Heartbeat: Sendable {
     package enum Event: String, Sendable { case start, success, fail }
 
-    package let url: String
-    private let host: String
-    private let port: Int
-    private let path: String
-    private let tls: NIOSSLContext?
+    private let endpoint: HTTP1Endpoint
     private let timeout: TimeAmount
     private let logger: Logger
+
+    package var url: String { endpoint.url }
+    private var path: String { endpoint.path }
 
     /// Checks the URL (http or https, a host); `caFile` adds trusted CAs as for the providers.
     package init(url: String, caFile: String? = nil, timeout: TimeAmount = .seconds(5), logger: Logger) throws(JobError)
     {
-        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
-        else {
+        guard let endpoint = try HTTP1Endpoint(url: url, caFile: caFile) else {
             throw .usage("--ping-url: not an http(s) URL: \(url)")
         }
-        self.url = url
-        self.host = host
-        self.port = components.port ?? (scheme == "https" ? 443 : 80)
-        let basePath = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        self.path = basePath + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
-        if scheme == "https" {
-            var settings = TLSSettings()
-            settings.additionalCAFile = caFile
-            tls = try settings.makeContext(protocols: ["http/1.1"])
-        } else {
-            tls = nil
-        }
+        self.endpoint = endpoint
         self.timeout = timeout
         self.logger = logger
     }
@@ -69,7 +55,7 @@ package struct Heartbeat: Sendable {
 
     private func post(_ path: String, body: String) async throws -> UInt {
         try await HTTP1OneShot.exchange(
-            host: host, port: port, tls: tls, method: .POST, path: path,
+            host: endpoint.host, port: endpoint.port, tls: endpoint.tls, method: .POST, path: path,
             headers: [("Content-Type", "application/json")], body: body, timeout: timeout
         ).status.code
     }

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -46,4 +47,31 @@ package enum HTTP1OneShot {
         defer { deadline.cancel() }
         return try await promise.futureResult.get()
     }
+}
+
+/// An `http` or `https` URL as the HTTP/1 clients use it: host, port (the scheme's by default), the path with its
+/// query, and the TLS context for `https` (the system's roots, plus `caFile`'s; ALPN `http/1.1`).
+package struct HTTP1Endpoint: Sendable {
+    package let url: String
+    package let host: String
+    package let port: Int
+    /// The request target: the path (`/` when empty) and the query.
+    package let path: String
+    package let tls: NIOSSLContext?
+
+    /// Nil when `url` is not an http(s) URL with a host.
+    package init?(url: String, caFile: String?) throws(JobError) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { return nil }
+        self.url = url
+        self.host = host
+        self.port = components.port ?? (scheme == "https" ? 443 : 80)
+        let base = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        self.path = base + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
+        tls = scheme == "https" ? try TLSSettings(additionalCAFile: caFile).makeContext(protocols: ["http/1.1"]) : nil
+    }
+
+    /// Whether the host is this machine (`localhost`, `127.0.0.1`, `::1`).
+    package var isLoopback: Bool { ["localhost", "127.0.0.1", "::1"].contains(host) }
 }
