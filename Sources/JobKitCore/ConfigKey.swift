@@ -1,6 +1,6 @@
 /// Every environment variable the jobs read, with its meaning. The executables read the environment at
 /// their entry point only and resolve each setting (`ConfigResolver` in JobKit): a flag wins over the
-/// environment, the environment over the default. The README's configuration table lists the same keys.
+/// environment, the environment over the default. docs/CONFIGURATION.md lists the same keys.
 ///
 /// Foundation-free, so that the `content-limit-hook` front and the full hook share one list of what
 /// exists and of what the hook reads when no warning fires (``hookQuietPath``).

@@ -17,7 +17,7 @@ import Testing
 /// the exit code is 0.
 @Suite(.serialized) struct HookFuzzTests {
     static let seed: UInt64 = ProcessInfo.processInfo.environment["PUSH_FUZZ_SEED"].flatMap { UInt64($0) } ?? 2026_11_23
-    /// README "Exit codes", without 70 (an internal error: a bug, never an answer to input).
+    /// docs/CONFIGURATION.md "Exit codes", without 70 (an internal error: a bug, never an answer to input).
     static let documentedExitCodes: Set<Int32> = [0, 64, 65, 66, 69, 73, 74, 75, 78]
     static let now = "2026-11-21T12:00:00Z"
 

@@ -593,7 +593,7 @@ import Testing
             userID: "tokyo", options: ReminderRunOptions(now: instant("2026-11-21T12:05:00Z")))
         #expect(due.due)
         #expect(due.steps.contains { $0.rule.contains("period key") && $0.value == "2026-11-21" })
-        // The rules in the README's order: "4. period key" stood between rule 2 and rule 3.
+        // The rules in the the rules' documented order (docs/JOBS.md): "4. period key" stood between rule 2 and rule 3.
         let numbers = due.steps.compactMap { $0.rule.first?.wholeNumberValue }
         #expect(numbers == numbers.sorted(), "\(due.steps.map(\.rule))")
         let notYet = try await runner.explain(

@@ -6,7 +6,7 @@
 #       DIR/ready.json and its log DIR/simulator.log, and sets `simulator` to its pid. Waits up to 10 s for it to be
 #       ready; if it is not, prints its log and returns 69 (EX_UNAVAILABLE: a script under `set -e` exits with it,
 #       an interactive shell stays), so that nothing runs against a server that is not there. Then sets `simulator_url` (https://127.0.0.1:PORT) and exports what production sets
-#       (README "Configuration"), pointed at it: PUSH_APNS_KEY_FILE, PUSH_APNS_KEY_ID, PUSH_APNS_TEAM_ID,
+#       (docs/CONFIGURATION.md), pointed at it: PUSH_APNS_KEY_FILE, PUSH_APNS_KEY_ID, PUSH_APNS_TEAM_ID,
 #       PUSH_APNS_TOPIC, PUSH_APNS_ENDPOINT, PUSH_APNS_SANDBOX_ENDPOINT, PUSH_FCM_SERVICE_ACCOUNT_FILE,
 #       PUSH_FCM_ENDPOINT and PUSH_CA_FILE.
 #   stop_simulator

@@ -9,7 +9,7 @@ extension DeliveryConfiguration {
     package func requireDelivery(outbox: String?) throws(JobError) {
         if outbox == nil && !hasProvider {
             throw .config(
-                "no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (README \"Configuration\"), pass --outbox PATH, or use --dry-run"
+                "no provider configured: set the PUSH_APNS_* and/or PUSH_FCM_* variables (docs/CONFIGURATION.md), pass --outbox PATH, or use --dry-run"
             )
         }
     }

@@ -8,7 +8,7 @@ import Prometheus
 /// Each run is its own process, so the values are gauges of the last run; `…_last_success_timestamp_seconds`
 /// is carried over from the file it replaces when the run fails, which is what the standard dead-man alert
 /// (`time() - diary_push_last_success_timestamp_seconds > 1800`) needs. The text is made by swift-prometheus's
-/// registry (README "Operations": it costs no measurable start-up, as it is only used after the run).
+/// registry (docs/OPERATIONS.md: it costs no measurable start-up, as it is only used after the run).
 package struct MetricsFile: Sendable {
     package static let lastSuccessName = "diary_push_last_success_timestamp_seconds"
 
