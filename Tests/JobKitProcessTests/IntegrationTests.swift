@@ -329,8 +329,10 @@ import Testing
                 users.append(id)
             case 15..<25:
                 let id = users.randomElement(using: &random)!
-                statements.append(
-                    "UPDATE profiles SET timezone = '\(zones.randomElement(using: &random)!)' WHERE id = '\(id)'")
+                // Now and then a zone taken away: the stored one stays (null keeps the stored value).
+                let zone =
+                    Int.random(in: 0..<8, using: &random) == 0 ? "NULL" : "'\(zones.randomElement(using: &random)!)'"
+                statements.append("UPDATE profiles SET timezone = \(zone) WHERE id = '\(id)'")
             case 25..<35:
                 let id = users.randomElement(using: &random)!
                 let time = String(

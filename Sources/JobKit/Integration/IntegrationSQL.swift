@@ -199,6 +199,9 @@ package struct IntegrationSQL: Sendable {
                 IF v_id IS NULL THEN RETURN; END IF;
                 SELECT NOT EXISTS (SELECT 1 FROM \(p).users WHERE id = v_id) INTO created;
                 IF created AND v_timezone IS NULL THEN RETURN; END IF;  -- not a push user until it has a time zone
+                IF v_timezone IS NULL THEN  -- null keeps the stored zone
+                    SELECT u.timezone INTO v_timezone FROM \(p).users u WHERE u.id = v_id;
+                END IF;
                 INSERT INTO \(p).users AS u (id, timezone, locale, plan)
                 VALUES (v_id, v_timezone, coalesce(\(text(users, "locale", "r")), 'en'), coalesce(\(text(users, "plan", "r")), 'free'))
                 ON CONFLICT (id) DO UPDATE SET
