@@ -36,20 +36,23 @@ struct IntegrateCommand: AsyncParsableCommand {
     struct Backfill: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Bring the app's existing rows in, a batch of pages at a time; resumable, with progress.",
-            discussion: "Users first, then devices, then the last week's entries. Run it again to go on after a stop.")
+            discussion: "Users first, then devices (entries are read in place). Run it again to go on after a stop.")
         @OptionGroup var db: StoreOptions
-        @Option(help: "Only this table kind (users, devices, entries).") var kind: AppTableMapping.Kind?
+        @Option(help: "Only this table kind (users, devices).") var kind: AppTableMapping.Kind?
         @Option(help: "Pages (8 KiB) of the app's table per transaction.") var blocks = 64
 
         func validate() throws {
             guard (1...100_000).contains(blocks) else { throw ValidationError("--blocks: 1 to 100000") }
+            if kind == .entries {
+                throw ValidationError("--kind entries: nothing to bring in (entries are read in place, through a view)")
+            }
         }
 
         func run() async throws {
             try await withExitCode("pushctl integrate backfill") { () async throws(JobError) in
                 try await db.with { store throws(JobError) in
                     let integration = try Self.integration(store)
-                    for kind in kind.map({ [$0] }) ?? AppTableMapping.Kind.allCases {
+                    for kind in kind.map({ [$0] }) ?? AppTableMapping.Kind.mirrored {
                         var progress: BackfillProgress
                         repeat {
                             progress = try await integration.integrationBackfill(kind: kind, blocks: blocks)

@@ -265,6 +265,11 @@ import Testing
         // The dead token, deactivated by the run, is inactive in the app's own table too.
         #expect(try await Self.asApp(location, [app.isActive("dead-\(due.suffix(4))")]) == ["false"])
         #expect(try await Self.asApp(location, [app.isActive("tok-\(due.suffix(4))")]) == ["true"])
+        // Entries are read in place: the app's own, and the push schema's (the API's, pushctl's) through the view.
+        let day = instant("2026-11-21T00:00:00Z")..<instant("2026-11-22T00:00:00Z")
+        #expect(try await store.entryCount(userID: wrote, in: day) == 1)
+        try await store.recordEntry(userID: early, at: instant("2026-11-21T20:05:00Z"))
+        #expect(try await store.entryCount(userID: early, in: day) == 1)
 
         let check = try await Executables.run("pushctl", ["integrate", "check", "--database", url])
         #expect(check.status == 0 && check.stdout.hasSuffix("in step\n"), "\(check.stdout) \(check.stderr)")
@@ -285,6 +290,12 @@ import Testing
         #expect(dropped.status == 0, "\(dropped.stderr)")
         _ = try await Self.asApp(location, [app.signUp("00000000-0000-4000-8000-000000000099", "UTC", "09:00")])
         #expect(try await Self.session(location, ["SELECT count(*)::text FROM push.users"]) == ["5"])
+        // The push schema's own entries are a table again, with what was written through the view.
+        #expect(
+            try await Self.session(
+                location, ["SELECT relkind::text FROM pg_class WHERE oid = 'push.diary_entries'::regclass"]) == ["r"])
+        #expect(try await store.entryCount(userID: early, in: day) == 1)
+        #expect(try await store.entryCount(userID: wrote, in: day) == 0)
     }
 
     /// A deterministic generator (SplitMix64), so that a failing sequence can be replayed and shrunk.

@@ -24,6 +24,9 @@ package struct AppTableMapping: Sendable, Hashable {
     package enum Kind: String, Sendable, CaseIterable {
         case users, devices, entries
 
+        /// The kinds `pushctl integrate postgres` mirrors into the push schema (entries are read in place).
+        package static let mirrored: [Kind] = [.users, .devices]
+
         /// The fields a table of this kind may map, each to a column or a fixed value.
         package var fields: [String] {
             switch self {
