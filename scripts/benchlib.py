@@ -28,8 +28,8 @@ def replace_section(name, body, position="end"):
     elif position == "top":
         head, _, rest = text.partition("\n\n")
         text = head + "\n\n" + section + "\n\n" + rest
-    elif "\n## What limits" in text:
-        at = text.index("\n## What limits") + 1
+    elif "\n## Why the hand-tuned" in text:
+        at = text.index("\n## Why the hand-tuned") + 1
         text = text[:at] + section + "\n\n" + text[at:]
     else:
         text = text.rstrip() + "\n\n" + section + "\n"

@@ -15,8 +15,8 @@ extension PostgresStore {
 
     /// Storage parameters of a new partition. A log row is claimed, then resolved once by an update that
     /// changes no indexed column (migration 011): with half of each page left free, that update is heap-only
-    /// and writes no index entry. That halved the server's cost of recording a page (BENCHMARKS.md, "The
-    /// resolution as a HOT update"). Deliveries are never updated and fill their pages.
+    /// and writes no index entry. That halved the server's cost of recording a page
+    /// (BENCHMARKS.md#postgresqls-page-statements). Deliveries are never updated and fill their pages.
     static func storage(_ table: HistoryPartition.Table) -> String {
         switch table {
         case .logs: "WITH (fillfactor = \(logFillFactor))"

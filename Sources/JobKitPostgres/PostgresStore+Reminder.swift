@@ -311,7 +311,7 @@ extension PostgresStore: ReminderStore {
     /// deadlock); a row that exists already is left alone and not returned. A user deleted since the page was
     /// read gets no row (the history has no foreign key to refuse it, migration 008). The users are looked up,
     /// not locked: holding them (`FOR KEY SHARE`, as a foreign key's check does) made the claims 5 % slower
-    /// (BENCHMARKS.md). A delete in the milliseconds between the lookup and the commit is as one just after the
+    /// (BENCHMARKS.md#the-runs-pages). A delete in the milliseconds between the lookup and the commit is as one just after the
     /// claim: the reminder goes out as it would have anyway, and the claim's row is left for retention.
     static func claimInsertQuery(_ requests: [ClaimRequest], runID: String, now: Int64) -> PostgresQuery {
         """
@@ -365,7 +365,7 @@ extension PostgresStore: ReminderStore {
     /// The statements that resolve claims: one per (status, detail) value (a page has a handful), each a
     /// join-free `UPDATE … WHERE id = ANY(ids)`, an index probe per row whatever the (stale, mid-run) statistics
     /// say. Joined to a row set instead, a page's resolutions were planned as a scan of the log, or as a nested
-    /// loop comparing every row with every row (143 ms a page of 1,000 at 1,000,000 users; BENCHMARKS.md).
+    /// loop comparing every row with every row (143 ms a page of 1,000 at 1,000,000 users; BENCHMARKS.md#postgresqls-page-statements).
     static func resolutionQueries(_ resolutions: [ClaimResolution], runID: String, now: Int64) -> [PostgresQuery] {
         var groups: [ClaimResolutionGroup: (ids: [Int64], periods: Set<String>)] = [:]
         var order: [ClaimResolutionGroup] = []

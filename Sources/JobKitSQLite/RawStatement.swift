@@ -5,7 +5,7 @@ import JobKit
 /// A GRDB-prepared (and cached) statement bound, stepped and read through SQLite's C API: for the run's bulk
 /// statements only, hundreds of values per statement and thousands of statements per run.
 ///
-/// GRDB's own path costs about half as much again as SQLite's work on those statements (BENCHMARKS.md):
+/// GRDB's own path costs about half as much again as SQLite's work on those statements (BENCHMARKS.md#sqlites-bulk-statements):
 /// arguments go through `StatementArguments` (a generic map over every value), are checked against the
 /// parameter names, then bound; every row becomes a `Row` whose columns are decoded through protocols.
 /// Here values are bound straight from ``DatabaseValue`` and columns are read by type. Errors are GRDB's

@@ -311,7 +311,7 @@ extension SQLiteStore: ReminderStore {
     }
 
     /// Rows per multi-row statement in the write path (claims, delivery rows, claim resolutions): one statement
-    /// per chunk rather than one per row. The writer is the end-to-end run's critical path (BENCHMARKS.md); at
+    /// per chunk rather than one per row. The writer is the end-to-end run's critical path (BENCHMARKS.md#sqlites-bulk-statements); at
     /// most 10 parameters a row, far under SQLite's 32,766.
     static let writeChunk = 100
 

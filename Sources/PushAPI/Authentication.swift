@@ -79,7 +79,7 @@ struct AuthenticationMiddleware: ServerMiddleware {
 }
 
 /// The API keys' rows as the store last said, for at most ``ttl``: a busy backend's key is read from the store
-/// once a second, not once a request (measured in BENCHMARKS.md, "The HTTP API"). A revocation therefore takes
+/// once a second, not once a request (BENCHMARKS.md#run-ids-and-api-keys). A revocation therefore takes
 /// effect within that second; an unknown id is never cached.
 final class APIKeyCache: Sendable {
     static let ttl: Duration = .seconds(1)

@@ -6,7 +6,7 @@ import NIOHTTP2
 /// Serves one HTTP/2 connection from a single channel handler: frames in, frames out, requests matched by
 /// stream id. There is no channel per stream. Under load that per-stream machinery cost the simulator more
 /// CPU than the provider checks themselves, and the simulator shares the machine with the sender it
-/// measures (see BENCHMARKS.md).
+/// measures (see BENCHMARKS.md#the-http2-client).
 ///
 /// Without stream channels this handler returns flow-control credit itself: the connection window is
 /// raised once and replenished as DATA arrives, and a stream's window as its DATA arrives, so a request

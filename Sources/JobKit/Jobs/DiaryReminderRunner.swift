@@ -12,7 +12,7 @@ package struct ReminderRunOptions: Sendable {
     /// Runs stop selecting after half of it, so a live run's claims are never taken over.
     package var claimLeaseSeconds = Int64(ConfigKey.claimLeaseMinutes.number!.default) * 60
     /// Users per page of the due set (one claim transaction per page). 1,000 rather than 500: 7–20 % faster end
-    /// to end at 1M users (fewer transactions and per-page costs), ~10 MB more peak RSS (BENCHMARKS.md).
+    /// to end at 1M users (fewer transactions and per-page costs), ~10 MB more peak RSS (BENCHMARKS.md#the-runs-pages).
     package var pageSize = 1000
     /// The slice of users this run handles (`--shard K/N`); the others are left to the other shards.
     package var shard: Shard = .all
@@ -606,7 +606,7 @@ package struct DiaryReminderRunner: Sendable {
 extension DiaryReminderRunner {
     /// Notifications per chunk of a page: small enough that a chunk is answered within milliseconds of its
     /// first answer (a run killed mid-page leaves little unrecorded), large enough that a page is still a
-    /// handful of sends (BENCHMARKS.md, "Before and after").
+    /// handful of sends (BENCHMARKS.md#the-runs-pages).
     static let chunkSize = 256
 
     /// Sends `notifications` as concurrent chunks of ``chunkSize``; each chunk's reports go to `finished` as

@@ -346,7 +346,7 @@ package enum SchemaMigrations {
     /// generated column to use every column of the table, and it needs the partial index's condition column in
     /// the index. So `due_minute` is a plain copy of `reminder_minute`, kept by triggers like the zone copy,
     /// and the index holds it and `diary_reminder_enabled`. Reading 100,000 due ids of a 1M-user file went from
-    /// ~73,000 page reads to ~730 (BENCHMARKS.md).
+    /// ~73,000 page reads to ~730 (BENCHMARKS.md#the-due-index-and-the-log-look-up).
     /// PostgreSQL needs nothing here: its due index is on the stored generated column `reminder_minute`, and it
     /// has no such limitation around generated columns, so `due_minute` exists in SQLite only.
     static let m006 = SchemaMigration(
@@ -415,7 +415,7 @@ package enum SchemaMigrations {
     /// `device_id` NULL), once per deleting statement instead of one lookup per inserted row. A reminder run
     /// writes a log row per user and a delivery row per device, and those lookups were 57 % of the time of the
     /// delivery inserts (10 of 20 ms for 1,000 rows, `EXPLAIN ANALYZE` at 1,000,000 users) and 6 % of the whole
-    /// run (BENCHMARKS.md). The jobs write history rows only for users, log rows and devices they have just
+    /// run (BENCHMARKS.md#postgresqls-page-statements). The jobs write history rows only for users, log rows and devices they have just
     /// read; a row written while its user's account is being deleted is left to the janitor's retention (with a
     /// foreign key, that claim would have failed its whole page).
     /// SQLite keeps its foreign keys: they are checked in the job's own process, at a fraction of the cost.
@@ -458,7 +458,7 @@ package enum SchemaMigrations {
 
     /// PostgreSQL: the history tables become partitioned (``HistoryPartition``), so that the janitor retires a
     /// month of history by dropping its partition instead of deleting its rows one batch at a time
-    /// (BENCHMARKS.md: retention). `notification_logs` by period key, `notification_deliveries` by UTC month of
+    /// (BENCHMARKS.md#retention-by-partition). `notification_logs` by period key, `notification_deliveries` by UTC month of
     /// `created_at`; ids come from sequences (PostgreSQL 15 has no identity column on a partitioned table), the
     /// primary keys include the partition key, and the dedup key is unchanged (it contains the partition key).
     /// Existing rows are copied into the default partitions here; the first job or `pushctl migrate` to open
@@ -572,7 +572,7 @@ package enum SchemaMigrations {
 
     /// Recording a reminder's outcome becomes a heap-only (HOT) update on PostgreSQL: no index mentions a column
     /// the resolution changes, and the log's partitions keep half of each page free for the new versions
-    /// (BENCHMARKS.md, "The resolution as a HOT update"). The pending-warnings index no longer names `status`
+    /// (BENCHMARKS.md#postgresqls-page-statements). The pending-warnings index no longer names `status`
     /// (the query still filters on it; warnings of one day are few). New partitions get the fillfactor from
     /// `prepareHistory`; existing ones get it here, for the pages they add from now on.
     static let m011 = SchemaMigration(

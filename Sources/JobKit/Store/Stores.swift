@@ -65,7 +65,7 @@ package protocol DueSetSource: Sendable {
     /// user no longer matches its query (reminders turned off, time or zone changed) yields no candidate.
     func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate]
     /// Whether a run should select its next page while it claims the current one: worth it where the two run
-    /// on separate connections of a server (PostgreSQL: 5.9 → 5.6 s at 1,000,000 users, BENCHMARKS.md), not on
+    /// on separate connections of a server (PostgreSQL: 5.9 → 5.6 s at 1,000,000 users, BENCHMARKS.md#the-runs-pages), not on
     /// SQLite, where it bought no time and raised the peak memory by a sixth.
     var selectsWhileClaiming: Bool { get }
 }

@@ -6,7 +6,7 @@ import struct Foundation.Data
 /// trailing commas, comments or bare words. Numbers keep the text they were written with.
 ///
 /// JobKit reads JSON with `JSONDecoder` and writes it with `JSONEncoder` (`JSONLine`), except where
-/// BENCHMARKS.md measured otherwise: this reader takes the providers' answers on the delivery path
+/// BENCHMARKS.md#the-json-reader measured otherwise: this reader takes the providers' answers on the delivery path
 /// (`{"name":…}`, `{"reason":…}`) and, in the simulator, every request body — `JSONDecoder` cost ~5 µs an
 /// answer and `JSONSerialization` ~5 µs a request body, both among the largest items of their threads'
 /// profiles — and the events a job is invoked with (``strict(_:what:)``), as their strictness needs the document

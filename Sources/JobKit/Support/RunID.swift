@@ -1,6 +1,6 @@
 /// A run's id: a random (version 4) UUID in lower case, as `job_runs.id` and the logs carry it. Made from the
 /// system's random generator (`getrandom`), not Foundation's `UUID()`, which on Linux opens and reads
-/// `/dev/urandom` on every call: a system call per id that the API's hook paid on every request (BENCHMARKS.md,
+/// `/dev/urandom` on every call: a system call per id that the API's hook paid on every request (BENCHMARKS.md#run-ids-and-api-keys,
 /// "The HTTP API").
 package enum RunID {
     package static func make() -> String {

@@ -36,7 +36,7 @@ enum HTTP2StreamFailure: Error, Sendable, Hashable {
 
 /// The requests of one `HTTP2Connection.send` call: their answers in request order, and one promise that
 /// completes when the last is in. One object and one promise per batch, not a promise and a future callback
-/// per request: the event loop is the send path's bottleneck (BENCHMARKS.md). Used on the event loop only.
+/// per request: the event loop is the send path's bottleneck (BENCHMARKS.md#the-http2-client). Used on the event loop only.
 ///
 /// With `onAnswers`, the answers are also handed over as they are read (once per read from the socket, in
 /// ``HTTP2StreamsHandler/channelReadComplete(context:)``), so that a caller can record them before the whole
@@ -92,7 +92,7 @@ final class HTTP2Batch {
 /// Multiplexes requests over one HTTP/2 connection from a single channel handler: each request is a
 /// HEADERS and a DATA frame written straight to the connection, its answer matched back by stream id.
 /// No channel per stream, no per-request task: that is what keeps the send path within reach of a C load
-/// generator (see BENCHMARKS.md).
+/// generator (see BENCHMARKS.md#the-http2-client).
 ///
 /// A stream unanswered for `requestTimeout` after it was written does not fail: it makes the handler send a
 /// PING. A server that answers the PING is alive, only slow, and its streams are waited for up to

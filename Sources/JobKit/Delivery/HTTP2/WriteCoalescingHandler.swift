@@ -6,7 +6,7 @@ import NIOCore
 /// header, then its payload, three writes. `NIOSSLHandler` seals every write as a TLS record of its own, so
 /// without this handler each request costs three records (one of them for 9 bytes): three seals here, three
 /// opens at the server, 66 bytes of record overhead. Joined, a flush of 16 requests is one record. Measured
-/// with `scripts/bench-send`, the server's CPU per request falls by more than half (BENCHMARKS.md).
+/// with `scripts/bench-send`, the server's CPU per request falls by more than half (BENCHMARKS.md#the-http2-client).
 ///
 /// Buffers are copied (a few hundred bytes per request; memcpy costs far less than a record). A joined buffer
 /// is written on as soon as it reaches `maximumSize` (a TLS record's payload limit), so memory stays bounded
