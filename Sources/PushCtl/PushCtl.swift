@@ -11,7 +11,7 @@ struct PushCtl: AsyncParsableCommand {
         version: JobKitVersion.current,
         subcommands: [
             Migrate.self, Seed.self, UserCommand.self, DeviceCommand.self, EntryCommand.self, CopyCommand.self,
-            Backup.self, APIKeyCommand.self, IntegrateCommand.self,
+            Backup.self, APIKeyCommand.self, IntegrateCommand.self, ReferenceCommand.self,
         ])
 }
 

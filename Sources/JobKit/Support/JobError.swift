@@ -5,7 +5,7 @@
 /// `description` never contains secrets: callers build messages from names and counts, never from
 /// keys, access tokens or full device tokens.
 public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
-    private enum Code: String, Sendable, Hashable {
+    private enum Code: String, Sendable, Hashable, CaseIterable {
         case usage, dataError, noInput, unavailable, software, cantCreate, ioError, tempFailure, noPermission, config
     }
 
@@ -74,6 +74,34 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
 
     /// A short, value-free label for metrics and JSON output.
     public var kind: String { code.rawValue }
+
+    /// Every exit code a job or tool ends with, its label and what it means: docs/reference/exit-codes.md is
+    /// generated from this (`scripts/reference`).
+    package static var exitCodes: [(code: Int32, kind: String, meaning: String)] {
+        Code.allCases.map { code in
+            let error = JobError(code, "")
+            let meaning =
+                switch code {
+                case .usage: "bad usage: a flag or variable with a value it does not take; nothing was done"
+                case .dataError: "bad data: an input (an event, a token, a catalog, a mapping) refused; nothing written"
+                case .noInput: "a file to read is missing or unreadable"
+                case .unavailable:
+                    "a service is unavailable (the database), or a run left due devices because a provider failed; "
+                        + "the next runs retry them"
+                case .software: "an internal error: a bug to report"
+                case .cantCreate: "a file could not be created (the outbox, a metrics file, a backup)"
+                case .ioError: "reading or writing failed (a full disk, the database's file)"
+                case .tempFailure:
+                    "temporary: a locked database, a serialization failure, or a run that stopped claiming in time; "
+                        + "the next run does the work"
+                case .noPermission:
+                    "a run left due devices because a provider refused the credentials; a person must act"
+                case .config:
+                    "configuration: a setting that cannot work (TLS over a socket, a schema that does not exist)"
+                }
+            return (error.exitCode, code.rawValue, meaning)
+        }
+    }
 
     public var description: String { message }
 
