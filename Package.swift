@@ -51,6 +51,10 @@ let package = Package(
     targets: [
         // The Foundation-free rules and calendar types; JobKit re-exports them.
         .target(name: "JobKitCore"),
+        // `--version`: the release and, in a development build, its commit (written before each build by the
+        // plugin; only the executables depend on it, so a new commit recompiles none of the library).
+        .target(name: "BuildVersion", dependencies: ["JobKitCore"], plugins: ["BuildCommit"]),
+        .plugin(name: "BuildCommit", capability: .buildTool()),
         // Process-wide SQLite settings that only C can make (sqlite3_config is variadic).
         .target(name: "CSQLiteSetup", dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")]),
         .target(
@@ -128,7 +132,8 @@ let package = Package(
         .executableTarget(
             name: "PushSimulatorCommand",
             dependencies: [
-                "PushSimulator", "JobKit", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "PushSimulator", "JobKit", "BuildVersion",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .target(
@@ -142,7 +147,7 @@ let package = Package(
         .executableTarget(
             name: "DiaryReminderJob",
             dependencies: [
-                "JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "JobKit", "JobCLI", "BuildVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -160,20 +165,22 @@ let package = Package(
         .executableTarget(
             name: "ContentLimitHookFull",
             dependencies: [
-                "JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "JobKit", "JobCLI", "BuildVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "TokenJanitor",
             dependencies: [
-                "JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "JobKit", "JobCLI", "BuildVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .executableTarget(
             name: "PushCtl",
-            dependencies: ["JobKit", "JobCLI", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "JobKit", "JobCLI", "BuildVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         // The HTTP API: handlers of the operations `openapi.yaml` declares (types and server stubs generated from it
         // by the build plugin), over the jobs' own rules and the wiring module's stores.
@@ -193,7 +200,7 @@ let package = Package(
         .executableTarget(
             name: "PushAPIServer",
             dependencies: [
-                "PushAPI", "JobKit", "JobKitWiring", "JobCLI",
+                "PushAPI", "JobKit", "JobKitWiring", "JobCLI", "BuildVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildVersion
 import JobCLI
 import JobKit
 
@@ -14,7 +15,7 @@ struct ContentLimitHookCommand: AsyncParsableCommand {
             Exit codes: 0 ok, 64 usage, 65 bad event or unknown user, 66 no database, 69 unavailable, 75 database \
             locked (retry), 78 configuration.
             """,
-        version: JobKitVersion.current)
+        version: BuildVersion.text)
 
     @OptionGroup var common: CommonOptions
     @OptionGroup(title: "Delivery") var delivery: DeliveryOptions

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildVersion
 import JobCLI
 import JobKit
 
@@ -12,7 +13,7 @@ struct DiaryReminderCommand: AsyncParsableCommand {
             Exit codes: 0 ok, 64 usage, 65 bad data, 66 no database, 69 unavailable, 73 cannot create output, \
             75 database locked or time ran out with due users left (the next run reminds them), 78 configuration.
             """,
-        version: JobKitVersion.current)
+        version: BuildVersion.text)
 
     @OptionGroup var job: ScheduledJobOptions
     @OptionGroup(title: "Run") var reminder: ReminderOptions

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildVersion
 import Foundation
 import JobCLI
 import JobKit
@@ -24,7 +25,7 @@ struct PushAPICommand: AsyncParsableCommand {
             the requests in flight, closes the store and exits 0. With --now every request is answered at that \
             instant (tests, dry runs).
             """,
-        version: JobKitVersion.current)
+        version: BuildVersion.text)
 
     @Option(help: "The address to listen on (0.0.0.0 for every interface).") var host = "127.0.0.1"
     @Option(help: "The port to listen on (0: any free one; the line on stderr at start-up says which).")

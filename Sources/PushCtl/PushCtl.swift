@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildVersion
 import Foundation
 import JobCLI
 import JobKit
@@ -8,7 +9,7 @@ struct PushCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushctl",
         abstract: "Administer the push store: migrations, demo data, users, devices, copy.",
-        version: JobKitVersion.current,
+        version: BuildVersion.text,
         subcommands: [
             Migrate.self, Seed.self, UserCommand.self, DeviceCommand.self, EntryCommand.self, CopyCommand.self,
             Backup.self, APIKeyCommand.self, IntegrateCommand.self, ReferenceCommand.self,

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildVersion
 import Dispatch
 import Foundation
 import JobKit
@@ -16,7 +17,7 @@ struct PushSimulatorCommand: AsyncParsableCommand {
             Default token rules: dead… → unregistered, bad0… → bad token, 7407… → throttled, fa11… → fails twice, \
             5104… → slow, a0th… → FCM third-party auth error.
             """,
-        version: JobKitVersion.current)
+        version: BuildVersion.text)
 
     @Option(help: "Port on 127.0.0.1 (0 picks a free one).") var port = 0
     @Option(help: ArgumentHelp("Directory of test credentials (generated if missing).", valueName: "dir"))

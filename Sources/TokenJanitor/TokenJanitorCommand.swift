@@ -1,4 +1,5 @@
 import ArgumentParser
+import BuildVersion
 import JobCLI
 import JobKit
 
@@ -8,7 +9,7 @@ struct TokenJanitorCommand: AsyncParsableCommand {
         abstract: "Keep device tokens truthful and the log tables bounded; report delivery health.",
         discussion:
             "Exit codes: 0 ok, 64 usage, 66 no database, 69 unavailable, 73 cannot write the report, 75 database locked (retry), 78 configuration.",
-        version: JobKitVersion.current,
+        version: BuildVersion.text,
         subcommands: [Run.self, Report.self],
         defaultSubcommand: Run.self)
 }
