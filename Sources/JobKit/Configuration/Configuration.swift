@@ -87,7 +87,7 @@ public struct DeliveryFlags: Sendable {
     public var retryBudgetSeconds: Int?
     /// Requests per second (0: unpaced).
     public var apnsRate, fcmRate: Int?
-    /// ``OutageThreshold``: percent of a provider's attempts, and devices.
+    /// `OutageThreshold`: percent of a provider's attempts, and devices.
     public var outageShare, outageMinDevices: Int?
     public var validateOnly = false
     public init() {}

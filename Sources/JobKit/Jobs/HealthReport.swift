@@ -1,7 +1,7 @@
 import Foundation
 
 /// The delivery-health report: what the notification log says about the last days. Built from a store's
-/// ``HealthFigures`` by ``init(from:to:figures:)``, the one place that turns counted rows into the report.
+/// `HealthFigures` by `init(from:to:figures:)`, the one place that turns counted rows into the report.
 public struct HealthReport: Sendable, Codable, Hashable {
     package struct DayType: Sendable, Codable, Hashable {
         package let day: String

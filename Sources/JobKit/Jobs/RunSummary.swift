@@ -11,7 +11,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var shard: String?
     /// Due-set users of other shards, passed over.
     public var otherShards = 0
-    /// Buckets of the due set this run leased, of `buckets` (``DueSetBuckets``), when it split the due set
+    /// Buckets of the due set this run leased, of `buckets` (`DueSetBuckets`), when it split the due set
     /// with other runners of the same run; nil when it worked through the whole due set.
     public var bucketsLeased: Int?
     public var buckets: Int?
@@ -40,21 +40,21 @@ public struct RunSummary: Sendable, Codable, Hashable {
     /// or no answer by the deadline). Each may have been delivered; one later resent may arrive twice (the
     /// collapse id then replaces the first).
     public var ambiguous = 0
-    /// Devices whose stored token has the wrong shape for its provider (``DeviceToken``): never sent,
+    /// Devices whose stored token has the wrong shape for its provider (`DeviceToken`): never sent,
     /// deactivated with reason `invalid_token`. Only rows written around the registration API can be so.
     public var invalidTokens = 0
     /// Earlier runs of the job that recorded no end within their claims' lease (killed or lost), which this run
     /// recorded as `failed`.
     public var earlierRunsWithoutEnd = 0
-    /// Reminders whose catch-up window this run found closed with devices not reached (``MissedReminders``): it
+    /// Reminders whose catch-up window this run found closed with devices not reached (`MissedReminders`): it
     /// ended them `partial` or `failed`. Their devices, by provider and reason, are in `devicesMissed`.
     public var remindersMissed = 0
     public var devicesMissed: [MissedDevices] = []
     /// Devices left for later runs, by provider and cause (credentials refused, provider unavailable): what makes
     /// the run fail (77, 69).
     public var troubles: [ProviderTrouble] = []
-    /// Devices left for later runs by a transient answer, by provider, reason and scope (``TransientScope``):
-    /// throttles and a few 5xx are retried quietly; only a provider's share over the ``OutageThreshold`` becomes a
+    /// Devices left for later runs by a transient answer, by provider, reason and scope (`TransientScope`):
+    /// throttles and a few 5xx are retried quietly; only a provider's share over the `OutageThreshold` becomes a
     /// trouble.
     public var pendingRetry: [PendingDevices] = []
     /// Provider credentials minted during the run, by provider (0 when the cached ones were used).

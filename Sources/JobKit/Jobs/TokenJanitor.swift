@@ -58,8 +58,8 @@ package struct JanitorOptions: Sendable {
 }
 
 /// A janitor setting that a run may change, declared once: the command line's flag (`--stale-days`), a
-/// scheduled event's `detail` key (`stale_days`), its range and where it goes in ``JanitorOptions`` all come
-/// from ``all``. Defaults are ``JanitorOptions``'.
+/// scheduled event's `detail` key (`stale_days`), its range and where it goes in `JanitorOptions` all come
+/// from `all`. Defaults are `JanitorOptions`'.
 public struct JanitorSetting {
     package enum Kind {
         case number(WritableKeyPath<JanitorOptions, Int>, ClosedRange<Int>)
@@ -100,7 +100,7 @@ public struct JanitorSetting {
     }
 
     /// Applies `values` (by key) to `options`, naming a bad one as `name` says. An unknown key is a
-    /// programming error of the caller's: every front end reads keys from ``all``.
+    /// programming error of the caller's: every front end reads keys from `all`.
     package static func apply(
         _ values: [String: Value], to options: inout JanitorOptions, name: (JanitorSetting) -> String
     ) throws(JobError) {
@@ -135,7 +135,7 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     /// Probes that could not be answered: FCM refused our credentials or was unavailable.
     public var troubles: [ProviderTrouble] = []
     /// Probes left unanswered by a transient answer, by reason (a throttle, a few 5xx: no trouble of FCM's
-    /// unless over its ``OutageThreshold``).
+    /// unless over its `OutageThreshold`).
     public var pendingRetry: [PendingDevices] = []
     public var durationMs = 0
     /// The error the run ends with, as its exit code says: one that ended it (the counts are what it had done by

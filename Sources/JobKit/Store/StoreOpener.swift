@@ -1,7 +1,7 @@
 import Logging
 
-/// How a program opens the store a database location names, for ``JobService``: ``sqliteOrPostgres`` (module
-/// JobKitWiring) opens a SQLite file or a PostgreSQL database; ``sqliteOnly`` (module JobKitSQLite) opens SQLite
+/// How a program opens the store a database location names, for ``JobService``: `sqliteOrPostgres` (module
+/// JobKitWiring) opens a SQLite file or a PostgreSQL database; `sqliteOnly` (module JobKitSQLite) opens SQLite
 /// only, for a program that should not link postgres-nio.
 ///
 /// ```swift
