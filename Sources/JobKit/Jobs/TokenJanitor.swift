@@ -117,6 +117,12 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     public var runID: String
     public var now: String
     public var dryRun: Bool
+
+    package init(runID: String, now: String, dryRun: Bool) {
+        self.runID = runID
+        self.now = now
+        self.dryRun = dryRun
+    }
     public var staleDeactivated = 0
     public var fcmExpiredDeactivated = 0
     public var probed = 0
