@@ -66,10 +66,9 @@ final class VerifyingKeys: Sendable {
     /// The claims of `token` if one of the keys verifies it.
     func verify(_ token: String) async throws -> AppUserTokens.Claims {
         let (keys, age) = state.withLockedValue { ($0.keys, $0.readAt.map { .now - $0 }) }
-        if remote != nil, let age, age > refreshAfter {
-            await reread()
-            return try await state.withLockedValue { $0.keys }.verify(token, as: AppUserTokens.Claims.self)
-        }
+        // Keys older than an hour are read again in the background: this request is answered with the keys at
+        // hand (it does not wait for the URL), and a token they do not verify waits for the read below.
+        if remote != nil, let age, age > refreshAfter { _ = rereading() }
         do {
             return try await keys.verify(token, as: AppUserTokens.Claims.self)
         } catch {
@@ -81,13 +80,17 @@ final class VerifyingKeys: Sendable {
 
     /// Reads the URL again (one read at a time: callers arriving meanwhile wait for it).
     private func reread() async {
-        let task = state.withLockedValue { state -> Task<Void, Never> in
+        await rereading().value
+    }
+
+    /// The read of the URL under way, started if none is.
+    private func rereading() -> Task<Void, Never> {
+        state.withLockedValue { state -> Task<Void, Never> in
             if let reading = state.reading { return reading }
             let reading = Task { await self.readRemote() }
             state.reading = reading
             return reading
         }
-        await task.value
     }
 
     private func readRemote() async {

@@ -679,6 +679,23 @@ import Testing
         await #expect(throws: (any Error).self) { try await keys.verify(try await first.keys.sign(claims)) }
 
         #expect(throws: JobError.self) { try RemoteJWKS(url: "http://auth.example.com/jwks.json", caFile: nil) }
+
+        // Keys past their hour are read again in the background: the request at hand is answered with the keys
+        // it has (the retired key's token still passes once), and the keys read meanwhile take over.
+        let hourly = VerifyingKeys(
+            secret: nil, jwks: nil, remote: remote, logger: Logger(label: "tests"), refreshAfter: .zero,
+            retryAfter: .seconds(3600))
+        served.withLockedValue { $0 = first.jwks }
+        try await hourly.load()
+        served.withLockedValue { $0 = second.jwks }
+        #expect(try await hourly.verify(try await first.keys.sign(claims)).string("sub") == "u1")
+        var rotated = false
+        for _ in 0..<100 where !rotated {
+            rotated = (try? await hourly.verify(try await second.keys.sign(claims))) != nil
+            if !rotated { try await Task.sleep(for: .milliseconds(50)) }
+        }
+        #expect(rotated, "the background read never brought the new key")
+        await #expect(throws: (any Error).self) { try await hourly.verify(try await first.keys.sign(claims)) }
         await recorder.stop()
         let db = try await TemporaryDatabase(.sqlite)
         let unreachable = try await Executables.run(
