@@ -17,8 +17,10 @@ package final class APIMetrics: Sendable {
         let counter =
             counters.withLockedValue { $0[key] }
             ?? registry.makeCounter(
-                name: "diary_push_api_requests_total", labels: [("operation", operation), ("status", String(status))],
-                help: "HTTP API requests answered, by operation and status.")
+                descriptor: MetricNameDescriptor(
+                    metricName: "diary_push_api_requests_total", unitName: "",
+                    helpText: "HTTP API requests answered, by operation and status."),
+                labels: [("operation", operation), ("status", String(status))])
         counters.withLockedValue { $0[key] = counter }
         counter.increment()
         let histogram = histograms.withLockedValue { $0[operation] } ?? makeHistogram(operation)
@@ -29,12 +31,14 @@ package final class APIMetrics: Sendable {
 
     private func makeHistogram(_ operation: String) -> DurationHistogram {
         registry.makeDurationHistogram(
-            name: "diary_push_api_request_duration_seconds", labels: [("operation", operation)],
+            descriptor: MetricNameDescriptor(
+                metricName: "diary_push_api_request_duration_seconds", unitName: "",
+                helpText: "Time from a request's head to its answer, by operation."),
+            labels: [("operation", operation)],
             buckets: [
                 .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(50), .milliseconds(100),
                 .milliseconds(500), .seconds(1), .seconds(5),
-            ],
-            help: "Time from a request's head to its answer, by operation.")
+            ])
     }
 
     /// The Prometheus text exposition.
