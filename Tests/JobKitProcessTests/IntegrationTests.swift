@@ -29,6 +29,8 @@ import Testing
         let isActive: @Sendable (String) -> String
         /// Its three tables, qualified.
         let tables: [String]
+        /// SQL that registers a Firebase installation id (FID) for a user, where the app keeps them.
+        var addFID: (@Sendable (String, String) -> String)? = nil
     }
 
     /// The Storyie seed's shape: `profiles`, `user_devices (user_id uuid, fcm_token, platform, is_active, last_seen)`,
@@ -92,9 +94,10 @@ import Testing
                 settings text NOT NULL DEFAULT '{}')
             """,
             """
-            CREATE TABLE app.push_tokens (owner text NOT NULL REFERENCES app.accounts ON DELETE CASCADE,
-                value text PRIMARY KEY, service text NOT NULL DEFAULT 'fcm', os text NOT NULL,
-                enabled boolean NOT NULL DEFAULT true)
+            CREATE TABLE app.push_tokens (id bigserial PRIMARY KEY,
+                owner text NOT NULL REFERENCES app.accounts ON DELETE CASCADE, value text UNIQUE, fid text UNIQUE,
+                service text NOT NULL DEFAULT 'fcm', os text NOT NULL, enabled boolean NOT NULL DEFAULT true,
+                CHECK (value IS NOT NULL OR fid IS NOT NULL))
             """,
             """
             CREATE TABLE app.journal (author text NOT NULL REFERENCES app.accounts ON DELETE CASCADE,
@@ -106,8 +109,8 @@ import Testing
                          "columns": { "id": "account_id", "timezone": "tz", "reminder_time": "remind_at",
                                       "reminders": "settings.daily" } },
               "devices": { "table": "app.push_tokens",
-                           "columns": { "user_id": "owner", "token": "value", "provider": "service", "platform": "os",
-                                        "active": "enabled" } },
+                           "columns": { "user_id": "owner", "token": "value", "fid": "fid", "provider": "service",
+                                        "platform": "os", "active": "enabled" } },
               "entries": { "table": "app.journal", "columns": { "user_id": "author", "at": "written_at" } } }
             """,
         signUp: { id, zone, time in
@@ -125,7 +128,8 @@ import Testing
         remindersOff: { id in "UPDATE app.accounts SET settings = '{\"daily\": false}' WHERE account_id = '\(id)'" },
         deleteAccount: { id in "DELETE FROM app.accounts WHERE account_id = '\(id)'" },
         isActive: { token in "SELECT enabled::text FROM app.push_tokens WHERE value = '\(token)'" },
-        tables: ["app.accounts", "app.push_tokens", "app.journal"])
+        tables: ["app.accounts", "app.push_tokens", "app.journal"],
+        addFID: { id, fid in "INSERT INTO app.push_tokens (owner, fid, os) VALUES ('\(id)', '\(fid)', 'android')" })
 
     /// Runs `statements` in one session; the last one's first column, as text.
     static func session(_ location: PostgresLocation, _ statements: [String]) async throws -> [String] {
@@ -246,6 +250,9 @@ import Testing
             app.remindersOff(off),
             app.deleteAccount(deleted),
         ]
+        // Where the app keeps FCM installation ids, the logged-out user's new phone has one: reminded by its FID.
+        let fid = "cFidOfANewPhone0123456"
+        if let addFID = app.addFID { statements.append(addFID(loggedOut, fid)) }
         _ = try await Self.asApp(location, statements)
         // The app's role reaches nothing of the push schema.
         await #expect(throws: (any Error).self) { _ = try await Self.asApp(location, ["SELECT id FROM push.users"]) }
@@ -256,12 +263,17 @@ import Testing
         let reached = await sender.sent.map { "\($0.device.userID) \($0.device.token)" }.sorted()
         #expect(
             reached
-                == [
+                == ([
                     "\(due) dead-\(due.suffix(4))", "\(due) tok-\(due.suffix(4))", "\(early) early-token",
                     "\(rotated) new-\(rotated.suffix(4))",
-                ].sorted(),
+                ] + (app.addFID == nil ? [] : ["\(loggedOut) \(fid)"])).sorted(),
             "\(reached)")
-        #expect(summary.claimed == 3 && !reached.contains { $0.hasPrefix(deleted) }, "\(summary.text)")
+        #expect(
+            summary.claimed == (app.addFID == nil ? 3 : 4) && !reached.contains { $0.hasPrefix(deleted) },
+            "\(summary.text)")
+        if app.addFID != nil {
+            #expect(await sender.sent.filter { $0.device.token == fid }.map(\.device.kind) == [.fid])
+        }
         // The dead token, deactivated by the run, is inactive in the app's own table too.
         #expect(try await Self.asApp(location, [app.isActive("dead-\(due.suffix(4))")]) == ["false"])
         #expect(try await Self.asApp(location, [app.isActive("tok-\(due.suffix(4))")]) == ["true"])
