@@ -257,22 +257,27 @@ import Testing
         // The app's role reaches nothing of the push schema.
         await #expect(throws: (any Error).self) { _ = try await Self.asApp(location, ["SELECT id FROM push.users"]) }
 
-        let sender = RecordingSender()
+        // The run, against the provider simulator (FCM HTTP v1 over HTTP/2 and TLS, with its OAuth endpoint).
+        let harness = try await DeliveryHarness.start()
+        defer { Task { await harness.stop() } }
+        let sender = try await PushSender(configuration: harness.delivery(), credentials: store, logger: quietLogger)
         let summary = try await DiaryReminderRunner(store: store, sender: sender, logger: quietLogger).run(
             ReminderRunOptions(now: instant("2026-11-21T20:00:00Z")))
-        let reached = await sender.sent.map { "\($0.device.userID) \($0.device.token)" }.sorted()
+        await sender.shutdown()
+        let accepted = harness.simulator.accepted()
+        let reached = accepted.map(\.token).sorted()
         #expect(
             reached
-                == ([
-                    "\(due) dead-\(due.suffix(4))", "\(due) tok-\(due.suffix(4))", "\(early) early-token",
-                    "\(rotated) new-\(rotated.suffix(4))",
-                ] + (app.addFID == nil ? [] : ["\(loggedOut) \(fid)"])).sorted(),
-            "\(reached)")
+                == (["tok-\(due.suffix(4))", "early-token", "new-\(rotated.suffix(4))"]
+                + (app.addFID == nil ? [] : [fid])).sorted(),
+            "\(reached) \(summary.text)")
+        #expect(summary.outcomes[.tokenDead] == 1, "\(summary.text)")
         #expect(
-            summary.claimed == (app.addFID == nil ? 3 : 4) && !reached.contains { $0.hasPrefix(deleted) },
+            summary.claimed == (app.addFID == nil ? 3 : 4) && !reached.contains { $0.hasSuffix(deleted.suffix(4)) },
             "\(summary.text)")
         if app.addFID != nil {
-            #expect(await sender.sent.filter { $0.device.token == fid }.map(\.device.kind) == [.fid])
+            // Sent as FCM's `message.fid`, never as a token.
+            #expect(accepted.filter { $0.token == fid }.map(\.target) == ["fid"])
         }
         // The dead token, deactivated by the run, is inactive in the app's own table too.
         #expect(try await Self.asApp(location, [app.isActive("dead-\(due.suffix(4))")]) == ["false"])
