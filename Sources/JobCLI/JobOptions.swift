@@ -58,6 +58,8 @@ package struct ReminderOptions: ParsableArguments {
     package var catchUpMinutes: Int?
     @Option(name: .setting(.claimLeaseMinutes), parsing: .unconditional, help: .setting(.claimLeaseMinutes))
     package var claimLeaseMinutes: Int?
+    @Option(name: .setting(.pauseAfterIgnored), parsing: .unconditional, help: .setting(.pauseAfterIgnored))
+    package var pauseAfterIgnored: Int?
     @Option(name: .setting(.copyCatalog), help: .setting(.copyCatalog))
     package var copyCatalog: String?
     @Option(name: .setting(.outbox), help: .setting(.outbox))
@@ -82,6 +84,7 @@ package struct ReminderOptions: ParsableArguments {
         request.earlyMinutes = earlyMinutes
         request.catchUpMinutes = catchUpMinutes
         request.claimLeaseMinutes = claimLeaseMinutes
+        request.pauseAfterIgnored = pauseAfterIgnored
         request.shard = shard
         request.copyCatalog = copyCatalog
         return request

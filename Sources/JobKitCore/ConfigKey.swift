@@ -10,6 +10,7 @@ package enum ConfigKey: String, CaseIterable, Sendable {
     case earlyMinutes = "PUSH_EARLY_MINUTES"
     case catchUpMinutes = "PUSH_CATCH_UP_MINUTES"
     case claimLeaseMinutes = "PUSH_CLAIM_LEASE_MINUTES"
+    case pauseAfterIgnored = "PUSH_PAUSE_AFTER_IGNORED"
     case shard = "PUSH_SHARD"
     case copyCatalog = "PUSH_COPY_CATALOG"
     case outbox = "PUSH_OUTBOX"
@@ -73,6 +74,7 @@ package enum ConfigKey: String, CaseIterable, Sendable {
         case .logLevel: "level"
         case .logFormat: "format"
         case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes: "minutes"
+        case .pauseAfterIgnored: "days"
         case .retryBudgetSeconds: "seconds"
         case .apnsRate, .fcmRate, .outageMinDevices, .apiRate: "n"
         case .iosBadge: "n|none"
@@ -89,6 +91,8 @@ package enum ConfigKey: String, CaseIterable, Sendable {
         case .catchUpMinutes: "Minutes after the reminder time a late run still sends."
         case .claimLeaseMinutes:
             "Minutes after which an unfinished claim of a dead run is taken over."
+        case .pauseAfterIgnored:
+            "After this many consecutive days of reminders with no entry since, a user gets one last reminder saying so, then none until they write or change their reminder settings (0: never pause)."
         case .shard:
             "K/N: this host handles the users whose stable id hash falls in slice K of N (diary-reminder, token-janitor probes)."
         case .copyCatalog: "A copy catalog JSON file replacing the built-in one."
@@ -149,6 +153,7 @@ extension ConfigKey {
         case .earlyMinutes: (2, 0...14)
         case .catchUpMinutes: (60, 1...720)
         case .claimLeaseMinutes: (10, 2...60)
+        case .pauseAfterIgnored: (14, 0...60)
         case .retryBudgetSeconds: (60, 0...3600)
         case .apnsRate: (0, 0...1_000_000)
         case .fcmRate: (9_000, 0...1_000_000)
@@ -207,7 +212,8 @@ extension ConfigKey {
         switch self {
         case .databaseURL, .logLevel, .logFormat: .shared
         case .databasePasswordFile: .fullHookOnly
-        case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes, .shard, .copyCatalog, .outbox, .apnsKeyFile,
+        case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes, .pauseAfterIgnored, .shard, .copyCatalog, .outbox,
+            .apnsKeyFile,
             .apnsKeyID,
             .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
             .fcmAndroidChannelID, .fcmAndroidWarningChannelID, .caFile, .retryBudgetSeconds, .apnsRate, .fcmRate,

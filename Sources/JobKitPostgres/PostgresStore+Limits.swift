@@ -311,6 +311,14 @@ extension PostgresStore: ReportStore {
         }
     }
 
+    package func pauseFigures(from: Int64, to: Int64) async throws(JobError) -> HealthReport.Pauses {
+        let rows = try await all(ReportSQL(.postgres, from: from, to: to).pauses, "counting paused reminders") {
+            let (paused, started, cameBack) = try $0.decode((Int, Int, Int).self)
+            return HealthReport.Pauses(paused: paused, started: started, cameBack: cameBack)
+        }
+        return rows.first ?? HealthReport.Pauses()
+    }
+
     package func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
         let sql = ReportSQL(.postgres, from: from, to: to)
         let logger = self.logger

@@ -179,6 +179,12 @@ extension PostgresStore: AppDataStore {
                 reminder_time = excluded.reminder_time, content_limit_warnings_enabled = excluded.content_limit_warnings_enabled,
                 quiet_hours_start = excluded.quiet_hours_start, quiet_hours_end = excluded.quiet_hours_end,
                 updated_at = excluded.updated_at
+            -- Only a change is written: updated_at says when the settings last changed, which ends a pause.
+            WHERE (notification_settings.diary_reminder_enabled, notification_settings.reminder_time,
+                   notification_settings.content_limit_warnings_enabled, notification_settings.quiet_hours_start,
+                   notification_settings.quiet_hours_end)
+                  IS DISTINCT FROM (excluded.diary_reminder_enabled, excluded.reminder_time,
+                   excluded.content_limit_warnings_enabled, excluded.quiet_hours_start, excluded.quiet_hours_end)
             """, logger: logger
         ).collect()
     }

@@ -214,6 +214,39 @@ extension PostgresStore: ReminderStore {
         return candidates
     }
 
+    package func reminderHistory(_ keys: [HistoryKey]) async throws(JobError) -> [HistoryKey: ReminderHistory] {
+        guard !keys.isEmpty else { return [:] }
+        // The page's lowest and highest period keys keep the log's look-up to those partitions.
+        let lowest = keys.map(\.periods.lowerBound).min() ?? ""
+        let highest = keys.map(\.periods.upperBound).max() ?? ""
+        var histories: [HistoryKey: ReminderHistory] = [:]
+        for row in try await rows(
+            "reading reminder history",
+            """
+            SELECT k.i, (SELECT \(unescaped: Self.epoch("max(e.created_at)")) FROM diary_entries e WHERE e.user_id = k.user_id),
+                   \(unescaped: Self.epoch("n.updated_at")), p.period_key, \(unescaped: Self.epoch("p.paused_at")), p.ignored,
+                   ARRAY(SELECT \(unescaped: Self.epoch("l.claimed_at")) FROM notification_logs l
+                         WHERE l.user_id = k.user_id AND l.notification_type = 'diary_reminder'
+                           AND l.period_key >= k.low AND l.period_key < k.high AND l.status IN ('sent', 'partial')
+                           AND l.period_key BETWEEN \(lowest) AND \(highest))
+            FROM unnest(\(keys.map(\.userID))::text[], \(keys.map(\.periods.lowerBound))::text[],
+                        \(keys.map(\.periods.upperBound))::text[]) WITH ORDINALITY AS k(user_id, low, high, i)
+            JOIN users u ON u.id = k.user_id
+            LEFT JOIN notification_settings n ON n.user_id = k.user_id
+            LEFT JOIN reminder_pauses p ON p.user_id = k.user_id
+            """)
+        {
+            let (i, lastEntry, settingsAt, period, pausedAt, ignored, reminded) = try decode(
+                row, (Int64, Int64?, Int64?, String?, Int64?, Int32?, [Int64]).self)
+            var history = ReminderHistory(lastEntryAt: lastEntry, settingsChangedAt: settingsAt, remindedAt: reminded)
+            if let period, let pausedAt, let ignored {
+                history.pause = PauseRecord(period: period, pausedAt: pausedAt, ignored: Int(ignored))
+            }
+            histories[keys[Int(i) - 1]] = history
+        }
+        return histories
+    }
+
     /// ``ReminderClaim``'s two primitives, a page each in one statement: one `INSERT … ON CONFLICT DO NOTHING
     /// RETURNING` for all of it (in key order, so concurrent runners lock rows in the same order and cannot
     /// deadlock), then one conditional `UPDATE` taking over `retry` rows and stale claims: only one runner's
@@ -234,6 +267,22 @@ extension PostgresStore: ReminderStore {
                     userID: try columns.next(String.self), type: try columns.next(String.self),
                     period: try columns.next(String.self))
                 inserted[key] = id
+            }
+            // The pauses the inserted last reminders start, with them (a user deleted meanwhile has no row: none).
+            let pausing = requests.filter { $0.pause != nil && inserted[ReminderClaim.Key($0)] != nil }
+            if !pausing.isEmpty {
+                let records = pausing.compactMap(\.pause)
+                try await connection.query(
+                    """
+                    INSERT INTO reminder_pauses (user_id, period_key, paused_at, ignored)
+                    SELECT p.user_id, p.period, to_timestamp(p.at), p.ignored
+                    FROM unnest(\(pausing.map(\.userID))::text[], \(records.map(\.period))::text[],
+                                \(records.map(\.pausedAt))::int8[], \(records.map { Int32($0.ignored) })::int4[])
+                         AS p(user_id, period, at, ignored)
+                    ON CONFLICT (user_id) DO UPDATE SET
+                        period_key = excluded.period_key, paused_at = excluded.paused_at, ignored = excluded.ignored
+                    """, logger: logger
+                ).collect()
             }
             var takenOver: [ReminderClaim.Key: ReminderClaim.TakenOver] = [:]
             let rest = ReminderClaim.remaining(requests, inserted: inserted)

@@ -130,6 +130,12 @@ extension SQLiteStore: AppDataStore {
                     content_limit_warnings_enabled = excluded.content_limit_warnings_enabled,
                     quiet_hours_start = excluded.quiet_hours_start, quiet_hours_end = excluded.quiet_hours_end,
                     updated_at = excluded.updated_at
+                -- Only a change is written: updated_at says when the settings last changed, which ends a pause.
+                WHERE diary_reminder_enabled IS NOT excluded.diary_reminder_enabled
+                   OR reminder_time IS NOT excluded.reminder_time
+                   OR content_limit_warnings_enabled IS NOT excluded.content_limit_warnings_enabled
+                   OR quiet_hours_start IS NOT excluded.quiet_hours_start
+                   OR quiet_hours_end IS NOT excluded.quiet_hours_end
                 """)
         try settings.execute(arguments: [
             profile.id, profile.diaryReminderEnabled, profile.reminderTime,

@@ -16,6 +16,15 @@ extension SQLiteStore: ReportStore {
         }
     }
 
+    package func pauseFigures(from: Int64, to: Int64) async throws(JobError) -> HealthReport.Pauses {
+        try await read("counting paused reminders") { db in
+            guard let row = try Row.fetchOne(db, sql: ReportSQL(.sqlite, from: from, to: to).pauses) else {
+                return HealthReport.Pauses()
+            }
+            return HealthReport.Pauses(paused: row[0], started: row[1], cameBack: row[2])
+        }
+    }
+
     package func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures {
         let sql = ReportSQL(.sqlite, from: from, to: to)
         return try await read("building the report") { db in

@@ -310,6 +310,41 @@ extension SQLiteStore: ReminderStore {
         }
     }
 
+    /// ``reminderHistory(_:)``'s statement, one user at a time (a page of users is a few milliseconds in process).
+    static let reminderHistorySQL = """
+        SELECT (SELECT max(created_at) FROM diary_entries WHERE user_id = ?1),
+               (SELECT updated_at FROM notification_settings WHERE user_id = ?1),
+               p.period_key, p.paused_at, p.ignored,
+               (SELECT group_concat(claimed_at) FROM notification_logs
+                WHERE user_id = ?1 AND notification_type = 'diary_reminder' AND period_key >= ?2 AND period_key < ?3
+                  AND status IN ('sent', 'partial'))
+        FROM users u LEFT JOIN reminder_pauses p ON p.user_id = u.id
+        WHERE u.id = ?1
+        """
+
+    package func reminderHistory(_ keys: [HistoryKey]) async throws(JobError) -> [HistoryKey: ReminderHistory] {
+        guard !keys.isEmpty else { return [:] }
+        return try await read("reading reminder history") { db in
+            let statement = try db.cachedStatement(sql: Self.reminderHistorySQL)
+            var histories: [HistoryKey: ReminderHistory] = [:]
+            for key in keys {
+                guard
+                    let row = try Row.fetchOne(
+                        statement, arguments: [key.userID, key.periods.lowerBound, key.periods.upperBound])
+                else { continue }
+                var history = ReminderHistory(lastEntryAt: row[0], settingsChangedAt: row[1])
+                if let period: String = row[2], let pausedAt: Int64 = row[3], let ignored: Int = row[4] {
+                    history.pause = PauseRecord(period: period, pausedAt: pausedAt, ignored: ignored)
+                }
+                if let times: String = row[5] {
+                    history.remindedAt = times.split(separator: ",").compactMap { Int64($0) }
+                }
+                histories[key] = history
+            }
+            return histories
+        }
+    }
+
     /// Rows per multi-row statement in the write path (claims, delivery rows, claim resolutions): one statement
     /// per chunk rather than one per row. The writer is the end-to-end run's critical path (BENCHMARKS.md#sqlites-bulk-statements); at
     /// most 10 parameters a row, far under SQLite's 32,766.
@@ -444,6 +479,20 @@ extension SQLiteStore: ReminderStore {
                         ))
                 }
                 for (key, id) in rows { inserted[key] = id }
+            }
+            // The pauses the inserted last reminders start, with them.
+            let pausing = requests.filter { $0.pause != nil && inserted[ReminderClaim.Key($0)] != nil }
+            if !pausing.isEmpty {
+                let pause = try db.cachedStatement(
+                    sql: """
+                        INSERT INTO reminder_pauses (user_id, period_key, paused_at, ignored) VALUES (?, ?, ?, ?)
+                        ON CONFLICT (user_id) DO UPDATE SET
+                            period_key = excluded.period_key, paused_at = excluded.paused_at, ignored = excluded.ignored
+                        """)
+                for request in pausing {
+                    guard let record = request.pause else { continue }
+                    try pause.execute(arguments: [request.userID, record.period, record.pausedAt, record.ignored])
+                }
             }
             let remaining = ReminderClaim.remaining(requests, inserted: inserted)
             var takenOver: [ReminderClaim.Key: ReminderClaim.TakenOver] = [:]

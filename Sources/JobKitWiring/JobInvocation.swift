@@ -79,6 +79,7 @@ public struct DiaryReminderRequest: Sendable {
     public var earlyMinutes: Int?
     public var catchUpMinutes: Int?
     public var claimLeaseMinutes: Int?
+    public var pauseAfterIgnored: Int?
     public var shard: String?
     public var copyCatalog: String?
 
@@ -96,7 +97,8 @@ extension JobInvocation {
         }
         var settings = try DiaryReminderHandler.Settings.resolve(
             config, earlyMinutes: request.earlyMinutes, catchUpMinutes: request.catchUpMinutes,
-            claimLeaseMinutes: request.claimLeaseMinutes, shard: request.shard)
+            claimLeaseMinutes: request.claimLeaseMinutes, pauseAfterIgnored: request.pauseAfterIgnored,
+            shard: request.shard)
         let catalog = try CopyCatalog.resolve(config, flag: request.copyCatalog)
         let mode = DeliveryMode.chosen(
             dryRun: request.dryRun, explain: request.explain != nil, validateOnly: request.validateOnly,

@@ -59,6 +59,7 @@ import Testing
             "013_device_token_kind": "31f5575c9b0a75859065e8219b250c57b2af0d130bbecb4168074315a3ad688a",
             "014_contract_guards": "98544146316ed38539f964b95e7e2cdc48cf7d4930d7435edeb0dfff8d2dcdb2",
             "015_http_api": "905fff79639b7897e367a1a05ef4aec5166862b5d8e6d3c8773da21a890c5d53",
+            "016_reminder_pauses": "92f489b0c5a66dac772d806326f59439c231ff1c5e8aba42e0cd3f62521d7f3b",
         ]
         for migration in SchemaMigrations.all {
             let digest = SHA256.hash(data: Data((migration.sqlite + "\u{0}" + migration.postgres).utf8))

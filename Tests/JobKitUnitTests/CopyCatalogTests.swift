@@ -204,6 +204,8 @@ import Testing
         #expect(
             catalog.coverageNotes == [
                 "diary_reminder has no zh-Hant words, which content_limit_90 and content_limit_100 have: its zh-Hant readers get en",
+                // This catalog has no last reminder of its own: it takes the built-in one's, which lacks zh-Hant.
+                "diary_reminder_last has no zh-Hant words, which content_limit_90 and content_limit_100 have: its zh-Hant readers get en",
                 "content_limit_100 has no ko words, which diary_reminder and content_limit_90 have: its ko readers get en",
                 "content_limit_100 has no pt words, which diary_reminder and content_limit_90 have: its pt readers get en",
             ])

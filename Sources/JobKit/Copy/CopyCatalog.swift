@@ -42,10 +42,10 @@ package struct CopyCatalog: Sendable {
     /// Longest body in UTF-8 bytes.
     package static let maxBodyBytes = 1024
 
-    /// type → lower-cased locale → messages
-    private let messages: [NotificationType: [String: (tag: String, list: [CopyMessage])]]
-    /// type → which of its locales serves a user's locale
-    private let matchers: [NotificationType: LocaleMatcher]
+    /// kind → lower-cased locale → messages
+    private let messages: [CopyKind: [String: (tag: String, list: [CopyMessage])]]
+    /// kind → which of its locales serves a user's locale
+    private let matchers: [CopyKind: LocaleMatcher]
 
     /// The catalog compiled into the binary (`default-copy-catalog.json`, embedded by the package manager).
     package static let builtIn: CopyCatalog = {
@@ -54,6 +54,16 @@ package struct CopyCatalog: Sendable {
         } catch {
             preconditionFailure("the built-in copy catalog is invalid: \(error)")
         }
+    }()
+
+    /// The built-in catalog's last-reminder words, which a catalog without its own takes.
+    static let builtInLastReminder: [String: (tag: String, list: [CopyMessage])]? = {
+        guard
+            let raw = try? JSONDecoder().decode(
+                [String: [String: [CopyMessage]]].self, from: Data(defaultCopyCatalogJSON.utf8)),
+            let section = raw[CopyKind.diaryReminderLast.rawValue]
+        else { return nil }
+        return Dictionary(uniqueKeysWithValues: section.map { ($0.key.lowercased(), (tag: $0.key, list: $0.value)) })
     }()
 
     /// Loads and validates a catalog file.
@@ -74,30 +84,35 @@ package struct CopyCatalog: Sendable {
             )
         }
         var problems: [String] = []
-        var table: [NotificationType: [String: (tag: String, list: [CopyMessage])]] = [:]
+        var table: [CopyKind: [String: (tag: String, list: [CopyMessage])]] = [:]
         for (typeName, locales) in raw.sorted(by: { $0.key < $1.key }) {
-            guard let type = NotificationType(rawValue: typeName) else {
+            guard let kind = CopyKind(rawValue: typeName) else {
                 problems.append(
-                    "\(typeName): unknown notification type (known: \(NotificationType.allCases.map(\.rawValue).joined(separator: ", ")))"
+                    "\(typeName): unknown notification type (known: \(CopyKind.allCases.map(\.rawValue).joined(separator: ", ")))"
                 )
                 continue
             }
+            let type = kind.type
             for (tag, list) in locales.sorted(by: { $0.key < $1.key }) {
                 let path = "\(typeName).\(tag)"
                 if !Self.isLocaleTag(tag) { problems.append("\(path): not a BCP 47 locale tag") }
                 if list.isEmpty { problems.append("\(path): no messages") }
-                if type == .diaryReminder && list.count == 1 {
+                if kind == .diaryReminder && list.count == 1 {
                     problems.append("\(path): needs at least 2 messages so that consecutive days differ")
                 }
                 for (i, message) in list.enumerated() {
                     problems += Self.problems(in: message, at: "\(path)[\(i)]", type: type)
                 }
-                if table[type]?[tag.lowercased()] != nil { problems.append("\(path): locale listed twice") }
-                table[type, default: [:]][tag.lowercased()] = (tag, list)
+                if table[kind]?[tag.lowercased()] != nil { problems.append("\(path): locale listed twice") }
+                table[kind, default: [:]][tag.lowercased()] = (tag, list)
             }
         }
-        for type in NotificationType.allCases where table[type]?[Self.fallbackLocale] == nil {
-            problems.append("\(type.rawValue).\(Self.fallbackLocale): missing (every type needs the fallback locale)")
+        // A catalog written before the last reminder existed keeps working: it takes the built-in words for it.
+        if table[.diaryReminderLast] == nil, let builtIn = Self.builtInLastReminder {
+            table[.diaryReminderLast] = builtIn
+        }
+        for kind in CopyKind.allCases where table[kind]?[Self.fallbackLocale] == nil {
+            problems.append("\(kind.rawValue).\(Self.fallbackLocale): missing (every type needs the fallback locale)")
         }
         guard problems.isEmpty else {
             // One problem a line: a key from the file stays on its problem's line.
@@ -112,8 +127,14 @@ package struct CopyCatalog: Sendable {
     /// The catalog locale used for a user's locale (``LocaleMatcher``): the tag itself and its shorter forms
     /// (`zh-Hant-TW` → `zh-Hant`), then the same language and script as CLDR names them (`zh_TW` → `zh-Hant`,
     /// `iw` → `he`, `es-MX` → `es-419`), then the language, then `en`. Case and `_`/`-` are ignored.
+    // A `CopyKind` names the last reminder's words too; the `NotificationType` form wins for the others.
+    @_disfavoredOverload
+    package func resolveLocale(_ locale: String, for kind: CopyKind) -> String {
+        matchers[kind]?.resolve(locale) ?? Self.fallbackLocale
+    }
+
     package func resolveLocale(_ locale: String, for type: NotificationType) -> String {
-        matchers[type]?.resolve(locale) ?? Self.fallbackLocale
+        resolveLocale(locale, for: CopyKind(type))
     }
 
     /// The readers a type's words miss: of `locales` (a locale as users have it, and how many users), those
@@ -134,18 +155,26 @@ package struct CopyCatalog: Sendable {
     /// reads another language (`pl` for `pl_PL`, `zh-Hant` for `zh_TW`; a locale that names no language, as
     /// written); nil when its words are there.
     package func languageWithoutWords(_ locale: String, for type: NotificationType) -> String? {
-        guard resolveLocale(locale, for: type) == Self.fallbackLocale else { return nil }
+        languageWithoutWords(locale, for: CopyKind(type))
+    }
+
+    // A `CopyKind` names the last reminder's words too; the `NotificationType` form wins for the others.
+    @_disfavoredOverload
+    package func languageWithoutWords(_ locale: String, for kind: CopyKind) -> String? {
+        guard resolveLocale(locale, for: kind) == Self.fallbackLocale else { return nil }
         guard let key = LocaleKey(locale) else { return locale }
         guard key.language != Self.fallbackLanguage else { return nil }
         return [key.language, key.script].compactMap { $0 }.joined(separator: "-")
     }
 
     /// Each language that one type has words for and another does not, as a note for the catalog's author: valid,
-    /// but that type's readers of it get the fallback locale's words. By type, then language.
+    /// but that type's readers of it get the fallback locale's words. By type, then language. The last reminder's
+    /// languages are compared with the others', not the other way round: a catalog without its own takes the
+    /// built-in one's.
     package var coverageNotes: [String] {
-        NotificationType.allCases.flatMap { type in
-            var others: [String: [NotificationType]] = [:]
-            for other in NotificationType.allCases where other != type {
+        CopyKind.allCases.flatMap { type in
+            var others: [String: [CopyKind]] = [:]
+            for other in CopyKind.allCases where other != type && other != .diaryReminderLast {
                 for tag in messages[other]?.values.map(\.tag) ?? [] {
                     guard let language = languageWithoutWords(tag, for: type) else { continue }
                     if others[language]?.last != other { others[language, default: []].append(other) }
@@ -160,8 +189,14 @@ package struct CopyCatalog: Sendable {
     }
 
     /// The messages for a catalog locale (as returned by ``resolveLocale(_:for:)``).
+    // A `CopyKind` names the last reminder's words too; the `NotificationType` form wins for the others.
+    @_disfavoredOverload
+    package func messages(for kind: CopyKind, locale: String) -> [CopyMessage] {
+        messages[kind]?[locale.lowercased()]?.list ?? []
+    }
+
     package func messages(for type: NotificationType, locale: String) -> [CopyMessage] {
-        messages[type]?[locale.lowercased()]?.list ?? []
+        messages(for: CopyKind(type), locale: locale)
     }
 
     /// Chooses the message for one user and period: stable for the same user and period (a retried or
@@ -170,8 +205,17 @@ package struct CopyCatalog: Sendable {
         _ type: NotificationType, locale: String, userID: String, period: String,
         previousIndex: Int?
     ) -> CopyChoice {
-        let tag = resolveLocale(locale, for: type)
-        let list = messages(for: type, locale: tag)
+        choose(CopyKind(type), locale: locale, userID: userID, period: period, previousIndex: previousIndex)
+    }
+
+    // A `CopyKind` names the last reminder's words too; the `NotificationType` form wins for the others.
+    @_disfavoredOverload
+    package func choose(
+        _ kind: CopyKind, locale: String, userID: String, period: String,
+        previousIndex: Int?
+    ) -> CopyChoice {
+        let tag = resolveLocale(locale, for: kind)
+        let list = messages(for: kind, locale: tag)
         let hash = StableHash.fnv1a("\(userID)|\(period)")
         var index: Int
         if let previous = previousIndex, list.indices.contains(previous), list.count > 1 {
@@ -185,7 +229,13 @@ package struct CopyCatalog: Sendable {
 
     /// The message recorded in a claim, when it still exists in this catalog.
     package func message(_ type: NotificationType, locale: String, index: Int) -> CopyMessage? {
-        let list = messages(for: type, locale: locale)
+        message(CopyKind(type), locale: locale, index: index)
+    }
+
+    // A `CopyKind` names the last reminder's words too; the `NotificationType` form wins for the others.
+    @_disfavoredOverload
+    package func message(_ kind: CopyKind, locale: String, index: Int) -> CopyMessage? {
+        let list = messages(for: kind, locale: locale)
         return list.indices.contains(index) ? list[index] : nil
     }
 

@@ -34,3 +34,32 @@ package enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable
 
     package var description: String { rawValue }
 }
+
+/// Which words of the catalog a notification uses: those of its type, or, for the last reminder before a pause
+/// (``ReminderPause``), `diary_reminder_last`. A catalog section, not a notification type: the last reminder is
+/// logged as the day's `diary_reminder`, so the day still holds at most one reminder.
+package enum CopyKind: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+    case diaryReminder = "diary_reminder"
+    case diaryReminderLast = "diary_reminder_last"
+    case contentLimit90 = "content_limit_90"
+    case contentLimit100 = "content_limit_100"
+
+    package init(_ type: NotificationType) {
+        switch type {
+        case .diaryReminder: self = .diaryReminder
+        case .contentLimit90: self = .contentLimit90
+        case .contentLimit100: self = .contentLimit100
+        }
+    }
+
+    /// The notification type whose rules (placeholders) its words follow.
+    package var type: NotificationType {
+        switch self {
+        case .diaryReminder, .diaryReminderLast: .diaryReminder
+        case .contentLimit90: .contentLimit90
+        case .contentLimit100: .contentLimit100
+        }
+    }
+
+    package var description: String { rawValue }
+}

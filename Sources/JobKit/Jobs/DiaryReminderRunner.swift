@@ -16,6 +16,8 @@ package struct ReminderRunOptions: Sendable {
     package var pageSize = 1000
     /// The slice of users this run handles (`--shard K/N`); the others are left to the other shards.
     package var shard: Shard = .all
+    /// When reminders pause for a user who ignores them.
+    package var pause: ReminderPause = .default
     /// No page is claimed from this instant on (a Lambda invocation's deadline, less time to finish).
     package var stopClaimingAt: ContinuousClock.Instant?
     /// Waits to record (a locked, full or unreachable database) end by this instant (a Lambda invocation's
@@ -438,8 +440,8 @@ package struct DiaryReminderRunner: Sendable {
         var queryOf: [ClaimKey: DueQuery] = [:]
         // Devices the store read with the candidates, by user; used when it read them for every requested user.
         var devicesRead: [String: [Device]] = [:]
+        var passed: [(candidate: ReminderCandidate, query: DueQuery, takeOver: Bool)] = []
         for candidate in page {
-            let query = queries[candidate.query]
             summary.candidates += 1
             switch ReminderDecision.decide(
                 hasActiveDevice: candidate.hasActiveDevice, wroteToday: candidate.wroteToday,
@@ -447,18 +449,40 @@ package struct DiaryReminderRunner: Sendable {
             {
             case .skip(let reason):
                 summary.skip(reason)
-            case .claim, .takeOver:
-                summary.due += 1
-                let choice = catalog.choose(
+            case .claim:
+                passed.append((candidate, queries[candidate.query], false))
+            case .takeOver:
+                passed.append((candidate, queries[candidate.query], true))
+            }
+        }
+        let histories = try await history(of: passed.map { ($0.candidate.userID, $0.query.period) }, options, &phases)
+        for (candidate, query, takeOver) in passed {
+            let key = HistoryKey(
+                userID: candidate.userID, period: query.period, periods: options.pause.lookBack(before: query.period))
+            let starting: PauseRecord?
+            switch Self.pauseStep(histories[key], of: query.period, takeOver: takeOver, options) {
+            case .paused:
+                summary.skip(.paused)
+                continue
+            case .remind: starting = nil
+            case .last(let pause): starting = pause
+            }
+            summary.due += 1
+            let choice =
+                starting != nil
+                ? catalog.choose(
+                    .diaryReminderLast, locale: candidate.locale, userID: candidate.userID, period: query.period,
+                    previousIndex: nil)
+                : catalog.choose(
                     query.type, locale: candidate.locale, userID: candidate.userID,
                     period: query.period, previousIndex: candidate.previousMessageIndex)
-                requests.append(
-                    ClaimRequest(
-                        userID: candidate.userID, type: query.type, period: query.period,
-                        messageIndex: choice.index, locale: choice.locale))
-                queryOf[ClaimKey(userID: candidate.userID, period: query.period)] = query
-                if let devices = candidate.devices { devicesRead[candidate.userID] = devices }
-            }
+            var request = ClaimRequest(
+                userID: candidate.userID, type: query.type, period: query.period,
+                messageIndex: choice.index, locale: choice.locale)
+            request.pause = starting
+            requests.append(request)
+            queryOf[ClaimKey(userID: candidate.userID, period: query.period)] = query
+            if let devices = candidate.devices { devicesRead[candidate.userID] = devices }
         }
         guard !requests.isEmpty else { return nil }
 
@@ -485,9 +509,11 @@ package struct DiaryReminderRunner: Sendable {
         let claims: [Claim]
         if options.dryRun {
             claims = requests.map {
-                Claim(
+                var claim = Claim(
                     logID: -1, userID: $0.userID, period: $0.period, messageIndex: $0.messageIndex, locale: $0.locale,
                     takenOver: false, deliveredDeviceIDs: [])
+                claim.lastReminder = $0.pause != nil
+                return claim
             }
         } else {
             claims = try await phases.measure(.claim) { () async throws(JobError) in
@@ -496,6 +522,7 @@ package struct DiaryReminderRunner: Sendable {
         }
         summary.claimed += claims.count
         summary.takenOver += claims.filter(\.takenOver).count
+        summary.pausing += claims.filter(\.lastReminder).count
         summary.skip(.claimLost, requests.count - claims.count)
         guard !claims.isEmpty else { return nil }
 
@@ -505,10 +532,11 @@ package struct DiaryReminderRunner: Sendable {
             guard let query = queryOf[ClaimKey(userID: claim.userID, period: claim.period)] else {
                 throw .software("the store returned a claim that was not requested (\(claim.userID), \(claim.period))")
             }
+            let kind = claim.lastReminder ? CopyKind.diaryReminderLast : CopyKind(query.type)
             let message =
-                catalog.message(query.type, locale: claim.locale, index: claim.messageIndex)
+                catalog.message(kind, locale: claim.locale, index: claim.messageIndex)
                 ?? catalog.choose(
-                    query.type, locale: claim.locale, userID: claim.userID, period: query.period,
+                    kind, locale: claim.locale, userID: claim.userID, period: query.period,
                     previousIndex: nil
                 ).message
             for device in DeliveryLifecycle.devicesToSend(
@@ -525,6 +553,44 @@ package struct DiaryReminderRunner: Sendable {
             }
         }
         return ClaimedPage(claims: claims, notifications: notifications, owners: owners)
+    }
+
+    /// The histories the pause rule needs for these users and periods (none when reminders never pause).
+    private func history(
+        of keys: [(userID: String, period: String)], _ options: ReminderRunOptions, _ phases: inout Phases
+    ) async throws(JobError) -> [HistoryKey: ReminderHistory] {
+        guard options.pause.isOn, !keys.isEmpty else { return [:] }
+        let historyKeys = keys.map {
+            HistoryKey(userID: $0.userID, period: $0.period, periods: options.pause.lookBack(before: $0.period))
+        }
+        return try await phases.measure(.select) { () async throws(JobError) in
+            try await store.reminderHistory(historyKeys)
+        }
+    }
+
+    enum PauseStep: Equatable {
+        case remind
+        /// The last reminder, and the pause its claim starts (or started, for a claim taken over).
+        case last(PauseRecord)
+        case paused
+    }
+
+    /// What the pause rule makes of a candidate who passed the other rules. A claim taken over keeps what it was:
+    /// the last reminder only when its pause was recorded with it.
+    static func pauseStep(
+        _ history: ReminderHistory?, of period: String, takeOver: Bool, _ options: ReminderRunOptions
+    ) -> PauseStep {
+        guard let history else { return .remind }
+        if takeOver {
+            guard let pause = history.pause, pause.period == period else { return .remind }
+            return .last(pause)
+        }
+        switch options.pause.verdict(history, period: period) {
+        case .paused: return .paused
+        case .remind: return .remind
+        case .lastReminder(let ignored):
+            return .last(PauseRecord(period: period, pausedAt: options.now, ignored: ignored))
+        }
     }
 
     /// Sends one claimed page and records every answer and each claim's resolution; a locked database is

@@ -57,6 +57,9 @@ extension HealthReport {
                  reminderEffect.map { [$0.locale, String($0.messageIndex), $0.title ?? "", String($0.reminded),
                                        percent($0.within3h.share), "\(percent($0.within3h.low)) – \(percent($0.within3h.high))",
                                        percent($0.sameLocalDay.share), "\(percent($0.sameLocalDay.low)) – \(percent($0.sameLocalDay.high))"] }))
+            <h2>Reminders paused for users who ignored them</h2>
+            \(table(["paused now", "pauses started in the window", "of whom wrote again"],
+                   [[String(pauses.paused), String(pauses.started), String(pauses.cameBack)]]))
             <h2>Reminded users whose language has no words in the catalog</h2>
             <p>They were sent the \(escape(CopyCatalog.fallbackLocale)) words; by the language their locale names.</p>
             \(table(["language", "users"], readersWithoutWords.map { [$0.key, String($0.count)] }))

@@ -104,6 +104,25 @@ package struct ReportSQL: Sendable {
                       AND e.created_at < \(dialect.plusSeconds(at, 2 * 86_400)))
             FROM notification_logs l JOIN users u ON u.id = l.user_id
             WHERE \(sentReminders) AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
+              AND NOT EXISTS (SELECT 1 FROM reminder_pauses p WHERE p.user_id = l.user_id AND p.period_key = l.period_key)
+            """
+    }
+
+    /// ``ReportStore/pauseFigures(from:to:)``: users paused at the window's end (no entry and no settings change
+    /// since their pause), pauses that started in the window, and of those, the users who wrote again before its
+    /// end.
+    package var pauses: String {
+        let wroteAfter = """
+            EXISTS (SELECT 1 FROM diary_entries e WHERE e.user_id = p.user_id AND e.created_at > p.paused_at
+                      AND e.created_at < \(dialect.instant(to)))
+            """
+        return """
+            SELECT coalesce(sum(CASE WHEN NOT \(wroteAfter)
+                                      AND (s.updated_at IS NULL OR s.updated_at <= p.paused_at) THEN 1 ELSE 0 END), 0),
+                   coalesce(sum(CASE WHEN \(inWindow("p.paused_at")) THEN 1 ELSE 0 END), 0),
+                   coalesce(sum(CASE WHEN \(inWindow("p.paused_at")) AND \(wroteAfter) THEN 1 ELSE 0 END), 0)
+            FROM reminder_pauses p LEFT JOIN notification_settings s ON s.user_id = p.user_id
+            WHERE p.paused_at < \(dialect.instant(to))
             """
     }
 

@@ -141,6 +141,23 @@ public struct HealthReport: Sendable, Codable, Hashable {
     /// The users reminded in the window whose language the catalog has no reminder words for (they were sent the
     /// fallback locale's), by that language, most first; filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
     package var readersWithoutWords: [Count] = []
+    /// Reminders paused for users who ignored them (``ReminderPause``).
+    package var pauses = Pauses()
+
+    package struct Pauses: Sendable, Codable, Hashable {
+        /// Users paused at the window's end.
+        package var paused = 0
+        /// Pauses that started in the window.
+        package var started = 0
+        /// Of those, users who wrote again before the window's end (their reminders resumed).
+        package var cameBack = 0
+
+        package init(paused: Int = 0, started: Int = 0, cameBack: Int = 0) {
+            self.paused = paused
+            self.started = started
+            self.cameBack = cameBack
+        }
+    }
     /// How long each provider took to answer the window's deliveries, by provider.
     package let answerTimes: [AnswerTimes]
 
@@ -317,12 +334,15 @@ package protocol ReportStore: ExplainSource {
     /// The locales of the users sent (or partly sent) a diary reminder claimed in `from..<to`, each with how many
     /// such users have it.
     func remindedLocales(from: Int64, to: Int64) async throws(JobError) -> [(locale: String, users: Int)]
+    /// The pauses of the window (``ReportSQL/pauses``).
+    func pauseFigures(from: Int64, to: Int64) async throws(JobError) -> HealthReport.Pauses
 }
 
 extension ReportStore {
     package func healthReport(from: Int64, to: Int64) async throws(JobError) -> HealthReport {
         var report = HealthReport(from: from, to: to, figures: try await healthFigures(from: from, to: to))
         report.orphans = try await orphanedRows(userID: nil)
+        report.pauses = try await pauseFigures(from: from, to: to)
         return report
     }
 
@@ -403,6 +423,11 @@ extension HealthReport {
                 "\(message.locale) #\(message.messageIndex) reminded=\(message.reminded) 3h=\(share(message.within3h)) day=\(share(message.sameLocalDay))"
                     + (message.title.map { " \"\($0)\"" } ?? "")
             })
+        lines += section(
+            "reminders paused for users who ignored them:",
+            [
+                "paused now: \(pauses.paused); started in the window: \(pauses.started), of whom \(pauses.cameBack) wrote again"
+            ])
         lines += section(
             "reminded users whose language has no words in the catalog (sent \(CopyCatalog.fallbackLocale)), by language:",
             readersWithoutWords.map { "\($0.key): \($0.count)" })

@@ -137,7 +137,7 @@ extension DiaryReminderHandler.Settings {
     /// The run settings from flags (`nil`: not given) and the environment.
     package static func resolve(
         _ config: ConfigResolver, earlyMinutes: Int? = nil, catchUpMinutes: Int? = nil,
-        claimLeaseMinutes: Int? = nil, shard: String? = nil
+        claimLeaseMinutes: Int? = nil, pauseAfterIgnored: Int? = nil, shard: String? = nil
     ) throws(JobError) -> Self {
         var settings = Self()
         settings.rule = try DueRule(
@@ -149,6 +149,7 @@ extension DiaryReminderHandler.Settings {
             } ?? .all
         settings.claimLeaseSeconds =
             Int64(try config.integer(.claimLeaseMinutes, flag: claimLeaseMinutes)) * 60
+        settings.pause = try ReminderPause(afterIgnored: config.integer(.pauseAfterIgnored, flag: pauseAfterIgnored))
         return settings
     }
 }

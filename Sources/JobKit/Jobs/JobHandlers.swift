@@ -7,6 +7,7 @@ public struct DiaryReminderHandler: JobHandler {
         package var rule: DueRule = .default
         package var claimLeaseSeconds = Int64(ConfigKey.claimLeaseMinutes.number!.default) * 60
         package var shard: Shard = .all
+        package var pause: ReminderPause = .default
         package var pageSize = 1000
         /// Decide only: claim, send and write nothing (the sender prints or validates).
         package var dryRun = false
@@ -27,6 +28,7 @@ public struct DiaryReminderHandler: JobHandler {
         var options = ReminderRunOptions(now: now, rule: settings.rule, dryRun: settings.dryRun)
         options.claimLeaseSeconds = settings.claimLeaseSeconds
         options.shard = settings.shard
+        options.pause = settings.pause
         options.pageSize = settings.pageSize
         return options
     }

@@ -95,13 +95,16 @@ package struct MetricsFile: Sendable {
     ) {
         let users: [(String, Int)] = [
             ("candidates", summary.candidates), ("due", summary.due), ("claimed", summary.claimed),
-            ("taken_over", summary.takenOver), ("sent", summary.sent), ("partial", summary.partial),
+            ("taken_over", summary.takenOver), ("pausing", summary.pausing), ("sent", summary.sent),
+            ("partial", summary.partial),
             ("failed", summary.failed), ("retry", summary.retry),
         ]
         for (state, count) in users {
             registry.gauge(
                 "diary_push_run_users", labels: [("job", job), ("state", state)],
-                help: "Users of the last run by state (due, claimed, sent, partial, failed, retry, …)."
+                help:
+                    "Users of the last run by state (due, claimed, pausing: sent their last reminder, sent, partial, failed, "
+                    + "retry, …)."
             ).set(Int64(count))
         }
         let warnings: [(String, Int)] = [

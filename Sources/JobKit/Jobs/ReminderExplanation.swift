@@ -207,16 +207,52 @@ extension DiaryReminderRunner {
                 "4. devices of the claim", described.isEmpty ? "no active device" : described.joined(separator: "; "),
                 nil)
         }
+        var pause = DiaryReminderRunner.PauseStep.remind
+        var pausedText = ""
+        if options.pause.isOn {
+            let key = HistoryKey(
+                userID: userID, period: timing.period.description,
+                periods: options.pause.lookBack(before: timing.period.description))
+            let history = try await store.reminderHistory([key])[key] ?? ReminderHistory()
+            pause = DiaryReminderRunner.pauseStep(
+                history, of: key.period, takeOver: log != nil, options)
+            let limit = "pause after \(options.pause.afterIgnored)"
+            switch (pause, options.pause.verdict(history, period: key.period)) {
+            case (.paused, .paused(let record)):
+                pausedText = "paused since \(record.period) after \(record.ignored) ignored reminders"
+                explanation.step(
+                    "5. ignored reminders",
+                    "paused since \(record.period) (\(Timestamps.format(record.pausedAt))) after \(record.ignored) ignored reminders, until they write or change their reminder settings",
+                    false)
+            case (.last(let record), _):
+                explanation.step(
+                    "5. ignored reminders",
+                    "\(record.ignored) in a row (\(limit)): this is the last reminder, and says so; none after it until they write or change their reminder settings",
+                    true)
+            case (_, .remind(let ignored)):
+                explanation.step(
+                    "5. ignored reminders", "\(ignored) in a row since their last entry or settings change (\(limit))",
+                    true)
+            default:
+                explanation.step("5. ignored reminders", "\(limit)", true)
+            }
+        }
         if let log, let index = log.messageIndex, let locale = log.locale,
-            let message = catalog.message(.diaryReminder, locale: locale, index: index)
+            let message = catalog.message(
+                pause == .remind ? .diaryReminder : CopyKind.diaryReminderLast, locale: locale, index: index)
         {
             explanation.step(
                 "copy", "recorded in the claim: \(locale) #\(index): \"\(message.title)\" / \"\(message.body)\"", nil)
         } else {
-            let previous = try await store.previousMessageIndex(
-                userID: userID, type: .diaryReminder, in: DueQuery.previousPeriods(before: timing.period.description))
+            let last = pause != .remind
+            let previous =
+                last
+                ? nil
+                : try await store.previousMessageIndex(
+                    userID: userID, type: .diaryReminder,
+                    in: DueQuery.previousPeriods(before: timing.period.description))
             let choice = catalog.choose(
-                .diaryReminder, locale: user.locale, userID: userID,
+                last ? .diaryReminderLast : CopyKind.diaryReminder, locale: user.locale, userID: userID,
                 period: timing.period.description, previousIndex: previous)
             let missing = catalog.languageWithoutWords(user.locale, for: .diaryReminder).map {
                 " (the catalog has no \($0) words)"
@@ -251,7 +287,17 @@ extension DiaryReminderRunner {
         switch decision {
         case .skip(let reason):
             return finish(reason, "not reminded: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))")
-        case .claim: return finish(nil, "due: would be reminded now on \(devices.count - unreachable.count) device(s)")
+        case .claim:
+            if case .last = pause {
+                return finish(
+                    nil,
+                    "due: would get the last reminder now on \(devices.count - unreachable.count) device(s), then none until they write or change their reminder settings"
+                )
+            }
+            if pause == .paused {
+                return finish(.paused, "not reminded: \(pausedText)")
+            }
+            return finish(nil, "due: would be reminded now on \(devices.count - unreachable.count) device(s)")
         case .takeOver(let earlier):
             let open = explanation.devices.filter { $0.state == "pending" || $0.state == "not_sent" }.count
             let reached = explanation.devices.filter { $0.state == "delivered" }.count

@@ -25,6 +25,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var claimed = 0
     /// Of those, claims taken over from a run that died or hit only transient errors.
     public var takenOver = 0
+    /// Of the claims, last reminders (``ReminderPause``): their users had ignored a run of reminders, and theirs
+    /// pause after this one (in a dry run: would pause). Those already paused are in `skipped` as `paused`.
+    public var pausing = 0
     /// Users whose notification reached every device.
     public var sent = 0
     /// Users whose notification reached some devices; the others failed for good (dead token, rejected).
@@ -130,10 +133,12 @@ public struct RunSummary: Sendable, Codable, Hashable {
             // Nothing was claimed or sent: what a real run would do.
             parts += ["candidates=\(candidates)", "due=\(due)", "would_claim=\(claimed)"]
             if takenOver > 0 { parts.append("would_take_over=\(takenOver)") }
+            if pausing > 0 { parts.append("would_pause=\(pausing)") }
             parts += ["would_send=\(sent)"]
         } else {
             parts += ["candidates=\(candidates)", "due=\(due)", "claimed=\(claimed)"]
             if takenOver > 0 { parts.append("taken_over=\(takenOver)") }
+            if pausing > 0 { parts.append("pausing=\(pausing)") }
             parts += ["sent=\(sent)", "partial=\(partial)", "failed=\(failed)", "retry=\(retry)"]
         }
         if devicesPendingRetry > 0 { parts.append("devices_pending_retry=\(devicesPendingRetry)") }

@@ -65,19 +65,22 @@ package enum ReminderClaim {
         for request in requests {
             let key = Key(request)
             guard returned.insert(key).inserted else { continue }
+            var claim: Claim
             if let id = inserted[key] {
-                claims.append(
-                    Claim(
-                        logID: id, userID: request.userID, period: request.period,
-                        messageIndex: request.messageIndex, locale: request.locale, takenOver: false,
-                        deliveredDeviceIDs: []))
+                claim = Claim(
+                    logID: id, userID: request.userID, period: request.period,
+                    messageIndex: request.messageIndex, locale: request.locale, takenOver: false,
+                    deliveredDeviceIDs: [])
             } else if let row = takenOver[key] {
-                claims.append(
-                    Claim(
-                        logID: row.id, userID: request.userID, period: request.period,
-                        messageIndex: row.messageIndex ?? request.messageIndex, locale: row.locale ?? request.locale,
-                        takenOver: true, deliveredDeviceIDs: row.delivered))
+                claim = Claim(
+                    logID: row.id, userID: request.userID, period: request.period,
+                    messageIndex: row.messageIndex ?? request.messageIndex, locale: row.locale ?? request.locale,
+                    takenOver: true, deliveredDeviceIDs: row.delivered)
+            } else {
+                continue
             }
+            claim.lastReminder = request.pause != nil
+            claims.append(claim)
         }
         return claims
     }

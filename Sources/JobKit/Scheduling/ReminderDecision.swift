@@ -10,6 +10,9 @@ public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, Codin
     case noConfiguredProvider = "no_configured_provider"
     case wroteToday = "wrote_today"
     case alreadyReminded = "already_reminded"
+    /// Reminders paused after the user ignored a run of them (``ReminderPause``), until they write or change their
+    /// settings.
+    case paused
     /// Another run holds a fresh claim for this user and day.
     case claimInProgress = "claim_in_progress"
     /// Another run won the claim between selection and claiming.

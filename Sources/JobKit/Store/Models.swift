@@ -238,6 +238,10 @@ package struct ClaimRequest: Sendable, Hashable {
     package let period: String
     package let messageIndex: Int
     package let locale: String
+    /// The pause this claim starts: set on the last reminder (``ReminderPause``), whose words are the catalog's
+    /// `diary_reminder_last`. The store records it with the claim, in the same transaction, when it inserts the
+    /// log row.
+    package var pause: PauseRecord? = nil
 }
 
 /// A claim this run holds.
@@ -252,6 +256,8 @@ package struct Claim: Sendable, Hashable {
     package let takenOver: Bool
     /// Devices that already received this notification under an earlier run of the same claim.
     package let deliveredDeviceIDs: Set<Int64>
+    /// The last reminder before a pause: its words are the catalog's `diary_reminder_last`.
+    package var lastReminder = false
 
     package init(
         logID: Int64, userID: String, period: String, messageIndex: Int, locale: String, takenOver: Bool,

@@ -12,7 +12,7 @@ package struct SchemaMigration: Sendable {
 
 package enum SchemaMigrations {
     package static let all: [SchemaMigration] = [
-        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015,
+        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016,
     ]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
@@ -805,5 +805,30 @@ package enum SchemaMigrations {
                 PRIMARY KEY (caller, key)
             );
             CREATE INDEX api_idempotency_by_age ON api_idempotency (created_at);
+            """)
+
+    /// 016: reminders that pause. `reminder_pauses` holds each user's latest pause (``ReminderPause``): the period
+    /// of the last reminder, when it was claimed, and the ignored reminders that led to it. Written with that
+    /// claim, in its transaction; an entry or a settings change after `paused_at` ends it (the row stays, for the
+    /// health report's "came back").
+    static let m016 = SchemaMigration(
+        id: "016_reminder_pauses",
+        sqlite: """
+            CREATE TABLE reminder_pauses (
+                user_id    TEXT PRIMARY KEY NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                period_key TEXT NOT NULL CHECK (length(period_key) = 10),
+                paused_at  INTEGER NOT NULL,
+                ignored    INTEGER NOT NULL CHECK (ignored >= 0)
+            ) WITHOUT ROWID;
+            CREATE INDEX reminder_pauses_by_time ON reminder_pauses (paused_at);
+            """,
+        postgres: """
+            CREATE TABLE reminder_pauses (
+                user_id    text COLLATE "C" PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+                period_key text COLLATE "C" NOT NULL CHECK (length(period_key) = 10),
+                paused_at  timestamptz NOT NULL,
+                ignored    integer NOT NULL CHECK (ignored >= 0)
+            );
+            CREATE INDEX reminder_pauses_by_time ON reminder_pauses (paused_at);
             """)
 }

@@ -64,6 +64,10 @@ package protocol DueSetSource: Sendable {
     /// The candidates of one page of the due set, in no promised order. Settings are read again: a key whose
     /// user no longer matches its query (reminders turned off, time or zone changed) yields no candidate.
     func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate]
+    /// What the pause rule (``ReminderPause``) needs of each user before a period: their latest entry, when their
+    /// settings changed, their latest pause, and when each reminder of ``HistoryKey/periods`` that reached a
+    /// device was claimed. A key whose user is gone is absent.
+    func reminderHistory(_ keys: [HistoryKey]) async throws(JobError) -> [HistoryKey: ReminderHistory]
     /// Whether a run should select its next page while it claims the current one: worth it where the two run
     /// on separate connections of a server (PostgreSQL: 5.9 → 5.6 s at 1,000,000 users, BENCHMARKS.md#the-runs-pages), not on
     /// SQLite, where it bought no time and raised the peak memory by a sixth.
