@@ -225,26 +225,90 @@ extension PostgresStore: ReminderStore {
             """
             SELECT k.i, (SELECT \(unescaped: Self.epoch("max(e.created_at)")) FROM diary_entries e WHERE e.user_id = k.user_id),
                    \(unescaped: Self.epoch("n.updated_at")), p.period_key, \(unescaped: Self.epoch("p.paused_at")), p.ignored,
-                   ARRAY(SELECT \(unescaped: Self.epoch("l.claimed_at")) FROM notification_logs l
-                         WHERE l.user_id = k.user_id AND l.notification_type = 'diary_reminder'
-                           AND l.period_key >= k.low AND l.period_key < k.high AND l.status IN ('sent', 'partial')
-                           AND l.period_key BETWEEN \(lowest) AND \(highest))
+                   r.periods, r.claimed, r.indices, r.reached
             FROM unnest(\(keys.map(\.userID))::text[], \(keys.map(\.periods.lowerBound))::text[],
                         \(keys.map(\.periods.upperBound))::text[]) WITH ORDINALITY AS k(user_id, low, high, i)
             JOIN users u ON u.id = k.user_id
             LEFT JOIN notification_settings n ON n.user_id = k.user_id
             LEFT JOIN reminder_pauses p ON p.user_id = k.user_id
+            CROSS JOIN LATERAL (
+                SELECT coalesce(array_agg(l.period_key::text ORDER BY l.period_key), '{}') AS periods,
+                       coalesce(array_agg(\(unescaped: Self.epoch("l.claimed_at")) ORDER BY l.period_key), '{}') AS claimed,
+                       coalesce(array_agg(coalesce(l.message_index, -1)::int8 ORDER BY l.period_key), '{}') AS indices,
+                       coalesce(array_agg(l.status IN ('sent', 'partial') ORDER BY l.period_key), '{}') AS reached
+                FROM notification_logs l
+                WHERE l.user_id = k.user_id AND l.notification_type = 'diary_reminder'
+                  AND l.period_key >= k.low AND l.period_key < k.high
+                  AND l.period_key BETWEEN \(lowest) AND \(highest)) r
             """)
         {
-            let (i, lastEntry, settingsAt, period, pausedAt, ignored, reminded) = try decode(
-                row, (Int64, Int64?, Int64?, String?, Int64?, Int32?, [Int64]).self)
-            var history = ReminderHistory(lastEntryAt: lastEntry, settingsChangedAt: settingsAt, remindedAt: reminded)
+            let (i, lastEntry, settingsAt, period, pausedAt, ignored, periods, claimed, indices, reached) = try decode(
+                row, (Int64, Int64?, Int64?, String?, Int64?, Int32?, [String], [Int64], [Int64], [Bool]).self)
+            var history = ReminderHistory(lastEntryAt: lastEntry, settingsChangedAt: settingsAt)
+            history.reminders = periods.indices.map {
+                PastReminder(
+                    period: periods[$0], claimedAt: claimed[$0], messageIndex: indices[$0] < 0 ? nil : Int(indices[$0]),
+                    reached: reached[$0])
+            }
             if let period, let pausedAt, let ignored {
                 history.pause = PauseRecord(period: period, pausedAt: pausedAt, ignored: Int(ignored))
             }
             histories[keys[Int(i) - 1]] = history
         }
         return histories
+    }
+
+    package func copyOutcomes(days: [String], record: Bool, now: Int64) async throws(JobError) -> [CopyOutcomeRow] {
+        guard !days.isEmpty else { return [] }
+        let logger = self.logger
+        func decodeRows(_ rows: [PostgresRow]) throws -> [CopyOutcomeRow] {
+            try rows.map { row in
+                let (locale, index, sent, wrote) = try row.decode((String, Int, Int, Int).self)
+                return CopyOutcomeRow(
+                    locale: locale, messageIndex: index, outcome: MessageOutcome(sent: sent, wrote: wrote))
+            }
+        }
+        let body: (PostgresConnection) async throws -> [CopyOutcomeRow] = { connection in
+            let counted = Set(
+                try await connection.query(
+                    "SELECT day FROM copy_outcome_days WHERE day = ANY(\(days)::text[])", logger: logger
+                ).collect().map { try $0.decode(String.self) })
+            var rows: [CopyOutcomeRow] = []
+            for day in days where !counted.contains(day) {
+                guard let sql = CopyOutcomeSQL(.postgres, day: day) else { continue }
+                if record {
+                    // The day's mark first: a run counting it at the same time waits, then finds it counted.
+                    let marked = try await connection.query(
+                        """
+                        INSERT INTO copy_outcome_days (day, counted_at) VALUES (\(day), to_timestamp(\(now)))
+                        ON CONFLICT (day) DO NOTHING RETURNING day
+                        """, logger: logger
+                    ).collect()
+                    guard !marked.isEmpty else { continue }
+                    _ = try await connection.query(
+                        PostgresQuery(
+                            unsafeSQL: """
+                                INSERT INTO copy_outcomes (day, locale, message_index, sent, wrote)
+                                SELECT '\(day)', c.* FROM (\(sql.select)) AS c
+                                """), logger: logger
+                    ).collect()
+                } else {
+                    rows += try decodeRows(
+                        try await connection.query(PostgresQuery(unsafeSQL: sql.select), logger: logger).collect())
+                }
+            }
+            rows += try decodeRows(
+                try await connection.query(
+                    """
+                    SELECT locale, message_index, sum(sent)::int8, sum(wrote)::int8 FROM copy_outcomes
+                    WHERE day = ANY(\(days)::text[]) GROUP BY locale, message_index
+                    """, logger: logger
+                ).collect())
+            return rows
+        }
+        return record
+            ? try await transaction("counting the words' outcomes", body)
+            : try await read("counting the words' outcomes", body)
     }
 
     /// ``ReminderClaim``'s two primitives, a page each in one statement: one `INSERT … ON CONFLICT DO NOTHING

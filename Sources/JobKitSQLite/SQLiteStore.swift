@@ -314,35 +314,84 @@ extension SQLiteStore: ReminderStore {
     static let reminderHistorySQL = """
         SELECT (SELECT max(created_at) FROM diary_entries WHERE user_id = ?1),
                (SELECT updated_at FROM notification_settings WHERE user_id = ?1),
-               p.period_key, p.paused_at, p.ignored,
-               (SELECT group_concat(claimed_at) FROM notification_logs
-                WHERE user_id = ?1 AND notification_type = 'diary_reminder' AND period_key >= ?2 AND period_key < ?3
-                  AND status IN ('sent', 'partial'))
+               p.period_key, p.paused_at, p.ignored
         FROM users u LEFT JOIN reminder_pauses p ON p.user_id = u.id
         WHERE u.id = ?1
+        """
+
+    static let pastRemindersSQL = """
+        SELECT period_key, claimed_at, message_index, status IN ('sent', 'partial') FROM notification_logs
+        WHERE user_id = ? AND notification_type = 'diary_reminder' AND period_key >= ? AND period_key < ?
         """
 
     package func reminderHistory(_ keys: [HistoryKey]) async throws(JobError) -> [HistoryKey: ReminderHistory] {
         guard !keys.isEmpty else { return [:] }
         return try await read("reading reminder history") { db in
             let statement = try db.cachedStatement(sql: Self.reminderHistorySQL)
+            let past = try db.cachedStatement(sql: Self.pastRemindersSQL)
             var histories: [HistoryKey: ReminderHistory] = [:]
             for key in keys {
-                guard
-                    let row = try Row.fetchOne(
-                        statement, arguments: [key.userID, key.periods.lowerBound, key.periods.upperBound])
-                else { continue }
+                guard let row = try Row.fetchOne(statement, arguments: [key.userID]) else { continue }
                 var history = ReminderHistory(lastEntryAt: row[0], settingsChangedAt: row[1])
                 if let period: String = row[2], let pausedAt: Int64 = row[3], let ignored: Int = row[4] {
                     history.pause = PauseRecord(period: period, pausedAt: pausedAt, ignored: ignored)
                 }
-                if let times: String = row[5] {
-                    history.remindedAt = times.split(separator: ",").compactMap { Int64($0) }
-                }
+                history.reminders = try Row.fetchAll(
+                    past, arguments: [key.userID, key.periods.lowerBound, key.periods.upperBound]
+                ).map { PastReminder(period: $0[0], claimedAt: $0[1], messageIndex: $0[2], reached: $0[3]) }
                 histories[key] = history
             }
             return histories
         }
+    }
+
+    package func copyOutcomes(days: [String], record: Bool, now: Int64) async throws(JobError) -> [CopyOutcomeRow] {
+        guard !days.isEmpty else { return [] }
+        let count: @Sendable (Database) throws -> [CopyOutcomeRow] = { db in
+            let counted = try String.fetchSet(
+                db, sql: "SELECT day FROM copy_outcome_days WHERE day >= ? AND day <= ?",
+                arguments: [days.min()!, days.max()!])
+            var rows: [CopyOutcomeRow] = []
+            for day in days where !counted.contains(day) {
+                guard let sql = CopyOutcomeSQL(.sqlite, day: day) else { continue }
+                let fresh = try Row.fetchAll(db, sql: sql.select).map {
+                    CopyOutcomeRow(
+                        locale: $0[0], messageIndex: $0[1], outcome: MessageOutcome(sent: $0[2], wrote: $0[3]))
+                }
+                if record {
+                    // The day's mark first: when another run counted it meanwhile, its rows stand.
+                    try db.execute(
+                        sql:
+                            "INSERT INTO copy_outcome_days (day, counted_at) VALUES (?, ?) ON CONFLICT (day) DO NOTHING",
+                        arguments: [day, now])
+                    guard db.changesCount == 1 else { continue }
+                    for row in fresh {
+                        try db.execute(
+                            sql: """
+                                INSERT INTO copy_outcomes (day, locale, message_index, sent, wrote) VALUES (?, ?, ?, ?, ?)
+                                """,
+                            arguments: [day, row.locale, row.messageIndex, row.outcome.sent, row.outcome.wrote])
+                    }
+                } else {
+                    rows += fresh
+                }
+            }
+            rows += try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT locale, message_index, sum(sent), sum(wrote) FROM copy_outcomes
+                    WHERE day IN (\(Array(repeating: "?", count: days.count).joined(separator: ",")))
+                    GROUP BY locale, message_index
+                    """, arguments: StatementArguments(days)
+            ).map {
+                CopyOutcomeRow(locale: $0[0], messageIndex: $0[1], outcome: MessageOutcome(sent: $0[2], wrote: $0[3]))
+            }
+            return rows
+        }
+        // One writer at a time: a day is counted once.
+        return record
+            ? try await write("counting the words' outcomes", count)
+            : try await read("counting the words' outcomes", count)
     }
 
     /// Rows per multi-row statement in the write path (claims, delivery rows, claim resolutions): one statement

@@ -143,13 +143,15 @@ import Testing
     /// The rule alone: what ends a run of ignored reminders, and when a pause holds.
     @Test func theRuleCountsRemindersAfterTheLastEntryOrSettingsChange() throws {
         let rule = try ReminderPause(afterIgnored: 3)
-        let reminded: [Int64] = [100, 200, 300]
-        #expect(rule.verdict(ReminderHistory(remindedAt: reminded), period: "2026-11-04") == .lastReminder(ignored: 3))
+        let reminded = [("2026-11-01", 100), ("2026-11-02", 200), ("2026-11-03", 300)].map {
+            PastReminder(period: $0.0, claimedAt: Int64($0.1), messageIndex: 0, reached: true)
+        }
+        #expect(rule.verdict(ReminderHistory(reminders: reminded), period: "2026-11-04") == .lastReminder(ignored: 3))
         #expect(
-            rule.verdict(ReminderHistory(lastEntryAt: 150, remindedAt: reminded), period: "2026-11-04")
+            rule.verdict(ReminderHistory(lastEntryAt: 150, reminders: reminded), period: "2026-11-04")
                 == .remind(ignored: 2))
         #expect(
-            rule.verdict(ReminderHistory(settingsChangedAt: 250, remindedAt: reminded), period: "2026-11-04")
+            rule.verdict(ReminderHistory(settingsChangedAt: 250, reminders: reminded), period: "2026-11-04")
                 == .remind(ignored: 1))
         let pause = PauseRecord(period: "2026-11-04", pausedAt: 400, ignored: 3)
         #expect(rule.verdict(ReminderHistory(pause: pause), period: "2026-11-09") == .paused(pause))

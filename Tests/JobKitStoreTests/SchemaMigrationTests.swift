@@ -60,6 +60,7 @@ import Testing
             "014_contract_guards": "98544146316ed38539f964b95e7e2cdc48cf7d4930d7435edeb0dfff8d2dcdb2",
             "015_http_api": "905fff79639b7897e367a1a05ef4aec5166862b5d8e6d3c8773da21a890c5d53",
             "016_reminder_pauses": "92f489b0c5a66dac772d806326f59439c231ff1c5e8aba42e0cd3f62521d7f3b",
+            "017_copy_outcomes": "7ca81e921c61d03ddbfabed92e4af7e61ff379f3e989c73ec2623273667a0026",
         ]
         for migration in SchemaMigrations.all {
             let digest = SHA256.hash(data: Data((migration.sqlite + "\u{0}" + migration.postgres).utf8))

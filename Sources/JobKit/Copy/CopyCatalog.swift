@@ -42,6 +42,42 @@ package struct CopyCatalog: Sendable {
     /// Longest body in UTF-8 bytes.
     package static let maxBodyBytes = 1024
 
+    /// Learned words, when the catalog turns them on; `nil`: every choice is uniform.
+    package let learning: CopyLearning?
+    static let learningKey = "learning"
+
+    /// The catalog's `learning` section: `held_out_percent` (0–100, default 10) and `seed` (a whole number ≥ 0,
+    /// default 0); every problem goes to `problems`.
+    static func learning(_ value: JSONValue, problems: inout [String]) -> CopyLearning? {
+        guard case .object(let members) = value else {
+            problems.append("learning: expected an object {\"held_out_percent\": 10, \"seed\": 0}")
+            return nil
+        }
+        var heldOut = CopyLearning.defaultHeldOutPercent
+        var seed: UInt64 = 0
+        for (key, member) in members {
+            switch (key, member) {
+            case ("held_out_percent", .number(let text)):
+                guard let number = Int(text), (0...100).contains(number) else {
+                    problems.append("learning.held_out_percent: \(text) is not a whole number within 0…100")
+                    continue
+                }
+                heldOut = number
+            case ("seed", .number(let text)):
+                guard let number = UInt64(text) else {
+                    problems.append("learning.seed: \(text) is not a whole number ≥ 0")
+                    continue
+                }
+                seed = number
+            case ("held_out_percent", _), ("seed", _):
+                problems.append("learning.\(key): expected a number")
+            default:
+                problems.append("learning.\(key): unknown setting (known: held_out_percent, seed)")
+            }
+        }
+        return CopyLearning(heldOutPercent: heldOut, seed: seed)
+    }
+
     /// kind → lower-cased locale → messages
     private let messages: [CopyKind: [String: (tag: String, list: [CopyMessage])]]
     /// kind → which of its locales serves a user's locale
@@ -74,16 +110,26 @@ package struct CopyCatalog: Sendable {
     package init(json: Data, source: String) throws(JobError) {
         // Strict first: the byte of a syntax error, and a key given twice (which the decoder would settle by
         // keeping one without a word).
-        _ = try JSONValue.strict(json, what: source)
+        let parsed = try JSONValue.strict(json, what: source)
+        var problems: [String] = []
+        // `"learning": {"held_out_percent": 10, "seed": 1}` turns learned words on (``CopyLearning``).
+        var learning: CopyLearning?
+        var words = json
+        if case .object(let members) = parsed, let section = members.first(where: { $0.key == Self.learningKey }) {
+            learning = Self.learning(section.value, problems: &problems)
+            let rest = (try? JSONSerialization.jsonObject(with: json)) as? [String: Any] ?? [:]
+            words =
+                (try? JSONSerialization.data(withJSONObject: rest.filter { $0.key != Self.learningKey }))
+                ?? Data("{}".utf8)
+        }
         let raw: [String: [String: [CopyMessage]]]
         do {
-            raw = try JSONDecoder().decode([String: [String: [CopyMessage]]].self, from: json)
+            raw = try JSONDecoder().decode([String: [String: [CopyMessage]]].self, from: words)
         } catch {
             throw .dataError(
                 "\(source): not a copy catalog (expected {type: {locale: [{title, body}]}}): \(JSONLine.problem(error))"
             )
         }
-        var problems: [String] = []
         var table: [CopyKind: [String: (tag: String, list: [CopyMessage])]] = [:]
         for (typeName, locales) in raw.sorted(by: { $0.key < $1.key }) {
             guard let kind = CopyKind(rawValue: typeName) else {
@@ -121,6 +167,7 @@ package struct CopyCatalog: Sendable {
                     + problems.map(LineText.escapingControls).joined(separator: "\n  "))
         }
         self.messages = table
+        self.learning = learning
         self.matchers = table.mapValues { LocaleMatcher(tags: $0.values.map(\.tag), fallback: Self.fallbackLocale) }
     }
 
@@ -206,6 +253,24 @@ package struct CopyCatalog: Sendable {
         previousIndex: Int?
     ) -> CopyChoice {
         choose(CopyKind(type), locale: locale, userID: userID, period: period, previousIndex: previousIndex)
+    }
+
+    /// The reminder's words with learning (``CopyLearning``) when this catalog turns it on and `learned` is given:
+    /// a held-out user and day, or a catalog that does not learn, gets the uniform choice.
+    package func choose(
+        _ type: NotificationType, locale: String, userID: String, period: String, previousIndex: Int?,
+        learned: LearnedWords?
+    ) -> CopyChoice {
+        let uniform = choose(type, locale: locale, userID: userID, period: period, previousIndex: previousIndex)
+        guard type == .diaryReminder, let learning, let learned,
+            !learning.isHeldOut(userID: userID, period: period)
+        else { return uniform }
+        let list = messages(for: type, locale: uniform.locale)
+        let index = learning.choose(
+            count: list.count, outcomes: learned.outcomes[uniform.locale.lowercased()] ?? [:],
+            previous: list.indices.contains(previousIndex ?? -1) ? previousIndex : nil,
+            recent: learned.recent(before: period), userID: userID, period: period)
+        return CopyChoice(locale: uniform.locale, index: index, message: list[index])
     }
 
     // A `CopyKind` names the last reminder's words too; the `NotificationType` form wins for the others.

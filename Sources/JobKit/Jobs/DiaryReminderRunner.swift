@@ -175,9 +175,10 @@ package struct DiaryReminderRunner: Sendable {
         // Runners of the same run split the due set bucket by bucket; a lone runner takes every bucket.
         var buckets = try await DueSetWork(
             keys, leases: options.dryRun ? nil : leases, options: options, summary: &summary)
+        let learned = try await learnedOutcomes(queries, options, &phases)
         try await claimAndDeliver(
-            &buckets, queries: queries, options: options, claimUntil: claimUntil, recordDeadline: recordDeadline,
-            summary: &summary, phases: &phases, logger: logger)
+            &buckets, queries: queries, learned: learned, options: options, claimUntil: claimUntil,
+            recordDeadline: recordDeadline, summary: &summary, phases: &phases, logger: logger)
         // Then the quota warnings held for quiet hours or left for retry: the reminders, due at the minute their
         // users chose, go first.
         try await phases.measure(.send) { () async throws(JobError) in
@@ -266,7 +267,8 @@ package struct DiaryReminderRunner: Sendable {
     /// Claims the due set a page at a time, bucket by bucket, and delivers each claimed page while the next is
     /// selected and claimed.
     private func claimAndDeliver(
-        _ buckets: inout DueSetWork, queries: [DueQuery], options: ReminderRunOptions, claimUntil: Deadline,
+        _ buckets: inout DueSetWork, queries: [DueQuery], learned: [String: [String: [Int: MessageOutcome]]],
+        options: ReminderRunOptions, claimUntil: Deadline,
         recordDeadline: Deadline, summary: inout RunSummary, phases: inout Phases, logger: Logger
     ) async throws(JobError) {
         // Pages are delivered as child tasks of the run: cancelling the run cancels them, and none outlives it.
@@ -316,7 +318,8 @@ package struct DiaryReminderRunner: Sendable {
                         let (nextKeys, dueQueries, store) = (ahead ? pages[index] : [], queries, store)
                         async let following = Self.timedSelect(nextKeys, of: dueQueries, from: store)
                         claimed = try await claim(
-                            page, queries: queries, options: options, summary: &summary, phases: &phases)
+                            page, queries: queries, learned: learned, options: options, summary: &summary,
+                            phases: &phases)
                         let next = await following
                         phases.add(.select, next.duration)
                         selected = ahead ? next.result : nil
@@ -430,7 +433,8 @@ package struct DiaryReminderRunner: Sendable {
 
     /// Decides, checks devices and claims one page; `nil` when nobody on it is to be sent to.
     private func claim(
-        _ page: [ReminderCandidate], queries: [DueQuery], options: ReminderRunOptions,
+        _ page: [ReminderCandidate], queries: [DueQuery], learned: [String: [String: [Int: MessageOutcome]]],
+        options: ReminderRunOptions,
         summary: inout RunSummary, phases: inout Phases
     ) async throws(JobError) -> ClaimedPage? {
         let staleBefore = options.now - options.claimLeaseSeconds
@@ -457,8 +461,7 @@ package struct DiaryReminderRunner: Sendable {
         }
         let histories = try await history(of: passed.map { ($0.candidate.userID, $0.query.period) }, options, &phases)
         for (candidate, query, takeOver) in passed {
-            let key = HistoryKey(
-                userID: candidate.userID, period: query.period, periods: options.pause.lookBack(before: query.period))
+            let key = historyKey(userID: candidate.userID, period: query.period, options)
             let starting: PauseRecord?
             switch Self.pauseStep(histories[key], of: query.period, takeOver: takeOver, options) {
             case .paused:
@@ -475,7 +478,8 @@ package struct DiaryReminderRunner: Sendable {
                     previousIndex: nil)
                 : catalog.choose(
                     query.type, locale: candidate.locale, userID: candidate.userID,
-                    period: query.period, previousIndex: candidate.previousMessageIndex)
+                    period: query.period, previousIndex: candidate.previousMessageIndex,
+                    learned: learned[query.period].map { LearnedWords(outcomes: $0, history: histories[key]) })
             var request = ClaimRequest(
                 userID: candidate.userID, type: query.type, period: query.period,
                 messageIndex: choice.index, locale: choice.locale)
@@ -559,13 +563,36 @@ package struct DiaryReminderRunner: Sendable {
     private func history(
         of keys: [(userID: String, period: String)], _ options: ReminderRunOptions, _ phases: inout Phases
     ) async throws(JobError) -> [HistoryKey: ReminderHistory] {
-        guard options.pause.isOn, !keys.isEmpty else { return [:] }
-        let historyKeys = keys.map {
-            HistoryKey(userID: $0.userID, period: $0.period, periods: options.pause.lookBack(before: $0.period))
-        }
+        guard options.pause.isOn || catalog.learning != nil, !keys.isEmpty else { return [:] }
+        let historyKeys = keys.map { historyKey(userID: $0.userID, period: $0.period, options) }
         return try await phases.measure(.select) { () async throws(JobError) in
             try await store.reminderHistory(historyKeys)
         }
+    }
+
+    /// The history read for a user and period: the pause rule's look-back, or the learned words' recency if
+    /// longer.
+    func historyKey(userID: String, period: String, _ options: ReminderRunOptions) -> HistoryKey {
+        let days = max(options.pause.afterIgnored, catalog.learning == nil ? 0 : CopyLearning.recentDays)
+        let from = LocalDate(period).map { $0.adding(days: -days).description } ?? period
+        return HistoryKey(userID: userID, period: period, periods: from..<period)
+    }
+
+    /// Per period of the run, the counts by locale and message that learned words are chosen by (none unless the
+    /// catalog learns). A run records the days it counts; a dry run counts them without writing.
+    func learnedOutcomes(_ queries: [DueQuery], _ options: ReminderRunOptions, _ phases: inout Phases)
+        async throws(JobError) -> [String: [String: [Int: MessageOutcome]]]
+    {
+        guard catalog.learning != nil else { return [:] }
+        var learned: [String: [String: [Int: MessageOutcome]]] = [:]
+        for period in Set(queries.filter { $0.type == .diaryReminder }.map(\.period)) {
+            let rows = try await phases.measure(.select) { () async throws(JobError) in
+                try await store.copyOutcomes(
+                    days: CopyLearning.countedDays(for: period), record: !options.dryRun, now: options.now)
+            }
+            learned[period] = CopyLearning.byLocale(rows)
+        }
+        return learned
     }
 
     enum PauseStep: Equatable {

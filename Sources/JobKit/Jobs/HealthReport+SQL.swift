@@ -200,3 +200,45 @@ extension SQLDialect {
         }
     }
 }
+
+/// The learned words' counts of one UTC day (``DueSetSource/copyOutcomes(days:record:now:)``), in each store's
+/// dialect: per locale and message, the diary reminders claimed that day that reached a device (last reminders
+/// excepted), and how many of their users wrote within 3 hours of the claim.
+package struct CopyOutcomeSQL: Sendable {
+    package let dialect: SQLDialect
+    /// The day's bounds, as instants.
+    package let from: Int64
+    package let to: Int64
+    /// The period keys the day's claims can have (a day either side), so that PostgreSQL reads only their
+    /// partitions.
+    package let periods: ClosedRange<String>
+
+    package static let window: Int64 = 3 * 3600
+
+    package init?(_ dialect: SQLDialect, day: String) {
+        guard let date = LocalDate(day) else { return nil }
+        self.dialect = dialect
+        from = Int64(date.daysSinceEpoch) * 86_400
+        to = from + 86_400
+        periods = date.adding(days: -1).description...date.adding(days: 1).description
+    }
+
+    /// locale, message index, sent, wrote.
+    package var select: String {
+        """
+        SELECT l.locale, l.message_index, count(*),
+               coalesce(sum(CASE WHEN EXISTS (SELECT 1 FROM diary_entries e WHERE e.user_id = l.user_id
+                                                AND e.created_at >= l.claimed_at
+                                                AND e.created_at < \(dialect.plusSeconds("l.claimed_at", Self.window)))
+                            THEN 1 ELSE 0 END), 0)
+        FROM notification_logs l
+        WHERE l.notification_type = '\(NotificationType.diaryReminder.rawValue)'
+          AND l.status IN ('\(ClaimStatus.sent)', '\(ClaimStatus.partial)')
+          AND l.claimed_at >= \(dialect.instant(from)) AND l.claimed_at < \(dialect.instant(to))
+          AND l.period_key BETWEEN '\(periods.lowerBound)' AND '\(periods.upperBound)'
+          AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM reminder_pauses p WHERE p.user_id = l.user_id AND p.period_key = l.period_key)
+        GROUP BY l.locale, l.message_index
+        """
+    }
+}

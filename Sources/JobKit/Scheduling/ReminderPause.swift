@@ -23,17 +23,33 @@ package struct ReminderHistory: Sendable, Hashable {
     package var settingsChangedAt: Int64?
     /// The user's latest pause, ended or not.
     package var pause: PauseRecord?
-    /// When each reminder that reached a device (`sent` or `partial`) in the look-back periods
-    /// (``ReminderPause/lookBack(before:)``) was claimed.
-    package var remindedAt: [Int64]
+    /// The user's reminders of the key's periods (``HistoryKey/periods``), any status.
+    package var reminders: [PastReminder]
 
     package init(
-        lastEntryAt: Int64? = nil, settingsChangedAt: Int64? = nil, pause: PauseRecord? = nil, remindedAt: [Int64] = []
+        lastEntryAt: Int64? = nil, settingsChangedAt: Int64? = nil, pause: PauseRecord? = nil,
+        reminders: [PastReminder] = []
     ) {
         self.lastEntryAt = lastEntryAt
         self.settingsChangedAt = settingsChangedAt
         self.pause = pause
-        self.remindedAt = remindedAt
+        self.reminders = reminders
+    }
+}
+
+/// One earlier reminder of a user.
+package struct PastReminder: Sendable, Hashable {
+    package let period: String
+    package let claimedAt: Int64
+    package let messageIndex: Int?
+    /// It reached a device (`sent` or `partial`).
+    package let reached: Bool
+
+    package init(period: String, claimedAt: Int64, messageIndex: Int?, reached: Bool) {
+        self.period = period
+        self.claimedAt = claimedAt
+        self.messageIndex = messageIndex
+        self.reached = reached
     }
 }
 
@@ -41,7 +57,8 @@ package struct ReminderHistory: Sendable, Hashable {
 package struct HistoryKey: Sendable, Hashable {
     package let userID: String
     package let period: String
-    /// The look-back periods (``ReminderPause/lookBack(before:)``).
+    /// The periods whose reminders are read: the pause rule's (``ReminderPause/lookBack(before:)``), and the
+    /// learned words' recency (``CopyLearning/recentDays``).
     package let periods: Range<String>
 
     package init(userID: String, period: String, periods: Range<String>) {
@@ -107,7 +124,8 @@ package struct ReminderPause: Sendable, Hashable {
             if isOn && pause.period < period && since <= pause.pausedAt { return .paused(pause) }
         }
         guard isOn else { return .remind(ignored: 0) }
-        let ignored = history.remindedAt.lazy.filter { $0 > since }.count
+        let from = lookBack(before: period).lowerBound
+        let ignored = history.reminders.lazy.filter { $0.reached && $0.period >= from && $0.claimedAt > since }.count
         return ignored >= afterIgnored ? .lastReminder(ignored: ignored) : .remind(ignored: ignored)
     }
 }

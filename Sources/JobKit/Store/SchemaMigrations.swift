@@ -12,7 +12,7 @@ package struct SchemaMigration: Sendable {
 
 package enum SchemaMigrations {
     package static let all: [SchemaMigration] = [
-        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016,
+        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017,
     ]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
@@ -830,5 +830,39 @@ package enum SchemaMigrations {
                 ignored    integer NOT NULL CHECK (ignored >= 0)
             );
             CREATE INDEX reminder_pauses_by_time ON reminder_pauses (paused_at);
+            """)
+
+    /// 017: words that learn (``CopyLearning``). `copy_outcomes` holds, per UTC day, locale and message, the
+    /// reminders that reached a device and how many of their users wrote within 3 hours; `copy_outcome_days` marks
+    /// the days counted. Written by the runs once a day is final; read instead of the history.
+    static let m017 = SchemaMigration(
+        id: "017_copy_outcomes",
+        sqlite: """
+            CREATE TABLE copy_outcomes (
+                day           TEXT NOT NULL CHECK (length(day) = 10),
+                locale        TEXT NOT NULL,
+                message_index INTEGER NOT NULL CHECK (message_index >= 0),
+                sent          INTEGER NOT NULL CHECK (sent >= 0),
+                wrote         INTEGER NOT NULL CHECK (wrote BETWEEN 0 AND sent),
+                PRIMARY KEY (day, locale, message_index)
+            ) WITHOUT ROWID;
+            CREATE TABLE copy_outcome_days (
+                day        TEXT PRIMARY KEY NOT NULL CHECK (length(day) = 10),
+                counted_at INTEGER NOT NULL
+            ) WITHOUT ROWID;
+            """,
+        postgres: """
+            CREATE TABLE copy_outcomes (
+                day           text COLLATE "C" NOT NULL CHECK (length(day) = 10),
+                locale        text COLLATE "C" NOT NULL,
+                message_index integer NOT NULL CHECK (message_index >= 0),
+                sent          integer NOT NULL CHECK (sent >= 0),
+                wrote         integer NOT NULL CHECK (wrote BETWEEN 0 AND sent),
+                PRIMARY KEY (day, locale, message_index)
+            );
+            CREATE TABLE copy_outcome_days (
+                day        text COLLATE "C" PRIMARY KEY CHECK (length(day) = 10),
+                counted_at timestamptz NOT NULL
+            );
             """)
 }

@@ -68,6 +68,11 @@ package protocol DueSetSource: Sendable {
     /// settings changed, their latest pause, and when each reminder of ``HistoryKey/periods`` that reached a
     /// device was claimed. A key whose user is gone is absent.
     func reminderHistory(_ keys: [HistoryKey]) async throws(JobError) -> [HistoryKey: ReminderHistory]
+    /// The learned words' counts (``CopyLearning``) over the UTC `days`, summed by locale and message. A day not
+    /// counted yet is counted from the log and the entries (``CopyOutcomeSQL``), and, when `record`, kept in
+    /// `copy_outcomes` with the day marked in `copy_outcome_days` (one transaction; a day another run counted
+    /// first is kept as it counted it). So each run reads a table of a few rows a day, never the history.
+    func copyOutcomes(days: [String], record: Bool, now: Int64) async throws(JobError) -> [CopyOutcomeRow]
     /// Whether a run should select its next page while it claims the current one: worth it where the two run
     /// on separate connections of a server (PostgreSQL: 5.9 → 5.6 s at 1,000,000 users, BENCHMARKS.md#the-runs-pages), not on
     /// SQLite, where it bought no time and raised the peak memory by a sixth.
