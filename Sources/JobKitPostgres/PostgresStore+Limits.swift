@@ -300,7 +300,7 @@ extension PostgresStore: ReportStore {
 
     package func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
         try await all(ReportSQL(.postgres, from: from, to: to).reminderOutcomes, "reading the reminders' outcomes") {
-            try $0.decode((String, Int, Int64, String, String, Int64?).self)
+            try $0.decode((String, Int, Int64, String, String, Int64?, String).self)
         }
     }
 

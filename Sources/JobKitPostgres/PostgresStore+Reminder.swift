@@ -336,7 +336,7 @@ extension PostgresStore: ReminderStore {
             let pausing = requests.filter { $0.pause != nil && inserted[ReminderClaim.Key($0)] != nil }
             if !pausing.isEmpty {
                 let records = pausing.compactMap(\.pause)
-                try await connection.query(
+                _ = try await connection.query(
                     """
                     INSERT INTO reminder_pauses (user_id, period_key, paused_at, ignored)
                     SELECT p.user_id, p.period, to_timestamp(p.at), p.ignored

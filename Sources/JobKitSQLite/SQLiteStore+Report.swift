@@ -6,7 +6,7 @@ extension SQLiteStore: ReportStore {
     package func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow] {
         try await read("reading the reminders' outcomes") { db in
             try Row.fetchAll(db, sql: ReportSQL(.sqlite, from: from, to: to).reminderOutcomes)
-                .map { ($0[0], $0[1], $0[2], $0[3], $0[4], $0[5]) }
+                .map { ($0[0], $0[1], $0[2], $0[3], $0[4], $0[5], $0[6]) }
         }
     }
 

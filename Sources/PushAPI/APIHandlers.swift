@@ -184,6 +184,7 @@ struct APIHandlers: APIProtocol {
         var options = ReminderRunOptions(now: at, rule: reminders.rule, dryRun: true)
         options.claimLeaseSeconds = reminders.claimLeaseSeconds
         options.shard = reminders.shard
+        options.pause = reminders.pause
         let explanation = try await runner.explain(userID: input.path.id, options: options)
         return .ok(
             .init(

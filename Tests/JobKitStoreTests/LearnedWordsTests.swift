@@ -126,5 +126,21 @@ import Testing
         let dryChoices = Dictionary(uniqueKeysWithValues: await dry.sent.map { ($0.device.userID, $0.messageIndex) })
         #expect(dryChoices.count == 200)
         #expect(dryChoices == Dictionary(uniqueKeysWithValues: second.map { ($0.device.userID, $0.messageIndex) }))
+        // The report compares the held-out choices only, and gives each message's chance of being chosen now.
+        let report = try await db.store.fullHealthReport(
+            from: first, to: first + 3 * 86_400, catalog: Self.catalog)
+        #expect(report.heldOutOnly)
+        let learning = try #require(Self.catalog.learning)
+        let heldOut = (0..<200).map { "u\($0)" }.map {
+            (learning.isHeldOut(userID: $0, period: "2026-11-10") ? 1 : 0)
+                + (learning.isHeldOut(userID: $0, period: "2026-11-12") ? 1 : 0)
+        }.reduce(0, +)
+        #expect(report.reminderEffect.map(\.reminded).reduce(0, +) == heldOut)
+        let chances = report.reminderEffect.compactMap { message in message.chance.map { (message.messageIndex, $0) } }
+        #expect(chances.count == report.reminderEffect.count)
+        if let best = chances.max(by: { $0.1 < $1.1 }), chances.contains(where: { $0.0 == 2 }) {
+            #expect(best.0 == 2)
+        }
+        #expect(report.text.contains("chance="))
     }
 }

@@ -53,10 +53,12 @@ extension HealthReport {
             <p>Share of reminded users who wrote within 3 hours, per locale and message, with its 95 % interval.
             Messages are assigned by a stable hash of user and day: within a locale this is a randomised comparison.</p>
             \(effectChart())
-            \(reminderEffect.isEmpty ? "" : table(["locale", "message", "title", "reminded", "wrote ≤ 3 h", "95 % interval", "wrote that day", "95 % interval"],
+            \(heldOutOnly ? "<p>Words learn: the held-out (uniform) choices only; the last column is each message's chance of being chosen now.</p>" : "")
+            \(reminderEffect.isEmpty ? "" : table(["locale", "message", "title", "reminded", "wrote ≤ 3 h", "95 % interval", "wrote that day", "95 % interval"] + (heldOutOnly ? ["chance now"] : []),
                  reminderEffect.map { [$0.locale, String($0.messageIndex), $0.title ?? "", String($0.reminded),
                                        percent($0.within3h.share), "\(percent($0.within3h.low)) – \(percent($0.within3h.high))",
-                                       percent($0.sameLocalDay.share), "\(percent($0.sameLocalDay.low)) – \(percent($0.sameLocalDay.high))"] }))
+                                       percent($0.sameLocalDay.share), "\(percent($0.sameLocalDay.low)) – \(percent($0.sameLocalDay.high))"]
+                                       + (heldOutOnly ? [$0.chance.map(percent) ?? ""] : []) }))
             <h2>Reminders paused for users who ignored them</h2>
             \(table(["paused now", "pauses started in the window", "of whom wrote again"],
                    [[String(pauses.paused), String(pauses.started), String(pauses.cameBack)]]))

@@ -94,14 +94,15 @@ package struct ReportSQL: Sendable {
     }
 
     /// ``ReportStore/reminderOutcomes(from:to:)``: locale, message index, instant, period, time zone, first entry
-    /// within two days after it.
+    /// within two days after it, user.
     package var reminderOutcomes: String {
         let at = "coalesce(l.finished_at, l.claimed_at)"
         return """
             SELECT l.locale, l.message_index, \(dialect.epoch(at)), l.period_key, u.timezone,
                    (SELECT \(dialect.epoch("min(e.created_at)")) FROM diary_entries e
                     WHERE e.user_id = l.user_id AND e.created_at >= \(at)
-                      AND e.created_at < \(dialect.plusSeconds(at, 2 * 86_400)))
+                      AND e.created_at < \(dialect.plusSeconds(at, 2 * 86_400))),
+                   l.user_id
             FROM notification_logs l JOIN users u ON u.id = l.user_id
             WHERE \(sentReminders) AND l.locale IS NOT NULL AND l.message_index IS NOT NULL
               AND NOT EXISTS (SELECT 1 FROM reminder_pauses p WHERE p.user_id = l.user_id AND p.period_key = l.period_key)

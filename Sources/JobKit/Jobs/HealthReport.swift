@@ -141,6 +141,8 @@ public struct HealthReport: Sendable, Codable, Hashable {
     /// The users reminded in the window whose language the catalog has no reminder words for (they were sent the
     /// fallback locale's), by that language, most first; filled by ``ReportStore/fullHealthReport(from:to:catalog:)``.
     package var readersWithoutWords: [Count] = []
+    /// True when the catalog learns: ``reminderEffect`` counts only the held-out choices (``CopyLearning``).
+    package var heldOutOnly = false
     /// Reminders paused for users who ignored them (``ReminderPause``).
     package var pauses = Pauses()
 
@@ -327,7 +329,7 @@ package struct HealthFigures: Sendable {
     }
 }
 
-package protocol ReportStore: ExplainSource {
+package protocol ReportStore: ExplainSource, DueSetSource {
     func healthFigures(from: Int64, to: Int64) async throws(JobError) -> HealthFigures
     /// Every diary reminder sent (or partly sent) and claimed in `from..<to`, with the user's first entry after it.
     func reminderOutcomes(from: Int64, to: Int64) async throws(JobError) -> [ReminderOutcomeRow]
@@ -352,9 +354,34 @@ extension ReportStore {
         -> HealthReport
     {
         var report = try await healthReport(from: from, to: to)
-        report.reminderEffect = ReminderEffect.summarize(try await reminderOutcomes(from: from, to: to)) {
+        var outcomes = try await reminderOutcomes(from: from, to: to)
+        // With learned words, only the held-out (uniform) choices compare the messages without bias.
+        if let learning = catalog.learning {
+            outcomes = outcomes.filter { learning.isHeldOut(userID: $0.userID, period: $0.period) }
+            report.heldOutOnly = true
+        }
+        report.reminderEffect = ReminderEffect.summarize(outcomes) {
             locale, index in
             catalog.message(.diaryReminder, locale: locale, index: index)?.title
+        }
+        if let learning = catalog.learning {
+            // The counts the choices of today's local dates use (`to`'s UTC date).
+            let today = ZoneClock.split(wallSeconds: to).date.description
+            let outcomes = CopyLearning.byLocale(
+                try await copyOutcomes(days: CopyLearning.countedDays(for: today), record: false, now: to))
+            var chances: [String: [Double]] = [:]
+            for index in report.reminderEffect.indices {
+                let locale = report.reminderEffect[index].locale
+                if chances[locale] == nil {
+                    chances[locale] = learning.chances(
+                        count: catalog.messages(for: .diaryReminder, locale: locale).count,
+                        outcomes: outcomes[locale.lowercased()] ?? [:])
+                }
+                let messageIndex = report.reminderEffect[index].messageIndex
+                if let list = chances[locale], list.indices.contains(messageIndex) {
+                    report.reminderEffect[index].chance = list[messageIndex]
+                }
+            }
         }
         report.readersWithoutWords = catalog.readersWithoutWords(
             try await remindedLocales(from: from, to: to), for: .diaryReminder
@@ -418,9 +445,11 @@ extension HealthReport {
             String(format: "%5.1f %% [%4.1f–%4.1f]", share.share * 100, share.low * 100, share.high * 100)
         }
         lines += section(
-            "does the reminder work? (wrote within 3 h / that local day, 95 % interval; messages assigned at random)",
+            "does the reminder work? (wrote within 3 h / that local day, 95 % interval; messages assigned at random"
+                + (heldOutOnly ? ": the held-out choices only; chance: of being chosen now)" : ")"),
             reminderEffect.map { message in
                 "\(message.locale) #\(message.messageIndex) reminded=\(message.reminded) 3h=\(share(message.within3h)) day=\(share(message.sameLocalDay))"
+                    + (message.chance.map { String(format: " chance=%.1f %%", $0 * 100) } ?? "")
                     + (message.title.map { " \"\($0)\"" } ?? "")
             })
         lines += section(

@@ -4,9 +4,11 @@ import Foundation
 /// ``ReminderEffect``.
 /// - `remindedAt`: when the reminder went out (its claim's resolution, else its claim);
 /// - `period`: the user's local date it was for (`YYYY-MM-DD`);
-/// - `firstEntryAfter`: the user's first entry at or after `remindedAt` (within two days), if any.
+/// - `firstEntryAfter`: the user's first entry at or after `remindedAt` (within two days), if any;
+/// - `userID`: whose reminder it was (with learned words, the report compares the held-out choices only).
 package typealias ReminderOutcomeRow = (
-    locale: String, messageIndex: Int, remindedAt: Int64, period: String, timezone: String, firstEntryAfter: Int64?
+    locale: String, messageIndex: Int, remindedAt: Int64, period: String, timezone: String, firstEntryAfter: Int64?,
+    userID: String
 )
 
 /// Does the reminder work? Per locale and catalog message: how many users were reminded, and the share who
@@ -32,6 +34,9 @@ package enum ReminderEffect {
         package let reminded: Int
         package let within3h: Share
         package let sameLocalDay: Share
+        /// With learned words (``CopyLearning``): the message's chance of being chosen now, the held-out share
+        /// included.
+        package var chance: Double? = nil
     }
 
     /// Aggregates the rows per (locale, message), in that order.

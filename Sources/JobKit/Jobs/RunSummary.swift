@@ -25,7 +25,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
     public var claimed = 0
     /// Of those, claims taken over from a run that died or hit only transient errors.
     public var takenOver = 0
-    /// Of the claims, last reminders (``ReminderPause``): their users had ignored a run of reminders, and theirs
+    /// Of the claims, last reminders (`ReminderPause`): their users had ignored a run of reminders, and theirs
     /// pause after this one (in a dry run: would pause). Those already paused are in `skipped` as `paused`.
     public var pausing = 0
     /// Users whose notification reached every device.

@@ -10,7 +10,7 @@ public enum SkipReason: String, Sendable, Hashable, CaseIterable, Codable, Codin
     case noConfiguredProvider = "no_configured_provider"
     case wroteToday = "wrote_today"
     case alreadyReminded = "already_reminded"
-    /// Reminders paused after the user ignored a run of them (``ReminderPause``), until they write or change their
+    /// Reminders paused after the user ignored a run of them (`ReminderPause`), until they write or change their
     /// settings.
     case paused
     /// Another run holds a fresh claim for this user and day.
