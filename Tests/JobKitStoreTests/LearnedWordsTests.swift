@@ -55,6 +55,23 @@ import Testing
                 != users.prefix(200).map { Self.catalog.learning!.isHeldOut(userID: $0, period: "2026-11-20") })
     }
 
+    /// The recency penalty: with equal counts, a message the user got two days ago is chosen about half as often as
+    /// the others, one of four days ago at 7/8 of their rate, and yesterday's never.
+    @Test func aRecentMessageIsPenalisedLessTheLongerAgo() {
+        let learning = CopyLearning(heldOutPercent: 0, seed: 3)
+        let even = (0..<4).reduce(into: [Int: MessageOutcome]()) { $0[$1] = MessageOutcome(sent: 1000, wrote: 200) }
+        var chosen = [0, 0, 0, 0]
+        for i in 0..<20_000 {
+            chosen[
+                learning.choose(
+                    count: 4, outcomes: even, previous: 0, recent: [0: 1, 1: 2, 2: 4], userID: "r\(i)",
+                    period: "2026-11-20")] += 1
+        }
+        #expect(chosen[0] == 0)
+        // Even draws: message 3 (no penalty) wins more than message 2 (× 7/8), which wins far more than 1 (× ½).
+        #expect(chosen[3] > chosen[2] && chosen[2] > 3 * chosen[1], "\(chosen)")
+    }
+
     /// The held-out share is 10 % and its words are uniform, whatever the counts say: a chi-square test over
     /// 40,000 users (fixed ids, so it is deterministic), 3 degrees of freedom, 1 % level (11.34).
     @Test func theHeldOutShareIsUniform() {
