@@ -180,9 +180,10 @@ extension SQLiteStore: ReminderStore {
     /// and every other rule is an index probe by user id; as the keys come in user-id order, neighbouring probes
     /// read the same pages.
     static func dueCandidatesSQL(rows: Int) -> String {
-        let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
+        let values = Array(repeating: "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", count: rows).joined(separator: ", ")
         return """
-            WITH p(query, user_id, zone, low, high, day_start, day_end, period, type, previous_from) AS (VALUES \(values))
+            WITH p(query, user_id, zone, low, high, day_start, day_end, period, type, previous_from, history_from)
+                AS (VALUES \(values))
             SELECT p.query, s.user_id, u.locale,
                    EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active = 1),
                    EXISTS (SELECT 1 FROM diary_entries e
@@ -191,12 +192,23 @@ extension SQLiteStore: ReminderStore {
                    (SELECT x.message_index FROM notification_logs x
                     WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
                       AND x.period_key >= p.previous_from AND x.message_index IS NOT NULL
-                    ORDER BY x.period_key DESC LIMIT 1)
+                    ORDER BY x.period_key DESC LIMIT 1),
+                   -- The history (``ReminderHistory``), when the run reads it (history_from not NULL).
+                   CASE WHEN p.history_from IS NOT NULL THEN
+                       (SELECT max(e.created_at) FROM diary_entries e WHERE e.user_id = s.user_id) END,
+                   s.updated_at, r.period_key, r.paused_at, r.ignored,
+                   CASE WHEN p.history_from IS NOT NULL THEN
+                       (SELECT group_concat(h.period_key || ' ' || h.claimed_at || ' ' || coalesce(h.message_index, -1)
+                                            || ' ' || (h.status IN ('sent', 'partial')), ',')
+                        FROM notification_logs h
+                        WHERE h.user_id = s.user_id AND h.notification_type = p.type
+                          AND h.period_key >= p.history_from AND h.period_key < p.period) END
             FROM p
             CROSS JOIN notification_settings s
             CROSS JOIN users u
             LEFT JOIN notification_logs l
                    ON l.user_id = s.user_id AND l.notification_type = p.type AND l.period_key = p.period
+            LEFT JOIN reminder_pauses r ON r.user_id = s.user_id AND p.history_from IS NOT NULL
             WHERE s.user_id = p.user_id AND u.id = s.user_id
               AND s.diary_reminder_enabled = 1 AND s.timezone = p.zone AND s.due_minute BETWEEN p.low AND p.high
             """
@@ -277,7 +289,7 @@ extension SQLiteStore: ReminderStore {
             try Self.dueCandidatesStatements.forEachChunk(of: keys.count) { range, sql in
                 let statement = try RawStatement(db.cachedStatement(sql: sql))
                 var values: [DatabaseValue] = []
-                values.reserveCapacity(range.count * 10)
+                values.reserveCapacity(range.count * 11)
                 for key in keys[range] {
                     let query = queries[key.query]
                     values.append(key.query.databaseValue)
@@ -290,6 +302,7 @@ extension SQLiteStore: ReminderStore {
                     values.append(query.period.databaseValue)
                     values.append(query.type.rawValue.databaseValue)
                     values.append(previousFrom[key.query])
+                    values.append(query.historyFrom.databaseValue)
                 }
                 try statement.bind(values)
                 try statement.step { row in
@@ -299,11 +312,14 @@ extension SQLiteStore: ReminderStore {
                         : LogState(
                             id: row.int64(5), status: ClaimStatus(rawValue: row.string(6)), claimedAt: row.int64(7),
                             messageIndex: row.optionalInt(8), locale: row.optionalString(9), runID: row.string(10))
-                    candidates.append(
-                        ReminderCandidate(
-                            query: row.int(0), userID: row.string(1), locale: row.string(2),
-                            hasActiveDevice: row.bool(3), wroteToday: row.bool(4), log: log,
-                            previousMessageIndex: row.optionalInt(11)))
+                    var candidate = ReminderCandidate(
+                        query: row.int(0), userID: row.string(1), locale: row.string(2),
+                        hasActiveDevice: row.bool(3), wroteToday: row.bool(4), log: log,
+                        previousMessageIndex: row.optionalInt(11))
+                    if queries[candidate.query].historyFrom != nil {
+                        candidate.history = Self.history(row)
+                    }
+                    candidates.append(candidate)
                 }
             }
             return candidates
@@ -323,6 +339,25 @@ extension SQLiteStore: ReminderStore {
         SELECT period_key, claimed_at, message_index, status IN ('sent', 'partial') FROM notification_logs
         WHERE user_id = ? AND notification_type = 'diary_reminder' AND period_key >= ? AND period_key < ?
         """
+
+    /// The history columns (12–17) of a candidate's row.
+    static func history(_ row: RawRow) -> ReminderHistory {
+        var history = ReminderHistory(
+            lastEntryAt: row.isNull(12) ? nil : row.int64(12), settingsChangedAt: row.isNull(13) ? nil : row.int64(13))
+        if !row.isNull(14) {
+            history.pause = PauseRecord(period: row.string(14), pausedAt: row.int64(15), ignored: row.int(16))
+        }
+        if let past = row.optionalString(17) {
+            history.reminders = past.split(separator: ",").compactMap { item in
+                let parts = item.split(separator: " ")
+                guard parts.count == 4, let at = Int64(parts[1]), let index = Int(parts[2]) else { return nil }
+                return PastReminder(
+                    period: String(parts[0]), claimedAt: at, messageIndex: index < 0 ? nil : index,
+                    reached: parts[3] == "1")
+            }
+        }
+        return history
+    }
 
     package func reminderHistory(_ keys: [HistoryKey]) async throws(JobError) -> [HistoryKey: ReminderHistory] {
         guard !keys.isEmpty else { return [:] }

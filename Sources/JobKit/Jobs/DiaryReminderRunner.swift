@@ -230,10 +230,14 @@ package struct DiaryReminderRunner: Sendable {
             for slot in options.rule.dueSlots(now: options.now, in: clock) {
                 let day = clock.dayBounds(slot.period)
                 for minutes in slot.minuteRanges {
-                    queries.append(
-                        DueQuery(
-                            zone: zoneName, period: slot.period.description, minutes: minutes, day: day,
-                            type: .diaryReminder))
+                    var query = DueQuery(
+                        zone: zoneName, period: slot.period.description, minutes: minutes, day: day,
+                        type: .diaryReminder)
+                    if readsHistory(options) {
+                        query.historyFrom =
+                            historyKey(userID: "", period: query.period, options).periods.lowerBound
+                    }
+                    queries.append(query)
                 }
             }
         }
@@ -459,7 +463,17 @@ package struct DiaryReminderRunner: Sendable {
                 passed.append((candidate, queries[candidate.query], true))
             }
         }
-        let histories = try await history(of: passed.map { ($0.candidate.userID, $0.query.period) }, options, &phases)
+        let histories: [HistoryKey: ReminderHistory]
+        if passed.allSatisfy({ $0.candidate.history != nil }) {
+            // Read with the candidates (SQLite).
+            histories = Dictionary(
+                passed.map {
+                    (historyKey(userID: $0.candidate.userID, period: $0.query.period, options), $0.candidate.history!)
+                }, uniquingKeysWith: { first, _ in first })
+        } else {
+            histories = try await history(
+                of: passed.map { ($0.candidate.userID, $0.query.period) }, options, &phases)
+        }
         for (candidate, query, takeOver) in passed {
             let key = historyKey(userID: candidate.userID, period: query.period, options)
             let starting: PauseRecord?
@@ -563,12 +577,15 @@ package struct DiaryReminderRunner: Sendable {
     private func history(
         of keys: [(userID: String, period: String)], _ options: ReminderRunOptions, _ phases: inout Phases
     ) async throws(JobError) -> [HistoryKey: ReminderHistory] {
-        guard options.pause.isOn || catalog.learning != nil, !keys.isEmpty else { return [:] }
+        guard readsHistory(options), !keys.isEmpty else { return [:] }
         let historyKeys = keys.map { historyKey(userID: $0.userID, period: $0.period, options) }
         return try await phases.measure(.select) { () async throws(JobError) in
             try await store.reminderHistory(historyKeys)
         }
     }
+
+    /// Whether the run needs the candidates' history: to pause, or to learn.
+    func readsHistory(_ options: ReminderRunOptions) -> Bool { options.pause.isOn || catalog.learning != nil }
 
     /// The history read for a user and period: the pause rule's look-back, or the learned words' recency if
     /// longer.

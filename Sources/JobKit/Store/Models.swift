@@ -176,6 +176,10 @@ package struct ReminderCandidate: Sendable, Hashable {
     /// The user's active devices in id order, when the store read them with the candidate (PostgreSQL, where
     /// that saves a statement a page); `nil` when the run reads them with ``ClaimLedger/activeDevices(userIDs:)``.
     package let devices: [Device]?
+    /// What the pause rule and the learned words need (``ReminderHistory``), when the store read it with the
+    /// candidate (SQLite, where that saves a statement a user; its query's ``DueQuery/historyFrom`` is set); `nil`
+    /// when the run reads it with ``DueSetSource/reminderHistory(_:)``.
+    package var history: ReminderHistory? = nil
 
     package init(
         query: Int, userID: String, locale: String, hasActiveDevice: Bool, wroteToday: Bool, log: LogState?,
@@ -200,6 +204,9 @@ package struct DueQuery: Sendable, Hashable {
     package let minutes: ClosedRange<Int>
     package let day: Range<Int64>
     package let type: NotificationType
+    /// The periods before `period` whose reminders the candidates' history holds (``ReminderCandidate/history``):
+    /// the run's ``DiaryReminderRunner/historyKey(userID:period:_:)``; `nil`: no history is read.
+    package var historyFrom: String? = nil
 
     /// The periods whose reminder counts as the user's previous one, whose words today's must not repeat
     /// (``CopyCatalog/choose(_:locale:userID:period:previousIndex:)``): the latest of the 7 days before
