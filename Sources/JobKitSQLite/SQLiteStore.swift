@@ -186,16 +186,23 @@ extension SQLiteStore: ReminderStore {
                 AS (VALUES \(values))
             SELECT p.query, s.user_id, u.locale,
                    EXISTS (SELECT 1 FROM user_devices d WHERE d.user_id = s.user_id AND d.is_active = 1),
-                   EXISTS (SELECT 1 FROM diary_entries e
-                           WHERE e.user_id = s.user_id AND e.created_at >= p.day_start AND e.created_at < p.day_end),
+                   -- With the history (history_from not NULL), "wrote today" and the previous words come from its
+                   -- columns: the latest entry before the day's end, and the reminders of its periods.
+                   CASE WHEN p.history_from IS NULL THEN
+                       EXISTS (SELECT 1 FROM diary_entries e
+                               WHERE e.user_id = s.user_id AND e.created_at >= p.day_start AND e.created_at < p.day_end)
+                   END,
                    l.id, l.status, l.claimed_at, l.message_index, l.locale, l.run_id,
-                   (SELECT x.message_index FROM notification_logs x
-                    WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
-                      AND x.period_key >= p.previous_from AND x.message_index IS NOT NULL
-                    ORDER BY x.period_key DESC LIMIT 1),
-                   -- The history (``ReminderHistory``), when the run reads it (history_from not NULL).
+                   CASE WHEN p.history_from IS NULL THEN
+                       (SELECT x.message_index FROM notification_logs x
+                        WHERE x.user_id = s.user_id AND x.notification_type = p.type AND x.period_key < p.period
+                          AND x.period_key >= p.previous_from AND x.message_index IS NOT NULL
+                        ORDER BY x.period_key DESC LIMIT 1)
+                   END,
+                   -- The history (``ReminderHistory``), when the run reads it.
                    CASE WHEN p.history_from IS NOT NULL THEN
-                       (SELECT max(e.created_at) FROM diary_entries e WHERE e.user_id = s.user_id) END,
+                       (SELECT max(e.created_at) FROM diary_entries e
+                        WHERE e.user_id = s.user_id AND e.created_at < p.day_end) END,
                    s.updated_at, r.period_key, r.paused_at, r.ignored,
                    CASE WHEN p.history_from IS NOT NULL THEN
                        (SELECT group_concat(h.period_key || ' ' || h.claimed_at || ' ' || coalesce(h.message_index, -1)
@@ -312,13 +319,22 @@ extension SQLiteStore: ReminderStore {
                         : LogState(
                             id: row.int64(5), status: ClaimStatus(rawValue: row.string(6)), claimedAt: row.int64(7),
                             messageIndex: row.optionalInt(8), locale: row.optionalString(9), runID: row.string(10))
+                    let query = queries[row.int(0)]
+                    guard query.historyFrom != nil else {
+                        candidates.append(
+                            ReminderCandidate(
+                                query: row.int(0), userID: row.string(1), locale: row.string(2),
+                                hasActiveDevice: row.bool(3), wroteToday: row.bool(4), log: log,
+                                previousMessageIndex: row.optionalInt(11)))
+                        return
+                    }
+                    let history = Self.history(row)
                     var candidate = ReminderCandidate(
                         query: row.int(0), userID: row.string(1), locale: row.string(2),
-                        hasActiveDevice: row.bool(3), wroteToday: row.bool(4), log: log,
-                        previousMessageIndex: row.optionalInt(11))
-                    if queries[candidate.query].historyFrom != nil {
-                        candidate.history = Self.history(row)
-                    }
+                        hasActiveDevice: row.bool(3),
+                        wroteToday: (history.lastEntryAt ?? .min) >= query.day.lowerBound, log: log,
+                        previousMessageIndex: history.previousMessageIndex(in: query.previousPeriods))
+                    candidate.history = history
                     candidates.append(candidate)
                 }
             }

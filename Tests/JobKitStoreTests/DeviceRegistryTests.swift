@@ -170,14 +170,17 @@ import Testing
                 db, sql: "EXPLAIN QUERY PLAN " + SQLiteStore.dueCandidatesSQL(rows: 2),
                 arguments: StatementArguments(
                     [
-                        0, "a", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder", "1969-12-25",
-                        0, "b", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder", "1969-12-25",
+                        0, "a", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder", "1969-12-25", "1969-12-18",
+                        0, "b", "UTC", 10, 20, 0, 86_400, "1970-01-01", "diary_reminder", "1969-12-25", "1969-12-18",
                     ] as [any DatabaseValueConvertible])
             )
             .map { $0["detail"] as String }
         }
         #expect(plan.contains { $0.hasPrefix("SEARCH s USING PRIMARY KEY (user_id=?)") }, "\(plan)")
         #expect(plan.contains { $0.hasPrefix("SEARCH u USING PRIMARY KEY (id=?)") }, "\(plan)")
+        // The pause rule's history: the pause by user, the latest entry and the reminders by index.
+        #expect(plan.contains { $0.hasPrefix("SEARCH r USING PRIMARY KEY (user_id=?)") }, "\(plan)")
+        #expect(plan.contains { $0.hasPrefix("SEARCH h USING INDEX") }, "\(plan)")
         #expect(
             !plan.contains { $0.hasPrefix("SCAN") && !$0.hasPrefix("SCAN p") && !$0.contains("CONSTANT ROW") },
             "\(plan)")

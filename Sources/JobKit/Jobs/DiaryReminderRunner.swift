@@ -590,7 +590,9 @@ package struct DiaryReminderRunner: Sendable {
     /// The history read for a user and period: the pause rule's look-back, or the learned words' recency if
     /// longer.
     func historyKey(userID: String, period: String, _ options: ReminderRunOptions) -> HistoryKey {
-        let days = max(options.pause.afterIgnored, catalog.learning == nil ? 0 : CopyLearning.recentDays)
+        // At least the previous words' periods: a store that reads the history with the candidates takes those
+        // words from it.
+        let days = max(options.pause.afterIgnored, CopyLearning.recentDays, DueQuery.previousReminderDays)
         let from = LocalDate(period).map { $0.adding(days: -days).description } ?? period
         return HistoryKey(userID: userID, period: period, periods: from..<period)
     }

@@ -37,6 +37,15 @@ package struct ReminderHistory: Sendable, Hashable {
     }
 }
 
+extension ReminderHistory {
+    /// The message index of the latest reminder of `periods` that has one: the previous words
+    /// (``ReminderCandidate/previousMessageIndex``), when the history covers those periods.
+    package func previousMessageIndex(in periods: Range<String>) -> Int? {
+        reminders.filter { periods.contains($0.period) && $0.messageIndex != nil }
+            .max { $0.period < $1.period }?.messageIndex
+    }
+}
+
 /// One earlier reminder of a user.
 package struct PastReminder: Sendable, Hashable {
     package let period: String
