@@ -289,7 +289,8 @@ extension SQLiteStore: ReminderStore {
     package func dueCandidates(_ keys: [DueKey], of queries: [DueQuery]) async throws(JobError) -> [ReminderCandidate] {
         guard !keys.isEmpty else { return [] }
         // Once per query, not per user: the bound is a date computed from the period's text.
-        let previousFrom = queries.map { $0.previousPeriods.lowerBound.databaseValue }
+        let previousPeriods = queries.map(\.previousPeriods)
+        let previousFrom = previousPeriods.map { $0.lowerBound.databaseValue }
         return try await read("selecting due users") { db in
             var candidates: [ReminderCandidate] = []
             candidates.reserveCapacity(keys.count)
@@ -319,8 +320,8 @@ extension SQLiteStore: ReminderStore {
                         : LogState(
                             id: row.int64(5), status: ClaimStatus(rawValue: row.string(6)), claimedAt: row.int64(7),
                             messageIndex: row.optionalInt(8), locale: row.optionalString(9), runID: row.string(10))
-                    let query = queries[row.int(0)]
-                    guard query.historyFrom != nil else {
+                    let index = row.int(0)
+                    guard queries[index].historyFrom != nil else {
                         candidates.append(
                             ReminderCandidate(
                                 query: row.int(0), userID: row.string(1), locale: row.string(2),
@@ -330,10 +331,11 @@ extension SQLiteStore: ReminderStore {
                     }
                     let history = Self.history(row)
                     var candidate = ReminderCandidate(
-                        query: row.int(0), userID: row.string(1), locale: row.string(2),
+                        query: index, userID: row.string(1), locale: row.string(2),
                         hasActiveDevice: row.bool(3),
-                        wroteToday: (history.lastEntryAt ?? .min) >= query.day.lowerBound, log: log,
-                        previousMessageIndex: history.previousMessageIndex(in: query.previousPeriods))
+                        wroteToday: (history.lastEntryAt ?? .min) >= queries[index].day.lowerBound, log: log,
+                        previousMessageIndex: history.reminders.isEmpty
+                            ? nil : history.previousMessageIndex(in: previousPeriods[index]))
                     candidate.history = history
                     candidates.append(candidate)
                 }

@@ -463,21 +463,19 @@ package struct DiaryReminderRunner: Sendable {
                 passed.append((candidate, queries[candidate.query], true))
             }
         }
-        let histories: [HistoryKey: ReminderHistory]
-        if passed.allSatisfy({ $0.candidate.history != nil }) {
-            // Read with the candidates (SQLite).
-            histories = Dictionary(
-                passed.map {
-                    (historyKey(userID: $0.candidate.userID, period: $0.query.period, options), $0.candidate.history!)
-                }, uniquingKeysWith: { first, _ in first })
-        } else {
-            histories = try await history(
-                of: passed.map { ($0.candidate.userID, $0.query.period) }, options, &phases)
-        }
+        // Read with the candidates (SQLite), or here, a statement for the page (PostgreSQL).
+        let read =
+            passed.allSatisfy { $0.candidate.history != nil }
+            ? [:]
+            : try await history(of: passed.map { ($0.candidate, $0.query) }, options, &phases)
+        // The pause rule's first period, once per query of the page: date arithmetic is not free at 100,000 users.
+        var pauseFrom: [Int: String] = [:]
         for (candidate, query, takeOver) in passed {
-            let key = historyKey(userID: candidate.userID, period: query.period, options)
+            let history = candidate.history ?? read[HistoryKey(candidate.userID, query)]
+            let from = pauseFrom[candidate.query] ?? options.pause.lookBack(before: query.period).lowerBound
+            pauseFrom[candidate.query] = from
             let starting: PauseRecord?
-            switch Self.pauseStep(histories[key], of: query.period, takeOver: takeOver, options) {
+            switch Self.pauseStep(history, of: query.period, from: from, takeOver: takeOver, options) {
             case .paused:
                 summary.skip(.paused)
                 continue
@@ -493,7 +491,7 @@ package struct DiaryReminderRunner: Sendable {
                 : catalog.choose(
                     query.type, locale: candidate.locale, userID: candidate.userID,
                     period: query.period, previousIndex: candidate.previousMessageIndex,
-                    learned: learned[query.period].map { LearnedWords(outcomes: $0, history: histories[key]) })
+                    learned: learned[query.period].map { LearnedWords(outcomes: $0, history: history) })
             var request = ClaimRequest(
                 userID: candidate.userID, type: query.type, period: query.period,
                 messageIndex: choice.index, locale: choice.locale)
@@ -575,10 +573,11 @@ package struct DiaryReminderRunner: Sendable {
 
     /// The histories the pause rule needs for these users and periods (none when reminders never pause).
     private func history(
-        of keys: [(userID: String, period: String)], _ options: ReminderRunOptions, _ phases: inout Phases
+        of keys: [(candidate: ReminderCandidate, query: DueQuery)], _ options: ReminderRunOptions,
+        _ phases: inout Phases
     ) async throws(JobError) -> [HistoryKey: ReminderHistory] {
         guard readsHistory(options), !keys.isEmpty else { return [:] }
-        let historyKeys = keys.map { historyKey(userID: $0.userID, period: $0.period, options) }
+        let historyKeys = keys.map { HistoryKey($0.candidate.userID, $0.query) }
         return try await phases.measure(.select) { () async throws(JobError) in
             try await store.reminderHistory(historyKeys)
         }
@@ -624,14 +623,15 @@ package struct DiaryReminderRunner: Sendable {
     /// What the pause rule makes of a candidate who passed the other rules. A claim taken over keeps what it was:
     /// the last reminder only when its pause was recorded with it.
     static func pauseStep(
-        _ history: ReminderHistory?, of period: String, takeOver: Bool, _ options: ReminderRunOptions
+        _ history: ReminderHistory?, of period: String, from: String? = nil, takeOver: Bool,
+        _ options: ReminderRunOptions
     ) -> PauseStep {
         guard let history else { return .remind }
         if takeOver {
             guard let pause = history.pause, pause.period == period else { return .remind }
             return .last(pause)
         }
-        switch options.pause.verdict(history, period: period) {
+        switch options.pause.verdict(history, period: period, from: from) {
         case .paused: return .paused
         case .remind: return .remind
         case .lastReminder(let ignored):

@@ -64,6 +64,11 @@ package struct PastReminder: Sendable, Hashable {
 
 /// One user and period whose history a run reads.
 package struct HistoryKey: Sendable, Hashable {
+    /// A candidate's key under its query (whose ``DueQuery/historyFrom`` the run set).
+    package init(_ userID: String, _ query: DueQuery) {
+        self.init(userID: userID, period: query.period, periods: (query.historyFrom ?? query.period)..<query.period)
+    }
+
     package let userID: String
     package let period: String
     /// The periods whose reminders are read: the pause rule's (``ReminderPause/lookBack(before:)``), and the
@@ -123,8 +128,9 @@ package struct ReminderPause: Sendable, Hashable {
         case paused(PauseRecord)
     }
 
-    /// The verdict for `period`'s reminder of a user with this history.
-    package func verdict(_ history: ReminderHistory, period: String) -> Verdict {
+    /// The verdict for `period`'s reminder of a user with this history; `from`: ``lookBack(before:)``'s lower
+    /// bound, when the caller has it.
+    package func verdict(_ history: ReminderHistory, period: String, from: String? = nil) -> Verdict {
         // What ends a run of ignored reminders, and a pause: an entry, or a settings change.
         let since = max(history.lastEntryAt ?? .min, history.settingsChangedAt ?? .min)
         if let pause = history.pause {
@@ -133,7 +139,7 @@ package struct ReminderPause: Sendable, Hashable {
             if isOn && pause.period < period && since <= pause.pausedAt { return .paused(pause) }
         }
         guard isOn else { return .remind(ignored: 0) }
-        let from = lookBack(before: period).lowerBound
+        let from = from ?? lookBack(before: period).lowerBound
         let ignored = history.reminders.lazy.filter { $0.reached && $0.period >= from && $0.claimedAt > since }.count
         return ignored >= afterIgnored ? .lastReminder(ignored: ignored) : .remind(ignored: ignored)
     }
