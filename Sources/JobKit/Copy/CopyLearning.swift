@@ -110,19 +110,26 @@ package struct CopyLearning: Sendable, Hashable {
         count: Int, outcomes: [Int: MessageOutcome], previous: Int?, recent: [Int: Int], userID: String, period: String
     ) -> Int {
         var random = SplitMix64(seed: StableHash.fnv1a("learn|\(seed)|\(userID)|\(period)"))
+        return Self.bestDraw(count: count, outcomes: outcomes, using: &random) { index in
+            if index == previous && count > 1 { return nil }
+            guard let days = recent[index], days >= 1 else { return 1 }
+            return 1 - pow(0.5, Double(days - 1))
+        }
+    }
+
+    /// One draw from each message's Beta posterior, times its `weight` (`nil`: drawn, then set aside, so that the
+    /// others' draws do not depend on it); the index of the largest.
+    static func bestDraw(
+        count: Int, outcomes: [Int: MessageOutcome], using random: inout SplitMix64, weight: (Int) -> Double?
+    ) -> Int {
         var best = 0
         var bestValue = -Double.infinity
         for index in 0..<count {
-            if index == previous && count > 1 {
-                _ = random.beta(1, 1)  // the same draws for the others, whatever yesterday was
-                continue
-            }
             let outcome = outcomes[index] ?? MessageOutcome()
-            var value = random.beta(
-                Double(1 + outcome.wrote), Double(1 + max(0, outcome.sent - outcome.wrote)))
-            if let days = recent[index], days >= 1 { value *= 1 - pow(0.5, Double(days - 1)) }
-            if value > bestValue {
-                bestValue = value
+            let draw = random.beta(Double(1 + outcome.wrote), Double(1 + max(0, outcome.sent - outcome.wrote)))
+            guard let factor = weight(index) else { continue }
+            if draw * factor > bestValue {
+                bestValue = draw * factor
                 best = index
             }
         }
@@ -136,18 +143,7 @@ package struct CopyLearning: Sendable, Hashable {
         var random = SplitMix64(seed: StableHash.fnv1a("chances|\(seed)"))
         var wins = Array(repeating: 0, count: count)
         for _ in 0..<draws {
-            var best = 0
-            var bestValue = -Double.infinity
-            for index in 0..<count {
-                let outcome = outcomes[index] ?? MessageOutcome()
-                let value = random.beta(
-                    Double(1 + outcome.wrote), Double(1 + max(0, outcome.sent - outcome.wrote)))
-                if value > bestValue {
-                    bestValue = value
-                    best = index
-                }
-            }
-            wins[best] += 1
+            wins[Self.bestDraw(count: count, outcomes: outcomes, using: &random) { _ in 1 }] += 1
         }
         let held = Double(heldOutPercent) / 100
         return wins.map { held / Double(count) + (1 - held) * Double($0) / Double(draws) }
