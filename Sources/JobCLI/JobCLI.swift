@@ -192,6 +192,11 @@ package struct DeliveryOptions: ParsableArguments {
     package var outageShare: Int?
     @Option(name: .setting(.outageMinDevices), parsing: .unconditional, help: .setting(.outageMinDevices))
     package var outageMinDevices: Int?
+    @Option(name: .setting(.deadGuardShare), parsing: .unconditional, help: .setting(.deadGuardShare))
+    package var deadGuardShare: Int?
+    @Option(
+        name: .setting(.deadGuardMinDelivered), parsing: .unconditional, help: .setting(.deadGuardMinDelivered))
+    package var deadGuardMinDelivered: Int?
 
     package init() {}
 
@@ -215,6 +220,8 @@ package struct DeliveryOptions: ParsableArguments {
         flags.fcmRate = fcmRate
         flags.outageShare = outageShare
         flags.outageMinDevices = outageMinDevices
+        flags.deadGuardShare = deadGuardShare
+        flags.deadGuardMinDelivered = deadGuardMinDelivered
         flags.validateOnly = validateOnly
         return flags
     }

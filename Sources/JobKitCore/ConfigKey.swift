@@ -36,6 +36,8 @@ package enum ConfigKey: String, CaseIterable, Sendable {
     case iosBadge = "PUSH_IOS_BADGE"
     case outageShare = "PUSH_OUTAGE_SHARE"
     case outageMinDevices = "PUSH_OUTAGE_MIN_DEVICES"
+    case deadGuardShare = "PUSH_DEAD_GUARD_SHARE"
+    case deadGuardMinDelivered = "PUSH_DEAD_GUARD_MIN_DELIVERED"
     case apiJWTSecretFile = "PUSH_API_JWT_SECRET_FILE"
     case apiJWKSFile = "PUSH_API_JWKS_FILE"
     case apiJWKSURL = "PUSH_API_JWKS_URL"
@@ -76,9 +78,9 @@ package enum ConfigKey: String, CaseIterable, Sendable {
         case .earlyMinutes, .catchUpMinutes, .claimLeaseMinutes: "minutes"
         case .pauseAfterIgnored: "days"
         case .retryBudgetSeconds: "seconds"
-        case .apnsRate, .fcmRate, .outageMinDevices, .apiRate: "n"
+        case .apnsRate, .fcmRate, .outageMinDevices, .deadGuardMinDelivered, .apiRate: "n"
         case .iosBadge: "n|none"
-        case .outageShare: "percent"
+        case .outageShare, .deadGuardShare: "percent"
         }
     }
 
@@ -125,9 +127,13 @@ package enum ConfigKey: String, CaseIterable, Sendable {
         case .iosBadge:
             "The app icon's badge an iOS notification sets, through APNs or FCM: a number (0 clears it), or none to leave it as it is."
         case .outageShare:
-            "A provider is down (exit 69) when its own transient answers (5xx, FCM's project quota) leave more than this percent of its attempts in a run pending, and at least --outage-min-devices devices. Throttled devices never count; no connection always does."
+            "A provider is down (exit 69) when its own transient answers (5xx, FCM's project quota) leave more than this percent of its attempts in a run pending, and at least --outage-min-devices devices, or every one of its attempts however few. Throttled devices never count; no connection always does."
         case .outageMinDevices:
-            "The fewest devices pending by a provider's transient answers that make an outage."
+            "The fewest devices pending by a provider's transient answers that make an outage (unless they are all its attempts)."
+        case .deadGuardShare:
+            "A dead-token answer that can also mean this sender is set up wrong (APNs BadDeviceToken, DeviceTokenNotForTopic; FCM SENDER_ID_MISMATCH, an invalid token or FID) deactivates its device only while such answers are at most this percent of the provider's deliveries and them together in the run, and the provider delivered at least --dead-guard-min-delivered; otherwise the device is kept and held, and the run exits 78."
+        case .deadGuardMinDelivered:
+            "Deliveries of a provider in a run before a dead-token answer that can mean a misconfiguration is believed (see --dead-guard-share)."
         case .apiJWTSecretFile:
             "push-api: a file holding the HS256 secret of the app's end-user JWTs (Supabase's JWT secret), for apps that call the API with their user's token."
         case .apiJWKSFile:
@@ -159,6 +165,8 @@ extension ConfigKey {
         case .fcmRate: (9_000, 0...1_000_000)
         case .outageShare: (1, 0...100)
         case .outageMinDevices: (10, 1...1_000_000)
+        case .deadGuardShare: (25, 0...100)
+        case .deadGuardMinDelivered: (1, 0...1_000_000)
         case .apiRate: (1_000, 0...1_000_000)
         default: nil
         }
@@ -217,7 +225,8 @@ extension ConfigKey {
             .apnsKeyID,
             .apnsTeamID, .apnsTopic, .apnsEndpoint, .apnsSandboxEndpoint, .fcmServiceAccountFile, .fcmEndpoint,
             .fcmAndroidChannelID, .fcmAndroidWarningChannelID, .caFile, .retryBudgetSeconds, .apnsRate, .fcmRate,
-            .deepLinkBase, .iosBadge, .outageShare, .outageMinDevices, .metricsFile,
+            .deepLinkBase, .iosBadge, .outageShare, .outageMinDevices, .deadGuardShare, .deadGuardMinDelivered,
+            .metricsFile,
             .pingURL, .apiJWTSecretFile, .apiJWKSFile, .apiJWTIssuer, .apiJWTAudience, .apiJWTUserClaim,
             .apiRate, .apiJWKSURL, .apiWebhookMapping:
             .unread

@@ -9,6 +9,10 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
         case credentials
         /// The provider could not be reached, or answered only transient errors.
         case unavailable
+        /// The provider called a large share of the tokens dead for a reason that also means this sender is set up
+        /// wrong (a topic of another app, sandbox tokens sent to production, a service account of another Firebase
+        /// project): the devices are kept and held (``DeadTokenGuard``); a person must fix the setting.
+        case misconfigured
     }
 
     /// Distinct reasons kept per trouble, the first seen.
@@ -63,9 +67,11 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
     }
 
     /// The sysexits code of a run that did all it could and left these: 0 when nothing was left for a provider
-    /// reason; 77 (EX_NOPERM) when a provider refused our credentials; otherwise 69 (EX_UNAVAILABLE).
+    /// reason; 77 (EX_NOPERM) when a provider refused our credentials; 78 (EX_CONFIG) when its answers say the
+    /// sender is set up wrong; otherwise 69 (EX_UNAVAILABLE).
     public static func exitCode(_ troubles: [ProviderTrouble]) -> Int32 {
         if troubles.contains(where: { $0.cause == .credentials && $0.devices > 0 }) { return 77 }
+        if troubles.contains(where: { $0.cause == .misconfigured && $0.devices > 0 }) { return 78 }
         if troubles.contains(where: { $0.devices > 0 }) { return 69 }
         return 0
     }
@@ -75,9 +81,16 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
 
     /// One sentence: what happened, how many devices, the first reasons.
     public var summary: String {
-        let what = cause == .credentials ? "\(providerName) refused our credentials" : "\(providerName) was unavailable"
         let reasonText = reasons.isEmpty ? "" : " (\(reasons.joined(separator: "; ")))"
-        return "\(what): \(devices) device\(devices == 1 ? "" : "s") left for the next runs\(reasonText)"
+        let count = "\(devices) device\(devices == 1 ? "" : "s")"
+        switch cause {
+        case .credentials:
+            return "\(providerName) refused our credentials: \(count) left for the next runs\(reasonText)"
+        case .unavailable: return "\(providerName) was unavailable: \(count) left for the next runs\(reasonText)"
+        case .misconfigured:
+            return
+                "\(providerName) called \(count) not this sender's\(reasonText), too many to believe: kept active and held, none deactivated; \(advice)"
+        }
     }
 
     /// The reasons of a provider's "too many requests" (HTTP 429): throttling, not a network fault.
@@ -104,6 +117,18 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
                 "check the service account (PUSH_FCM_SERVICE_ACCOUNT_FILE): a deleted or disabled key, another project, or no Firebase Cloud Messaging permission; the OAuth endpoint's answer is in the reasons"
         case (_, .credentials):
             return "check the provider's credentials"
+        case (.apns, .misconfigured) where text.contains("devicetokennotfortopic"):
+            return
+                "check PUSH_APNS_TOPIC: it must be the bundle id the app's devices registered with (not a watch app's, a staging build's or another app's of the team)"
+        case (.apns, .misconfigured):
+            return
+                "check the devices' APNs environment and the endpoints: BadDeviceToken for most tokens means sandbox (development build) tokens sent to production, or the other way round (apns_environment, PUSH_APNS_ENDPOINT, PUSH_APNS_SANDBOX_ENDPOINT), or tokens that are not APNs tokens"
+        case (.fcm, .misconfigured) where text.contains("sender_id_mismatch"):
+            return
+                "check PUSH_FCM_SERVICE_ACCOUNT_FILE: its project_id must be the Firebase project the app registers with (google-services.json, GoogleService-Info.plist), not a staging or older project"
+        case (_, .misconfigured):
+            return
+                "check that the devices' tokens are this provider's and this project's: a device's provider stored wrong (APNs tokens as FCM), or PUSH_FCM_SERVICE_ACCOUNT_FILE of another Firebase project"
         case (_, .unavailable) where text.contains("certificate") || text.contains("tls") || text.contains("hostname"):
             return
                 "the provider's TLS certificate was not accepted: check the endpoint's host name, PUSH_CA_FILE, and any proxy that intercepts TLS"

@@ -203,7 +203,7 @@ extension PostgresStore: JanitorStore {
             "counting stale devices",
             """
             SELECT count(*) FROM user_devices
-            WHERE is_active AND last_seen < to_timestamp(\(seenBefore))
+            WHERE is_active AND NOT mirrored AND last_seen < to_timestamp(\(seenBefore))
               AND (\(provider?.rawValue)::text IS NULL OR provider = \(provider?.rawValue))
             """)
     }
@@ -217,7 +217,7 @@ extension PostgresStore: JanitorStore {
             """
             WITH batch AS (
                 SELECT id FROM user_devices
-                WHERE is_active AND last_seen < to_timestamp(\(seenBefore))
+                WHERE is_active AND NOT mirrored AND last_seen < to_timestamp(\(seenBefore))
                   AND (\(provider?.rawValue)::text IS NULL OR provider = \(provider?.rawValue))
                 LIMIT \(limit) FOR UPDATE SKIP LOCKED)
             UPDATE user_devices d SET is_active = false, deactivated_at = to_timestamp(\(now)), deactivation_reason = \(reason),

@@ -10,7 +10,7 @@ extension SQLiteStore: JanitorStore {
         try await read("counting stale devices") { db in
             try Int.fetchOne(
                 db,
-                sql: "SELECT count(*) FROM user_devices WHERE is_active = 1 AND last_seen < :before"
+                sql: "SELECT count(*) FROM user_devices WHERE is_active = 1 AND mirrored = 0 AND last_seen < :before"
                     + Self.providerClause(provider),
                 arguments: ["before": seenBefore, "provider": provider?.rawValue]) ?? 0
         }
@@ -23,7 +23,7 @@ extension SQLiteStore: JanitorStore {
             try db.execute(
                 sql: """
                     UPDATE user_devices SET is_active = 0, deactivated_at = :now, deactivation_reason = :reason, updated_at = :now
-                    WHERE id IN (SELECT id FROM user_devices WHERE is_active = 1 AND last_seen < :before\(Self.providerClause(provider))
+                    WHERE id IN (SELECT id FROM user_devices WHERE is_active = 1 AND mirrored = 0 AND last_seen < :before\(Self.providerClause(provider))
                                  LIMIT :limit)
                     """,
                 arguments: [

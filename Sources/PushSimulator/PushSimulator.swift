@@ -28,6 +28,9 @@ public struct SimulatorRule: Sendable, Codable, Hashable {
         case slow
         /// FCM 401 THIRD_PARTY_AUTH_ERROR (the APNs key uploaded to Firebase is wrong).
         case thirdPartyAuth
+        /// A token of another app or project: APNs 400 DeviceTokenNotForTopic, FCM 403 SENDER_ID_MISMATCH. (A
+        /// wrong topic or service account answers so for every token: ``SimulatorCredentials``.)
+        case otherApp
     }
 
     public var prefix: String

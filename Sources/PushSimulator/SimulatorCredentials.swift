@@ -16,6 +16,14 @@ public struct SimulatorCredentials: Sendable {
     public static let projectID = "diary-sim"
     public static let clientEmail = "push@diary-sim.iam.gserviceaccount.com"
     public static let privateKeyID = "sim-key-1"
+    /// Other apps of the same team (a watch app, a staging build): the key may send to them, but the devices of
+    /// ``topic`` are not theirs, so APNs answers every token `400 DeviceTokenNotForTopic`.
+    public static let otherTopicsOfTheTeam = ["com.example.diary.watchkitapp", "com.example.diary.staging"]
+    /// An app of the team that the key is not scoped for (APNs' topic-specific keys, 2025): `403 UnrelatedKeyIdInToken`.
+    public static let topicOutsideTheKeysScope = "com.example.journal"
+    /// Another Firebase project the service account's key is trusted in (staging credentials in production): every
+    /// token of ``projectID`` answers `403 SENDER_ID_MISMATCH`.
+    public static let otherProjectID = "diary-sim-staging"
 
     public var caFile: String { path("ca.pem") }
     public var serverCertificateFile: String { path("server.pem") }
@@ -24,6 +32,8 @@ public struct SimulatorCredentials: Sendable {
     public var serviceAccountPrivateKeyFile: String { path("service-account-key.pem") }
     /// Written by ``writeServiceAccount(port:)`` once the simulator's port is known.
     public var serviceAccountFile: String { path("service-account.json") }
+    /// The same, of ``otherProjectID``: a service account of another project.
+    public var otherProjectServiceAccountFile: String { path("service-account-other-project.json") }
 
     private func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
@@ -80,17 +90,22 @@ public struct SimulatorCredentials: Sendable {
         return credentials
     }
 
-    /// Writes the service-account JSON with `token_uri` on this simulator.
+    /// Writes the service-account JSON with `token_uri` on this simulator, and the one of ``otherProjectID``.
     public func writeServiceAccount(port: Int) throws {
+        try writeServiceAccount(port: port, project: Self.projectID, to: serviceAccountFile)
+        try writeServiceAccount(port: port, project: Self.otherProjectID, to: otherProjectServiceAccountFile)
+    }
+
+    private func writeServiceAccount(port: Int, project: String, to file: String) throws {
         let object: [String: String] = [
-            "type": "service_account", "project_id": Self.projectID, "private_key_id": Self.privateKeyID,
+            "type": "service_account", "project_id": project, "private_key_id": Self.privateKeyID,
             "private_key": try String(contentsOfFile: serviceAccountPrivateKeyFile, encoding: .utf8),
             "client_email": Self.clientEmail, "client_id": "0",
             "token_uri": "https://127.0.0.1:\(port)/token",
         ]
         let data = try JSONSerialization.data(
             withJSONObject: object, options: [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes])
-        try Self.write(String(decoding: data, as: UTF8.self), to: serviceAccountFile)
+        try Self.write(String(decoding: data, as: UTF8.self), to: file)
     }
 
     func apnsPublicKey() throws -> P256.Signing.PublicKey {

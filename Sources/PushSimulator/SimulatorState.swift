@@ -163,7 +163,11 @@ final class SimulatorState: Sendable {
         guard let jwt = Self.bearerToken(authorization) else { return apnsError(403, "InvalidProviderToken") }
         if let reason = verifyProviderToken(jwt) { return apnsError(403, reason) }
         guard let topic = headers.first(name: "apns-topic") else { return apnsError(400, "MissingTopic") }
-        guard topic == SimulatorCredentials.topic else { return apnsError(400, "TopicDisallowed") }
+        // Another app of the team: the key may send to it, but no device of ours is its (checked with the token
+        // below). An app outside a topic-scoped key's topics is the key's fault.
+        let otherAppOfTheTeam = SimulatorCredentials.otherTopicsOfTheTeam.contains(topic)
+        if topic == SimulatorCredentials.topicOutsideTheKeysScope { return apnsError(403, "UnrelatedKeyIdInToken") }
+        guard topic == SimulatorCredentials.topic || otherAppOfTheTeam else { return apnsError(400, "TopicDisallowed") }
         guard let pushType = headers.first(name: "apns-push-type"), ["alert", "background"].contains(pushType) else {
             return apnsError(400, "InvalidPushType")
         }
@@ -184,6 +188,7 @@ final class SimulatorState: Sendable {
             return apnsError(400, "PayloadEmpty")
         }
         guard !token.isEmpty, token.utf8.allSatisfy(Self.isHexDigit) else { return apnsError(400, "BadDeviceToken") }
+        if otherAppOfTheTeam { return apnsError(400, "DeviceTokenNotForTopic") }
         var delay: Int?
         if let rule = rule(for: token) {
             switch rule.kind {
@@ -191,6 +196,8 @@ final class SimulatorState: Sendable {
                 return apnsError(410, "Unregistered", timestamp: rule.timestampMs ?? clock() * 1000)
             case .bad:
                 return apnsError(400, "BadDeviceToken")
+            case .otherApp:
+                return apnsError(400, "DeviceTokenNotForTopic")
             case .throttle, .projectQuota:
                 if rule.times.map({ stillFlaky(token, times: $0) }) ?? true {
                     return apnsError(429, "TooManyRequests", retryAfter: rule.retryAfter ?? 1)
@@ -338,7 +345,9 @@ final class SimulatorState: Sendable {
         else {
             return fcmError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
         }
-        guard project == SimulatorCredentials.projectID else {
+        // Another project of the account: it authenticates, and no token of ours is its (checked below).
+        let otherProject = project == SimulatorCredentials.otherProjectID
+        guard project == SimulatorCredentials.projectID || otherProject else {
             return fcmError(404, "NOT_FOUND", "Requested entity was not found.")
         }
         if let retryAfter = overQuota() {
@@ -390,6 +399,9 @@ final class SimulatorState: Sendable {
         guard payloadSize <= 4096 else {
             return fcmError(400, "INVALID_ARGUMENT", "Message is too big", errorCode: "INVALID_ARGUMENT")
         }
+        if otherProject {
+            return fcmError(403, "PERMISSION_DENIED", "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH")
+        }
         var delay: Int?
         if let rule = rule(for: token) {
             switch rule.kind {
@@ -426,6 +438,8 @@ final class SimulatorState: Sendable {
                 }
             case .slow:
                 delay = rule.delayMs ?? 200
+            case .otherApp:
+                return fcmError(403, "PERMISSION_DENIED", "SenderId mismatch", errorCode: "SENDER_ID_MISMATCH")
             case .thirdPartyAuth:
                 return fcmError(
                     401, "UNAUTHENTICATED", "Auth error from APNS or Web Push Service",

@@ -71,6 +71,10 @@ struct PushSimulatorCommand: AsyncParsableCommand {
             "apns_key_file": credentials.apnsKeyFile, "apns_key_id": SimulatorCredentials.keyID,
             "apns_team_id": SimulatorCredentials.teamID, "apns_topic": SimulatorCredentials.topic,
             "fcm_service_account_file": credentials.serviceAccountFile,
+            // What an operator may get wrong: another app of the team, a service account of another project.
+            "apns_other_topic": SimulatorCredentials.otherTopicsOfTheTeam[0],
+            "apns_topic_outside_key_scope": SimulatorCredentials.topicOutsideTheKeysScope,
+            "fcm_other_project_service_account_file": credentials.otherProjectServiceAccountFile,
         ]
         let line = String(
             decoding: try JSONSerialization.data(

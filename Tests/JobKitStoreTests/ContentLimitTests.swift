@@ -816,6 +816,15 @@ import Testing
             return try await store.limitSnapshots(userIDs: userIDs, periodsFrom: periodsFrom)
         }
         func userExists(id: String) async throws(JobError) -> Bool { try await store.userExists(id: id) }
+        func holdDevices(_ holds: [DeviceHold], runID: String, now: Int64) async throws(JobError) {
+            try await store.holdDevices(holds, runID: runID, now: now)
+        }
+        func releaseHeldDevices(provider: Provider) async throws(JobError) -> Int {
+            try await store.releaseHeldDevices(provider: provider)
+        }
+        func heldDevices(userID: String?) async throws(JobError) -> [DeviceHold] {
+            try await store.heldDevices(userID: userID)
+        }
         func claimLimitWarning(
             _ warning: QuotaWarning, deliverAfter: Int64?, runID: String, now: Int64, staleBefore: Int64
         ) async throws(JobError) -> LimitClaim? {

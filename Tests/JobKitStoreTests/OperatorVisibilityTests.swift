@@ -398,7 +398,9 @@ import Testing
         try check.run()
         check.waitUntilExit()
         let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(check.terminationStatus == 0 && said.contains("SUCCESS: 8 rules found"), "\(said)")
+        #expect(check.terminationStatus == 0 && said.contains("SUCCESS: 9 rules found"), "\(said)")
+        // The misconfiguration alert reads the cause the jobs write (issue 77).
+        #expect(text.contains(#"diary_push_run_devices_left{cause="misconfigured"}"#))
     }
 }
 

@@ -13,13 +13,15 @@ import Testing
 
     @Test func theThresholdNeedsBothTheShareAndTheDevices() {
         let rule = OutageThreshold.default
-        #expect(!rule.isOutage(devices: 9, attempts: 9))  // all of them, but fewer than 10
+        #expect(!rule.isOutage(devices: 9, attempts: 20))  // fewer than 10, and not all of them
+        #expect(rule.isOutage(devices: 9, attempts: 9))  // all of them: an outage whatever the count (issue 77)
         #expect(rule.isOutage(devices: 10, attempts: 10))
         #expect(!rule.isOutage(devices: 10, attempts: 1_000))  // 1 %: not more than the share
         #expect(rule.isOutage(devices: 11, attempts: 1_000))
         #expect(!rule.isOutage(devices: 50, attempts: 10_000))
         #expect(OutageThreshold(sharePercent: 0, minDevices: 1).isOutage(devices: 1, attempts: 1_000_000))
-        #expect(!OutageThreshold(sharePercent: 100, minDevices: 1).isOutage(devices: 5, attempts: 5))
+        #expect(!OutageThreshold(sharePercent: 100, minDevices: 1).isOutage(devices: 5, attempts: 6))
+        #expect(OutageThreshold(sharePercent: 100, minDevices: 1).isOutage(devices: 5, attempts: 5))
     }
 
     @Test func onlyTheProvidersOwnAnswersMakeAnOutage() {

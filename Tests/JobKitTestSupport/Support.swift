@@ -334,4 +334,13 @@ package struct InterceptingLedger: ClaimLedger, RunJournal {
     {
         try await inner.failRunsWithoutEnd(job: job, before: before, error: error)
     }
+    package func holdDevices(_ holds: [DeviceHold], runID: String, now: Int64) async throws(JobError) {
+        try await inner.holdDevices(holds, runID: runID, now: now)
+    }
+    package func releaseHeldDevices(provider: Provider) async throws(JobError) -> Int {
+        try await inner.releaseHeldDevices(provider: provider)
+    }
+    package func heldDevices(userID: String?) async throws(JobError) -> [DeviceHold] {
+        try await inner.heldDevices(userID: userID)
+    }
 }

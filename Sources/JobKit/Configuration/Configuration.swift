@@ -89,6 +89,8 @@ public struct DeliveryFlags: Sendable {
     public var apnsRate, fcmRate: Int?
     /// `OutageThreshold`: percent of a provider's attempts, and devices.
     public var outageShare, outageMinDevices: Int?
+    /// `DeadTokenGuard`: percent of a provider's answers, and deliveries.
+    public var deadGuardShare, deadGuardMinDelivered: Int?
     public var validateOnly = false
     public init() {}
 }
@@ -154,6 +156,9 @@ extension DeliveryConfiguration {
         delivery.outage = OutageThreshold(
             sharePercent: try config.integer(.outageShare, flag: flags.outageShare),
             minDevices: try config.integer(.outageMinDevices, flag: flags.outageMinDevices))
+        delivery.deadTokenGuard = DeadTokenGuard(
+            sharePercent: try config.integer(.deadGuardShare, flag: flags.deadGuardShare),
+            minDelivered: try config.integer(.deadGuardMinDelivered, flag: flags.deadGuardMinDelivered))
         delivery.retry.budget = .seconds(try config.integer(.retryBudgetSeconds, flag: flags.retryBudgetSeconds))
         if let raw = try config.raw(.deepLinkBase, flag: flags.deepLinkBase) {
             guard let links = DeepLinks(checking: raw.value) else {

@@ -79,13 +79,22 @@ actor ProviderClient {
     /// When a request of any send last got an answer: a pass whose requests were all unprocessed (GOAWAY) is
     /// not a stalled server while other sends on this client are being answered.
     private var lastAnswer: ContinuousClock.Instant
+    /// When a dead-token answer that can also mean a misconfiguration is believed, and the run's counts it judges
+    /// by: the provider's deliveries and such answers so far, over every send of the run.
+    private let deadTokenGuard: DeadTokenGuard
+    private var runDelivered = 0
+    private var runSuspect = 0
+    /// Whether this run already said that it holds devices (one line a run, not one a send).
+    private var saidHeld = false
 
     init(
         provider: ProviderProtocol, credential: SharedCredential, tls: NIOSSLContext, policy: RetryPolicy,
-        rate: ProviderRate? = nil, clock: any RetryClock = SystemRetryClock(),
+        rate: ProviderRate? = nil, deadTokenGuard: DeadTokenGuard = .default,
+        clock: any RetryClock = SystemRetryClock(),
         jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1.0) }, logger: Logger
     ) {
         self.clock = clock
+        self.deadTokenGuard = deadTokenGuard
         self.jitter = jitter
         self.runStarted = clock.now
         self.lastAnswer = clock.now
@@ -109,6 +118,8 @@ actor ProviderClient {
         var pending = Array(items.indices)
         // Passes in a row in which the server processed nothing (every stream refused or unsent).
         var stalledPasses = 0
+        // Dead-token answers that may mean a misconfiguration: judged once the batch is done (``DeadTokenGuard``).
+        var suspects: [(index: Int, verdict: ProviderVerdict)] = []
 
         var newlyFinished: [Int] = []
 
@@ -224,7 +235,13 @@ actor ProviderClient {
                         latency[i] = Int(response.latency.nanoseconds / 1_000_000)
                         let verdict = provider.classify(response)
                         switch verdict.outcome {
-                        case .delivered, .tokenDead, .rejected:
+                        case .tokenDead where verdict.mayBeSendersMistake:
+                            runSuspect += 1
+                            suspects.append((i, verdict))
+                        case .delivered:
+                            runDelivered += 1
+                            finish(i, verdict)
+                        case .tokenDead, .rejected:
                             finish(i, verdict)
                         case .retryLater:
                             if verdict.pausesProvider {
@@ -278,6 +295,23 @@ actor ProviderClient {
             }
             pending = retryNow + retryLater
         }
+        if !suspects.isEmpty {
+            // Believed when the provider is otherwise healthy in the run so far; else the devices are kept, held.
+            let believed = deadTokenGuard.believes(suspect: runSuspect, delivered: runDelivered)
+            for (i, verdict) in suspects {
+                finish(
+                    i, believed ? verdict : ProviderVerdict(.retryLater, reason: verdict.reason, scope: .sender))
+            }
+            if !believed && !saidHeld {
+                saidHeld = true
+                logger.error(
+                    "provider calls tokens dead for a reason that can mean this sender is set up wrong: devices kept and held, none deactivated",
+                    metadata: [
+                        "provider": "\(provider.name)", "reason": "\(suspects[0].verdict.reason ?? "")",
+                        "such_answers": "\(runSuspect)", "delivered": "\(runDelivered)",
+                    ])
+            }
+        }
         return reports.map {
             $0 ?? DeliveryReport(channel: provider.channel, outcome: .retryLater, reason: "not attempted")
         }
@@ -309,6 +343,9 @@ actor ProviderClient {
             for (k, response) in batch {
                 let verdict = provider.classify(response)
                 switch verdict.outcome {
+                case .tokenDead where verdict.mayBeSendersMistake:
+                    // Judged when the batch is done (``DeadTokenGuard``): held or believed, never final yet.
+                    continue
                 case .delivered, .tokenDead, .rejected:
                     finals.append(indices[k])
                     reports.append(
@@ -381,6 +418,9 @@ actor ProviderClient {
         self.finishBy = finishBy
         stopped = nil
         replacements = []
+        runDelivered = 0
+        runSuspect = 0
+        saidHeld = false
     }
 
     /// Credentials minted for this provider by this process.

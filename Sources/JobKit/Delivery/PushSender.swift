@@ -20,6 +20,8 @@ package struct DeliveryConfiguration: Sendable {
     package var retryJitter: @Sendable () -> Double = { Double.random(in: 0.5...1.0) }
     /// Where devices left pending by a provider's own transient answers make an outage (exit 69).
     package var outage = OutageThreshold.default
+    /// When a dead-token answer that can also mean a misconfiguration is believed (``DeadTokenGuard``).
+    package var deadTokenGuard = DeadTokenGuard.default
 
     package init() {}
 }
@@ -80,7 +82,8 @@ package final class PushSender: Sender {
                     },
                     classify: { APNs.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, rate: apnsConfiguration.rate,
-                clock: configuration.retryClock, jitter: configuration.retryJitter, logger: logger)
+                deadTokenGuard: configuration.deadTokenGuard, clock: configuration.retryClock,
+                jitter: configuration.retryJitter, logger: logger)
         } else {
             apns = nil
         }
@@ -108,7 +111,8 @@ package final class PushSender: Sender {
                     },
                     classify: { FCM.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
                 credential: credential, tls: tls, policy: configuration.retry, rate: fcmConfiguration.rate,
-                clock: configuration.retryClock, jitter: configuration.retryJitter, logger: logger)
+                deadTokenGuard: configuration.deadTokenGuard, clock: configuration.retryClock,
+                jitter: configuration.retryJitter, logger: logger)
         } else {
             fcm = nil
         }

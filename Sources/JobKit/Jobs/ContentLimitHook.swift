@@ -270,6 +270,10 @@ package struct ContentLimitHook: Sendable {
             try await store.recordPersistently(
                 answers.records, resolutions: answers.resolutions, runID: runID, now: now,
                 deadline: recordDeadline, logger: logger)
+            await HeldDevices.record(
+                HeldDevices.holds(notifications.map(\.device), reports),
+                releasing: HeldDevices.healthy(answers.byChannel, troubles: answers.troubles), store: store,
+                runID: runID, now: now, logger: logger)
         }
         if let failure = await sender.channelFailure() { throw failure }
         return (

@@ -362,6 +362,9 @@ package struct DiaryReminderRunner: Sendable {
         if !options.dryRun {
             ProviderTrouble.log(summary.troubles, logger: logger)
             PendingDevices.log(summary.pendingRetry, troubles: summary.troubles, logger: logger)
+            await HeldDevices.record(
+                [], releasing: HeldDevices.healthy(summary.outcomesByProvider, troubles: summary.troubles),
+                store: ledger, runID: options.runID, now: options.now, logger: logger)
         }
         summary.credentialMints = await sender.credentialMints()
         if summary.invalidTokens > 0 {
@@ -706,9 +709,14 @@ package struct DiaryReminderRunner: Sendable {
             default: delivered.failed += 1
             }
         }
+        let holds = HeldDevices.holds(notifications.map(\.device), reports)
+        delivered.held = holds.count
         if !options.dryRun {
             let recordStart = ContinuousClock.now
             try await journal?.finish(answers.records, resolutions: answers.resolutions)
+            if !holds.isEmpty {
+                await HeldDevices.record(holds, store: ledger, runID: options.runID, now: options.now, logger: logger)
+            }
             delivered.record = ContinuousClock.now - recordStart
         }
         return delivered
@@ -770,6 +778,7 @@ struct DeliveredPage: Sendable {
     var notifications = 0
     var outcomes: [DeliveryOutcome: Int] = [:]
     var sent = 0, partial = 0, retry = 0, failed = 0, devicesPendingRetry = 0, ambiguous = 0, invalidTokens = 0
+    var held = 0
     var troubles: [ProviderTrouble] = []
     var pending: [PendingDevices] = []
     var outcomesByProvider: [DeliveryChannel: [DeliveryOutcome: Int]] = [:]
@@ -785,6 +794,7 @@ struct DeliveredPage: Sendable {
         summary.devicesPendingRetry += devicesPendingRetry
         summary.ambiguous += ambiguous
         summary.invalidTokens += invalidTokens
+        summary.devicesHeld += held
         summary.troubles = ProviderTrouble.merge(summary.troubles, troubles)
         summary.pendingRetry = PendingDevices.merge(summary.pendingRetry, pending)
         for (provider, counts) in outcomesByProvider {

@@ -58,7 +58,7 @@ extension JobHandler {
 public protocol JobSummary: Sendable {
     var json: String { get }
     var text: String { get }
-    /// Due work a provider left undelivered: a run with any fails (77 or 69) after printing its summary.
+    /// Due work a provider left undelivered: a run with any fails (77, 78 or 69) after printing its summary.
     var troubles: [ProviderTrouble] { get }
     /// The error the run ends with after doing all it could and printing its summary; nil when it left no
     /// due work.
@@ -68,7 +68,7 @@ public protocol JobSummary: Sendable {
 }
 
 extension JobSummary {
-    /// Credentials refused (77) or a provider unavailable (69); nil when nothing due was left for a provider
+    /// Credentials refused (77), a sender set up wrong (78) or a provider unavailable (69); nil when nothing due was left for a provider
     /// reason.
     public var failure: JobError? { ProviderTrouble.failure(troubles) }
 

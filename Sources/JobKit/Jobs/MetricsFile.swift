@@ -251,7 +251,7 @@ package struct MetricsFile: Sendable {
     }
 
     private static func troubles(_ registry: PrometheusCollectorRegistry, _ troubles: [ProviderTrouble], job: String) {
-        for cause in [ProviderTrouble.Cause.credentials, .unavailable] {
+        for cause in [ProviderTrouble.Cause.credentials, .unavailable, .misconfigured] {
             for provider in Provider.all.map(DeliveryChannel.init) {
                 let devices = troubles.first { $0.provider == provider && $0.cause == cause }?.devices ?? 0
                 registry.gauge(

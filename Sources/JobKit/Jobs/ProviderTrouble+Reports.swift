@@ -6,14 +6,16 @@ extension ProviderTrouble {
     package static func cause(of report: DeliveryReport) -> Cause? {
         switch report.outcome {
         case .credentials: .credentials
+        case .retryLater where report.scope == .sender: .misconfigured
         case .retryLater: .unavailable
         case .delivered, .tokenDead, .rejected: nil
         }
     }
 
     /// Counts `report`'s device if it was left for a later run: in `pending` by reason when a transient answer
-    /// left it, and in `troubles` at once when the provider refused our credentials or could not be reached
-    /// (``TransientScope/connection``). A device the provider answered transiently about (a throttle, a 5xx)
+    /// left it, and in `troubles` at once when the provider refused our credentials, could not be reached
+    /// (``TransientScope/connection``) or called it dead for a reason that here means a misconfiguration
+    /// (``TransientScope/sender``). A device the provider answered transiently about (a throttle, a 5xx)
     /// becomes a trouble only through ``conclude(_:pending:outcomesByProvider:threshold:)``, at the end of the run.
     static func add(
         _ report: DeliveryReport, to troubles: inout [ProviderTrouble], pending: inout [PendingDevices]
@@ -21,7 +23,7 @@ extension ProviderTrouble {
         guard let cause = cause(of: report) else { return }
         if report.outcome == .retryLater {
             PendingDevices.add(provider: report.channel, reason: report.reason, scope: report.scope, to: &pending)
-            guard report.scope == .connection else { return }
+            guard report.scope == .connection || report.scope == .sender else { return }
         }
         add(provider: report.channel, cause: cause, reason: report.reason, to: &troubles)
     }
@@ -43,6 +45,7 @@ extension ProviderTrouble {
         let message = "due work left undelivered: " + troubles.map(\.summary).joined(separator: "; ")
         switch exitCode(troubles) {
         case 77: return .noPermission(message)
+        case 78: return .config(message)
         case 69: return .unavailable(message)
         default: return nil
         }
@@ -68,7 +71,9 @@ extension PendingDevices {
     /// the provider. Devices a trouble covers are in its error line already.
     static func log(_ pending: [PendingDevices], troubles: [ProviderTrouble], logger: Logger) {
         for entry in pending where entry.devices > 0 {
-            let covered = troubles.contains { $0.provider == entry.provider && $0.cause == .unavailable }
+            let covered = troubles.contains {
+                $0.provider == entry.provider && $0.cause == (entry.scope == .sender ? .misconfigured : .unavailable)
+            }
             guard !covered else { continue }
             logger.warning(
                 "\(entry.provider.displayName) left \(entry.devices) device\(entry.devices == 1 ? "" : "s") pending retry (\(entry.reason)): retried by the next runs inside the catch-up window",

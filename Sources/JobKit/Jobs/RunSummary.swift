@@ -46,6 +46,9 @@ public struct RunSummary: Sendable, Codable, Hashable {
     /// Devices whose stored token has the wrong shape for its provider (`DeviceToken`): never sent,
     /// deactivated with reason `invalid_token`. Only rows written around the registration API can be so.
     public var invalidTokens = 0
+    /// Devices a provider called dead for a reason that here meant a misconfiguration (`DeadTokenGuard`): kept
+    /// active, held (`device_holds`) and left for the next runs; the run exits 78 with the setting to check.
+    public var devicesHeld = 0
     /// Earlier runs of the job that recorded no end within their claims' lease (killed or lost), which this run
     /// recorded as `failed`.
     public var earlierRunsWithoutEnd = 0
@@ -144,6 +147,7 @@ public struct RunSummary: Sendable, Codable, Hashable {
         if devicesPendingRetry > 0 { parts.append("devices_pending_retry=\(devicesPendingRetry)") }
         if ambiguous > 0 { parts.append("ambiguous=\(ambiguous)") }
         if invalidTokens > 0 { parts.append("invalid_tokens=\(invalidTokens)") }
+        if devicesHeld > 0 { parts.append("devices_held=\(devicesHeld)") }
         if earlierRunsWithoutEnd > 0 { parts.append("earlier_runs_without_end=\(earlierRunsWithoutEnd)") }
         if remindersMissed > 0 {
             parts.append(

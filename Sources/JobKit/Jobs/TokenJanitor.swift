@@ -303,13 +303,16 @@ package struct TokenJanitor: Sendable {
         let sender = TokenCheckingSender.wrapping(try await makeProbeSender())
         let perSecond = max(1, options.probeRate)
         var dead: [Int64] = []
+        var holds: [DeviceHold] = []
         var answers: [DeliveryChannel: [DeliveryOutcome: Int]] = [:]
         var index = 0
         while index < candidates.count {
             let started = clock.now
             let slice = candidates[index..<min(index + perSecond, candidates.count)]
             let probes = slice.map { OutgoingNotification.tokenProbe(device: $0, expiresAt: options.now + day) }
-            for (device, report) in zip(slice, await sender.send(Array(probes))) {
+            let reports = await sender.send(Array(probes))
+            holds += HeldDevices.holds(Array(slice), reports)
+            for (device, report) in zip(slice, reports) {
                 if report.outcome == .tokenDead { dead.append(device.id) }
                 answers[report.channel, default: [:]][report.outcome, default: 0] += 1
                 ProviderTrouble.add(report, to: &summary.troubles, pending: &summary.pendingRetry)
@@ -327,6 +330,9 @@ package struct TokenJanitor: Sendable {
             threshold: sender.outageThreshold)
         var logger = self.logger
         logger[metadataKey: "run"] = "\(options.runID)"
+        await HeldDevices.record(
+            holds, releasing: HeldDevices.healthy(answers, troubles: summary.troubles), store: store,
+            runID: options.runID, now: options.now, logger: logger)
         ProviderTrouble.log(summary.troubles, logger: logger)
         PendingDevices.log(summary.pendingRetry, troubles: summary.troubles, logger: logger)
     }

@@ -1,7 +1,8 @@
 /// What the token janitor needs from a store. Every bulk change works in bounded batches, each its own
 /// short transaction, so the app's writes are never blocked for long.
-package protocol JanitorStore: Sendable {
-    /// Active devices (of `provider`, or all) not seen since `seenBefore`.
+package protocol JanitorStore: DeviceHolds {
+    /// Active devices (of `provider`, or all) not seen since `seenBefore`, other than those mirrored from the app's
+    /// own device table (the app decides whether they are active).
     func staleDeviceCount(seenBefore: Int64, provider: Provider?) async throws(JobError) -> Int
     /// Deactivates up to `limit` of them with `reason`; returns how many.
     func deactivateStaleDevices(seenBefore: Int64, provider: Provider?, reason: String, now: Int64, limit: Int)

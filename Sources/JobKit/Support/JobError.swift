@@ -43,7 +43,8 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     public static func tempFailure(_ message: String) -> JobError { JobError(.tempFailure, message) }
     /// Permission denied: a provider refused our credentials (EX_NOPERM, 77).
     public static func noPermission(_ message: String) -> JobError { JobError(.noPermission, message) }
-    /// Something is misconfigured: missing credentials, an unmigrated database (EX_CONFIG, 78).
+    /// Something is misconfigured: missing credentials, an unmigrated database, a provider's answers saying the
+    /// sender is set up wrong (EX_CONFIG, 78).
     public static func config(_ message: String) -> JobError { JobError(.config, message) }
 
     /// A temporary failure (a locked database): the same call may succeed later.
@@ -97,7 +98,10 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
                 case .noPermission:
                     "a run left due devices because a provider refused the credentials; a person must act"
                 case .config:
-                    "configuration: a setting that cannot work (TLS over a socket, a schema that does not exist)"
+                    "configuration: a setting that cannot work (TLS over a socket, a schema that does not exist), or a "
+                        + "run whose provider called most tokens dead for a reason that means the sender is set up wrong "
+                        + "(a topic of another app, sandbox tokens sent to production, a service account of another "
+                        + "Firebase project): no device deactivated, each held; the error names the setting to check"
                 }
             return (error.exitCode, code.rawValue, meaning)
         }

@@ -113,9 +113,15 @@ enum APNs {
     static let deadTokenReasons: Set<String> = [
         "Unregistered", "ExpiredToken", "BadDeviceToken", "DeviceTokenNotForTopic",
     ]
+    /// Dead-token reasons that a wrong setting gives for every token: a topic of another app of the team
+    /// (`DeviceTokenNotForTopic`), sandbox tokens sent to production or the other way round (`BadDeviceToken`).
+    /// Believed only when APNs is otherwise healthy in the run (``DeadTokenGuard``).
+    static let sendersMistakeReasons: Set<String> = ["BadDeviceToken", "DeviceTokenNotForTopic"]
+    /// Refusals of the provider token: a key outside its scope (an environment, or topics: Feb 2025's
+    /// `UnrelatedKeyIdInToken`, `BadEnvironmentKeyIdInToken`) among them. Never a device's fault.
     static let credentialReasons: Set<String> = [
         "ExpiredProviderToken", "InvalidProviderToken", "MissingProviderToken",
-        "BadEnvironmentKeyIdInToken", "TooManyProviderTokenUpdates",
+        "BadEnvironmentKeyIdInToken", "UnrelatedKeyIdInToken", "TooManyProviderTokenUpdates",
     ]
 
     /// Every documented status and reason, with a fallback for anything new.
@@ -131,7 +137,8 @@ enum APNs {
         }
         if deadTokenReasons.contains(reason) && (status == 410 || status == 400) {
             return ProviderVerdict(
-                .tokenDead, reason: reason, tokenInvalidSince: answer?["timestamp"]?.int64.map { $0 / 1000 })
+                .tokenDead, reason: reason, tokenInvalidSince: answer?["timestamp"]?.int64.map { $0 / 1000 },
+                mayBeSendersMistake: sendersMistakeReasons.contains(reason))
         }
         switch status {
         case 429 where reason == "TooManyRequests":

@@ -196,22 +196,28 @@ enum FCM {
         let code: String = fcmCode ?? anyCode ?? failure?["status"]?.string ?? "HTTP \(status)"
         let retryAfter = headers.first(name: "retry-after").flatMap { Int($0) }
         switch code {
-        case "UNREGISTERED", "SENDER_ID_MISMATCH":
+        case "UNREGISTERED":
             return ProviderVerdict(.tokenDead, reason: code)
+        case "SENDER_ID_MISMATCH":
+            // The token is another project's: every token answers so when the service account is of another
+            // Firebase project. Believed only when FCM is otherwise healthy in the run (``DeadTokenGuard``).
+            return ProviderVerdict(.tokenDead, reason: code, mayBeSendersMistake: true)
         case "INVALID_ARGUMENT":
             // Only a complaint about the token or installation id itself means the device is dead; anything else
-            // is our bug.
+            // is our bug. Tokens of another provider (APNs tokens stored as FCM) give it for every device.
             let message = failure?["message"]?.string ?? ""
-            if namesInstallationID(message) { return ProviderVerdict(.tokenDead, reason: "INVALID_ARGUMENT (fid)") }
+            if namesInstallationID(message) {
+                return ProviderVerdict(.tokenDead, reason: "INVALID_ARGUMENT (fid)", mayBeSendersMistake: true)
+            }
             let lowered = message.lowercased()
             if lowered.contains("registration token") || lowered.contains("message.token") {
-                return ProviderVerdict(.tokenDead, reason: "INVALID_ARGUMENT (token)")
+                return ProviderVerdict(.tokenDead, reason: "INVALID_ARGUMENT (token)", mayBeSendersMistake: true)
             }
             return ProviderVerdict(.rejected, reason: "INVALID_ARGUMENT")
         case "NOT_FOUND" where namesInstallationID(failure?["message"]?.string ?? ""):
-            // An installation id FCM does not know. A NOT_FOUND that names no FID (a wrong project id in the
-            // service account, say) is no verdict on any device.
-            return ProviderVerdict(.tokenDead, reason: "NOT_FOUND (fid)")
+            // An installation id FCM does not know (an installation id is a project's). A NOT_FOUND that names no
+            // FID (a wrong project id in the service account, say) is no verdict on any device.
+            return ProviderVerdict(.tokenDead, reason: "NOT_FOUND (fid)", mayBeSendersMistake: true)
         case "QUOTA_EXCEEDED" where quotaIsOneDevices(details):
             // One device's message rate (240 a minute, 5,000 an hour): that device waits, the others go on.
             return ProviderVerdict(
@@ -222,7 +228,8 @@ enum FCM {
                 .retryLater, reason: code, retryAfter: retryAfter ?? 60, pausesProvider: true, scope: .provider)
         case "UNAVAILABLE", "INTERNAL":
             return ProviderVerdict(.retryLater, reason: code, retryAfter: retryAfter, scope: .provider)
-        case "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED":
+        case "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED", "PERMISSION_DENIED":
+            // PERMISSION_DENIED with no FCM code: the service account may not send for this project.
             return ProviderVerdict(.credentials, reason: code)
         default:
             if status == 401 { return ProviderVerdict(.credentials, reason: code) }

@@ -16,11 +16,16 @@ package struct ProviderVerdict: Sendable, Hashable {
     /// For a transient answer: whom it is about. A verdict made without an answer (no connection, no answer) is
     /// about the way to the provider (``TransientScope/connection``), the default.
     package let scope: TransientScope
+    /// For a dead token: the reason can also mean that this sender is set up wrong (``DeadTokenGuard``), so the
+    /// answer is believed only when the provider is otherwise healthy in the run.
+    package let mayBeSendersMistake: Bool
 
     init(
         _ outcome: DeliveryOutcome, reason: String? = nil, retryAfter: Int? = nil, tokenInvalidSince: Int64? = nil,
-        providerMessageID: String? = nil, pausesProvider: Bool = false, scope: TransientScope = .connection
+        providerMessageID: String? = nil, pausesProvider: Bool = false, scope: TransientScope = .connection,
+        mayBeSendersMistake: Bool = false
     ) {
+        self.mayBeSendersMistake = mayBeSendersMistake
         self.pausesProvider = pausesProvider
         self.scope = scope
         self.outcome = outcome
