@@ -55,7 +55,11 @@ let package = Package(
         .target(name: "JobKitCore"),
         // `--version`: the release and, in a development build, its commit (written before each build by the
         // plugin; only the executables depend on it, so a new commit recompiles none of the library).
-        .target(name: "BuildVersion", dependencies: ["JobKitCore"], plugins: ["BuildCommit"]),
+        .target(name: "BuildVersion", dependencies: ["JobKitCore", "LinuxSymbolFloor"], plugins: ["BuildCommit"]),
+        // Binds the few libc and libstdc++ symbols whose newest versions Amazon Linux 2023 (AWS Lambda's
+        // provided.al2023) lacks to the versions it has: a build on a newer Linux loads there. Every executable
+        // links it, through BuildVersion.
+        .target(name: "LinuxSymbolFloor"),
         .plugin(name: "BuildCommit", capability: .buildTool()),
         // Process-wide SQLite settings that only C can make (sqlite3_config is variadic).
         .target(name: "CSQLiteSetup", dependencies: [.product(name: "GRDBSQLite", package: "GRDB.swift")]),

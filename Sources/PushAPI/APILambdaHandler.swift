@@ -33,6 +33,16 @@ package struct APILambdaHandler: ServedJob {
 
     package func handle(_ event: HTTPEvent, context: InvocationContext) async throws(JobError) -> HTTPEventAnswer {
         let started = ContinuousClock.now
+        // A Function URL is on the internet, and `/metrics` needs no credential (a scraper's convention on a
+        // private listener). Here it is not served: an execution environment's counters reach no scraper anyway,
+        // and Lambda's own metrics and the logs carry the figures to CloudWatch.
+        if event.path.split(separator: "?", maxSplits: 1).first == "/metrics" {
+            let problem = APIProblem(
+                .notFound, "/metrics is not served under Lambda: Lambda's metrics and the logs are in CloudWatch")
+            return HTTPEventAnswer(
+                request: "\(event.method) \(event.path)", status: problem.kind.status, headers: problem.headerFields,
+                body: [UInt8](problem.json), durationMs: Int((ContinuousClock.now - started) / .milliseconds(1)))
+        }
         let request = Request(
             head: HTTPRequest(
                 method: event.method, scheme: "https", authority: event.authority ?? "lambda",

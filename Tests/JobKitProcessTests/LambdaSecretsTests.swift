@@ -1,7 +1,9 @@
 import Foundation
 import JobKitTestSupport
 import LambdaRuntimeSimulator
+import NIOCore
 import NIOHTTP1
+import NIOPosix
 import PushSimulator
 import Testing
 
@@ -119,7 +121,8 @@ import Testing
         ]
         for (name, environment, code, mention) in cases {
             do {
-                _ = try await LambdaSecrets.resolve(environment, directory: directory, timeout: .seconds(3))
+                // The default timeout: the local extension answers within it even on a loaded machine.
+                _ = try await LambdaSecrets.resolve(environment, directory: directory)
                 Issue.record("\(name): resolved")
             } catch {
                 #expect(error.exitCode == code, "\(name): \(error.message)")
@@ -135,6 +138,30 @@ import Testing
         let leftovers = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         #expect(leftovers.isEmpty, "\(leftovers)")
         await server.stop()
+    }
+
+    /// An extension that takes the connection and never answers is a timeout, said as one (not "not reachable").
+    @Test func anExtensionThatNeverAnswersIsATimeoutSaidAsOne() async throws {
+        let mute = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(mute.localAddress?.port)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("secrets-\(UUID().uuidString)")
+            .path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let environment = [
+            "PUSH_APNS_KEY_SECRET": "secretsmanager:known", "AWS_SESSION_TOKEN": Self.token,
+            "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT": "\(port)",
+        ]
+        do {
+            _ = try await LambdaSecrets.resolve(environment, directory: directory, timeout: .seconds(1))
+            Issue.record("resolved")
+        } catch {
+            #expect(error.exitCode == 69, "\(error.message)")
+            #expect(error.message.contains("did not answer within 1 s"), "\(error.message)")
+            #expect(error.message.contains("PUSH_APNS_KEY_SECRET"), "\(error.message)")
+        }
+        #expect(((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).isEmpty)
+        try await mute.close()
     }
 
     /// The real bootstrap: the APNs key comes from the (local) extension, and a reminder goes out signed with it.

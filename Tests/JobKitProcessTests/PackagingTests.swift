@@ -182,6 +182,15 @@ import Testing
             #expect(unzip.status == 0, "\(job): \(unzip.stderr)")
             let entries = try FileManager.default.contentsOfDirectory(atPath: task.path).sorted()
             #expect(entries == ["bootstrap", "lib"], "\(job): \(entries)")
+            // They load on provided.al2023, whatever Linux built them (issue 79).
+            for binary in ["bootstrap", "lib/libsqlite3.so.0"] {
+                let path = task.appendingPathComponent(binary).path
+                let symbols = try await Self.tool("/usr/bin/objdump", ["-T", path])
+                let dynamic = try await Self.tool("/usr/bin/readelf", ["-d", path])
+                #expect(symbols.status == 0 && dynamic.status == 0, "\(job)/\(binary): \(symbols.stderr)")
+                let problems = LambdaBaseImage.problems(dynamicSymbols: symbols.stdout, dynamicSection: dynamic.stdout)
+                #expect(problems.isEmpty, "\(job)/\(binary): \(problems)")
+            }
             #expect(FileManager.default.isExecutableFile(atPath: task.appendingPathComponent("bootstrap").path))
             // As Lambda starts it: the task root as the working directory's place, its lib/ on the library path.
             let api = try await LambdaRuntimeSimulator.start()
@@ -264,6 +273,27 @@ import Testing
 
     /// The IAM documents DEPLOYMENT §3 tells operators to apply: valid policy JSON, each named there, each
     /// granting what the text says it grants.
+    /// The floor itself: what a binary may need to load on provided.al2023.
+    @Test func theBaseImageFloorRefusesWhatAmazonLinux2023Lacks() {
+        let symbols = """
+            0000000000000000      DF *UND*	0000000000000000 (GLIBC_2.34) __libc_start_main
+            0000000000000000      DF *UND*	0000000000000000 (GLIBC_2.35) hypot
+            0000000000000000      DF *UND*	0000000000000000 (GLIBCXX_3.4.30) _ZNSt18condition_variable4wait
+            0000000000000000      DF *UND*	0000000000000000 (GLIBCXX_3.4.29) _ZSt28__throw_bad_array_new_lengthv
+            0000000000000000      DF *UND*	0000000000000000 (GLIBC_2.2.5) hypotf
+            """
+        let dynamic = """
+             0x0000000000000001 (NEEDED)             Shared library: [libsqlite3.so.0]
+             0x0000000000000001 (NEEDED)             Shared library: [libstdc++.so.6]
+             0x0000000000000001 (NEEDED)             Shared library: [libcurl.so.4]
+            """
+        #expect(
+            LambdaBaseImage.problems(dynamicSymbols: symbols, dynamicSection: dynamic) == [
+                "needs GLIBCXX_3.4.30 (_ZNSt18condition_variable4wait)", "needs GLIBC_2.35 (hypot)",
+                "links libcurl.so.4, which is neither in the base image nor in the zip",
+            ])
+    }
+
     @Test func theLambdaPolicyDocumentsAreValidAndDocumented() throws {
         let folder = Self.root.appendingPathComponent("deploy/lambda")
         let deployment = try String(contentsOf: Self.root.appendingPathComponent("docs/DEPLOYMENT.md"), encoding: .utf8)
@@ -293,5 +323,48 @@ import Testing
         #expect(
             actions["function-trust-policy.json"] == ["sts:AssumeRole"]
                 && actions["scheduler-trust-policy.json"] == ["sts:AssumeRole"])
+    }
+}
+
+/// What a binary may need of the system to load on AWS Lambda's provided.al2023: Amazon Linux 2023's glibc 2.34 and
+/// GCC 11's runtime (the Amazon Linux 2023 User Guide, "Core toolchain packages glibc, gcc, binutils": glibc 2.34,
+/// gcc 11), that is symbol versions up to GLIBC_2.34, GLIBCXX_3.4.29 and CXXABI_1.3.13, and shared libraries of those
+/// packages only (glibc's, libgcc_s and libstdc++); anything else must be in the zip's lib/ (libsqlite3).
+enum LambdaBaseImage {
+    static let glibc = [2, 34]
+    static let glibcxx = [3, 4, 29]
+    static let cxxabi = [1, 3, 13]
+    static let libraries: Set<String> = [
+        "libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1", "libutil.so.1",
+        "ld-linux-x86-64.so.2", "libgcc_s.so.1", "libstdc++.so.6",
+    ]
+    static let bundled: Set<String> = ["libsqlite3.so.0"]
+
+    /// Each symbol version above the floor (with one symbol that needs it) and each library outside it, from
+    /// `objdump -T` and `readelf -d`.
+    static func problems(dynamicSymbols: String, dynamicSection: String) -> [String] {
+        var needs: [String: String] = [:]
+        // The symbols a binary imports (`*UND*`), each with the version it needs, `(GLIBC_2.34)`.
+        for line in dynamicSymbols.split(separator: "\n") where line.contains("*UND*") {
+            let words = line.split(whereSeparator: \.isWhitespace)
+            let name =
+                words.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: "()")) }
+                .first { $0.hasPrefix("GLIBC") || $0.hasPrefix("CXXABI_") } ?? ""
+            for (prefix, floor) in [("GLIBC_", glibc), ("GLIBCXX_", glibcxx), ("CXXABI_", cxxabi)]
+            where name.hasPrefix(prefix) {
+                let numbers = name.dropFirst(prefix.count).split(separator: ".").compactMap { Int($0) }
+                if numbers.lexicographicallyPrecedes(floor) || numbers == floor { continue }
+                if needs[name] == nil, let symbol = words.last { needs[name] = String(symbol) }
+            }
+        }
+        var problems = needs.keys.sorted().map { "needs \($0) (\(needs[$0]!))" }
+        for line in dynamicSection.split(separator: "\n") where line.contains("(NEEDED)") {
+            guard let start = line.firstIndex(of: "["), let end = line.lastIndex(of: "]") else { continue }
+            let library = String(line[line.index(after: start)..<end])
+            if !libraries.contains(library) && !bundled.contains(library) {
+                problems.append("links \(library), which is neither in the base image nor in the zip")
+            }
+        }
+        return problems
     }
 }

@@ -104,6 +104,10 @@ package enum LambdaSecrets {
             response = try await HTTP1OneShot.exchange(
                 host: "127.0.0.1", port: port, method: .GET, path: source.path,
                 headers: [("X-Aws-Parameters-Secrets-Token", token)], timeout: timeout)
+        } catch ChannelError.connectTimeout {
+            throw .unavailable(
+                "\(variable): the AWS Parameters and Secrets Lambda Extension on port \(port) did not answer within \(timeout.nanoseconds / 1_000_000_000) s"
+            )
         } catch {
             throw .unavailable(
                 "\(variable): the AWS Parameters and Secrets Lambda Extension is not reachable on port \(port) (is its layer added to the function?)"
