@@ -52,6 +52,12 @@ package struct ReminderOptions: ParsableArguments {
         name: .long,
         help: ArgumentHelp("Explain each rule for this user at --now, and the verdict.", valueName: "user-id"))
     package var explain: String?
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "With --explain: explain that local date's reminder, at the user's slot that day (their zone and time), instead of at --now.",
+            valueName: "YYYY-MM-DD"))
+    package var localDate: String?
     @Option(name: .setting(.earlyMinutes), parsing: .unconditional, help: .setting(.earlyMinutes))
     package var earlyMinutes: Int?
     @Option(name: .setting(.catchUpMinutes), parsing: .unconditional, help: .setting(.catchUpMinutes))
@@ -78,6 +84,7 @@ package struct ReminderOptions: ParsableArguments {
     package var request: DiaryReminderRequest {
         var request = DiaryReminderRequest()
         request.explain = explain
+        request.localDate = localDate
         request.dryRun = dryRun
         request.validateOnly = validateOnly
         request.outbox = outbox

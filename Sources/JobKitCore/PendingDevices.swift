@@ -10,12 +10,17 @@ public enum TransientScope: String, Sendable, Codable, Hashable, CaseIterable {
     /// No answer: the connection could not be made or was lost, TLS failed, the OAuth endpoint could not be
     /// reached, a request went unanswered. Always an outage.
     case connection
+    /// The provider called the token dead for a reason that also means this sender is set up wrong (``DeadTokenGuard``),
+    /// for too many of its answers in the run to believe: the device is kept, held, and the run fails with the
+    /// setting to check (78). Never an outage.
+    case sender
 }
 
 /// Where device-level trouble ends and a provider outage begins: the provider failed in a run when its devices
 /// left pending by its own transient answers (``TransientScope/provider``) are at least `minDevices` *and* more than
-/// `sharePercent` % of its attempts in the run. A few 5xx among many deliveries are retried quietly; a provider
-/// answering 5xx to a large part of them is down.
+/// `sharePercent` % of its attempts in the run, or are every one of its attempts, however few (a small app's
+/// outage). A few 5xx among many deliveries are retried quietly; a provider answering 5xx to a large part of them
+/// is down.
 public struct OutageThreshold: Sendable, Codable, Hashable {
     /// Percent of the provider's attempts in the run (0–100).
     public var sharePercent: Int
@@ -31,9 +36,10 @@ public struct OutageThreshold: Sendable, Codable, Hashable {
         self.minDevices = minDevices
     }
 
-    /// Whether `devices` pending of `attempts` make an outage.
+    /// Whether `devices` pending of `attempts` make an outage: over the share and the count, or all of them.
     public func isOutage(devices: Int, attempts: Int) -> Bool {
-        devices >= minDevices && devices * 100 > sharePercent * attempts
+        guard devices > 0 else { return false }
+        return devices >= attempts || (devices >= minDevices && devices * 100 > sharePercent * attempts)
     }
 }
 

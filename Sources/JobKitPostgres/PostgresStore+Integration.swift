@@ -24,4 +24,22 @@ extension PostgresStore: IntegrationStore {
             return DriftRow(kind: kind, key: key, what: what)
         }
     }
+
+    package func integratedKinds() async throws(JobError) -> Set<AppTableMapping.Kind> {
+        var kinds: Set<AppTableMapping.Kind> = []
+        for row in try await rows(
+            "looking for the integration",
+            """
+            SELECT p.proname FROM pg_catalog.pg_proc p
+            WHERE p.pronamespace = current_schema()::regnamespace
+              AND p.proname IN ('integration_users_apply', 'integration_devices_apply')
+            """)
+        {
+            let name = try decode(row, String.self)
+            if let kind = AppTableMapping.Kind(rawValue: name.split(separator: "_")[1].description) {
+                kinds.insert(kind)
+            }
+        }
+        return kinds
+    }
 }

@@ -30,16 +30,18 @@ extension PostgresStore: DeviceRegistry {
                 let row = try await connection.query(
                     """
                     INSERT INTO user_devices
-                        (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version, created_at, updated_at)
+                        (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version, created_at, updated_at, mirrored)
                     VALUES (\(registration.userID), \(registration.token), \(registration.provider.rawValue), \(registration.platform.rawValue),
-                            \(registration.apnsEnvironment?.rawValue), \(registration.kind.rawValue), true, to_timestamp(\(now)),
-                            \(registration.appVersion), to_timestamp(\(now)), to_timestamp(\(now)))
+                            \(registration.apnsEnvironment?.rawValue), \(registration.kind.rawValue), true, to_timestamp(\(registration.lastSeen ?? now)),
+                            \(registration.appVersion), to_timestamp(\(now)), to_timestamp(\(now)), \(registration.mirrored))
                     ON CONFLICT (token) DO UPDATE SET
                         user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
                         apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = true,
-                        last_seen = greatest(user_devices.last_seen, excluded.last_seen),
+                        last_seen = CASE WHEN \(registration.lastSeen != nil) THEN excluded.last_seen
+                                         ELSE greatest(user_devices.last_seen, excluded.last_seen) END,
                         app_version = coalesce(excluded.app_version, user_devices.app_version),
-                        updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL
+                        updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL,
+                        mirrored = user_devices.mirrored OR excluded.mirrored
                     RETURNING id
                     """, logger: logger
                 ).collect().first

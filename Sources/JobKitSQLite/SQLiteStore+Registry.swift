@@ -23,20 +23,22 @@ extension SQLiteStore: DeviceRegistry {
                 db,
                 sql: """
                     INSERT INTO user_devices
-                        (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version, created_at, updated_at)
-                    VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)
+                        (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version, created_at, updated_at, mirrored)
+                    VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
                     ON CONFLICT (token) DO UPDATE SET
                         user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
                         apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = 1,
-                        last_seen = max(user_devices.last_seen, excluded.last_seen),
+                        last_seen = CASE WHEN ? THEN excluded.last_seen ELSE max(user_devices.last_seen, excluded.last_seen) END,
                         app_version = coalesce(excluded.app_version, user_devices.app_version),
-                        updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL
+                        updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL,
+                        mirrored = max(user_devices.mirrored, excluded.mirrored)
                     RETURNING id
                     """,
                 arguments: [
                     registration.userID, registration.token, registration.provider.rawValue,
                     registration.platform.rawValue, registration.apnsEnvironment?.rawValue,
-                    registration.kind.rawValue, now, registration.appVersion, now, now,
+                    registration.kind.rawValue, registration.lastSeen ?? now, registration.appVersion, now, now,
+                    registration.mirrored, registration.lastSeen != nil,
                 ])!
             var retired = false
             if let replaced = registration.replaces {

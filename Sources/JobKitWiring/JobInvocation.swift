@@ -72,6 +72,8 @@ public struct JobInvocation: Sendable {
 public struct DiaryReminderRequest: Sendable {
     /// Explain each rule for this user and the verdict, instead of running.
     public var explain: String?
+    /// With ``explain``: the user's local date (`YYYY-MM-DD`) whose reminder to explain, at that day's slot.
+    public var localDate: String?
     public var dryRun = false
     /// A dry run in which FCM validates each token and payload.
     public var validateOnly = false
@@ -94,6 +96,13 @@ extension JobInvocation {
     public func diaryReminder(_ request: DiaryReminderRequest) async throws(JobError) -> RunSummary? {
         if let userID = request.explain, let problem = UserProfile.idProblem(userID) {
             throw .usage("--explain: \(problem)")
+        }
+        let localDate = try request.localDate.map { (text: String) throws(JobError) -> LocalDate in
+            guard request.explain != nil else {
+                throw .usage("--local-date explains a user's day: give --explain USER with it")
+            }
+            guard let date = LocalDate(text) else { throw .usage("--local-date: not a date YYYY-MM-DD: \(text)") }
+            return date
         }
         var settings = try DiaryReminderHandler.Settings.resolve(
             config, earlyMinutes: request.earlyMinutes, catchUpMinutes: request.catchUpMinutes,
@@ -121,7 +130,8 @@ extension JobInvocation {
                     settings: settings)
                 if let userID = request.explain {
                     let explanation = try await handler.closing { handler throws(JobError) in
-                        try await handler.runner.explain(userID: userID, options: handler.options(now: now))
+                        try await handler.runner.explain(
+                            userID: userID, options: handler.options(now: now), localDate: localDate)
                     }
                     output.write(json ? explanation.json : explanation.text)
                     return nil

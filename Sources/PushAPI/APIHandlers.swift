@@ -17,11 +17,31 @@ struct APIHandlers: APIProtocol {
     /// The clock (injected: tests pass a fixed instant).
     let now: @Sendable () -> Int64
 
+    /// Refuses a write of `kind` (users, devices) where the app's own table is its source of truth: a database
+    /// webhook mapping names that table, or the SQL mirror of it is installed. Such a write would be undone by the
+    /// table's next change, and `integrate check` would report it as drift (issue 78).
+    func refuseIfTheAppOwns(_ kind: AppTableMapping.Kind) async throws {
+        let noun = kind == .users ? "users and their settings" : "devices"
+        if let table = mapping?.tables[kind] {
+            throw APIProblem(
+                .ownedByTheApp,
+                "\(noun) come from the app's table \(table.qualifiedName) (\(ConfigKey.apiWebhookMapping.rawValue)): write the row there; this write would be undone by its next change"
+            )
+        }
+        if let integration = store as? any IntegrationStore, try await integration.integratedKinds().contains(kind) {
+            throw APIProblem(
+                .ownedByTheApp,
+                "\(noun) come from the app's own table, mirrored by pushctl integrate postgres: write the row there; this write would be undone by its next change"
+            )
+        }
+    }
+
     // MARK: Users
 
     func putUser(_ input: Operations.PutUser.Input) async throws -> Operations.PutUser.Output {
         guard case .json(let body) = input.body else { throw APIProblem(.unsupportedMediaType, "send JSON") }
         try Caller.mayActFor(input.path.id)
+        try await refuseIfTheAppOwns(.users)
         let edit = try UserEdit.checked(
             id: input.path.id, timezone: body.timezone, locale: body.locale, plan: body.plan,
             reminderTime: body.reminderTime, reminders: body.reminders, limitWarnings: body.limitWarnings,
@@ -42,6 +62,7 @@ struct APIHandlers: APIProtocol {
 
     func deleteUser(_ input: Operations.DeleteUser.Input) async throws -> Operations.DeleteUser.Output {
         try Self.checkUserID(input.path.id)
+        try await refuseIfTheAppOwns(.users)
         guard try await store.deleteUser(id: input.path.id) else { throw JobError.unknownUser(input.path.id) }
         return .noContent(.init())
     }
@@ -54,6 +75,7 @@ struct APIHandlers: APIProtocol {
         guard case .json(let body) = input.body else { throw APIProblem(.unsupportedMediaType, "send JSON") }
         try Self.checkUserID(input.path.id)
         try Caller.mayActFor(input.path.id)
+        try await refuseIfTheAppOwns(.devices)
         guard (body.token == nil) != (body.fid == nil) else {
             throw APIProblem(.badRequest, "give exactly one of token and fid")
         }
@@ -81,6 +103,7 @@ struct APIHandlers: APIProtocol {
     func unregisterDevice(_ input: Operations.UnregisterDevice.Input) async throws
         -> Operations.UnregisterDevice.Output
     {
+        try await refuseIfTheAppOwns(.devices)
         // A user's token logs out that user's own device only (one that moved to another user is left alone).
         var user: String?
         if case .user(let id) = Caller.current { user = id }
@@ -140,32 +163,9 @@ struct APIHandlers: APIProtocol {
             kind: DatabaseChange.Kind(rawValue: body._type.rawValue)!, schema: body.schema, table: body.table,
             record: body.record.map { JSONValue(container: $0) },
             oldRecord: body.oldRecord.map { JSONValue(container: $0) })
-        let answer: Components.Schemas.WebhookAnswer
-        switch try mapping.appChange(for: change) {
-        case .setUser(let edit):
-            let result = try await store.apply(edit, now: now())
-            answer = .init(action: .userSet, userId: edit.id, detail: result.summary)
-        case .deleteUser(let id):
-            let deleted = try await store.deleteUser(id: id)
-            answer = .init(action: deleted ? .userDeleted : .none, userId: id, detail: deleted ? nil : "no such user")
-        case .register(let registration):
-            let result = try await store.register(registration, now: now())
-            answer = .init(
-                action: .deviceRegistered, userId: registration.userID,
-                detail:
-                    "device \(result.deviceID) \(result.change.rawValue)\(result.retiredReplaced ? ", replaced the old token" : "")"
-            )
-        case .unregister(let token, let userID):
-            let done = try await store.unregister(token: token, userID: userID, reason: "logout", now: now())
-            answer = .init(
-                action: done ? .deviceUnregistered : .none, userId: userID,
-                detail: done ? nil : "no active device with that token of this user")
-        case .recordEntry(let userID, let at):
-            try await store.recordEntry(userID: userID, at: at ?? now())
-            answer = .init(action: .entryRecorded, userId: userID)
-        case .nothing(let reason):
-            answer = .init(action: .none, detail: reason)
-        }
+        let outcome = try await mapping.appChange(for: change).apply(to: store, now: now())
+        let answer = Components.Schemas.WebhookAnswer(
+            action: .init(rawValue: outcome.action.rawValue)!, userId: outcome.userID, detail: outcome.detail)
         return .ok(.init(body: .json(answer)))
     }
 
@@ -181,11 +181,18 @@ struct APIHandlers: APIProtocol {
             }
             at = instant
         }
+        let localDate = try input.query.localDate.map { (text: String) throws -> LocalDate in
+            guard input.query.at == nil else {
+                throw APIProblem(.badRequest, "at and local_date: give one (local_date explains that day's slot)")
+            }
+            guard let date = LocalDate(text) else { throw APIProblem(.badRequest, "local_date: not a date: \(text)") }
+            return date
+        }
         var options = ReminderRunOptions(now: at, rule: reminders.rule, dryRun: true)
         options.claimLeaseSeconds = reminders.claimLeaseSeconds
         options.shard = reminders.shard
         options.pause = reminders.pause
-        let explanation = try await runner.explain(userID: input.path.id, options: options)
+        let explanation = try await runner.explain(userID: input.path.id, options: options, localDate: localDate)
         return .ok(
             .init(
                 body: .json(

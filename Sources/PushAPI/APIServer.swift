@@ -65,22 +65,30 @@ package struct APIServer: Sendable {
             store: store, hook: hook, reminders: reminders, runner: runner, metrics: metrics, mapping: mapping,
             now: now)
 
-        let router = Router(context: APIRequestContext.self)
-        router.add(middleware: BodyLimitMiddleware())
         do {
             // Compact JSON (the generator's default pretty-prints every answer).
-            try handlers.registerHandlers(
-                on: router, configuration: Configuration(jsonEncodingOptions: [.sortedKeys]),
-                middlewares: [
-                    MetricsMiddleware(metrics: metrics), ProblemMiddleware(),
-                    AuthenticationMiddleware(keys: APIKeyCache(store: store), users: users, limiter: limiter, now: now),
-                    IdempotencyMiddleware(store: store, now: now),
-                ])
+            func register(on router: Router<APIRequestContext>) throws {
+                try handlers.registerHandlers(
+                    on: router, configuration: Configuration(jsonEncodingOptions: [.sortedKeys]),
+                    middlewares: [
+                        MetricsMiddleware(metrics: metrics), ProblemMiddleware(), EmptyBodyMiddleware(),
+                        AuthenticationMiddleware(
+                            keys: APIKeyCache(store: store), users: users, limiter: limiter, now: now),
+                        IdempotencyMiddleware(store: store, now: now),
+                    ])
+            }
+            // The routes first, read from a router of their own: the middleware in front of them answers 405s.
+            let listed = Router(context: APIRequestContext.self)
+            try register(on: listed)
+            let routes = KnownRoutes(listed.routes.map { ("\($0.path)", $0.method.rawValue) })
+            let router = Router(context: APIRequestContext.self)
+            router.add(middleware: BodyLimitMiddleware(routes: routes, metrics: metrics))
+            try register(on: router)
+            return (router.buildResponder(), hook)
         } catch {
             await hook.shutdown()
             throw .software("registering the API's routes: \(error)")
         }
-        return (router.buildResponder(), hook)
     }
 }
 

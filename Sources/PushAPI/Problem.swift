@@ -14,6 +14,7 @@ package struct APIProblem: Error, Sendable, Hashable {
         case notFound = "not-found"
         case methodNotAllowed = "method-not-allowed"
         case conflict
+        case ownedByTheApp = "owned-by-the-app"
         case unprocessable = "unprocessable"
         case tooLarge = "too-large"
         case unsupportedMediaType = "unsupported-media-type"
@@ -29,6 +30,7 @@ package struct APIProblem: Error, Sendable, Hashable {
             case .notFound: 404
             case .methodNotAllowed: 405
             case .conflict: 409
+            case .ownedByTheApp: 409
             case .unprocessable: 422
             case .tooLarge: 413
             case .unsupportedMediaType: 415
@@ -46,6 +48,7 @@ package struct APIProblem: Error, Sendable, Hashable {
             case .notFound: "No such resource"
             case .methodNotAllowed: "Not a method of this resource"
             case .conflict: "A request with this Idempotency-Key is in progress"
+            case .ownedByTheApp: "The app's own table is the source of truth for these rows"
             case .unprocessable: "This Idempotency-Key was used for another request"
             case .tooLarge: "The body is over 64 KiB"
             case .unsupportedMediaType: "The body must be application/json"

@@ -65,7 +65,7 @@ import Testing
         func call(
             _ method: HTTPMethod, _ path: String, key: String? = nil, json: String? = nil,
             contentType: String = "application/json", headers: [(String, String)] = []
-        ) async throws -> (status: Int, type: String, body: String) {
+        ) async throws -> (status: Int, type: String, body: String, allow: String) {
             var all = headers
             if let key { all.append(("Authorization", "Bearer \(key)")) }
             if json != nil { all.append(("Content-Type", contentType)) }
@@ -74,7 +74,7 @@ import Testing
                 timeout: .seconds(30))
             return (
                 Int(response.status.code), response.headers["content-type"].first ?? "",
-                String(decoding: response.body, as: UTF8.self)
+                String(decoding: response.body, as: UTF8.self), response.headers["allow"].first ?? ""
             )
         }
 
@@ -134,8 +134,34 @@ import Testing
         let entry = try await server.call(
             .POST, "/v1/users/wrote/entries", key: hook, json: #"{"at":"2026-11-21T19:30:00Z"}"#)
         #expect(entry.status == 204, "\(entry.body)")
+        // The body is optional: the README's call sends none (as `curl -X POST` with no -d does), or an empty one with
+        // its content type, as a generated client's call with no fields may. Each records an entry now (issue 78).
+        let bare = try await server.call(.POST, "/v1/users/wrote/entries", key: hook)
+        #expect(bare.status == 204, "\(bare.body)")
+        let empty = try await server.call(.POST, "/v1/users/wrote/entries", key: hook, json: "")
+        #expect(empty.status == 204, "\(empty.body)")
+        #expect(try await server.db.count("SELECT count(*) FROM diary_entries WHERE user_id = 'wrote'") == 3)
+        // A body that is required is still required.
+        let noEvent = try await server.call(.POST, "/v1/hooks/content-limit", key: hook, json: "")
+        #expect(noEvent.status == 400, "\(noEvent.body)")
         let explained = try await server.call(.GET, "/v1/users/due/explain", key: admin)
         #expect(explained.status == 200 && Self.object(explained.body)["due"] as? Bool == true, "\(explained.body)")
+        // "Why no reminder that day?" needs no instant worked out: that local date's slot (issue 78). 21:00 in Lagos
+        // on 20 November is 20:00 UTC; over HTTP and on the command line alike.
+        let day = try await server.call(.GET, "/v1/users/due/explain?local_date=2026-11-20", key: admin)
+        #expect(
+            day.status == 200 && Self.object(day.body)["now"] as? String == "2026-11-20T20:00:00Z"
+                && day.body.contains("that day's slot"), "\(day.body)")
+        let both = try await server.call(
+            .GET, "/v1/users/due/explain?local_date=2026-11-20&at=2026-11-20T20%3A00%3A00Z", key: admin)
+        #expect(both.status == 400, "\(both.body)")
+        let cli = try await Executables.run(
+            "diary-reminder", ["--database", server.db.path, "--explain", "due", "--local-date", "2026-11-20"])
+        #expect(cli.status == 0 && cli.stdout.contains("explain due at 2026-11-20T20:00:00Z"), "\(cli)")
+        for arguments in [["--local-date", "2026-11-20"], ["--explain", "due", "--local-date", "20/11/2026"]] {
+            let refused = try await Executables.run("diary-reminder", ["--database", server.db.path] + arguments)
+            #expect(refused.status == 64 && refused.stderr.contains("--local-date"), "\(refused)")
+        }
 
         let outbox = server.db.directory.appendingPathComponent("reminders.jsonl").path
         let run = try await Executables.run(
@@ -216,6 +242,34 @@ import Testing
             #expect(
                 try await change("INSERT", "user_devices", record: device)["action"] as? String == "device_registered")
         }
+        // Issue 78: webhooks keep what triggers keep. A profile made before its zone is set is no push user yet
+        // (no error); its device waits, a device logged out meanwhile stops waiting, and when the zone arrives the
+        // user becomes a push user with the device that still waits.
+        let late = "5a5a5a5a-0000-4000-8000-00000000000a"
+        let lateProfile = #"{"id":"\#(late)","timezone":null,"preferences":{"reminder_time":"21:00:00"}}"#
+        let notYet = try await change("INSERT", "profiles", record: lateProfile)
+        #expect(notYet["action"] as? String == "none" && (notYet["detail"] as? String ?? "").contains("time zone"))
+        for token in ["late-phone:APA91b", "late-tablet:APA91b"] {
+            let waiting = try await change(
+                "INSERT", "user_devices",
+                record: #"{"user_id":"\#(late)","fcm_token":"\#(token)","platform":"android","is_active":true}"#)
+            #expect(waiting["action"] as? String == "device_waiting", "\(waiting)")
+        }
+        let gone = try await change(
+            "UPDATE", "user_devices",
+            record: #"{"user_id":"\#(late)","fcm_token":"late-tablet:APA91b","platform":"android","is_active":false}"#)
+        #expect(gone["action"] as? String == "device_unregistered", "\(gone)")
+        let zoned = try await change(
+            "UPDATE", "profiles", record: lateProfile.replacingOccurrences(of: "null", with: #""Asia/Tokyo""#),
+            old: lateProfile)
+        #expect(
+            zoned["action"] as? String == "user_set"
+                && (zoned["detail"] as? String ?? "").contains("1 waiting device(s) registered"), "\(zoned)")
+        #expect(
+            try await server.db.strings("SELECT token FROM user_devices WHERE user_id = '\(late)' AND is_active")
+                == ["late-phone:APA91b"])
+        #expect(try await server.db.count("SELECT count(*) FROM waiting_devices") == 0)
+
         // Token rotation: the row's token changed; the old one is retired in the same step.
         let rotated = try await change(
             "UPDATE", "user_devices",
@@ -245,10 +299,11 @@ import Testing
             record:
                 #"{"user_id":"\#(wrote)","fcm_token":"old-\#(wrote):APA91b","platform":"android","is_active":false}"#)
         #expect(logout["action"] as? String == "device_unregistered")
-        #expect(try await server.db.count("SELECT count(*) FROM user_devices WHERE deactivated_at IS NULL") == 1)
+        // Active: due's new token and the late user's phone.
+        #expect(try await server.db.count("SELECT count(*) FROM user_devices WHERE deactivated_at IS NULL") == 2)
         #expect(
             try await change("DELETE", "profiles", old: #"{"id":"\#(due)"}"#)["action"] as? String == "user_deleted")
-        #expect(try await server.db.count("SELECT count(*) FROM users") == 1)
+        #expect(try await server.db.count("SELECT count(*) FROM users") == 2)
 
         // A table the mapping does not name, a row that fails the checks: 400, nothing written. Another scope: 403.
         let unknown = try await server.call(
@@ -261,13 +316,44 @@ import Testing
                 #"{"type":"INSERT","table":"profiles","schema":"public","record":{"id":"x","timezone":"Mars/Base"},"old_record":null}"#
         )
         #expect(badZone.status == 400 && badZone.body.contains("profiles.timezone"), "\(badZone.body)")
+        // Issue 78: with the app's tables the source of truth, the API's own writes of them are refused, naming the
+        // table (they would be undone by its next change, and reported as drift).
+        let admin = try await server.key("admin")
+        for (method, path, json) in [
+            (HTTPMethod.PUT, "/v1/users/\(wrote)", #"{"reminder_time":"07:00"}"#),
+            (
+                .POST, "/v1/users/\(wrote)/devices",
+                #"{"token":"api-token:APA91b","provider":"fcm","platform":"android"}"#
+            ),
+            (.DELETE, "/v1/devices/old-\(wrote):APA91b", nil), (.DELETE, "/v1/users/\(wrote)", nil),
+        ] {
+            let refused = try await server.call(method, path, key: admin, json: json)
+            #expect(
+                refused.status == 409 && refused.body.contains("/problems/owned-by-the-app")
+                    && refused.body.contains("the app's table public."), "\(path): \(refused.body)")
+        }
+        // A TRUNCATE carries no rows: refused (nothing changed), saying what to do instead.
+        let truncate = try await server.call(
+            .POST, "/v1/webhooks/database", key: webhook,
+            json: #"{"type":"TRUNCATE","table":"profiles","schema":"public","record":null,"old_record":null}"#)
+        #expect(
+            truncate.status == 400 && truncate.body.contains("a TRUNCATE of public.profiles carries no rows"),
+            "\(truncate.body)")
+        // A raw APNs token mapped as FCM (an iOS row of a table that holds both): refused, naming the fix.
+        let apnsAsFCM = try await server.call(
+            .POST, "/v1/webhooks/database", key: webhook,
+            json:
+                #"{"type":"INSERT","table":"user_devices","schema":"public","record":{"user_id":"\#(wrote)","fcm_token":"\#(Self.apnsToken.uppercased())","platform":"ios","is_active":true},"old_record":null}"#
+        )
+        #expect(
+            apnsAsFCM.status == 400 && apnsAsFCM.body.contains("this is an APNs device token"), "\(apnsAsFCM.body)")
         let wrongScope = try await server.call(
             .POST, "/v1/webhooks/database", key: hook,
             json:
                 #"{"type":"DELETE","table":"profiles","schema":"public","record":null,"old_record":{"id":"\#(wrote)"}}"#
         )
         #expect(wrongScope.status == 403, "\(wrongScope.body)")
-        #expect(try await server.db.count("SELECT count(*) FROM users") == 1)
+        #expect(try await server.db.count("SELECT count(*) FROM users") == 2)
         let stopped = await server.stop()
         #expect(stopped.status == 0, "\(stopped.stderr)")
     }
@@ -340,6 +426,8 @@ import Testing
             #"{"token":"\#(Self.apnsToken)","platform":"ios"}"#,
             #"{"token":"\#(Self.apnsToken)","provider":"apns","platform":"android"}"#,
             #"{"fid":"f","token":"t","platform":"android"}"#,
+            // Issue 78: a 64-hex APNs token registered as FCM.
+            #"{"token":"\#(Self.apnsToken)","provider":"fcm","platform":"ios"}"#,
         ]
         _ = try await server.call(.PUT, "/v1/users/u2", key: admin, json: #"{"timezone":"UTC"}"#)
         for json in devices {
@@ -368,8 +456,19 @@ import Testing
         #expect(at.status == 400, "\(at.body)")
         let route = try await server.call(.GET, "/v1/nothing-here", key: admin)
         #expect(route.status == 404 && route.type == "application/problem+json", "\(route.body)")
+        // Issue 78: a path the API has, under a method it does not take, is 405 with the methods it takes.
         let method = try await server.call(.PATCH, "/v1/users/u2", key: admin, json: "{}")
-        #expect([404, 405].contains(method.status) && method.type == "application/problem+json", "\(method.body)")
+        #expect(method.status == 405 && method.type == "application/problem+json", "\(method.body)")
+        #expect(method.allow == "DELETE, PUT" && method.body.contains("it takes DELETE, PUT"), "\(method)")
+        let entries = try await server.call(.GET, "/v1/users/u2/entries", key: admin)
+        #expect(entries.status == 405 && entries.allow == "POST", "\(entries)")
+        // Every answer is counted, those given before any operation too (operation "none").
+        let metrics = try await server.call(.GET, "/metrics")
+        for status in [404, 405, 413] {
+            #expect(
+                metrics.body.contains(#"diary_push_api_requests_total{operation="none",status="\#(status)"}"#),
+                "\(status): \(metrics.body)")
+        }
         #expect(try await server.db.count("SELECT count(*) FROM users") == 1)
         #expect(try await server.db.count("SELECT count(*) FROM user_devices") == 0)
         let stopped = await server.stop()
@@ -610,7 +709,8 @@ import Testing
         let server = try await Server.start(.sqlite, arguments: ["--api-rate", "1"])
         let first = try await server.key("admin")
         let second = try await server.key("admin")
-        let answers = try await withThrowingTaskGroup(of: (status: Int, type: String, body: String).self) { group in
+        let answers = try await withThrowingTaskGroup(of: (status: Int, type: String, body: String, allow: String).self)
+        { group in
             for _ in 0..<20 { group.addTask { try await server.call(.GET, "/v1/users/u1/explain", key: first) } }
             return try await group.reduce(into: []) { $0.append($1) }
         }
@@ -786,6 +886,10 @@ import Testing
         }
         #expect(type == "JobError.dataError")
         #expect(try await call(Self.request("GET", "/healthz")).status == 200)
+        // A Function URL is on the internet: the counters that need no credential are not served there (issue 79).
+        let metrics = try await call(Self.request("GET", "/metrics"))
+        #expect(metrics.status == 404 && metrics.body.contains("not served under Lambda"), "\(metrics)")
+        #expect(try await call(Self.request("GET", "/metrics", query: "x=1")).status == 404)
         await api.stop()
         _ = await Executables.finish(process)
         #expect(try String(contentsOfFile: outbox, encoding: .utf8).split(separator: "\n").count == 1)

@@ -31,6 +31,8 @@ import Testing
         let tables: [String]
         /// SQL that registers a Firebase installation id (FID) for a user, where the app keeps them.
         var addFID: (@Sendable (String, String) -> String)? = nil
+        /// SQL that registers an APNs token for a user, where the app keeps a provider column.
+        var addAPNs: (@Sendable (String, String) -> String)? = nil
     }
 
     /// The Storyie seed's shape: `profiles`, `user_devices (user_id uuid, fcm_token, platform, is_active, last_seen)`,
@@ -129,7 +131,10 @@ import Testing
         deleteAccount: { id in "DELETE FROM app.accounts WHERE account_id = '\(id)'" },
         isActive: { token in "SELECT enabled::text FROM app.push_tokens WHERE value = '\(token)'" },
         tables: ["app.accounts", "app.push_tokens", "app.journal"],
-        addFID: { id, fid in "INSERT INTO app.push_tokens (owner, fid, os) VALUES ('\(id)', '\(fid)', 'android')" })
+        addFID: { id, fid in "INSERT INTO app.push_tokens (owner, fid, os) VALUES ('\(id)', '\(fid)', 'android')" },
+        addAPNs: { id, token in
+            "INSERT INTO app.push_tokens (owner, value, service, os) VALUES ('\(id)', '\(token)', 'apns', 'ios')"
+        })
 
     /// Runs `statements` in one session; the last one's first column, as text.
     static func session(_ location: PostgresLocation, _ statements: [String]) async throws -> [String] {
@@ -177,8 +182,12 @@ import Testing
                 """
                 DO $$ DECLARE r text; BEGIN
                     FOREACH r IN ARRAY ARRAY['anon', 'authenticated', 'service_role'] LOOP
+                        -- Roles are the cluster's: another test's database may be making them at this moment.
                         IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = r) THEN
-                            EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+                            BEGIN
+                                EXECUTE format('CREATE ROLE %I NOLOGIN', r);
+                            EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
+                            END;
                         END IF;
                     END LOOP;
                 END $$
@@ -253,6 +262,10 @@ import Testing
         // Where the app keeps FCM installation ids, the logged-out user's new phone has one: reminded by its FID.
         let fid = "cFidOfANewPhone0123456"
         if let addFID = app.addFID { statements.append(addFID(loggedOut, fid)) }
+        // Where the app keeps APNs tokens, one as an iOS app hex-encodes it in upper case (%02X), dead: the push
+        // schema keeps it in lower case, and its deactivation must still reach the app's row (issue 78).
+        let upperDead = "DEAD" + String(repeating: "0A", count: 30)
+        if let addAPNs = app.addAPNs { statements.append(addAPNs(due, upperDead)) }
         _ = try await Self.asApp(location, statements)
         // The app's role reaches nothing of the push schema.
         await #expect(throws: (any Error).self) { _ = try await Self.asApp(location, ["SELECT id FROM push.users"]) }
@@ -271,7 +284,7 @@ import Testing
                 == (["tok-\(due.suffix(4))", "early-token", "new-\(rotated.suffix(4))"]
                 + (app.addFID == nil ? [] : [fid])).sorted(),
             "\(reached) \(summary.text)")
-        #expect(summary.outcomes[.tokenDead] == 1, "\(summary.text)")
+        #expect(summary.outcomes[.tokenDead] == (app.addAPNs == nil ? 1 : 2), "\(summary.text)")
         #expect(
             summary.claimed == (app.addFID == nil ? 3 : 4) && !reached.contains { $0.hasSuffix(deleted.suffix(4)) },
             "\(summary.text)")
@@ -282,6 +295,24 @@ import Testing
         // The dead token, deactivated by the run, is inactive in the app's own table too.
         #expect(try await Self.asApp(location, [app.isActive("dead-\(due.suffix(4))")]) == ["false"])
         #expect(try await Self.asApp(location, [app.isActive("tok-\(due.suffix(4))")]) == ["true"])
+        if app.addAPNs != nil {
+            let rejects = try await Self.session(
+                location,
+                [
+                    """
+                    SELECT coalesce((SELECT string_agg(operation || ': ' || error, '; ') FROM push.integration_rejects), '')
+                        || ' devices: ' || (SELECT string_agg(token || ' ' || is_active::text || ' '
+                        || coalesce(deactivation_reason, '-'), ', ') FROM push.user_devices WHERE token LIKE 'dead%')
+                        || ' holds: ' || coalesce((SELECT string_agg(reason, ', ') FROM push.device_holds), '')
+                        || ' deliveries: ' || coalesce((SELECT string_agg(d.token || ' ' || x.outcome || ' ' || coalesce(x.reason, '-'), ', ')
+                        FROM push.notification_deliveries x JOIN push.user_devices d ON d.id = x.device_id), '')
+                        || ' app: ' || (SELECT string_agg(value || ' ' || enabled::text, ', ') FROM app.push_tokens)
+                    """
+                ])
+            #expect(
+                try await Self.asApp(location, [app.isActive(upperDead)]) == ["false"],
+                "rejects: \(rejects) \(summary.text)")
+        }
         // Entries are read in place: the app's own, and the push schema's (the API's, pushctl's) through the view.
         let day = instant("2026-11-21T00:00:00Z")..<instant("2026-11-22T00:00:00Z")
         #expect(try await store.entryCount(userID: wrote, in: day) == 1)
@@ -313,6 +344,234 @@ import Testing
                 location, ["SELECT relkind::text FROM pg_class WHERE oid = 'push.diary_entries'::regclass"]) == ["r"])
         #expect(try await store.entryCount(userID: early, in: day) == 1)
         #expect(try await store.entryCount(userID: wrote, in: day) == 0)
+    }
+
+    /// Issue 78, as the plain-PostgreSQL guide sets it up: the jobs log in as their own role, which owns the push
+    /// schema; the app's tables belong to another role (not a superuser: CREATEROLE, a member of the jobs' role, as
+    /// Supabase's `postgres` is); the SQL is applied once. Bigint ids, upper-case APNs tokens beside FCM ones, a
+    /// nested JSON flag, the app's own `last_seen`. Every command of the guide then runs as the jobs' role, a bad row
+    /// is reported by its key and passed over, no token is printed whole, and 120 days on the janitor deactivates
+    /// none of the devices the app still holds active (while a device of the jobs' own still goes stale).
+    @Test func theGuidesRolesRunEveryCommandAfterOneApplyAndMirroredDevicesNeverGoStale() async throws {
+        let admin = try PostgresLocation.parse(try Backend.postgresAdminURL)
+        let suffix = String(UUID().uuidString.lowercased().prefix(8))
+        let (jobs, owner, functions) = ("push_\(suffix)", "app_owner_\(suffix)", "diary_push_integration_\(suffix)")
+        var location = admin
+        location.database = "t_" + suffix
+        _ = try await Self.session(
+            admin,
+            [
+                "CREATE DATABASE \(location.database)",
+                "CREATE ROLE \(jobs) LOGIN PASSWORD 'jobs-secret'",
+                "CREATE ROLE \(owner) LOGIN CREATEROLE PASSWORD 'owner-secret'",
+                "GRANT \(jobs) TO \(owner)",
+            ])
+        func url(_ role: String, _ password: String) throws -> String {
+            var components = try #require(URLComponents(string: try Backend.postgresAdminURL))
+            components.user = role
+            components.password = password
+            components.path = "/" + location.database
+            return try #require(components.string)
+        }
+        let (jobsURL, ownerURL) = (try url(jobs, "jobs-secret"), try url(owner, "owner-secret"))
+        var asOwner = try PostgresLocation.parse(ownerURL)
+        asOwner.database = location.database
+        // The guide's first line (the schema, the jobs' path), then the app's own tables, by their owner.
+        _ = try await Self.session(
+            location,
+            [
+                "CREATE SCHEMA push AUTHORIZATION \(jobs)",
+                "ALTER ROLE \(jobs) IN DATABASE \(location.database) SET search_path = push",
+                "CREATE SCHEMA app AUTHORIZATION \(owner)",
+            ])
+        _ = try await Self.session(
+            asOwner,
+            [
+                """
+                CREATE TABLE app.members (member_id bigint PRIMARY KEY, "Zone" text,
+                    prefs jsonb NOT NULL DEFAULT '{}'::jsonb)
+                """,
+                """
+                CREATE TABLE app.devices (id bigserial PRIMARY KEY,
+                    member_id bigint NOT NULL REFERENCES app.members ON DELETE CASCADE, push_token text UNIQUE,
+                    kind text NOT NULL, os text NOT NULL, enabled boolean NOT NULL DEFAULT true,
+                    last_seen timestamptz NOT NULL DEFAULT now(), revoked_at timestamptz)
+                """,
+                // Names that need quoting (issue 78, item 10): a space, mixed case, a quote.
+                #"CREATE TABLE app."Diary Posts" (member_id bigint NOT NULL, "Posted At" timestamptz NOT NULL, "it's gone" timestamptz)"#,
+            ])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("guide-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let mappingFile = directory.appendingPathComponent("mapping.json").path
+        try #"""
+        { "users": { "table": "app.members",
+                     "columns": { "id": "member_id", "timezone": "Zone",
+                                  "reminder_time": "prefs.daily.time", "reminders": "prefs.daily.on" } },
+          "devices": { "table": "app.devices",
+                       "columns": { "user_id": "member_id", "token": "push_token", "provider": "kind",
+                                    "platform": "os", "active": "enabled", "last_seen": "last_seen",
+                                    "revoked": "revoked_at" } },
+          "entries": { "table": "app.\"Diary Posts\"",
+                       "columns": { "user_id": "member_id", "at": "\"Posted At\"", "deleted": "\"it's gone\"" } } }
+        """#.write(toFile: mappingFile, atomically: true, encoding: .utf8)
+
+        // As the guide says: migrate as the jobs' role, the SQL once as the tables' owner.
+        let migrate = try await Executables.run("pushctl", ["migrate", "--database", jobsURL])
+        #expect(migrate.status == 0, "\(migrate.stderr)")
+        let generated = try await Executables.run(
+            "pushctl", ["integrate", "postgres", "--mapping", mappingFile, "--owner", functions])
+        #expect(generated.status == 0, "\(generated.stderr)")
+        let sqlFile = directory.appendingPathComponent("integration.sql").path
+        try generated.stdout.write(toFile: sqlFile, atomically: true, encoding: .utf8)
+        let psql = await Executables.finish(
+            try Executables.start(
+                executable: URL(fileURLWithPath: "/usr/bin/psql"),
+                [ownerURL, "-q", "-v", "ON_ERROR_STOP=1", "-f", sqlFile]))
+        #expect(psql.status == 0, "\(psql.stderr)")
+
+        // The app: three members seen on 1 August, one of them with a flag that is no boolean (rejected, keyed).
+        let seen = "2026-08-01T12:00:00Z"
+        let upper = String(repeating: "AB", count: 32)
+        _ = try await Self.session(
+            asOwner,
+            [
+                """
+                INSERT INTO app.members VALUES
+                    (9000000001, 'Asia/Kolkata', '{"daily": {"time": "21:00", "on": true}}'),
+                    (9000000002, 'America/St_Johns', '{"daily": {"time": "08:30", "on": true}}'),
+                    (9000000003, 'Pacific/Chatham', '{"daily": {"time": "07:00", "on": "sometimes"}}')
+                """,
+                """
+                INSERT INTO app.devices (member_id, push_token, kind, os, last_seen) VALUES
+                    (9000000001, '\(upper)', 'APNS', 'iOS', '\(seen)'),
+                    (9000000001, 'fcm-token-of-member-one:APA91b', 'fcm', 'android', '\(seen)'),
+                    (9000000002, 'fcm-token-of-member-two:APA91b', 'fcm', 'android', '\(seen)')
+                """,
+            ])
+        #expect(
+            try await Self.session(
+                location, ["SELECT string_agg(extract(epoch FROM last_seen)::bigint::text, ',') FROM push.user_devices"]
+            )
+                == ["\(instant(seen)),\(instant(seen)),\(instant(seen))"])
+
+        // Every command of the guide, as the jobs' role: the backfill (nothing new), the check (the bad row, by its
+        // key; the tokens masked), the reminder run (reading the entries' view), the janitor.
+        let backfill = try await Executables.run("pushctl", ["integrate", "backfill", "--database", jobsURL])
+        #expect(backfill.status == 0, "\(backfill.stdout) \(backfill.stderr)")
+        let check = try await Executables.run("pushctl", ["integrate", "check", "--database", jobsURL])
+        #expect(check.status == 1, "\(check.stdout) \(check.stderr)")
+        #expect(
+            check.stdout.contains(#"rejects "app.members INSERT 9000000003": invalid input syntax for type boolean"#),
+            "\(check.stdout)")
+        #expect(check.stdout.contains(#"rejects "app.members BACKFILL 9000000003""#), "\(check.stdout)")
+        #expect(!check.stdout.contains("users 9000000001") && !check.stdout.contains("devices"), "\(check.stdout)")
+        _ = try await Self.session(
+            location,
+            [
+                "UPDATE push.user_devices SET is_active = false, deactivated_at = now(), deactivation_reason = 'logout' WHERE provider = 'fcm' AND user_id = '9000000002'"
+            ])
+        let drifted = try await Executables.run("pushctl", ["integrate", "check", "--database", jobsURL])
+        #expect(
+            drifted.stdout.contains(#"devices "9000000002 fcm-toke…(30)": active in the app, not in the push schema"#),
+            "\(drifted.stdout)")
+        for token in [upper, upper.lowercased(), "fcm-token-of-member-one:APA91b", "fcm-token-of-member-two:APA91b"] {
+            #expect(!drifted.stdout.contains(token) && !drifted.stderr.contains(token), "\(drifted.stdout)")
+        }
+        _ = try await Self.session(
+            location,
+            ["UPDATE push.user_devices SET is_active = true, deactivated_at = NULL, deactivation_reason = NULL"])
+
+        var asJobs = try PostgresLocation.parse(jobsURL)
+        asJobs.database = location.database
+        let store = try await PostgresStore.open(asJobs, mode: .readWrite, logger: quietLogger)
+        defer { Task { await store.close() } }
+        // The API refuses its own writes of what the app's tables hold (APIHandlers.refuseIfTheAppOwns).
+        #expect(try await store.integratedKinds() == [.users, .devices])
+        let harness = try await DeliveryHarness.start()
+        defer { Task { await harness.stop() } }
+        let sender = try await PushSender(configuration: harness.delivery(), credentials: store, logger: quietLogger)
+        // 21:00 in Kolkata on 21 November: member one's two devices. Member one's post of that afternoon was
+        // deleted (soft, `"it's gone"`): no write, so no reason to skip the reminder.
+        _ = try await Self.session(
+            asOwner,
+            [#"INSERT INTO app."Diary Posts" VALUES (9000000001, '2026-11-21T10:00:00Z', '2026-11-21T10:05:00Z')"#])
+        let summary = try await DiaryReminderRunner(store: store, sender: sender, logger: quietLogger).run(
+            ReminderRunOptions(now: instant("2026-11-21T15:30:00Z")))
+        await sender.shutdown()
+        #expect(summary.claimed == 1 && summary.outcomes[.delivered] == 2, "\(summary.text)")
+        #expect(
+            Set(harness.simulator.accepted().map(\.token)) == [upper.lowercased(), "fcm-token-of-member-one:APA91b"])
+
+        // A device of the jobs' own (registered through them, not in the app's table), last seen in August too.
+        _ = try await store.register(
+            try DeviceRegistration(
+                userID: "9000000002", token: "api-registered-token", provider: .fcm, platform: .android),
+            now: instant(seen))
+        // 120 days on: the app never marked its devices seen again, yet still holds them active.
+        let janitor = try await Executables.run(
+            "token-janitor", ["run", "--database", jobsURL, "--now", "2026-11-29T03:00:00Z"])
+        #expect(janitor.status == 0, "\(janitor.stdout) \(janitor.stderr)")
+        #expect(janitor.stdout.contains("stale_deactivated=1 "), "\(janitor.stdout)")
+        #expect(
+            try await Self.session(asOwner, ["SELECT string_agg(enabled::text, ',') FROM app.devices"]) == [
+                "true,true,true"
+            ])
+        #expect(
+            try await Self.session(
+                location,
+                ["SELECT string_agg(token || '=' || is_active::text, ',' ORDER BY token) FROM push.user_devices"])
+                == [
+                    "\(upper.lowercased())=true,api-registered-token=false,fcm-token-of-member-one:APA91b=true,fcm-token-of-member-two:APA91b=true"
+                ])
+        let after = try await Executables.run("pushctl", ["integrate", "check", "--database", jobsURL])
+        #expect(!after.stdout.contains("devices "), "\(after.stdout)")
+
+        // An iOS row whose raw APNs token the app filed as FCM: the mirror refuses it, says why, names the row.
+        _ = try await Self.session(
+            asOwner,
+            [
+                "INSERT INTO app.devices (member_id, push_token, kind, os) VALUES (9000000002, '\(String(repeating: "cd", count: 32))', 'fcm', 'ios')"
+            ])
+        // A device the app revokes (`revoked_at`, its `enabled` untouched) is logged out.
+        _ = try await Self.session(
+            asOwner, ["UPDATE app.devices SET revoked_at = now() WHERE push_token = 'fcm-token-of-member-two:APA91b'"])
+        #expect(
+            try await Self.session(
+                location,
+                [
+                    "SELECT is_active::text || ' ' || deactivation_reason FROM push.user_devices WHERE token = 'fcm-token-of-member-two:APA91b'"
+                ]
+            ) == ["false logout"])
+        let refused = try await Executables.run("pushctl", ["integrate", "check", "--database", jobsURL])
+        #expect(
+            refused.stdout.contains(
+                #"rejects "app.devices INSERT 9000000002 cdcdcdcd…(64)": this is an APNs device token"#),
+            "\(refused.stdout)")
+    }
+
+    /// Captures every row change of `tables` into `public.captured` (`n`, `kind`, `schema_name`, `table_name`,
+    /// `record`, `old_record`), as Supabase's Database Webhooks would send them.
+    static func captureChanges(_ location: PostgresLocation, of tables: [String]) async throws {
+        _ = try await session(
+            location,
+            [
+                """
+                CREATE TABLE public.captured (n bigserial PRIMARY KEY, kind text, schema_name text, table_name text,
+                    record jsonb, old_record jsonb)
+                """,
+                """
+                CREATE FUNCTION public.capture() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN
+                    INSERT INTO public.captured (kind, schema_name, table_name, record, old_record)
+                    VALUES (TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, CASE WHEN TG_OP <> 'DELETE' THEN to_jsonb(NEW) END,
+                            CASE WHEN TG_OP <> 'INSERT' THEN to_jsonb(OLD) END);
+                    RETURN NULL;
+                END $$
+                """,
+            ]
+                + tables.map {
+                    "CREATE TRIGGER capture AFTER INSERT OR UPDATE OR DELETE ON \($0) FOR EACH ROW EXECUTE FUNCTION public.capture()"
+                })
     }
 
     /// A deterministic generator (SplitMix64), so that a failing sequence can be replayed and shrunk.
@@ -459,25 +718,7 @@ import Testing
     @Test func remindersAreAsForTheSameUsersWrittenNatively() async throws {
         let setup = try await Self.integrated(Self.supabase)
         defer { try? FileManager.default.removeItem(at: setup.directory) }
-        _ = try await Self.session(
-            setup.location,
-            [
-                """
-                CREATE TABLE public.captured (n bigserial PRIMARY KEY, kind text, schema_name text, table_name text,
-                    record jsonb, old_record jsonb)
-                """,
-                """
-                CREATE FUNCTION public.capture() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$ BEGIN
-                    INSERT INTO public.captured (kind, schema_name, table_name, record, old_record)
-                    VALUES (TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, CASE WHEN TG_OP <> 'DELETE' THEN to_jsonb(NEW) END,
-                            CASE WHEN TG_OP <> 'INSERT' THEN to_jsonb(OLD) END);
-                    RETURN NULL;
-                END $$
-                """,
-            ]
-                + Self.supabase.tables.map {
-                    "CREATE TRIGGER capture AFTER INSERT OR UPDATE OR DELETE ON \($0) FOR EACH ROW EXECUTE FUNCTION public.capture()"
-                })
+        try await Self.captureChanges(setup.location, of: Self.supabase.tables)
         let day = "2026-11-21"
         let statements = Self.operations(2_000, seed: 167, entriesBefore: "\(day)T23:00:00Z")
         var index = 0

@@ -61,6 +61,8 @@ import Testing
             "015_http_api": "905fff79639b7897e367a1a05ef4aec5166862b5d8e6d3c8773da21a890c5d53",
             "016_reminder_pauses": "92f489b0c5a66dac772d806326f59439c231ff1c5e8aba42e0cd3f62521d7f3b",
             "017_copy_outcomes": "7ca81e921c61d03ddbfabed92e4af7e61ff379f3e989c73ec2623273667a0026",
+            "018_device_holds": "65a4ab0298ece5278c550444014d84d1f591a1b968c8bb890d112ad3489848d7",
+            "019_mirrored_devices": "f429f5edd9ff5c9f38fed6e4a5850667bb0d683c36700bf257390dfe02fc8bcd",
         ]
         for migration in SchemaMigrations.all {
             let digest = SHA256.hash(data: Data((migration.sqlite + "\u{0}" + migration.postgres).utf8))

@@ -61,6 +61,30 @@ import Testing
         #expect(try await db2.count("SELECT count(*) FROM user_devices WHERE is_active AND provider = 'apns'") == 1)
     }
 
+    /// Issue 78: a device mirrored from the app's own table (a database webhook, the SQL mirror) is the app's to
+    /// retire: neither age rule touches it, however long ago the app last saw it; an API registration of the same
+    /// token later keeps the mark, and the app's own sighting is the stored one.
+    @Test(arguments: Backend.allCases) func mirroredDevicesNeverGoStale(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        try await device(db, user: "api", token: "api-old", seenDaysAgo: 300)
+        try await db.store.upsertUser(UserProfile(id: "app", timezone: "UTC"), now: 0)
+        for (token, days) in [("app-old", Int64(300)), ("app-older", 100)] {
+            var mirrored = try DeviceRegistration(userID: "app", token: token, provider: .fcm, platform: .android)
+            mirrored.mirrored = true
+            mirrored.lastSeen = now - days * day
+            _ = try await db.store.register(mirrored, now: now)
+        }
+        // Registered again through the API, without the app's sighting: still mirrored, seen now.
+        _ = try await db.store.register(
+            try DeviceRegistration(userID: "app", token: "app-older", provider: .fcm, platform: .android), now: now)
+        let summary = try await janitor(db.store).run(JanitorOptions(now: now))
+        #expect(summary.staleDeactivated == 0 && summary.fcmExpiredDeactivated == 1, "\(summary.text)")
+        #expect(
+            try await db.strings(
+                "SELECT token || ' ' || CASE WHEN is_active THEN 1 ELSE 0 END || ' ' || CASE WHEN mirrored THEN 1 ELSE 0 END || ' ' || ((\(now) - \(backend == .sqlite ? "last_seen" : "extract(epoch FROM last_seen)::bigint")) / \(day)) FROM user_devices ORDER BY token"
+            ) == ["api-old 0 0 300", "app-old 1 1 300", "app-older 1 1 0"])
+    }
+
     @Test func probeDeactivatesOnlyTokensFCMCallsUnregisteredAndDeliversNothing() async throws {
         let harness = try await DeliveryHarness.start()
         let db = harness.db

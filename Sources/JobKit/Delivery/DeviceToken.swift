@@ -32,6 +32,25 @@ package enum DeviceToken {
         return bytes.allSatisfy { isFCMCharacter($0) && $0 != UInt8(ascii: ":") }
     }
 
+    /// Whether `value` has an APNs device token's shape (hex digits in either case, whole bytes, 32 to 100 of them):
+    /// no FCM registration token does (they are about 160 characters, with a `:`), so such a value offered as an
+    /// FCM token is an iOS app's raw APNs token registered under the wrong provider. Checked when a token is
+    /// registered or mirrored, not for rows already stored (those are answered by FCM, and counted).
+    package static func isAPNsShaped(_ value: String) -> Bool {
+        let bytes = value.utf8
+        guard bytes.count >= 64, bytes.count <= maxAPNsHexDigits, bytes.count % 2 == 0 else { return false }
+        return bytes.allSatisfy {
+            (0x30...0x39).contains($0) || (0x61...0x66).contains($0) || (0x41...0x46).contains($0)
+        }
+    }
+
+    /// ``isAPNsShaped(_:)`` as a PostgreSQL regular expression, for the SQL mirror (`pushctl integrate postgres`).
+    package static let apnsShapedPattern = "^([0-9a-fA-F]{2}){32,\(maxAPNsHexDigits / 2)}$"
+
+    /// What refuses a new registration, or mirrored row, of an APNs-shaped token as an FCM token.
+    package static let apnsTokenAsFCM =
+        "this is an APNs device token (hexadecimal), not an FCM registration token: register it with provider apns (or, with Firebase on iOS, send FCM's token, from Messaging.messaging().token)"
+
     /// Why `token` is not a valid value of `kind` for `provider`, or nil when it is.
     package static func problem(_ token: String, provider: Provider, kind: TokenKind = .token) -> String? {
         if kind == .fid {

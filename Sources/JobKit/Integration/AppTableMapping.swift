@@ -16,9 +16,13 @@ import Foundation
 /// }
 /// ```
 ///
-/// A column is an identifier; `column.key.key` names a field inside a JSON column. `fixed` gives a value every row
+/// A column is an identifier; `column.key.key` names a field inside a JSON column; a name with other characters
+/// goes in double quotes (`"\"Posted At\""`), and every name is matched as spelled (case kept). `fixed` gives a value every row
 /// of the table has (a table of FCM tokens has provider `fcm`). Each table is optional; a table's required fields
-/// are in ``Kind/required``.
+/// are in ``Kind/required``. A device's `last_seen` (a timestamp, or ISO 8601 text) is the app's own "seen": the
+/// push schema's follows it. A device's `revoked` and an entry's `deleted` take the row out when set (a timestamp
+/// such as `revoked_at`, or a flag that is true): a revoked device is inactive whatever `active` says, a
+/// soft-deleted entry is no write. `fixed.provider` `by_shape` reads each token's provider from its shape.
 package struct AppTableMapping: Sendable, Hashable {
     /// The three kinds of table the jobs read.
     package enum Kind: String, Sendable, CaseIterable {
@@ -31,8 +35,12 @@ package struct AppTableMapping: Sendable, Hashable {
         package var fields: [String] {
             switch self {
             case .users: UserEdit.Field.allCases.map(\.rawValue)
-            case .devices: ["user_id", "token", "fid", "provider", "platform", "environment", "app_version", "active"]
-            case .entries: ["user_id", "at"]
+            case .devices:
+                [
+                    "user_id", "token", "fid", "provider", "platform", "environment", "app_version", "active",
+                    "revoked", "last_seen",
+                ]
+            case .entries: ["user_id", "at", "deleted"]
             }
         }
 
@@ -92,8 +100,8 @@ package struct AppTableMapping: Sendable, Hashable {
         init(_ reason: String) { self.reason = reason }
     }
 
-    /// Parses a mapping document (strict JSON), refusing unknown tables or fields, identifiers that are not plain
-    /// SQL identifiers, and a table without its required fields.
+    /// Parses a mapping document (strict JSON), refusing unknown tables or fields, names that are neither plain
+    /// SQL identifiers nor quoted (``names(_:)``), and a table without its required fields.
     package init(json: String) throws(MappingError) {
         let document: JSONValue
         do { document = try JSONValue(parsing: json) } catch { throw MappingError("\(error)") }
@@ -140,10 +148,9 @@ package struct AppTableMapping: Sendable, Hashable {
                     if key == "fixed" {
                         fixed[field] = text
                     } else {
-                        let parts = text.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-                        guard parts.allSatisfy(isIdentifier) else {
+                        guard let parts = names(text) else {
                             throw MappingError(
-                                "\(what).columns.\(field): \"\(text)\" is not a column or column.json_field (letters, digits, _)"
+                                "\(what).columns.\(field): \"\(text)\" is not a column or column.json_field (letters, digits, _; any other name in double quotes)"
                             )
                         }
                         columns[field] = Column(name: parts[0], path: Array(parts.dropFirst()))
@@ -154,14 +161,16 @@ package struct AppTableMapping: Sendable, Hashable {
             }
         }
         guard let table else { throw MappingError("\(what): no table") }
-        let parts = table.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
-        guard (1...2).contains(parts.count), parts.allSatisfy(isIdentifier) else {
-            throw MappingError("\(what).table: \"\(table)\" is not table or schema.table")
+        guard let parts = names(table), (1...2).contains(parts.count) else {
+            throw MappingError(
+                "\(what).table: \"\(table)\" is not table or schema.table (any name other than letters, digits, _ in double quotes)"
+            )
         }
         for field in kind.required where columns[field] == nil && fixed[field] == nil {
             throw MappingError("\(what): \(field) is not mapped")
         }
-        for field in ["id", "user_id", "token", "fid", "at", "active"] where fixed[field] != nil {
+        for field in ["id", "user_id", "token", "fid", "at", "active", "revoked", "last_seen", "deleted"]
+        where fixed[field] != nil {
             throw MappingError("\(what).fixed.\(field): a row's own value, not one for every row (map a column)")
         }
         if kind == .devices {
@@ -169,12 +178,64 @@ package struct AppTableMapping: Sendable, Hashable {
                 throw MappingError("devices: map token, fid or both")
             }
             if columns["token"] != nil, columns["provider"] == nil, fixed["provider"] == nil {
-                throw MappingError("devices: map provider (a column, or fixed apns or fcm) for token")
+                throw MappingError(
+                    "devices: map provider (a column, or fixed apns, fcm or \(Self.providerByShape)) for token")
+            }
+            if let provider = fixed["provider"], ![Self.providerByShape, "apns", "fcm"].contains(provider) {
+                throw MappingError(
+                    "devices.fixed.provider: \"\(provider)\" is not apns, fcm or \(Self.providerByShape) (each token by its shape)"
+                )
             }
         }
         return Table(
             kind: kind, schema: parts.count == 2 ? parts[0] : "public", name: parts.last!, columns: columns,
             fixed: fixed)
+    }
+
+    /// The fixed provider that reads each token's provider from its shape: an APNs device token (hexadecimal,
+    /// ``DeviceToken/isAPNsShaped(_:)``) is APNs, any other token FCM. For a table that holds an iOS app's raw APNs
+    /// tokens beside FCM ones, with no column saying which.
+    package static let providerByShape = "by_shape"
+
+    /// Whether a row's value of a "takes the row out" field (`revoked`, `deleted`) is set: present, not null, and
+    /// not false (a timestamp like `revoked_at`, or a flag like `is_deleted`).
+    package static func isSet(_ value: JSONValue?) -> Bool {
+        switch value {
+        case nil, .null?, .bool(false)?: false
+        case .string(let text)?: !["", "false", "f", "0", "no", "off"].contains(text.lowercased())
+        default: true
+        }
+    }
+
+    /// The names of a dotted mapping name (`schema.table`, `column.json_field`), each as the database spells it:
+    /// a plain identifier as written (case kept: `UserDevices` is the table created as `"UserDevices"`), or one in
+    /// double quotes for any other name (`"Diary Posts"`, `"a.b"`; `""` is a quote inside). Nil when a part is
+    /// neither, or is empty or longer than PostgreSQL's 63 bytes.
+    package static func names(_ text: String) -> [String]? {
+        var parts: [String] = []
+        var rest = Substring(text)
+        while true {
+            var part = ""
+            if rest.first == "\"" {
+                rest.removeFirst()
+                while true {
+                    guard let character = rest.popFirst() else { return nil }  // no closing quote
+                    if character == "\"" {
+                        guard rest.first == "\"" else { break }
+                        rest.removeFirst()
+                    }
+                    part.append(character)
+                }
+                guard !part.isEmpty, part.utf8.count <= 63, !part.unicodeScalars.contains("\0") else { return nil }
+            } else {
+                part = String(rest.prefix { $0 != "." })
+                rest = rest.dropFirst(part.count)
+                guard isIdentifier(part) else { return nil }
+            }
+            parts.append(part)
+            guard let separator = rest.popFirst() else { return parts }
+            guard separator == ".", !rest.isEmpty else { return nil }
+        }
     }
 
     /// A plain SQL identifier, as the generated SQL may write it unquoted: a letter or `_`, then letters, digits,

@@ -5,6 +5,8 @@ package struct DatabaseChange: Sendable {
         case insert = "INSERT"
         case update = "UPDATE"
         case delete = "DELETE"
+        /// A table emptied: Supabase sends it with no rows, so it is refused (``AppTableMapping/appChange(for:)``).
+        case truncate = "TRUNCATE"
     }
 
     package let kind: Kind
@@ -47,6 +49,12 @@ extension AppTableMapping {
             let mapped = tables.values.map(\.qualifiedName).sorted().joined(separator: ", ")
             throw .usage("table \(change.schema).\(change.table) is not in the mapping (it maps \(mapped))")
         }
+        guard change.kind != .truncate else {
+            // No row to act on, and emptying the push schema's users or devices from one call is no webhook's to do.
+            throw .usage(
+                "a TRUNCATE of \(table.qualifiedName) carries no rows, so nothing was changed: remove the push schema's \(table.kind == .users ? "users" : table.kind == .devices ? "devices" : "entries") yourself (DELETE /v1/users/{id}, pushctl) or send each row's DELETE"
+            )
+        }
         let row = change.kind == .delete ? change.oldRecord : change.record
         guard let row, row.isObject else {
             let which = change.kind == .delete ? "old_record" : "record"
@@ -71,7 +79,8 @@ extension AppTableMapping {
                 throw .usage("\(values.name(of: "token")): a device row without a token")
             }
             let active = try values.flag("active")
-            if change.kind == .delete || active == false {
+            let revoked = AppTableMapping.isSet(try values.value("revoked"))
+            if change.kind == .delete || active == false || revoked {
                 return .unregister(token: token, userID: userID)
             }
             var replaces: String?
@@ -87,6 +96,9 @@ extension AppTableMapping {
             guard change.kind == .insert else {
                 return .nothing(
                     reason: "an entry \(change.kind == .update ? "updated" : "deleted") does not unwrite a day")
+            }
+            if AppTableMapping.isSet(try values.value("deleted")) {
+                return .nothing(reason: "a deleted entry (\(values.name(of: "deleted")) set) is no write")
             }
             return .recordEntry(userID: try values.id("user_id"), at: try values.instant("at"))
         }
@@ -178,10 +190,18 @@ private struct RowValues {
         guard let platform = try choice("platform", Platform.init(rawValue:), Platform.allCases.map(\.rawValue)) else {
             throw .usage("\(name(of: "platform")): missing")
         }
-        let provider = isFID ? .fcm : try choice("provider", Provider.init(rawValue:), Provider.all.map(\.rawValue))
+        let provider: Provider? =
+            if isFID {
+                .fcm
+            } else if table.fixed["provider"] == AppTableMapping.providerByShape {
+                DeviceToken.isAPNsShaped(token) ? .apns : .fcm
+            } else {
+                try choice("provider", Provider.init(rawValue:), Provider.all.map(\.rawValue))
+            }
         guard let provider else { throw .usage("\(name(of: "provider")): missing") }
+        var registration: DeviceRegistration
         do {
-            return try DeviceRegistration(
+            registration = try DeviceRegistration(
                 userID: userID, token: token, provider: provider, platform: platform,
                 apnsEnvironment: try choice(
                     "environment", APNsEnvironment.init(rawValue:), APNsEnvironment.allCases.map(\.rawValue)),
@@ -189,5 +209,9 @@ private struct RowValues {
         } catch {
             throw .usage(error.message)
         }
+        registration.mirrored = true
+        // An unreadable sighting keeps the stored one, as the SQL mirror does: it is no reason to refuse the device.
+        registration.lastSeen = (try? instant("last_seen")) ?? nil
+        return registration
     }
 }

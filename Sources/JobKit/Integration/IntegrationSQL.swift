@@ -42,7 +42,11 @@ package struct IntegrationSQL: Sendable {
     // MARK: Names
 
     private var p: String { quote(pushSchema) }
-    private func quote(_ identifier: String) -> String { "\"\(identifier)\"" }
+    private func quote(_ identifier: String) -> String {
+        "\"\(identifier.replacingOccurrences(of: "\"", with: "\"\""))\""
+    }
+    /// A string literal (an app's names may hold a quote).
+    private func literal(_ text: String) -> String { "'\(text.replacingOccurrences(of: "'", with: "''"))'" }
     private func table(_ table: AppTableMapping.Table) -> String { "\(quote(table.schema)).\(quote(table.name))" }
     private func function(_ kind: AppTableMapping.Kind, _ role: String) -> String {
         "\(p).\(quote("integration_\(kind.rawValue)_\(role)"))"
@@ -52,22 +56,75 @@ package struct IntegrationSQL: Sendable {
     private static let writeBackTrigger = "\"diary_push_write_back\""
     private static let readPolicy = "\"diary_push_read\""
     private static let writeBackPolicy = "\"diary_push_write_back\""
+    /// The functions that read any row without raising (the drift report, a reject's key).
+    private static let helpers = ["integration_jsonb(text)", "integration_flag(text)", "integration_mask(text)"]
 
     // MARK: Values
 
-    /// The SQL value of `field` in row `row` (`NEW`, `OLD`, `r`), as text; NULL when not mapped.
-    private func text(_ table: AppTableMapping.Table, _ field: String, _ row: String) -> String {
-        if let fixed = table.fixed[field] { return "'\(fixed.replacingOccurrences(of: "'", with: "''"))'::text" }
+    /// The SQL value of `field` in row `row` (`NEW`, `OLD`, `r`), as text; NULL when not mapped. `safe`: a JSON
+    /// column that holds no JSON reads as NULL instead of raising (the drift report and a reject's key read every
+    /// row, the bad ones too; the mirror refuses a bad row, and records why).
+    private func text(_ table: AppTableMapping.Table, _ field: String, _ row: String, safe: Bool = false) -> String {
+        if let fixed = table.fixed[field] { return "\(literal(fixed))::text" }
         guard let column = table.columns[field] else { return "NULL::text" }
         let base = "\(row).\(quote(column.name))"
         if column.path.isEmpty { return "(\(base))::text" }
-        return "((\(base))::jsonb #>> '{\(column.path.joined(separator: ","))}')"
+        let json = safe ? "\(p).integration_jsonb((\(base))::text)" : "(\(base))::jsonb"
+        return "(\(json) #>> ARRAY[\(column.path.map(literal).joined(separator: ", "))]::text[])"
     }
 
-    private func flag(_ table: AppTableMapping.Table, _ field: String, _ row: String) -> String {
+    /// A boolean field; `safe`: a value that is not one (`"sometimes"`) reads as NULL instead of raising.
+    private func flag(_ table: AppTableMapping.Table, _ field: String, _ row: String, safe: Bool = false) -> String {
         guard let column = table.columns[field] else { return "NULL::boolean" }
+        if safe { return "\(p).integration_flag(\(text(table, field, row, safe: true)))" }
         if column.path.isEmpty { return "(\(row).\(quote(column.name)))::boolean" }
         return "(\(text(table, field, row)))::boolean"
+    }
+
+    /// How a reject names its row: the user's id, and for a device its token masked as the logs mask it. Never
+    /// raises (a reject's key is read from a row that may be the bad one).
+    private func rowKey(_ table: AppTableMapping.Table, _ row: String) -> String {
+        let user = text(table, table.kind == .users ? "id" : "user_id", row, safe: true)
+        guard table.kind == .devices else { return user }
+        let token = "coalesce(\(text(table, "fid", row, safe: true)), \(text(table, "token", row, safe: true)))"
+        return "coalesce(\(user), '?') || ' ' || coalesce(\(p).integration_mask(\(token)), '(no token)')"
+    }
+
+    /// The token the push schema keeps for an app's device row: its FID, else its token (APNs ones in lower case).
+    private func pushToken(_ devices: AppTableMapping.Table, _ row: String) -> String {
+        let fid = text(devices, "fid", row, safe: true)
+        let token = text(devices, "token", row, safe: true)
+        return "CASE WHEN \(fid) IS NOT NULL THEN \(fid) WHEN \(providerExpression(devices, row, safe: true)) = 'apns' "
+            + "THEN lower(\(token)) ELSE \(token) END"
+    }
+
+    /// A device row's provider: `fcm` for a FID; else the mapped column's (lower case), or, with `fixed.provider`
+    /// `by_shape`, APNs for a token of an APNs token's shape and FCM for any other.
+    private func providerExpression(_ devices: AppTableMapping.Table, _ row: String, safe: Bool = false) -> String {
+        let fid = text(devices, "fid", row, safe: safe)
+        guard devices.fixed["provider"] == AppTableMapping.providerByShape else {
+            return
+                "CASE WHEN \(fid) IS NOT NULL THEN 'fcm' ELSE lower(\(text(devices, "provider", row, safe: safe))) END"
+        }
+        return "CASE WHEN \(fid) IS NOT NULL THEN 'fcm' WHEN \(text(devices, "token", row, safe: safe)) ~ "
+            + "'\(DeviceToken.apnsShapedPattern)' THEN 'apns' ELSE 'fcm' END"
+    }
+
+    /// Whether a row's "takes it out" field (a device's `revoked`, an entry's `deleted`) is set, as
+    /// ``AppTableMapping/isSet(_:)`` reads it; nil when not mapped. Inline, not a function: the entries' view runs
+    /// with its reader's right to call functions.
+    private func isSet(_ table: AppTableMapping.Table, _ field: String, _ row: String, safe: Bool = false) -> String? {
+        guard table.columns[field] != nil else { return nil }
+        let value = text(table, field, row, safe: safe)
+        return "(\(value) IS NOT NULL AND lower(\(value)) NOT IN ('', 'false', 'f', '0', 'no', 'off'))"
+    }
+
+    /// Whether a device row is active: its `active` flag (true when not mapped or null), and not `revoked`.
+    private func activeCondition(_ devices: AppTableMapping.Table, _ row: String, safe: Bool = false) -> String {
+        let flagged =
+            isMapped(devices, "active") ? "coalesce(\(flag(devices, "active", row, safe: safe)), true)" : "true"
+        guard let revoked = isSet(devices, "revoked", row, safe: safe) else { return flagged }
+        return "(\(flagged) AND NOT \(revoked))"
     }
 
     private func isMapped(_ table: AppTableMapping.Table, _ field: String) -> Bool {
@@ -90,16 +147,35 @@ package struct IntegrationSQL: Sendable {
                 operation  text NOT NULL,
                 error      text NOT NULL
             );
+            -- Which row: the user's id, for a device also its token, masked (a reject of an older version has none).
+            ALTER TABLE \(p).integration_rejects ADD COLUMN IF NOT EXISTS row_key text;
             CREATE TABLE IF NOT EXISTS \(p).integration_progress (
                 kind       text PRIMARY KEY,
                 next_block bigint NOT NULL DEFAULT 0,
                 rows       bigint NOT NULL DEFAULT 0,
                 done       boolean NOT NULL DEFAULT false
             );
+            -- Reading any row, the bad ones too: a JSON column that holds no JSON, a flag that is no boolean, read as
+            -- NULL; a token masked as the logs mask it (the first 8 characters at most, a third of a short one).
+            CREATE OR REPLACE FUNCTION \(p).integration_jsonb(v text) RETURNS jsonb
+                LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
+            BEGIN RETURN v::jsonb; EXCEPTION WHEN OTHERS THEN RETURN NULL; END
+            $fn$;
+            CREATE OR REPLACE FUNCTION \(p).integration_flag(v text) RETURNS boolean
+                LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
+            BEGIN RETURN v::boolean; EXCEPTION WHEN OTHERS THEN RETURN NULL; END
+            $fn$;
+            CREATE OR REPLACE FUNCTION \(p).integration_mask(v text) RETURNS text
+                LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
+            SELECT left(v, least(8, length(v) / 3)) || '…(' || length(v) || ')'
+            $fn$;
             """
         ]
         if let users = mapping.tables[.users] { parts.append(usersSQL(users)) }
-        if let devices = mapping.tables[.devices] { parts.append(devicesSQL(devices)) }
+        if let devices = mapping.tables[.devices] {
+            parts.append(devicesSQL(devices))
+            parts.append(mirroredSQL(devices))
+        }
         if let entries = mapping.tables[.entries] { parts.append(entriesSQL(entries)) }
         parts.append(backfillSQL)
         parts.append(driftSQL)
@@ -141,6 +217,7 @@ package struct IntegrationSQL: Sendable {
         lines.append("DROP FUNCTION IF EXISTS \(p).integration_write_back() CASCADE;")
         lines.append("DROP FUNCTION IF EXISTS \(p).integration_backfill(text, integer) CASCADE;")
         lines.append("DROP FUNCTION IF EXISTS \(p).integration_drift(integer) CASCADE;")
+        for helper in Self.helpers { lines.append("DROP FUNCTION IF EXISTS \(p).\(helper) CASCADE;") }
         lines.append("DROP TABLE IF EXISTS \(p).integration_progress, \(p).integration_rejects;")
         lines.append("COMMIT;")
         return lines.joined(separator: "\n") + "\n"
@@ -163,8 +240,9 @@ package struct IntegrationSQL: Sendable {
                 BEGIN
             \(body)
                 EXCEPTION WHEN OTHERS THEN
-                    INSERT INTO \(p).integration_rejects (app_table, operation, error)
-                    VALUES (TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME, TG_OP, SQLERRM);
+                    INSERT INTO \(p).integration_rejects (app_table, operation, error, row_key)
+                    VALUES (TG_TABLE_SCHEMA || '.' || TG_TABLE_NAME, TG_OP, SQLERRM,
+                            CASE WHEN TG_OP = 'DELETE' THEN \(rowKey(table, "OLD")) ELSE \(rowKey(table, "NEW")) END);
                     RAISE WARNING 'diary-push: % of %.% not mirrored: %', TG_OP, TG_TABLE_SCHEMA, TG_TABLE_NAME, SQLERRM;
                 END;
                 RETURN NULL;
@@ -184,7 +262,6 @@ package struct IntegrationSQL: Sendable {
         let timezone = text(users, "timezone", "r")
         let quiet = text(users, "quiet_hours", "r")
         let quietMapped = isMapped(users, "quiet_hours")
-        let devices = mapping.tables[.devices]
         // A new push user brings the app's devices of that user, found by the app's own index on its user column:
         // the id is converted to that column's type (`%TYPE`), not the column to text.
         var pullDeclare = ""
@@ -279,7 +356,25 @@ package struct IntegrationSQL: Sendable {
     private func devicesSQL(_ devices: AppTableMapping.Table) -> String {
         let fid = text(devices, "fid", "r")
         let token = text(devices, "token", "r")
-        let active = isMapped(devices, "active") ? "coalesce(\(flag(devices, "active", "r")), true)" : "true"
+        let active = activeCondition(devices, "r")
+        // The app's own "seen", when it has one: the push schema's follows it (an unreadable value keeps the stored
+        // one). In whole seconds, as the jobs write it: APNs' "invalid since" (whole seconds too) is compared with
+        // it, and a device registered in the same second as its token died must not outlive the answer. Without it, the mirror's last write is the last sighting; either way the janitor's age rules leave
+        // a mirrored device alone (migration 019): the app decides whether it is active.
+        let seenMapped = isMapped(devices, "last_seen")
+        let readSeen =
+            seenMapped
+            ? """
+                BEGIN
+                    v_seen := date_trunc('second', (\(text(devices, "last_seen", "r", safe: true)))::timestamptz);
+                EXCEPTION WHEN OTHERS THEN
+                    v_seen := NULL;
+                END;
+
+            """ : ""
+        let seenUpdate =
+            seenMapped
+            ? "CASE WHEN v_seen IS NULL THEN d.last_seen ELSE v_seen END" : "greatest(d.last_seen, excluded.last_seen)"
         var sql = """
             CREATE OR REPLACE FUNCTION \(function(.devices, "apply")) (r \(table(devices)), old_token text) RETURNS void
                 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
@@ -287,12 +382,17 @@ package struct IntegrationSQL: Sendable {
                 v_user text := \(text(devices, "user_id", "r"));
                 v_fid text := \(fid);
                 v_token text := coalesce(\(fid), \(token));
-                v_provider text := CASE WHEN \(fid) IS NOT NULL THEN 'fcm' ELSE lower(\(text(devices, "provider", "r"))) END;
+                v_provider text := \(providerExpression(devices, "r"));
                 v_platform text := lower(\(text(devices, "platform", "r")));
                 v_environment text := lower(\(text(devices, "environment", "r")));
+                v_seen timestamptz;
             BEGIN
                 IF v_user IS NULL OR v_token IS NULL THEN RETURN; END IF;
+            \(readSeen)
                 IF v_provider = 'apns' THEN v_token := lower(v_token); END IF;
+                IF v_provider = 'fcm' AND v_fid IS NULL AND v_token ~ '\(DeviceToken.apnsShapedPattern)' THEN
+                    RAISE EXCEPTION '\(DeviceToken.apnsTokenAsFCM.replacingOccurrences(of: "'", with: "''"))';
+                END IF;
                 IF NOT \(active) THEN
                     UPDATE \(p).user_devices SET is_active = false, deactivated_at = now(), deactivation_reason = 'logout',
                            updated_at = now()
@@ -301,19 +401,21 @@ package struct IntegrationSQL: Sendable {
                 END IF;
                 IF NOT EXISTS (SELECT 1 FROM \(p).users WHERE id = v_user) THEN RETURN; END IF;  -- brought with the user
                 INSERT INTO \(p).user_devices AS d
-                    (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version)
+                    (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version,
+                     mirrored)
                 VALUES (v_user, v_token, v_provider, v_platform,
                         CASE WHEN v_provider = 'apns' THEN coalesce(v_environment, 'production') END,
-                        CASE WHEN v_fid IS NOT NULL THEN 'fid' ELSE 'token' END, true, now(), \(text(devices, "app_version", "r")))
+                        CASE WHEN v_fid IS NOT NULL THEN 'fid' ELSE 'token' END, true, coalesce(v_seen, date_trunc('second', now())),
+                        \(text(devices, "app_version", "r")), true)
                 ON CONFLICT (token) DO UPDATE SET
                     user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
                     apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = true,
-                    last_seen = greatest(d.last_seen, excluded.last_seen),
+                    last_seen = \(seenUpdate),
                     app_version = coalesce(excluded.app_version, d.app_version), updated_at = now(),
-                    deactivated_at = NULL, deactivation_reason = NULL
-                WHERE (d.user_id, d.provider, d.platform, d.apns_environment, d.token_kind, d.is_active)
+                    deactivated_at = NULL, deactivation_reason = NULL, mirrored = true
+                WHERE (d.user_id, d.provider, d.platform, d.apns_environment, d.token_kind, d.is_active, d.mirrored\(seenMapped ? ", d.last_seen" : ""))
                       IS DISTINCT FROM (excluded.user_id, excluded.provider, excluded.platform, excluded.apns_environment,
-                                        excluded.token_kind, true);
+                                        excluded.token_kind, true, true\(seenMapped ? ", \(seenUpdate)" : ""));
                 IF old_token IS NOT NULL AND old_token <> v_token THEN
                     UPDATE \(p).user_devices SET is_active = false, deactivated_at = now(), deactivation_reason = 'replaced',
                            updated_at = now()
@@ -337,8 +439,9 @@ package struct IntegrationSQL: Sendable {
                             PERFORM \(function(.devices, "apply"))(NEW, NULL);
                         END IF;
                 """)
-        // The jobs' deactivations (a provider said the token is dead, the janitor found it stale) go back to the
-        // app's table, when its active flag is a plain column. The mirror trigger then finds the push row
+        // The jobs' deactivations (a provider said the token is dead) go back to the app's table, when its active
+        // flag is a plain column. Never one for age (`stale`, `fcm_expired`): a device the app holds active is the
+        // app's to retire. The mirror trigger then finds the push row
         // inactive already and changes nothing: no loop.
         if hasWriteBack, let active = devices.columns["active"], let user = devices.columns["user_id"] {
             let keys = [("fid", devices.columns["fid"]), ("token", devices.columns["token"])].compactMap {
@@ -347,13 +450,24 @@ package struct IntegrationSQL: Sendable {
             }
             if !keys.isEmpty {
                 // Compared in the app's column types (`%TYPE`), so that its own index on them answers.
+                // The push schema keeps APNs tokens in lower case; the app's row may hold the upper-case form
+                // (iOS apps that hex-encode with %02X): both are matched, each through the app's own index.
                 let declarations =
                     (keys.map { name, column in
                         "    k_\(name) \(table(devices)).\(quote(column.name))%TYPE;"
-                    } + ["    k_user \(table(devices)).\(quote(user.name))%TYPE;"]).joined(separator: "\n")
-                let assignments = (keys.map { name, _ in "k_\(name) := NEW.token;" } + ["k_user := NEW.user_id;"])
-                    .joined(separator: " ")
-                let match = keys.map { name, column in "\(quote(column.name)) = k_\(name)" }.joined(separator: " OR ")
+                    } + [
+                        "    k_upper \(table(devices)).\(quote((keys.first { $0.0 == "token" } ?? keys[0]).1.name))%TYPE;",
+                        "    k_user \(table(devices)).\(quote(user.name))%TYPE;",
+                    ]).joined(separator: "\n")
+                let assignments =
+                    (keys.map { name, _ in "k_\(name) := NEW.token;" } + [
+                        "k_upper := CASE WHEN NEW.provider = 'apns' THEN upper(NEW.token) ELSE NEW.token END;",
+                        "k_user := NEW.user_id;",
+                    ]).joined(separator: " ")
+                let match = keys.map { name, column in
+                    name == "token"
+                        ? "\(quote(column.name)) IN (k_\(name), k_upper)" : "\(quote(column.name)) = k_\(name)"
+                }.joined(separator: " OR ")
                 sql += """
 
                     CREATE OR REPLACE FUNCTION \(p).integration_write_back() RETURNS trigger
@@ -368,7 +482,7 @@ package struct IntegrationSQL: Sendable {
                         EXCEPTION WHEN OTHERS THEN
                             -- Never fails the jobs' own write: recorded, and reported by integrate check.
                             INSERT INTO \(p).integration_rejects (app_table, operation, error)
-                            VALUES ('\(devices.qualifiedName)', 'WRITE BACK', SQLERRM);
+                            VALUES (\(literal(devices.qualifiedName)), 'WRITE BACK', SQLERRM);
                             RAISE WARNING 'diary-push: deactivation of a device not written back: %', SQLERRM;
                         END;
                         RETURN NULL;
@@ -376,12 +490,28 @@ package struct IntegrationSQL: Sendable {
                     $fn$;
                     DROP TRIGGER IF EXISTS \(Self.writeBackTrigger) ON \(p).user_devices;
                     CREATE TRIGGER \(Self.writeBackTrigger) AFTER UPDATE OF is_active ON \(p).user_devices
-                        FOR EACH ROW WHEN (OLD.is_active AND NOT NEW.is_active AND NEW.deactivation_reason <> 'logout')
+                        FOR EACH ROW WHEN (OLD.is_active AND NOT NEW.is_active
+                                           AND NEW.deactivation_reason NOT IN ('logout', 'stale', 'fcm_expired'))
                         EXECUTE FUNCTION \(p).integration_write_back();
                     """
             }
         }
         return sql
+    }
+
+    /// The devices mirrored before migration 019 marked them (so that the janitor's age rules leave them alone),
+    /// and those it deactivated for age while the app still holds them active, back: the app decides.
+    private func mirroredSQL(_ devices: AppTableMapping.Table) -> String {
+        let active =
+            activeCondition(devices, "r", safe: true)
+        return """
+            UPDATE \(p).user_devices d SET mirrored = true
+            FROM \(table(devices)) r WHERE NOT d.mirrored AND d.token = \(pushToken(devices, "r"));
+            UPDATE \(p).user_devices d SET is_active = true, deactivated_at = NULL, deactivation_reason = NULL, updated_at = now()
+            FROM \(table(devices)) r
+            WHERE d.mirrored AND NOT d.is_active AND d.deactivation_reason IN ('stale', 'fcm_expired')
+              AND d.token = \(pushToken(devices, "r")) AND d.user_id = \(text(devices, "user_id", "r", safe: true)) AND \(active);
+            """
     }
 
     /// The app's entries read in place: `diary_entries` becomes a view, the union of the push schema's own entries
@@ -394,20 +524,22 @@ package struct IntegrationSQL: Sendable {
         let at = entries.columns["at"]!.name
         let index = quote("diary_push_\(entries.name)_by_user_time")
         let userExpression = "((\(quote(user)))::text COLLATE \"C\")"
+        // A soft-deleted entry is no write: the view leaves it out.
+        let kept = isSet(entries, "deleted", "e").map { " WHERE NOT \($0)" } ?? ""
         func branch(_ atExpression: String) -> String {
             """
                     CREATE INDEX IF NOT EXISTS \(index) ON \(table(entries)) (\(userExpression), (\(atExpression)));
                     CREATE OR REPLACE VIEW \(p).diary_entries AS
                         SELECT n.id, n.user_id, n.created_at FROM \(p).diary_entries_native n
                         UNION ALL
-                        SELECT NULL::bigint, \(userExpression), (\(atExpression)) FROM \(table(entries));
+                        SELECT NULL::bigint, \(userExpression), (\(atExpression)) FROM \(table(entries)) e\(kept);
             """
         }
         return """
             DO $do$
             DECLARE
                 v_type text := (SELECT format_type(a.atttypid, a.atttypmod) FROM pg_catalog.pg_attribute a
-                                WHERE a.attrelid = '\(table(entries))'::regclass AND a.attname = '\(at)' AND NOT a.attisdropped);
+                                WHERE a.attrelid = \(literal(table(entries)))::regclass AND a.attname = \(literal(at)) AND NOT a.attisdropped);
                 g record;
             BEGIN
                 -- Once: the push schema's own entries keep their table (and its grants) under another name.
@@ -419,11 +551,12 @@ package struct IntegrationSQL: Sendable {
                 ELSIF v_type = 'timestamp without time zone' THEN
             \(branch("\(quote(at)) AT TIME ZONE 'UTC'"))
                 ELSE
-                    RAISE EXCEPTION 'entries: column \(at) of \(entries.schema).\(entries.name) is %, not a timestamp', coalesce(v_type, 'missing');
+                    RAISE EXCEPTION 'entries: column % of % is %, not a timestamp', \(literal(at)), \(literal(entries.qualifiedName)), coalesce(v_type, 'missing');
                 END IF;
-                -- Whoever could read or write the table may read or write the view.
+                -- Whoever could read or write the table may read or write the view: its owner too, whose rights a
+                -- table never granted on is an ACL that is still NULL (the default), hence acldefault.
                 FOR g IN SELECT x.grantee::regrole::text AS role, x.privilege_type AS privilege
-                         FROM pg_catalog.pg_class c, aclexplode(c.relacl) x
+                         FROM pg_catalog.pg_class c, aclexplode(coalesce(c.relacl, acldefault('r', c.relowner))) x
                          WHERE c.oid = '\(p).diary_entries_native'::regclass AND x.grantee <> 0
                            AND x.privilege_type IN ('SELECT', 'INSERT') LOOP
                     EXECUTE format('GRANT %s ON \(p).diary_entries TO %s', g.privilege, g.role);
@@ -448,17 +581,29 @@ package struct IntegrationSQL: Sendable {
     /// apply function as the trigger; resumable (the next page is kept in `integration_progress`).
     private var backfillSQL: String {
         var cases: [String] = []
+        var declarations = ""
         for kind in AppTableMapping.Kind.mirrored {
             guard let table = mapping.tables[kind] else { continue }
+            let row = "r_\(kind.rawValue)"
+            declarations += "    \(row) \(self.table(table))%ROWTYPE;\n"
             let call =
-                kind == .devices ? "\(function(.devices, "apply"))(r, NULL)" : "\(function(kind, "apply"))(r)"
+                kind == .devices ? "\(function(.devices, "apply"))(\(row), NULL)" : "\(function(kind, "apply"))(\(row))"
+            // Row by row, each in its own subtransaction: a row the push schema refuses is recorded, as the
+            // trigger records it, and the backfill goes on.
             cases.append(
                 """
                     IF kind = '\(kind.rawValue)' THEN
-                        total := pg_relation_size('\(self.table(table))'::regclass) / current_setting('block_size')::bigint;
-                        PERFORM \(call) FROM \(self.table(table)) r
-                        WHERE r.ctid >= format('(%s,0)', first)::tid AND r.ctid < format('(%s,0)', first + blocks)::tid;
-                        GET DIAGNOSTICS n = ROW_COUNT;
+                        total := pg_relation_size(\(literal(self.table(table)))::regclass) / current_setting('block_size')::bigint;
+                        FOR \(row) IN SELECT * FROM \(self.table(table)) r
+                            WHERE r.ctid >= format('(%s,0)', first)::tid AND r.ctid < format('(%s,0)', first + blocks)::tid LOOP
+                            BEGIN
+                                PERFORM \(call);
+                            EXCEPTION WHEN OTHERS THEN
+                                INSERT INTO \(p).integration_rejects (app_table, operation, error, row_key)
+                                VALUES (\(literal(table.qualifiedName)), 'BACKFILL', SQLERRM, \(rowKey(table, row)));
+                            END;
+                            n := n + 1;
+                        END LOOP;
                     END IF;
                 """)
         }
@@ -470,7 +615,7 @@ package struct IntegrationSQL: Sendable {
                 first bigint;
                 total bigint := 0;
                 n bigint := 0;
-            BEGIN
+            \(declarations)BEGIN
                 INSERT INTO \(p).integration_progress (kind) VALUES (kind) ON CONFLICT DO NOTHING;
                 SELECT p.next_block INTO first FROM \(p).integration_progress p WHERE p.kind = integration_backfill.kind FOR UPDATE;
             \(cases.joined(separator: "\n"))
@@ -488,9 +633,11 @@ package struct IntegrationSQL: Sendable {
     /// (kind, key, what), at most `max` of each kind, then the counts (key `count`).
     private var driftSQL: String {
         var checks: [String] = []
+        // Every value read safely: a row the mirror refused (a flag that is no boolean) is no reason to stop the
+        // report; it shows among the rejects, with its key.
         if let users = mapping.tables[.users] {
-            let id = text(users, "id", "r")
-            let timezone = text(users, "timezone", "r")
+            let id = text(users, "id", "r", safe: true)
+            let timezone = text(users, "timezone", "r", safe: true)
             checks.append(
                 """
                     RETURN QUERY SELECT 'users'::text, x.id, 'in the app, not in the push schema'::text FROM (
@@ -505,25 +652,28 @@ package struct IntegrationSQL: Sendable {
                 """)
         }
         if let devices = mapping.tables[.devices], mapping.tables[.users] != nil {
-            let token = "coalesce(\(text(devices, "fid", "r")), \(text(devices, "token", "r")))"
-            let active = isMapped(devices, "active") ? "coalesce(\(flag(devices, "active", "r")), true)" : "true"
-            let user = text(devices, "user_id", "r")
+            let token = pushToken(devices, "r")
+            let active =
+                activeCondition(devices, "r", safe: true)
+            let user = text(devices, "user_id", "r", safe: true)
+            // Keyed by user and masked token: enough to find the row, never the credential itself.
             checks.append(
                 """
-                    RETURN QUERY SELECT 'devices'::text, x.token, 'active in the app, not in the push schema'::text FROM (
-                        SELECT CASE WHEN lower(\(text(devices, "provider", "r"))) = 'apns' THEN lower(\(token)) ELSE \(token) END AS token
+                    RETURN QUERY SELECT 'devices'::text, x.user_id || ' ' || \(p).integration_mask(x.token),
+                        'active in the app, not in the push schema'::text FROM (
+                        SELECT \(user) AS user_id, \(token) AS token
                         FROM \(table(devices)) r WHERE \(active) AND \(token) IS NOT NULL
                           AND EXISTS (SELECT 1 FROM \(p).users u WHERE u.id = \(user))
-                        EXCEPT SELECT d.token FROM \(p).user_devices d WHERE d.is_active) x ORDER BY 2 LIMIT max;
-                    RETURN QUERY SELECT 'devices'::text, x.token, 'active in the push schema, not in the app'::text FROM (
-                        SELECT d.token FROM \(p).user_devices d WHERE d.is_active
-                        EXCEPT SELECT CASE WHEN lower(\(text(devices, "provider", "r"))) = 'apns' THEN lower(\(token)) ELSE \(token) END
-                        FROM \(table(devices)) r WHERE \(active)) x ORDER BY 2 LIMIT max;
+                        EXCEPT SELECT d.user_id, d.token FROM \(p).user_devices d WHERE d.is_active) x ORDER BY 2 LIMIT max;
+                    RETURN QUERY SELECT 'devices'::text, x.user_id || ' ' || \(p).integration_mask(x.token),
+                        'active in the push schema, not in the app'::text FROM (
+                        SELECT d.user_id, d.token FROM \(p).user_devices d WHERE d.is_active
+                        EXCEPT SELECT \(user), \(token) FROM \(table(devices)) r WHERE \(active)) x ORDER BY 2 LIMIT max;
                 """)
         }
         checks.append(
             """
-                RETURN QUERY SELECT 'rejects'::text, j.app_table || ' ' || j.operation, j.error
+                RETURN QUERY SELECT 'rejects'::text, j.app_table || ' ' || j.operation || coalesce(' ' || j.row_key, ''), j.error
                     FROM \(p).integration_rejects j ORDER BY j.id DESC LIMIT max;
             """)
         return """
@@ -548,14 +698,14 @@ package struct IntegrationSQL: Sendable {
         return fields.filter { users.columns[$0.0] != nil }.map { field, pushColumn, type in
             let value =
                 switch type {
-                case "clock": "left(\(text(users, field, "r")), 5)"
-                case "flag": flag(users, field, "r")
-                default: text(users, field, "r")
+                case "clock": "left(\(text(users, field, "r", safe: true)), 5)"
+                case "flag": flag(users, field, "r", safe: true)
+                default: text(users, field, "r", safe: true)
                 }
             return """
                     RETURN QUERY SELECT 'users'::text, x.id, '\(field) differs'::text FROM (
-                        SELECT \(text(users, "id", "r")) AS id, \(value) AS v FROM \(table(users)) r
-                        WHERE \(value) IS NOT NULL AND \(text(users, "timezone", "r")) IS NOT NULL
+                        SELECT \(text(users, "id", "r", safe: true)) AS id, \(value) AS v FROM \(table(users)) r
+                        WHERE \(value) IS NOT NULL AND \(text(users, "timezone", "r", safe: true)) IS NOT NULL
                         EXCEPT SELECT u.id, \(pushColumn) FROM \(p).users u
                         JOIN \(p).notification_settings s ON s.user_id = u.id) x
                     WHERE EXISTS (SELECT 1 FROM \(p).users u WHERE u.id = x.id) ORDER BY 2 LIMIT max;
@@ -601,6 +751,7 @@ package struct IntegrationSQL: Sendable {
         if mapping.tables[.entries] != nil { functions.append("\(p).integration_entries_insert()") }
         functions.append("\(p).integration_backfill(text, integer)")
         functions.append("\(p).integration_drift(integer)")
+        functions += Self.helpers.map { "\(p).\($0)" }
         let writeBack = hasWriteBack
         if writeBack { functions.append("\(p).integration_write_back()") }
         for function in functions {
@@ -612,9 +763,18 @@ package struct IntegrationSQL: Sendable {
                 """
                 DO $do$ BEGIN
                     CREATE ROLE \(role) NOLOGIN;
-                EXCEPTION WHEN duplicate_object THEN NULL;
+                EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;  -- made meanwhile, by another database's apply
                 END $do$;
-                GRANT USAGE ON SCHEMA \(p) TO \(role);
+                -- Who applies this hands the functions and the view to that role: a role that is no superuser (Supabase's
+                -- postgres, the owner of the app's tables) must be a member of it to do so. CREATEROLE may grant that.
+                DO $do$ BEGIN
+                    IF NOT pg_has_role(CURRENT_USER, '\(owner)', 'MEMBER') THEN
+                        GRANT \(role) TO CURRENT_USER;
+                    END IF;
+                END $do$;
+                -- CREATE only while the functions and the view are handed over (a new owner must be allowed to create
+                -- them there); revoked below.
+                GRANT USAGE, CREATE ON SCHEMA \(p) TO \(role);
                 GRANT SELECT, INSERT, UPDATE, DELETE ON \(p).users, \(p).notification_settings, \(p).user_devices,
                     \(p).diary_entries, \(p).integration_rejects, \(p).integration_progress TO \(role);
                 -- A user's deletion removes their history through the push schema's statement triggers.
@@ -649,7 +809,20 @@ package struct IntegrationSQL: Sendable {
                 )
             }
             for function in functions { lines.append("ALTER FUNCTION \(function) OWNER TO \(role);") }
+            lines.append("REVOKE CREATE ON SCHEMA \(p) FROM \(role);")
         }
+        // The jobs' role (the one `pushctl migrate` ran as, which owns the push schema's tables) runs `integrate
+        // backfill` and `integrate check`: it may call those two functions, and nothing else of the mirror's.
+        lines.append(
+            """
+            DO $do$
+            DECLARE jobs text := (SELECT c.relowner::regrole::text FROM pg_catalog.pg_class c
+                                  WHERE c.oid = '\(p).users'::regclass);
+            BEGIN
+                EXECUTE format('GRANT EXECUTE ON FUNCTION \(p).integration_backfill(text, integer), \(p).integration_drift(integer) TO %s', jobs);
+            END
+            $do$;
+            """)
         return lines.joined(separator: "\n")
     }
 }
@@ -662,6 +835,9 @@ package protocol IntegrationStore: Sendable {
     /// Differences between the app's tables and the push schema (at most `max` of each kind), the counts (key
     /// `count`), and the rows the mirror could not take (kind `rejects`).
     func integrationDrift(max: Int) async throws(JobError) -> [DriftRow]
+    /// The kinds of table the SQL mirror makes the app's own (users, devices): those whose mirror functions are
+    /// installed in the push schema. Empty without an integration.
+    func integratedKinds() async throws(JobError) -> Set<AppTableMapping.Kind>
 }
 
 package struct BackfillProgress: Sendable, Hashable {

@@ -68,8 +68,26 @@ package struct ReminderExplanation: Sendable, Codable, Hashable {
 extension DiaryReminderRunner {
     /// Explains the decision for one user at `options.now`, reading only. The same rules as ``run(_:)``: the
     /// reminder's, then what the run does with each of the user's unfinished quota warnings.
-    package func explain(userID: String, options: ReminderRunOptions) async throws(JobError) -> ReminderExplanation {
+    ///
+    /// `localDate`: "why no reminder that day?": explained at that local date's slot, in the user's zone and at
+    /// their reminder time (the instant nobody has to work out), or at `options.now` when the user has no zone or
+    /// time to place it by (the steps then say which).
+    package func explain(userID: String, options: ReminderRunOptions, localDate: LocalDate? = nil)
+        async throws(JobError) -> ReminderExplanation
+    {
+        var options = options
+        var placed: ReminderExplanation.Step?
+        if let localDate {
+            let slot = try await slotInstant(userID: userID, on: localDate)
+            if let slot { options.now = slot }
+            placed = .init(
+                rule: "local date",
+                value: slot.map { "\(localDate): that day's slot, \(Timestamps.format($0))" }
+                    ?? "\(localDate): no zone and reminder time to place it by; explained at \(Timestamps.format(options.now))",
+                ok: nil)
+        }
         var explanation = try await explainReminder(userID: userID, options: options)
+        if let placed { explanation.steps.insert(placed, at: 0) }
         if let warnings {
             // Every period key a warning the run still reads (claimed within a day) can have: this year's and
             // last year's, monthly or annual.
@@ -81,6 +99,15 @@ extension DiaryReminderRunner {
             }
         }
         return explanation
+    }
+
+    /// The instant `userID`'s reminder of the local date `date` is due: their reminder time on that date in their
+    /// zone (the gap and overlap rules of ``ZoneClock``); nil when they have no valid zone, settings or time.
+    package func slotInstant(userID: String, on date: LocalDate) async throws(JobError) -> Int64? {
+        guard let user = try await store.userSnapshot(userID: userID), let settings = user.settings,
+            let zone = ZoneClock(identifier: user.timezone), let reminder = LocalTime(settings.reminderTime)
+        else { return nil }
+        return zone.instant(on: date, minuteOfDay: reminder.minuteOfDay)
     }
 
     private func explainReminder(userID: String, options: ReminderRunOptions) async throws(JobError)
@@ -130,6 +157,18 @@ extension DiaryReminderRunner {
                 "1. configured providers",
                 "\(unreachable.count) device(s) of \(providers), not configured for this run: skipped",
                 unreachable.count < devices.count)
+        }
+        // Devices the dead-token guard holds (``DeadTokenGuard``): active, and sent to, but worth saying.
+        let holds = try await ledger.heldDevices(userID: userID)
+        if !holds.isEmpty {
+            let listed = holds.map { hold in
+                "device \(hold.deviceID) (\(hold.provider) \(hold.reason)\(hold.heldAt.map { " since " + Timestamps.format($0) } ?? ""))"
+            }
+            explanation.step(
+                "1. held devices",
+                "\(holds.count): " + listed.joined(separator: ", ")
+                    + ": the provider called them dead when most of its answers said so (a setting to fix, exit 78); kept active and retried, released by the first run with healthy answers",
+                true)
         }
         guard let zone = ZoneClock(identifier: user.timezone) else {
             explanation.step("2. time zone", "\"\(user.timezone)\" is not an IANA zone this system knows", false)

@@ -348,6 +348,12 @@ package struct DeviceRegistration: Sendable, Hashable {
     package let replaces: String?
     /// The deactivation reason of a token retired by a registration that replaces it.
     package static let replacedReason = "replaced"
+    /// Mirrored from the app's own device table (a database webhook): the app decides whether the device is
+    /// active, so the janitor's age rules leave it alone (migration 019). A later API registration keeps the mark.
+    package var mirrored = false
+    /// The app's own last sighting of the device (Unix seconds), when its table has one: stored as `last_seen`
+    /// instead of the registration's time.
+    package var lastSeen: Int64?
 
     /// Validates the user id's length and the combination (an APNs token on iOS, an APNs environment only for an
     /// APNs token, a FID only for FCM) and the value's shape for its kind; a bad one is a
@@ -374,6 +380,9 @@ package struct DeviceRegistration: Sendable, Hashable {
         let normalized = provider == .apns ? token.lowercased() : token
         if let problem = DeviceToken.problem(normalized, provider: provider, kind: kind) {
             throw .dataError("device registration: \(problem)")
+        }
+        if provider == .fcm, kind == .token, DeviceToken.isAPNsShaped(normalized) {
+            throw .dataError("device registration: \(DeviceToken.apnsTokenAsFCM)")
         }
         let replaced = replaces?.trimmingCharacters(in: .whitespacesAndNewlines)
         if let replaced {

@@ -12,7 +12,8 @@ package struct SchemaMigration: Sendable {
 
 package enum SchemaMigrations {
     package static let all: [SchemaMigration] = [
-        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017,
+        m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017, m018,
+        m019,
     ]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
@@ -864,5 +865,59 @@ package enum SchemaMigrations {
                 day        text COLLATE "C" PRIMARY KEY CHECK (length(day) = 10),
                 counted_at timestamptz NOT NULL
             );
+            """)
+
+    /// 018: devices held (``DeadTokenGuard``): a provider called them dead for a reason that also means this sender is
+    /// set up wrong, in a run where too many of its answers said so to believe it. They stay active; the mark says
+    /// why (explain, the report), and the first run whose answers from that provider are healthy removes it.
+    static let m018 = SchemaMigration(
+        id: "018_device_holds",
+        sqlite: """
+            CREATE TABLE device_holds (
+                device_id INTEGER PRIMARY KEY NOT NULL REFERENCES user_devices(id) ON DELETE CASCADE,
+                provider  TEXT NOT NULL CHECK (provider IN ('apns', 'fcm')),
+                reason    TEXT NOT NULL,
+                held_at   INTEGER NOT NULL,
+                run_id    TEXT NOT NULL
+            );
+            CREATE INDEX device_holds_by_provider ON device_holds (provider);
+            """,
+        postgres: """
+            CREATE TABLE device_holds (
+                device_id bigint PRIMARY KEY REFERENCES user_devices(id) ON DELETE CASCADE,
+                provider  text NOT NULL CHECK (provider IN ('apns', 'fcm')),
+                reason    text NOT NULL,
+                held_at   timestamptz NOT NULL,
+                run_id    text NOT NULL
+            );
+            CREATE INDEX device_holds_by_provider ON device_holds (provider);
+            """)
+
+    /// 019: devices mirrored from the app's own device table (`pushctl integrate postgres`, database webhooks). The
+    /// app decides whether such a device is active: the janitor's age rules (stale, FCM's expiry) leave it alone,
+    /// and only a provider's answer or the app's own row deactivates it. And a device a webhook brings before its
+    /// user is a push user (a profile without a time zone yet) waits, as the SQL mirror's rows wait in the app's
+    /// table: it is registered when the user becomes one (``WaitingDevices``).
+    static let m019 = SchemaMigration(
+        id: "019_mirrored_devices",
+        sqlite: """
+            ALTER TABLE user_devices ADD COLUMN mirrored INTEGER NOT NULL DEFAULT 0 CHECK (mirrored IN (0, 1));
+            CREATE TABLE waiting_devices (
+                token        TEXT PRIMARY KEY NOT NULL,
+                user_id      TEXT NOT NULL,
+                registration TEXT NOT NULL,
+                received_at  INTEGER NOT NULL
+            );
+            CREATE INDEX waiting_devices_by_user ON waiting_devices (user_id);
+            """,
+        postgres: """
+            ALTER TABLE user_devices ADD COLUMN mirrored boolean NOT NULL DEFAULT false;
+            CREATE TABLE waiting_devices (
+                token        text PRIMARY KEY,
+                user_id      text NOT NULL,
+                registration text NOT NULL,
+                received_at  timestamptz NOT NULL
+            );
+            CREATE INDEX waiting_devices_by_user ON waiting_devices (user_id);
             """)
 }

@@ -15,7 +15,7 @@ package enum StoreOpenMode: Sendable, Hashable {
 /// against both.
 package protocol JobStore: ReminderStore, DeviceRegistry, CredentialStore, ContentLimitStore, JanitorStore, ReportStore,
     DueSetLeases,
-    AppDataStore, SeedSink, APIKeyStore, IdempotencyStore
+    AppDataStore, SeedSink, APIKeyStore, IdempotencyStore, WaitingDevices
 {
     /// `sqlite` or `postgres`.
     var backend: String { get }
@@ -83,9 +83,37 @@ extension DueSetSource {
     package var selectsWhileClaiming: Bool { false }
 }
 
+/// Devices kept active although a provider called them dead, because its answers in that run meant a
+/// misconfiguration (``DeadTokenGuard``): marked with the reason, so that explain, the report and the metrics say so.
+package protocol DeviceHolds: Sendable {
+    /// Marks these devices held (a mark already there takes the new reason, run and time). A device gone is skipped.
+    func holdDevices(_ holds: [DeviceHold], runID: String, now: Int64) async throws(JobError)
+    /// Removes the marks of `provider`'s devices: its answers in a run were healthy. Returns how many it removed.
+    func releaseHeldDevices(provider: Provider) async throws(JobError) -> Int
+    /// The devices held now, of `userID` or of everyone, by device id.
+    func heldDevices(userID: String?) async throws(JobError) -> [DeviceHold]
+}
+
+/// A held device (``DeviceHolds``).
+package struct DeviceHold: Sendable, Hashable, Codable {
+    package let deviceID: Int64
+    package let provider: Provider
+    /// The provider's reason (`DeviceTokenNotForTopic`, `SENDER_ID_MISMATCH`, …).
+    package let reason: String
+    /// When it was held; nil in a hold not written yet.
+    package var heldAt: Int64?
+
+    package init(deviceID: Int64, provider: Provider, reason: String, heldAt: Int64? = nil) {
+        self.deviceID = deviceID
+        self.provider = provider
+        self.reason = reason
+        self.heldAt = heldAt
+    }
+}
+
 /// The claims and what became of them: the notification log as the exactly-once primitive. Any
 /// implementation must make ``claim(_:runID:now:staleBefore:)`` atomic per row.
-package protocol ClaimLedger: Sendable {
+package protocol ClaimLedger: DeviceHolds {
     /// Claims atomically: inserts each log row, or takes over one whose status is `retry` or whose
     /// `claimed` status dates from before `staleBefore`. Returns the claims won; the rest were lost.
     func claim(_ requests: [ClaimRequest], runID: String, now: Int64, staleBefore: Int64) async throws(JobError)
