@@ -57,7 +57,8 @@ struct IdempotencyMiddleware: ServerMiddleware {
             break
         }
         do {
-            let (response, responseBody) = try await next(request, HTTPBody(bytes), metadata)
+            // No body stays no body (``EmptyBodyMiddleware``): the README's `curl -X POST … -H "Idempotency-Key: …"`.
+            let (response, responseBody) = try await next(request, bytes.isEmpty ? nil : HTTPBody(bytes), metadata)
             var answer = Data()
             if let responseBody { answer = try await Data(collecting: responseBody, upTo: 1 << 20) }
             try await keep(caller, key, status: response.status.code, answer: answer)
