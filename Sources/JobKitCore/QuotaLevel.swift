@@ -44,5 +44,5 @@ package enum QuotaLevel: Sendable, Hashable {
 package enum SQLiteSchemaVersion {
     /// The identifier of the newest migration (GRDB's `grdb_migrations` table). Migrations apply in order,
     /// so a database that has it has them all. A test keeps it equal to the migrator's last one.
-    package static let latestMigration = "019_mirrored_devices"
+    package static let latestMigration = "020_support_key_scope"
 }

@@ -15,13 +15,45 @@ extension SQLiteStore: WaitingDevices {
         }
     }
 
-    package func takeWaitingDevices(userID: String) async throws(JobError) -> [String] {
-        try await write("taking waiting devices") { db in
-            let kept = try String.fetchAll(
+    package func takeWaiting(userID: String) async throws(JobError) -> WaitingForUser {
+        try await write("taking what waits for a user") { db in
+            let devices = try String.fetchAll(
                 db, sql: "SELECT registration FROM waiting_devices WHERE user_id = ? ORDER BY received_at, token",
                 arguments: [userID])
+            let user = try Row.fetchOne(
+                db, sql: "SELECT entry_at FROM waiting_users WHERE user_id = ?", arguments: [userID])
             try db.execute(sql: "DELETE FROM waiting_devices WHERE user_id = ?", arguments: [userID])
-            return kept
+            try db.execute(sql: "DELETE FROM waiting_users WHERE user_id = ?", arguments: [userID])
+            let entryAt: Int64? = user.flatMap { $0["entry_at"] }
+            return WaitingForUser(devices: devices, entryAt: entryAt, found: user != nil || !devices.isEmpty)
+        }
+    }
+
+    package func keepWaitingUser(userID: String, profileAt: Int64?, entryAt: Int64?) async throws(JobError) {
+        try await write("keeping what waits for a user") { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO waiting_users (user_id, profile_at, entry_at) VALUES (?, ?, ?)
+                    ON CONFLICT (user_id) DO UPDATE SET
+                        profile_at = coalesce(excluded.profile_at, profile_at),
+                        entry_at = CASE WHEN entry_at IS NULL OR excluded.entry_at > entry_at
+                                        THEN coalesce(excluded.entry_at, entry_at) ELSE entry_at END
+                    """, arguments: [userID, profileAt, entryAt])
+        }
+    }
+
+    /// What waits for `userID` (SQLite has no SQL mirror: the app's row is not the store's to read).
+    package func notPushUser(userID: String) async throws(JobError) -> NotPushUser? {
+        try await read("reading what waits for a user") { db in
+            let profileAt = try Int64.fetchOne(
+                db, sql: "SELECT profile_at FROM waiting_users WHERE user_id = ?", arguments: [userID])
+            let devices =
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM waiting_devices WHERE user_id = ?", arguments: [userID])
+                ?? 0
+            let entry = try Bool.fetchOne(
+                db, sql: "SELECT entry_at IS NOT NULL FROM waiting_users WHERE user_id = ?", arguments: [userID])
+            return NotPushUser.from(
+                profileReceivedAt: profileAt, waitingDevices: devices, waitingEntry: entry ?? false, appRowZone: nil)
         }
     }
 

@@ -13,7 +13,7 @@ package enum OperationScopes {
         "unregisterDevice": [.admin, .devices],
         "recordEntry": [.admin, .hook],
         "contentLimitHook": [.admin, .hook],
-        "explainUser": [.admin],
+        "explainUser": [.admin, .support],
         "databaseWebhook": [.admin, .webhook],
     ]
 

@@ -466,6 +466,22 @@ import Testing
             "\(check.stdout)")
         #expect(check.stdout.contains(#"rejects "app.members BACKFILL 9000000003""#), "\(check.stdout)")
         #expect(!check.stdout.contains("users 9000000001") && !check.stdout.contains("devices"), "\(check.stdout)")
+        // Support asks about members the push schema does not know: explain says why, reading the app's row as
+        // the jobs' role (a sign-up without a zone; the rejected row; an id of no row; an id no bigint can be).
+        _ = try await Self.session(asOwner, ["INSERT INTO app.members (member_id) VALUES (9000000004)"])
+        for (member, why) in [
+            ("9000000004", "not a push user yet: their row in the app's users table has no time zone"),
+            ("9000000003", #"has the time zone "Pacific/Chatham" but was not mirrored"#),
+            ("9000000099", nil), ("member-x", nil),
+        ] {
+            let explain = try await Executables.run("diary-reminder", ["--database", jobsURL, "--explain", member])
+            #expect(explain.status == 65 && explain.stderr.contains("unknown user"), "\(member): \(explain.stderr)")
+            if let why {
+                #expect(explain.stderr.contains(why), "\(member): \(explain.stderr)")
+            } else {
+                #expect(!explain.stderr.contains("push user"), "\(member): \(explain.stderr)")
+            }
+        }
         _ = try await Self.session(
             location,
             [

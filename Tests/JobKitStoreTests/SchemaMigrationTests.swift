@@ -62,7 +62,8 @@ import Testing
             "016_reminder_pauses": "92f489b0c5a66dac772d806326f59439c231ff1c5e8aba42e0cd3f62521d7f3b",
             "017_copy_outcomes": "7ca81e921c61d03ddbfabed92e4af7e61ff379f3e989c73ec2623273667a0026",
             "018_device_holds": "65a4ab0298ece5278c550444014d84d1f591a1b968c8bb890d112ad3489848d7",
-            "019_mirrored_devices": "f429f5edd9ff5c9f38fed6e4a5850667bb0d683c36700bf257390dfe02fc8bcd",
+            "019_mirrored_devices": "02c8ec9282f3532bb28374b972dc039a10072fd9c30db02825d396314494c806",
+            "020_support_key_scope": "d871bc19630c48d91978ceb2139706b781790133950776e8e8da7efe4f6ace8c",
         ]
         for migration in SchemaMigrations.all {
             let digest = SHA256.hash(data: Data((migration.sqlite + "\u{0}" + migration.postgres).utf8))
@@ -117,5 +118,31 @@ import Testing
             #expect(result.status == 78, "\(binary): \(result.status) \(result.stderr)")
             #expect(result.stderr.contains("newer than this program"), "\(binary): \(result.stderr)")
         }
+    }
+
+    /// Migration 020 changes a CHECK, which SQLite does so by making the table again: the keys already made keep
+    /// their rows (applied again here over a key of each earlier scope), and only the scopes it names are taken.
+    @Test(arguments: Backend.allCases) func theSupportScopeKeepsTheKeysThereWere(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        let hash = String(repeating: "a", count: 64)
+        func insert(_ id: String, _ scope: String) async throws {
+            let created = backend == .sqlite ? "1" : "now()"
+            try await db.execute(
+                "INSERT INTO api_keys (id, name, scope, secret_sha256, created_at) VALUES ('\(id)', 'k', '\(scope)', '\(hash)', \(created))"
+            )
+        }
+        for scope in ["admin", "hook", "devices", "webhook"] { try await insert("before-\(scope)", scope) }
+        let migration = backend == .sqlite ? SchemaMigrations.m020.sqlite : SchemaMigrations.m020.postgres
+        for statement in migration.components(separatedBy: ";\n") {
+            let text = statement.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !text.isEmpty { try await db.execute(text) }
+        }
+        #expect(
+            try await db.strings("SELECT scope FROM api_keys ORDER BY scope") == [
+                "admin", "devices", "hook", "webhook",
+            ])
+        try await insert("after-support", "support")
+        await #expect(throws: (any Error).self) { try await insert("after-other", "read") }
+        #expect(try await db.count("SELECT count(*) FROM api_keys") == 5)
     }
 }

@@ -171,7 +171,10 @@ package struct IntegrationSQL: Sendable {
             $fn$;
             """
         ]
-        if let users = mapping.tables[.users] { parts.append(usersSQL(users)) }
+        if let users = mapping.tables[.users] {
+            parts.append(usersSQL(users))
+            parts.append(userRowSQL(users))
+        }
         if let devices = mapping.tables[.devices] {
             parts.append(devicesSQL(devices))
             parts.append(mirroredSQL(devices))
@@ -217,6 +220,7 @@ package struct IntegrationSQL: Sendable {
         lines.append("DROP FUNCTION IF EXISTS \(p).integration_write_back() CASCADE;")
         lines.append("DROP FUNCTION IF EXISTS \(p).integration_backfill(text, integer) CASCADE;")
         lines.append("DROP FUNCTION IF EXISTS \(p).integration_drift(integer) CASCADE;")
+        lines.append("DROP FUNCTION IF EXISTS \(p).integration_user_row(text) CASCADE;")
         for helper in Self.helpers { lines.append("DROP FUNCTION IF EXISTS \(p).\(helper) CASCADE;") }
         lines.append("DROP TABLE IF EXISTS \(p).integration_progress, \(p).integration_rejects;")
         lines.append("COMMIT;")
@@ -351,6 +355,32 @@ package struct IntegrationSQL: Sendable {
                                     PERFORM \(function(.users, "apply"))(NEW);
                                 END IF;
                         """)
+    }
+
+    /// `integration_user_row(id)`: the time zone of the app's users row with that id (`''`: none, not a push user
+    /// yet), NULL when there is no such row. `--explain` asks it about a user the push schema does not know. The id
+    /// is converted to the id column's type (its index serves), and an id that converts to none is no row.
+    private func userRowSQL(_ users: AppTableMapping.Table) -> String {
+        var declare = ""
+        var convert = ""
+        var predicate = "\(text(users, "id", "r", safe: true)) = v_id"
+        if let column = users.columns["id"], column.path.isEmpty {
+            declare = "    k_id \(table(users)).\(quote(column.name))%TYPE;\n"
+            convert = "BEGIN k_id := v_id; EXCEPTION WHEN OTHERS THEN RETURN NULL; END;\n    "
+            predicate = "r.\(quote(column.name)) = k_id"
+        }
+        return """
+            CREATE OR REPLACE FUNCTION \(p).integration_user_row(v_id text) RETURNS text
+                LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
+            DECLARE
+                v_zone text;
+            \(declare)BEGIN
+                \(convert)SELECT coalesce(\(text(users, "timezone", "r", safe: true)), '') INTO v_zone
+                FROM \(table(users)) r WHERE \(predicate) LIMIT 1;
+                RETURN v_zone;
+            END
+            $fn$;
+            """
     }
 
     private func devicesSQL(_ devices: AppTableMapping.Table) -> String {
@@ -751,6 +781,7 @@ package struct IntegrationSQL: Sendable {
         if mapping.tables[.entries] != nil { functions.append("\(p).integration_entries_insert()") }
         functions.append("\(p).integration_backfill(text, integer)")
         functions.append("\(p).integration_drift(integer)")
+        if mapping.tables[.users] != nil { functions.append("\(p).integration_user_row(text)") }
         functions += Self.helpers.map { "\(p).\($0)" }
         let writeBack = hasWriteBack
         if writeBack { functions.append("\(p).integration_write_back()") }
@@ -812,14 +843,18 @@ package struct IntegrationSQL: Sendable {
             lines.append("REVOKE CREATE ON SCHEMA \(p) FROM \(role);")
         }
         // The jobs' role (the one `pushctl migrate` ran as, which owns the push schema's tables) runs `integrate
-        // backfill` and `integrate check`: it may call those two functions, and nothing else of the mirror's.
+        // backfill` and `integrate check`, and `--explain` reads a user's row in the app's table: it may call those
+        // functions, and nothing else of the mirror's.
+        let jobsFunctions =
+            ["\(p).integration_backfill(text, integer)", "\(p).integration_drift(integer)"]
+            + (mapping.tables[.users] != nil ? ["\(p).integration_user_row(text)"] : [])
         lines.append(
             """
             DO $do$
             DECLARE jobs text := (SELECT c.relowner::regrole::text FROM pg_catalog.pg_class c
                                   WHERE c.oid = '\(p).users'::regclass);
             BEGIN
-                EXECUTE format('GRANT EXECUTE ON FUNCTION \(p).integration_backfill(text, integer), \(p).integration_drift(integer) TO %s', jobs);
+                EXECUTE format('GRANT EXECUTE ON FUNCTION \(jobsFunctions.joined(separator: ", ")) TO %s', jobs);
             END
             $do$;
             """)

@@ -6,10 +6,75 @@ import Foundation
 package protocol WaitingDevices: Sendable {
     /// Keeps `registration` (JSON) for `userID`'s device `token`, replacing what waited for that token.
     func keepWaitingDevice(token: String, userID: String, registration: String, now: Int64) async throws(JobError)
-    /// Removes and returns what waits for `userID`, oldest first.
-    func takeWaitingDevices(userID: String) async throws(JobError) -> [String]
+    /// Removes and returns what waits for `userID`: their devices (oldest first) and their latest entry.
+    func takeWaiting(userID: String) async throws(JobError) -> WaitingForUser
+    /// Keeps that a webhook brought `userID`'s profile without a time zone (`profileAt`, the latest), or an entry of
+    /// theirs (`entryAt`: the latest is kept), until ``takeWaiting(userID:)``.
+    func keepWaitingUser(userID: String, profileAt: Int64?, entryAt: Int64?) async throws(JobError)
     /// Removes what waits for `userID`'s device `token`; false when nothing did.
     func dropWaitingDevice(token: String, userID: String) async throws(JobError) -> Bool
+}
+
+/// What waited for a user who becomes a push user (``WaitingDevices/takeWaiting(userID:)``).
+package struct WaitingForUser: Sendable, Hashable {
+    /// Each device's registration as JSON (``WaitingRegistration``), oldest first.
+    package var devices: [String]
+    /// Their latest entry meanwhile.
+    package var entryAt: Int64?
+    /// Whether anything waited (a profile, a device, an entry).
+    package var found: Bool
+
+    package init(devices: [String], entryAt: Int64?, found: Bool) {
+        self.devices = devices
+        self.entryAt = entryAt
+        self.found = found
+    }
+}
+
+/// Why a user the push schema does not know may still be the app's (``ExplainSource/notPushUser(userID:)``).
+package struct NotPushUser: Sendable, Hashable {
+    /// When a webhook last brought their profile without a time zone; nil when none did.
+    package var profileReceivedAt: Int64?
+    /// How many of their devices wait for them.
+    package var waitingDevices: Int
+    /// Whether an entry of theirs waits.
+    package var waitingEntry: Bool
+    /// With the SQL mirror (`pushctl integrate postgres`): their row in the app's users table has this time zone
+    /// (`""`: none); nil when the app's table has no such row, or nothing mirrors it.
+    package var appRowZone: String?
+
+    /// Nil when nothing says the app knows the user.
+    package static func from(profileReceivedAt: Int64?, waitingDevices: Int, waitingEntry: Bool, appRowZone: String?)
+        -> NotPushUser?
+    {
+        guard profileReceivedAt != nil || waitingDevices > 0 || waitingEntry || appRowZone != nil else { return nil }
+        return NotPushUser(
+            profileReceivedAt: profileReceivedAt, waitingDevices: waitingDevices, waitingEntry: waitingEntry,
+            appRowZone: appRowZone)
+    }
+
+    /// Why they are not a push user, and what makes them one: the text `--explain` adds to "unknown user".
+    package var why: String {
+        var parts: [String] = []
+        if let zone = appRowZone {
+            parts.append(
+                zone.isEmpty
+                    ? "not a push user yet: their row in the app's users table has no time zone (they become one when it has)"
+                    : "their row in the app's users table has the time zone \(LineText.quoted(zone)) but was not mirrored: see the rejects in `pushctl integrate check`, or run `pushctl integrate backfill`"
+            )
+        } else if let at = profileReceivedAt {
+            parts.append(
+                "not a push user yet: a database webhook brought their profile with no time zone at \(Timestamps.format(at)) (they become one when a change of that row brings one)"
+            )
+        } else {
+            parts.append("not a push user yet: rows of theirs came before their profile had a time zone")
+        }
+        if waitingDevices > 0 {
+            parts.append("\(waitingDevices) device(s) of theirs wait, registered when they become one")
+        }
+        if waitingEntry { parts.append("their latest entry waits, recorded when they become one") }
+        return parts.joined(separator: "; ")
+    }
 }
 
 /// A ``DeviceRegistration`` as a waiting device keeps it: checked again, as any registration is, when it is
@@ -70,6 +135,7 @@ package struct AppChangeOutcome: Sendable, Hashable {
         case deviceWaiting = "device_waiting"
         case deviceUnregistered = "device_unregistered"
         case entryRecorded = "entry_recorded"
+        case entryWaiting = "entry_waiting"
         case none
     }
     package let action: Action
@@ -85,6 +151,7 @@ extension AppChange {
         switch self {
         case .setUser(let edit):
             if edit.timezone == nil, !(try await store.userExists(id: edit.id)) {
+                try await store.keepWaitingUser(userID: edit.id, profileAt: now, entryAt: nil)
                 return AppChangeOutcome(
                     action: .none, userID: edit.id,
                     detail: "not a push user until the row has a time zone; its devices wait until then")
@@ -92,21 +159,27 @@ extension AppChange {
             let result = try await store.apply(edit, now: now)
             var detail = result.summary
             if result.before == nil {
+                // A new push user: what waited for them is theirs now.
+                let waiting = try await store.takeWaiting(userID: edit.id)
                 var registered = 0
-                for json in try await store.takeWaitingDevices(userID: edit.id) {
+                for json in waiting.devices {
                     guard let registration = WaitingRegistration.registration(json) else { continue }
                     _ = try await store.register(registration, now: now)
                     registered += 1
                 }
                 if registered > 0 { detail += ", \(registered) waiting device(s) registered" }
+                if let at = waiting.entryAt {
+                    try await store.recordEntry(userID: edit.id, at: at)
+                    detail += ", the entry of \(Timestamps.format(at)) recorded"
+                }
             }
             return AppChangeOutcome(action: .userSet, userID: edit.id, detail: detail)
         case .deleteUser(let id):
-            let waited = try await store.takeWaitingDevices(userID: id)
+            let waited = try await store.takeWaiting(userID: id)
             let deleted = try await store.deleteUser(id: id)
             return AppChangeOutcome(
                 action: deleted ? .userDeleted : .none, userID: id,
-                detail: deleted ? nil : waited.isEmpty ? "no such user" : "not a push user; its waiting devices removed"
+                detail: deleted ? nil : waited.found ? "not a push user; what waited for them removed" : "no such user"
             )
         case .register(let registration):
             guard try await store.userExists(id: registration.userID) else {
@@ -131,6 +204,14 @@ extension AppChange {
                 detail: done
                     ? nil : waited ? "the waiting device removed" : "no active device with that token of this user")
         case .recordEntry(let userID, let at):
+            // An entry of someone who is no push user yet (a profile without a zone) waits: once they are one, it
+            // still says they wrote that day.
+            guard try await store.userExists(id: userID) else {
+                try await store.keepWaitingUser(userID: userID, profileAt: nil, entryAt: at ?? now)
+                return AppChangeOutcome(
+                    action: .entryWaiting, userID: userID,
+                    detail: "the user is not a push user yet (no time zone): recorded when they become one")
+            }
             try await store.recordEntry(userID: userID, at: at ?? now)
             return AppChangeOutcome(action: .entryRecorded, userID: userID, detail: nil)
         case .nothing(let reason):

@@ -127,6 +127,9 @@ extension DiaryReminderRunner {
                     "unknown user \(LineText.quoted(userID)), but \(orphans.description) of that id remain (written with foreign keys off, before migration 014): no run reads them; delete them or write the users row (docs/SCHEMA.md)"
                 )
             }
+            if let waiting = try await store.notPushUser(userID: userID) {
+                throw .unknownUser(userID, why: waiting.why)
+            }
             throw .unknownUser(userID)
         }
         explanation.step(

@@ -11,6 +11,8 @@ package enum APIScope: String, Sendable, Hashable, CaseIterable, Codable {
     case devices
     /// A database webhook of the app's own tables (users, devices, entries), as the mapping says.
     case webhook
+    /// Support's, read-only: explain a user's reminder (the health report is `token-janitor report`'s).
+    case support
 }
 
 /// One API key as `pushctl api-key list` shows it: never its secret, which no store holds.

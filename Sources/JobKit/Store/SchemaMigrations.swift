@@ -13,7 +13,7 @@ package struct SchemaMigration: Sendable {
 package enum SchemaMigrations {
     package static let all: [SchemaMigration] = [
         m001, m002, m003, m004, m005, m006, m007, m008, m009, m010, m011, m012, m013, m014, m015, m016, m017, m018,
-        m019,
+        m019, m020,
     ]
 
     /// Columns that one store has and the other has not (`table.column`, by store): each is explained at its
@@ -897,7 +897,9 @@ package enum SchemaMigrations {
     /// app decides whether such a device is active: the janitor's age rules (stale, FCM's expiry) leave it alone,
     /// and only a provider's answer or the app's own row deactivates it. And a device a webhook brings before its
     /// user is a push user (a profile without a time zone yet) waits, as the SQL mirror's rows wait in the app's
-    /// table: it is registered when the user becomes one (``WaitingDevices``).
+    /// table: it is registered when the user becomes one (``WaitingDevices``). Such a profile, and the user's latest
+    /// entry meanwhile, wait too (`waiting_users`): `--explain` says why the user is none yet, and an entry written
+    /// that day still skips the day's reminder once they are one.
     static let m019 = SchemaMigration(
         id: "019_mirrored_devices",
         sqlite: """
@@ -909,6 +911,11 @@ package enum SchemaMigrations {
                 received_at  INTEGER NOT NULL
             );
             CREATE INDEX waiting_devices_by_user ON waiting_devices (user_id);
+            CREATE TABLE waiting_users (
+                user_id    TEXT PRIMARY KEY NOT NULL,
+                profile_at INTEGER,
+                entry_at   INTEGER
+            );
             """,
         postgres: """
             ALTER TABLE user_devices ADD COLUMN mirrored boolean NOT NULL DEFAULT false;
@@ -919,5 +926,34 @@ package enum SchemaMigrations {
                 received_at  timestamptz NOT NULL
             );
             CREATE INDEX waiting_devices_by_user ON waiting_devices (user_id);
+            CREATE TABLE waiting_users (
+                user_id    text PRIMARY KEY,
+                profile_at timestamptz,
+                entry_at   timestamptz
+            );
+            """)
+
+    /// 020: the HTTP API's read-only key scope `support` (explain), beside 015's. SQLite cannot change a CHECK in
+    /// place: the table is made again with its rows.
+    static let m020 = SchemaMigration(
+        id: "020_support_key_scope",
+        sqlite: """
+            CREATE TABLE api_keys_020 (
+                id         TEXT PRIMARY KEY NOT NULL CHECK (length(id) BETWEEN 1 AND 64),
+                name       TEXT NOT NULL DEFAULT '',
+                scope      TEXT NOT NULL CHECK (scope IN ('admin', 'hook', 'devices', 'webhook', 'support')),
+                secret_sha256 TEXT NOT NULL CHECK (length(secret_sha256) = 64),
+                created_at INTEGER NOT NULL,
+                revoked_at INTEGER
+            ) WITHOUT ROWID;
+            INSERT INTO api_keys_020 (id, name, scope, secret_sha256, created_at, revoked_at)
+                SELECT id, name, scope, secret_sha256, created_at, revoked_at FROM api_keys;
+            DROP TABLE api_keys;
+            ALTER TABLE api_keys_020 RENAME TO api_keys;
+            """,
+        postgres: """
+            ALTER TABLE api_keys DROP CONSTRAINT api_keys_scope_check;
+            ALTER TABLE api_keys ADD CONSTRAINT api_keys_scope_check
+                CHECK (scope IN ('admin', 'hook', 'devices', 'webhook', 'support'));
             """)
 }

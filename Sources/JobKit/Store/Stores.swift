@@ -133,6 +133,9 @@ package protocol ExplainSource: Sendable {
     /// wrote around the schema's guards (SQLite with foreign keys off, before migration 014). No job reads them;
     /// the health report and `--explain` name them.
     func orphanedRows(userID: String?) async throws(JobError) -> OrphanedRows
+    /// For a user the push schema does not know: what says the app has them (a profile or devices waiting, their
+    /// row in the app's table under the SQL mirror); nil when nothing does.
+    func notPushUser(userID: String) async throws(JobError) -> NotPushUser?
     /// Diary entries of the user in `range`.
     func entryCount(userID: String, in range: Range<Int64>) async throws(JobError) -> Int
     /// A log row.

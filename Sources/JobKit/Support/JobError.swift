@@ -29,6 +29,10 @@ public struct JobError: Error, Sendable, CustomStringConvertible, Hashable {
     public static func unknownUser(_ userID: String) -> JobError {
         JobError(.dataError, "unknown user \(LineText.field(userID))", unknownUser: true)
     }
+    /// ``unknownUser(_:)`` with why the app may still have them (not a push user yet): the same code, the same 404.
+    package static func unknownUser(_ userID: String, why: String) -> JobError {
+        JobError(.dataError, "unknown user \(LineText.field(userID)): \(why)", unknownUser: true)
+    }
     /// An input file (the database, a catalog) does not exist or cannot be read (EX_NOINPUT, 66).
     public static func noInput(_ message: String) -> JobError { JobError(.noInput, message) }
     /// A service (the database, a provider) is unavailable (EX_UNAVAILABLE, 69).
