@@ -278,9 +278,9 @@ extension PostgresStore: JanitorStore {
             "deleting \(rule.rows)",
             """
             WITH batch AS (
-                SELECT id FROM \(unescaped: rule.table) WHERE \(unescaped: rule.condition(.postgres))
+                SELECT \(unescaped: rule.key) FROM \(unescaped: rule.table) WHERE \(unescaped: rule.condition(.postgres))
                 ORDER BY \(unescaped: rule.oldestBy) LIMIT \(max(1, limit)) FOR UPDATE SKIP LOCKED)
-            DELETE FROM \(unescaped: rule.table) t USING batch WHERE t.id = batch.id
+            DELETE FROM \(unescaped: rule.table) t USING batch WHERE t.\(unescaped: rule.key) = batch.\(unescaped: rule.key)
             RETURNING 1
             """)
     }

@@ -90,7 +90,7 @@ extension SQLiteStore: JanitorStore {
             try db.execute(
                 sql: """
                     DELETE FROM \(rule.table)
-                    WHERE id IN (SELECT id FROM \(rule.table) WHERE \(rule.condition(.sqlite))
+                    WHERE \(rule.key) IN (SELECT \(rule.key) FROM \(rule.table) WHERE \(rule.condition(.sqlite))
                                  ORDER BY \(rule.oldestBy) LIMIT ?)
                     """, arguments: [limit])
             return db.changesCount

@@ -317,6 +317,25 @@ import Testing
         #expect(try await db.strings("SELECT token FROM user_devices") == ["stale-token"])
     }
 
+    /// What a database webhook brought for a user who never got a time zone waits no longer than the stale window:
+    /// a device or an entry 91 days old goes (dry: counted only), one of yesterday and a profile seen then stay.
+    @Test(arguments: Backend.allCases) func whatWaitedLongerThanTheStaleWindowGoes(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        let store = db.store
+        try await store.keepWaitingDevice(token: "old-phone", userID: "never", registration: "{}", now: now - 91 * day)
+        try await store.keepWaitingDevice(token: "new-phone", userID: "later", registration: "{}", now: now - day)
+        try await store.keepWaitingUser(userID: "never", profileAt: nil, entryAt: now - 91 * day)
+        try await store.keepWaitingUser(userID: "later", profileAt: now - 91 * day, entryAt: now - day)
+        var options = JanitorOptions(now: now)
+        options.dryRun = true
+        #expect(try await janitor(db.store).run(options).waitingExpired == 2)
+        #expect(try await db.count("SELECT count(*) FROM waiting_devices") == 2)
+        let summary = try await janitor(db.store).run(JanitorOptions(now: now))
+        #expect(summary.waitingExpired == 2 && summary.text.contains(" waiting_expired=2 "), "\(summary.text)")
+        #expect(try await db.strings("SELECT token FROM waiting_devices") == ["new-phone"])
+        #expect(try await db.strings("SELECT user_id FROM waiting_users") == ["later"])
+    }
+
     @Test(arguments: Backend.allCases) func smallBatchesDoTheSameWork(_ backend: Backend) async throws {
         let db = try await TemporaryDatabase(backend)
         for i in 0..<25 { try await device(db, user: "u\(i)", token: "t\(i)", seenDaysAgo: 100) }

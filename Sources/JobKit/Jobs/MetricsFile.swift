@@ -202,7 +202,7 @@ package struct MetricsFile: Sendable {
             ("probed", summary.probed), ("probe_unregistered", summary.probeUnregistered),
             ("deliveries_deleted", summary.deliveriesDeleted), ("logs_deleted", summary.logsDeleted),
             ("runs_deleted", summary.runsDeleted),
-            ("devices_purged", summary.devicesPurged),
+            ("devices_purged", summary.devicesPurged), ("waiting_expired", summary.waitingExpired),
             ("partitions_dropped", summary.partitionsDropped.count),
         ]
         for (action, count) in figures {

@@ -135,6 +135,9 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     /// rows are counted in `deliveriesDeleted` and `logsDeleted`.
     public var partitionsDropped: [String] = []
     public var devicesPurged = 0
+    /// What a database webhook brought for users who never became push users, waiting longer than the stale window:
+    /// devices, and profiles or entries (``RetentionRule/waitingDevices(before:)``).
+    public var waitingExpired = 0
     /// Active devices after the run, by provider and kind (`"fcm/fid"` → count): an app's move from FCM
     /// registration tokens to installation ids, as it goes.
     public var activeDevices: [String: Int] = [:]
@@ -150,7 +153,7 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
 
     public var json: String { JSONLine.encode(self) }
     public var text: String {
-        "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) runs_deleted=\(runsDeleted) partitions_dropped=\(partitionsDropped.count) devices_purged=\(devicesPurged)"
+        "\(job)\(dryRun ? " (dry run: would)" : ""): now=\(now) stale_deactivated=\(staleDeactivated) fcm_expired_deactivated=\(fcmExpiredDeactivated) probed=\(probed) probe_unregistered=\(probeUnregistered) deliveries_deleted=\(deliveriesDeleted) logs_deleted=\(logsDeleted) runs_deleted=\(runsDeleted) partitions_dropped=\(partitionsDropped.count) devices_purged=\(devicesPurged) waiting_expired=\(waitingExpired)"
             + (activeDevices.isEmpty
                 ? ""
                 : " active_devices="
@@ -258,6 +261,9 @@ package struct TokenJanitor: Sendable {
         summary.logsDeleted += try await drain(.expiredLogs(before: logCutoff, guards: guards), options)
         summary.runsDeleted = try await drain(
             .runs(before: options.now - Int64(options.runRetentionDays) * day), options)
+        summary.waitingExpired =
+            try await drain(.waitingDevices(before: staleCutoff), options)
+            + drain(.waitingUsers(before: staleCutoff), options)
         if options.purge {
             summary.devicesPurged = try await drain(
                 .inactiveDevices(deactivatedBefore: options.now - Int64(options.purgeAfterDays) * day), options)

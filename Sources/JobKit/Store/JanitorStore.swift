@@ -39,13 +39,16 @@ package struct RetentionRule: Sendable, Hashable {
     package let rows: String
     /// The column that orders the batches, oldest first.
     package let oldestBy: String
+    /// The table's key, by which a batch is deleted.
+    package let key: String
     private let sqlite: String
     private let postgres: String
 
-    init(table: String, rows: String, oldestBy: String, condition: (SQLDialect) -> String) {
+    init(table: String, rows: String, oldestBy: String, key: String = "id", condition: (SQLDialect) -> String) {
         self.table = table
         self.rows = rows
         self.oldestBy = oldestBy
+        self.key = key
         sqlite = condition(.sqlite)
         postgres = condition(.postgres)
     }
@@ -80,6 +83,21 @@ package struct RetentionRule: Sendable, Hashable {
             """
             run_at < \($0.instant(before)) AND run_at < \(JobRunsSQL.latestRunAt)
             """
+        }
+    }
+
+    /// Devices a database webhook brought for a user with no time zone yet that have waited since before `before`
+    /// (the stale window: a device unseen that long would be deactivated were it registered).
+    package static func waitingDevices(before: Int64) -> RetentionRule {
+        RetentionRule(table: "waiting_devices", rows: "long-waiting devices", oldestBy: "received_at", key: "token") {
+            "received_at < \($0.instant(before))"
+        }
+    }
+
+    /// Waiting profiles and entries (``waitingDevices(before:)``) of before `before`: nothing of the user came since.
+    package static func waitingUsers(before: Int64) -> RetentionRule {
+        RetentionRule(table: "waiting_users", rows: "long-waiting users", oldestBy: "user_id", key: "user_id") {
+            "(profile_at IS NULL OR profile_at < \($0.instant(before))) AND (entry_at IS NULL OR entry_at < \($0.instant(before)))"
         }
     }
 
