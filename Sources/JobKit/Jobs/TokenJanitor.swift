@@ -136,7 +136,7 @@ public struct JanitorSummary: Sendable, Codable, Hashable {
     public var partitionsDropped: [String] = []
     public var devicesPurged = 0
     /// What a database webhook brought for users who never became push users, waiting longer than the stale window:
-    /// devices, and profiles or entries (``RetentionRule/waitingDevices(before:)``).
+    /// devices, and profiles or entries (`waiting_devices`, `waiting_users`).
     public var waitingExpired = 0
     /// Active devices after the run, by provider and kind (`"fcm/fid"` → count): an app's move from FCM
     /// registration tokens to installation ids, as it goes.
