@@ -202,6 +202,30 @@ struct APIHandlers: APIProtocol {
                         steps: explanation.steps.map { .init(rule: $0.rule, value: $0.value, ok: $0.ok) }))))
     }
 
+    /// The delivery-health report, the same as `token-janitor report --format json`: read-only, so support's key may
+    /// call it.
+    func deliveryReport(_ input: Operations.DeliveryReport.Input) async throws -> Operations.DeliveryReport.Output {
+        let days = input.query.days ?? 30
+        guard (1...400).contains(days) else { throw APIProblem(.badRequest, "days: must be within 1…400, not \(days)") }
+        var end = now()
+        if let text = input.query.now {
+            guard let instant = Timestamps.parse(text), Timestamps.supportedRange.contains(instant) else {
+                throw APIProblem(
+                    .badRequest, "now: not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(text)")
+            }
+            end = instant
+        }
+        let report = try await store.fullHealthReport(
+            from: end - Int64(days) * 86_400, to: end, catalog: runner.catalog)
+        let body: Components.Schemas.DeliveryReport
+        do {
+            body = try JSONDecoder().decode(Components.Schemas.DeliveryReport.self, from: Data(report.json.utf8))
+        } catch {
+            throw APIProblem(.unavailable, "the report could not be encoded: \(error)")
+        }
+        return .ok(.init(body: .json(body)))
+    }
+
     func health(_ input: Operations.Health.Input) async throws -> Operations.Health.Output {
         do {
             _ = try await store.appliedMigrations()

@@ -14,6 +14,7 @@ package enum OperationScopes {
         "recordEntry": [.admin, .hook],
         "contentLimitHook": [.admin, .hook],
         "explainUser": [.admin, .support],
+        "deliveryReport": [.admin, .support],
         "databaseWebhook": [.admin, .webhook],
     ]
 

@@ -165,6 +165,24 @@ import Testing
             let refused = try await server.call(method, path, key: support, json: body)
             #expect(refused.status == 403, "\(method) \(path): \(refused.body)")
         }
+        // And the delivery-health report, as `token-janitor report --format json` gives it; a hook's key may not.
+        let report = try await server.call(.GET, "/v1/report?days=7&now=2026-11-21T20:00:00Z", key: support)
+        #expect(
+            report.status == 200 && Self.object(report.body)["to"] as? String == "2026-11-21T20:00:00Z"
+                && Self.object(report.body)["days"] as? Int == 7, "\(report.body)")
+        let cliReport = try await Executables.run(
+            "token-janitor",
+            [
+                "report", "--database", server.db.path, "--now", "2026-11-21T20:00:00Z", "--days", "7", "--format",
+                "json",
+            ])
+        #expect(
+            cliReport.status == 0
+                && NSDictionary(dictionary: Self.object(cliReport.stdout))
+                    == NSDictionary(dictionary: Self.object(report.body)),
+            "\(cliReport)")
+        #expect(try await server.call(.GET, "/v1/report?days=0", key: support).status == 400)
+        #expect(try await server.call(.GET, "/v1/report", key: hook).status == 403)
         // "Why no reminder that day?" needs no instant worked out: that local date's slot (issue 78). 21:00 in Lagos
         // on 20 November is 20:00 UTC; over HTTP and on the command line alike.
         let day = try await server.call(.GET, "/v1/users/due/explain?local_date=2026-11-20", key: admin)
