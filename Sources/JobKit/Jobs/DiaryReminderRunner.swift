@@ -486,15 +486,10 @@ package struct DiaryReminderRunner: Sendable {
             case .last(let pause): starting = pause
             }
             summary.due += 1
-            let choice =
-                starting != nil
-                ? catalog.choose(
-                    .diaryReminderLast, locale: candidate.locale, userID: candidate.userID, period: query.period,
-                    previousIndex: nil)
-                : catalog.choose(
-                    query.type, locale: candidate.locale, userID: candidate.userID,
-                    period: query.period, previousIndex: candidate.previousMessageIndex,
-                    learned: learned[query.period].map { LearnedWords(outcomes: $0, history: history) })
+            let choice = words(
+                query.type, last: starting != nil, locale: candidate.locale, userID: candidate.userID,
+                period: query.period, previousIndex: candidate.previousMessageIndex, learned: learned[query.period],
+                history: history)
             var request = ClaimRequest(
                 userID: candidate.userID, type: query.type, period: query.period,
                 messageIndex: choice.index, locale: choice.locale)
@@ -604,16 +599,39 @@ package struct DiaryReminderRunner: Sendable {
     func learnedOutcomes(_ queries: [DueQuery], _ options: ReminderRunOptions, _ phases: inout Phases)
         async throws(JobError) -> [String: [String: [Int: MessageOutcome]]]
     {
-        guard catalog.learning != nil else { return [:] }
         var learned: [String: [String: [Int: MessageOutcome]]] = [:]
         for period in Set(queries.filter { $0.type == .diaryReminder }.map(\.period)) {
-            let rows = try await phases.measure(.select) { () async throws(JobError) in
-                try await store.copyOutcomes(
-                    days: CopyLearning.countedDays(for: period), record: !options.dryRun, now: options.now)
+            learned[period] = try await phases.measure(.select) { () async throws(JobError) in
+                try await learnedOutcomes(period: period, options)
             }
-            learned[period] = CopyLearning.byLocale(rows)
         }
         return learned
+    }
+
+    /// The counts of one period (``learnedOutcomes(_:_:_:)``); `nil` when the catalog does not learn.
+    func learnedOutcomes(period: String, _ options: ReminderRunOptions) async throws(JobError)
+        -> [String: [Int: MessageOutcome]]?
+    {
+        guard catalog.learning != nil else { return nil }
+        return CopyLearning.byLocale(
+            try await store.copyOutcomes(
+                days: CopyLearning.countedDays(for: period), record: !options.dryRun, now: options.now))
+    }
+
+    /// The words of a user's reminder of `period`: the last reminder's when a pause starts with it, else the type's
+    /// (learned from `learned` and the user's `history` when the catalog learns), unlike `previousIndex`. The run
+    /// and explain both choose here, so that explain names the words the run sends.
+    func words(
+        _ type: NotificationType, last: Bool, locale: String, userID: String, period: String, previousIndex: Int?,
+        learned: [String: [Int: MessageOutcome]]?, history: ReminderHistory?
+    ) -> CopyChoice {
+        if last {
+            return catalog.choose(
+                .diaryReminderLast, locale: locale, userID: userID, period: period, previousIndex: nil)
+        }
+        return catalog.choose(
+            type, locale: locale, userID: userID, period: period, previousIndex: previousIndex,
+            learned: learned.map { LearnedWords(outcomes: $0, history: history) })
     }
 
     enum PauseStep: Equatable {

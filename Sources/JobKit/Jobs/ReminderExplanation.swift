@@ -41,6 +41,16 @@ package struct ReminderExplanation: Sendable, Codable, Hashable {
     package var verdict = ""
     /// The reason the user is not reminded (`nil` when due).
     package var skipReason: SkipReason?
+    /// The words of the reminder: the claim's, or those a run at this instant chooses (`nil` before the rules that
+    /// place the reminder in a period pass).
+    package struct Words: Sendable, Codable, Hashable {
+        package let locale: String
+        package let messageIndex: Int
+    }
+    package var words: Words?
+    /// The ids of the devices a run at this instant sends to: the active devices of providers it is configured
+    /// for (empty when it sends nothing).
+    package var sendsTo: [Int64] = []
     /// The user's unfinished quota warnings (a run delivers them after its reminders).
     package var quotaWarnings: [WarningState] = []
 
@@ -76,6 +86,7 @@ extension DiaryReminderRunner {
         async throws(JobError) -> ReminderExplanation
     {
         var options = options
+        options.dryRun = true  // reads only: the learned words' counted days are counted, never recorded
         var placed: ReminderExplanation.Step?
         if let localDate {
             let slot = try await slotInstant(userID: userID, on: localDate)
@@ -226,9 +237,11 @@ extension DiaryReminderRunner {
         let windowEnd = Timestamps.format(timing.reminderAt + options.rule.catchUp)
         let takenOver = log != nil && logOK && timing.state == .due
         explanation.step("4. notification log", logValue + (takenOver ? " (will be taken over)" : ""), logOK)
+        var attempts: [DeliveryAttempt] = []
         if let log {
+            attempts = try await store.deliveryAttempts(logID: log.id)
             explanation.devices = ReminderExplanation.deviceStates(
-                user.activeDevices, attempts: try await store.deliveryAttempts(logID: log.id),
+                user.activeDevices, attempts: attempts,
                 // A claim the window closed on is `retry` or `claimed` until a run closes it (``MissedReminders``),
                 // `partial` or `failed` after.
                 windowClosed: timing.state == .passed && [.retry, .claimed, .partial, .failed].contains(log.status))
@@ -251,15 +264,19 @@ extension DiaryReminderRunner {
         }
         var pause = DiaryReminderRunner.PauseStep.remind
         var pausedText = ""
+        let period = timing.period.description
+        // The history the run reads with the candidate: the pause rule's look-back and the learned words' recency.
+        var history: ReminderHistory?
+        if readsHistory(options) {
+            let key = historyKey(userID: userID, period: period, options)
+            history = try await store.reminderHistory([key])[key] ?? ReminderHistory()
+        }
         if options.pause.isOn {
-            let key = HistoryKey(
-                userID: userID, period: timing.period.description,
-                periods: options.pause.lookBack(before: timing.period.description))
-            let history = try await store.reminderHistory([key])[key] ?? ReminderHistory()
-            pause = DiaryReminderRunner.pauseStep(
-                history, of: key.period, takeOver: log != nil, options)
+            let history = history ?? ReminderHistory()
+            let from = options.pause.lookBack(before: period).lowerBound
+            pause = DiaryReminderRunner.pauseStep(history, of: period, from: from, takeOver: log != nil, options)
             let limit = "pause after \(options.pause.afterIgnored)"
-            switch (pause, options.pause.verdict(history, period: key.period)) {
+            switch (pause, options.pause.verdict(history, period: period, from: from)) {
             case (.paused, .paused(let record)):
                 pausedText = "paused since \(record.period) after \(record.ignored) ignored reminders"
                 explanation.step(
@@ -283,6 +300,7 @@ extension DiaryReminderRunner {
             let message = catalog.message(
                 pause == .remind ? .diaryReminder : CopyKind.diaryReminderLast, locale: locale, index: index)
         {
+            explanation.words = .init(locale: locale, messageIndex: index)
             explanation.step(
                 "copy", "recorded in the claim: \(locale) #\(index): \"\(message.title)\" / \"\(message.body)\"", nil)
         } else {
@@ -293,15 +311,23 @@ extension DiaryReminderRunner {
                 : try await store.previousMessageIndex(
                     userID: userID, type: .diaryReminder,
                     in: DueQuery.previousPeriods(before: timing.period.description))
-            let choice = catalog.choose(
-                last ? .diaryReminderLast : CopyKind.diaryReminder, locale: user.locale, userID: userID,
-                period: timing.period.description, previousIndex: previous)
+            let choice = words(
+                .diaryReminder, last: last, locale: user.locale, userID: userID, period: period,
+                previousIndex: previous, learned: try await learnedOutcomes(period: period, options),
+                history: history)
+            explanation.words = .init(locale: choice.locale, messageIndex: choice.index)
+            let learned =
+                last
+                ? ""
+                : catalog.learning.map {
+                    $0.isHeldOut(userID: userID, period: period) ? " (uniform: held out of learning)" : " (learned)"
+                } ?? ""
             let missing = catalog.languageWithoutWords(user.locale, for: .diaryReminder).map {
                 " (the catalog has no \($0) words)"
             }
             explanation.step(
                 "copy",
-                "locale \(user.locale) → \(choice.locale)\(missing ?? "") #\(choice.index) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"",
+                "locale \(user.locale) → \(choice.locale)\(missing ?? "") #\(choice.index)\(learned) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"",
                 nil)
         }
 
@@ -325,6 +351,13 @@ extension DiaryReminderRunner {
                 missed > 0
                     ? "not reminded: \(closed) with \(missed) device(s) not reached (\(reached) reached)"
                     : "not reminded again: \(closed) (\(reached) device(s) reached)")
+        }
+        let reachable = user.activeDevices.filter { sender.canDeliver(to: $0.provider) }
+        if pause != .paused, case .claim = decision {
+            explanation.sendsTo = reachable.map(\.id)
+        } else if case .takeOver = decision {
+            let delivered = Set(attempts.filter { $0.outcome == .delivered }.compactMap(\.deviceID))
+            explanation.sendsTo = DeliveryLifecycle.devicesToSend(reachable, alreadyDelivered: delivered).map(\.id)
         }
         switch decision {
         case .skip(let reason):

@@ -1,0 +1,107 @@
+import Foundation
+import JobKitTestSupport
+import Testing
+
+@testable import JobKit
+
+/// Issue 80: explain narrates what the run does. Random users (zones with odd offsets, reminder times, locales,
+/// devices that die or fail for a while, some who write before their slot, some who answer the reminder) over a
+/// week of runs every 15 minutes, with learned words on and off and the pause rule at 3 ignored reminders. Before
+/// each run, every user whose slot the run reaches (and a few others) is explained at the run's instant; then the
+/// run's sends must be exactly explain's: due or not, the same words, the same devices.
+@Suite struct ExplainMatchesTheRunTests {
+    static let zones = [
+        "UTC", "Asia/Kolkata", "America/St_Johns", "Pacific/Chatham", "Australia/Adelaide", "Asia/Kathmandu",
+        "America/Los_Angeles",
+    ]
+    static let locales = ["en", "ja", "pt-BR", "de", "fr", "es", "sw"]
+
+    @Test(arguments: Backend.allCases, [false, true])
+    func explainNamesTheRunsWordsAndDevices(_ backend: Backend, learning: Bool) async throws {
+        var random = SplitMix64(seed: learning ? 80 : 81)
+        let db = try await TemporaryDatabase(backend)
+        let catalog = learning ? LearnedWordsTests.catalog : CopyCatalog.builtIn
+        let start = instant("2026-11-10T00:00:00Z")
+        let users = (0..<40).map { "u\($0)" }
+        for user in users {
+            let minutes = 15 * Int.random(in: 64..<92, using: &random)  // 16:00 … 22:45
+            let time = String(format: "%02d:%02d", minutes / 60, minutes % 60)
+            try await db.store.upsertUser(
+                UserProfile(
+                    id: user, timezone: Self.zones.randomElement(using: &random)!,
+                    locale: Self.locales.randomElement(using: &random)!, reminderTime: time), now: start - 86_400)
+            for n in 0..<Int.random(in: 0...3, using: &random) {
+                let kind = Int.random(in: 0..<10, using: &random)
+                let prefix = kind == 0 ? "dead" : kind == 1 ? "flaky" : "ok"
+                _ = try await db.store.register(
+                    DeviceRegistration(
+                        userID: user, token: "\(prefix)-\(user)-\(n)", provider: .fcm, platform: .android),
+                    now: start - 86_400)
+            }
+        }
+        let sender = RecordingSender()
+        let runner = DiaryReminderRunner(store: db.store, sender: sender, catalog: catalog, logger: quietLogger)
+        let pause = try ReminderPause(afterIgnored: 3)
+        // Each user's slots of the week (their settings do not change).
+        var slots: [String: [Int64]] = [:]
+        for user in users {
+            for day in -1...8 {
+                let date = ZoneClock.split(wallSeconds: start).date.adding(days: day)
+                if let slot = try await runner.slotInstant(userID: user, on: date) {
+                    slots[user, default: []].append(slot)
+                }
+            }
+        }
+        var checked = (due: 0, notDue: 0, learned: 0)
+        for step in 0..<(7 * 96) {
+            let now = start + Int64(step) * 900
+            var options = ReminderRunOptions(now: now)
+            options.pause = pause
+            // Who to explain: everybody whose slot lies in the quarter before this run, and a few others.
+            var explained: [String: ReminderExplanation] = [:]
+            for user in users {
+                let near = slots[user, default: []].contains { $0 > now - 900 && $0 <= now }
+                if near || Int.random(in: 0..<40, using: &random) == 0 {
+                    explained[user] = try await runner.explain(userID: user, options: options)
+                }
+            }
+            // Some write before their slot; the run must then skip them, as explain said it would.
+            let before = await sender.sent.count
+            _ = try await runner.run(options)
+            let sent = await sender.sent.dropFirst(before)
+            let byUser = Dictionary(grouping: sent, by: \.device.userID)
+            for (user, explanation) in explained {
+                let theirs = byUser[user] ?? []
+                #expect(
+                    explanation.due == !theirs.isEmpty,
+                    "\(user) at \(Timestamps.format(now)): explain says \(explanation.verdict), the run sent \(theirs.count)"
+                )
+                guard explanation.due, let first = theirs.first else {
+                    checked.notDue += 1
+                    continue
+                }
+                checked.due += 1
+                #expect(
+                    explanation.words == .init(locale: first.locale, messageIndex: first.messageIndex),
+                    "\(user) at \(Timestamps.format(now)): explain's words \(String(describing: explanation.words)), the run's \(first.locale) #\(first.messageIndex)"
+                )
+                #expect(
+                    Set(explanation.sendsTo) == Set(theirs.map(\.device.id)), "\(user) at \(Timestamps.format(now))")
+                if learning, let learner = catalog.learning, !learner.isHeldOut(userID: user, period: first.period) {
+                    checked.learned += 1
+                }
+            }
+            // Answers: message 2 works best; a few write before their reminder.
+            for notification in sent
+            where Int.random(in: 0..<10, using: &random) < (notification.messageIndex == 2 ? 8 : 2) {
+                try await db.store.recordEntry(userID: notification.device.userID, at: now + 600)
+            }
+            if Int.random(in: 0..<8, using: &random) == 0, let writer = users.randomElement(using: &random) {
+                try await db.store.recordEntry(userID: writer, at: now)
+            }
+        }
+        // The property held over enough cases to mean something: reminders, skips, and learned choices.
+        #expect(checked.due > 150 && checked.notDue > 300, "\(checked)")
+        if learning { #expect(checked.learned > 100, "\(checked)") }
+    }
+}
