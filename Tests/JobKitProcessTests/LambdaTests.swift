@@ -56,7 +56,8 @@ import Testing
         let client = try await RuntimeAPIClient.connect(api.address)
         let loop = Task {
             try await LambdaRuntime.serve(
-                handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 6)
+                handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 6,
+                exportsTraceID: false)
         }
 
         // 1. On time, a five-minute invocation: everyone due at 20:00 is reminded on every device.
@@ -142,7 +143,8 @@ import Testing
         let client = try await RuntimeAPIClient.connect(api.address)
         let loop = Task {
             try await LambdaRuntime.serve(
-                handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 4)
+                handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 4,
+                exportsTraceID: false)
         }
         let deadline = wall.ms + 3_000
         let quiet = try #require(
@@ -187,7 +189,8 @@ import Testing
         let loop = Task {
             try await LambdaRuntime.serve(
                 ContentLimitHookHandler(hook: hook, senders: senders), client: client, logger: quietLogger,
-                wallClockMs: { wall.ms }, limit: 1)
+                wallClockMs: { wall.ms }, limit: 1,
+                exportsTraceID: false)
         }
         let answer = await api.invoke(#"{"user_id":"writer","used":90,"limit":100}"#, deadlineMs: wall.ms + 3_000)
         guard case .error(let type, let message, let header) = answer else {
@@ -234,7 +237,8 @@ import Testing
         let client = try await RuntimeAPIClient.connect(api.address)
         let loop = Task {
             try await LambdaRuntime.serve(
-                handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 3)
+                handler, client: client, logger: quietLogger, wallClockMs: { wall.ms }, limit: 3,
+                exportsTraceID: false)
         }
         let typo = await api.invoke(
             Self.scheduled("2026-11-21T03:00:00Z", detail: #"{"stale_dayz":30}"#), deadlineMs: wall.ms + 60_000)

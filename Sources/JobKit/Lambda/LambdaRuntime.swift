@@ -11,10 +11,13 @@ package enum LambdaRuntime {
     /// - Parameters:
     ///   - wallClockMs: the real clock in Unix milliseconds, read once per invocation: it turns the
     ///     deadline into a monotonic instant and is the instant of events that carry none (the hook's).
+    ///   - exportsTraceID: set `_X_AMZN_TRACE_ID` in the process's environment, as the platform's runtimes do.
+    ///     Off only where other threads of the process start processes (a test run): `setenv` beside
+    ///     `Process.run()`, which copies the environment, corrupts it.
     package static func serve<Handler: JobHandler>(
         _ handler: Handler, client: RuntimeAPIClient, logger: Logger,
         wallClockMs: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
-        limit: Int? = nil
+        limit: Int? = nil, exportsTraceID: Bool = true
     ) async throws(JobError) where Handler.Event: LambdaEvent {
         var served = 0
         while limit.map({ served < $0 }) ?? true {
@@ -31,7 +34,9 @@ package enum LambdaRuntime {
 
             // The X-Ray trace id: in every log line of this invocation, and in the environment as the platform's
             // own runtimes set it.
-            if let traceID = invocation.traceID {
+            if !exportsTraceID {
+                // The trace id is in the log lines and in ``LambdaTrace/id`` alone.
+            } else if let traceID = invocation.traceID {
                 setenv("_X_AMZN_TRACE_ID", traceID, 1)
             } else {
                 unsetenv("_X_AMZN_TRACE_ID")
