@@ -182,12 +182,15 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(
-            name: "PushCtl",
+        // pushctl's command tree, a library so that tests parse and validate it in process; the executable runs it.
+        .target(
+            name: "PushCtlCommands",
             dependencies: [
-                "JobKit", "JobCLI", "BuildVersion", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "JobKit", "JobKitCore", "JobCLI", "BuildVersion",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        .executableTarget(name: "PushCtl", dependencies: ["PushCtlCommands"]),
         // The HTTP API: handlers of the operations `openapi.yaml` declares (types and server stubs generated from it
         // by the build plugin), over the jobs' own rules and the wiring module's stores.
         .target(
@@ -253,6 +256,7 @@ let package = Package(
             name: "JobKitProcessTests",
             dependencies: bothStores + [
                 "JobCLI", "LambdaRuntimeSimulator", "ContentLimitQuietPath", "JobKitTestSupport", "PushAPI",
+                "PushCtlCommands",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]

@@ -65,7 +65,7 @@ extension PostgresStore {
                 """
                 SELECT id, period_key FROM notification_logs
                 WHERE claimed_at >= to_timestamp(\(claimedIn.lowerBound)) AND claimed_at < to_timestamp(\(claimedIn.upperBound))
-                  AND notification_type = 'diary_reminder'
+                  AND \(unescaped: NotificationType.diaryReminder.sql())
                   AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore))
                 ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 """, logger: logger

@@ -24,7 +24,8 @@ extension PostgresStore: ContentLimitStore {
                                                      l.run_id, \(unescaped: Self.epoch("l.deliver_after")),
                                                      \(unescaped: Self.jsonString("l.params", key: LimitParams.planKey))))::text
                     FROM notification_logs l
-                    WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
+                    WHERE l.user_id = u.id
+                      AND l.notification_type IN (\(unescaped: NotificationType.sqlList(\.isQuotaWarning)))
                       AND l.period_key >= \(periodsFrom))
             FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
             WHERE u.id = ANY(\(ids)::text[])
@@ -123,7 +124,7 @@ extension PostgresStore: ContentLimitStore {
             """
             SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params::text
             FROM notification_logs l JOIN users u ON u.id = l.user_id
-            WHERE l.notification_type <> 'diary_reminder' AND \(unescaped: DeliveryLifecycle.unfinishedSQL(table: "l"))
+            WHERE \(unescaped: NotificationType.quotaWarningSQL("l.notification_type")) AND \(unescaped: DeliveryLifecycle.unfinishedSQL(table: "l"))
               AND l.claimed_at >= to_timestamp(\(now - DeliveryLifecycle.retryHorizon)) AND l.id > \(afterID)
               AND \(unescaped: DeliveryLifecycle.claimableWarningSQL(.postgres, now: now, staleBefore: staleBefore, table: "l"))
             ORDER BY l.id LIMIT \(limit)
@@ -233,7 +234,8 @@ extension PostgresStore: JanitorStore {
             "selecting devices to probe",
             """
             SELECT id, user_id, token, provider, platform, apns_environment, token_kind FROM user_devices
-            WHERE is_active AND provider = 'fcm' AND last_seen < to_timestamp(\(seenBefore))
+            WHERE is_active AND provider IN (\(unescaped: Provider.sqlList(\.probesQuietTokens)))
+              AND last_seen < to_timestamp(\(seenBefore))
               AND last_seen >= to_timestamp(\(notBefore))
             ORDER BY last_seen LIMIT \(limit)
             """)

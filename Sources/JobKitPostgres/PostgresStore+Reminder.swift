@@ -237,7 +237,7 @@ extension PostgresStore: ReminderStore {
                        coalesce(array_agg(coalesce(l.message_index, -1)::int8 ORDER BY l.period_key), '{}') AS indices,
                        coalesce(array_agg(l.status IN ('sent', 'partial') ORDER BY l.period_key), '{}') AS reached
                 FROM notification_logs l
-                WHERE l.user_id = k.user_id AND l.notification_type = 'diary_reminder'
+                WHERE l.user_id = k.user_id AND \(unescaped: NotificationType.diaryReminder.sql("l.notification_type"))
                   AND l.period_key >= k.low AND l.period_key < k.high
                   AND l.period_key BETWEEN \(lowest) AND \(highest)) r
             """)

@@ -13,7 +13,7 @@ extension SQLiteStore: ContentLimitStore {
                                                    l.message_index, l.locale, l.run_id, l.deliver_after,
                                                    \(jsonString("l.params", key: LimitParams.planKey))))
                 FROM notification_logs l
-                WHERE l.user_id = u.id AND l.notification_type IN ('content_limit_90', 'content_limit_100')
+                WHERE l.user_id = u.id AND l.notification_type IN (\(NotificationType.sqlList(\.isQuotaWarning)))
                   AND l.period_key >= ?)
         FROM users u LEFT JOIN notification_settings s ON s.user_id = u.id
         WHERE u.id IN (\(Array(repeating: "?", count: count).joined(separator: ",")))
@@ -131,7 +131,7 @@ extension SQLiteStore: ContentLimitStore {
                 sql: """
                     SELECT l.id, l.user_id, l.notification_type, l.period_key, l.message_index, l.locale, l.params
                     FROM notification_logs l JOIN users u ON u.id = l.user_id
-                    WHERE l.notification_type <> 'diary_reminder' AND \(DeliveryLifecycle.unfinishedSQL(table: "l"))
+                    WHERE \(NotificationType.quotaWarningSQL("l.notification_type")) AND \(DeliveryLifecycle.unfinishedSQL(table: "l"))
                       AND l.claimed_at >= ? AND l.id > ?
                       AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore, table: "l"))
                     ORDER BY l.id LIMIT ?

@@ -39,7 +39,8 @@ extension SQLiteStore: JanitorStore {
                 db,
                 sql: """
                     SELECT id, user_id, token, provider, platform, apns_environment, token_kind FROM user_devices
-                    WHERE is_active = 1 AND provider = 'fcm' AND last_seen < ? AND last_seen >= ?
+                    WHERE is_active = 1 AND provider IN (\(Provider.sqlList(\.probesQuietTokens)))
+                      AND last_seen < ? AND last_seen >= ?
                     ORDER BY last_seen LIMIT ?
                     """, arguments: [seenBefore, notBefore, limit]
             ).map { row throws(JobError) in

@@ -355,7 +355,7 @@ extension SQLiteStore: ReminderStore {
 
     static let pastRemindersSQL = """
         SELECT period_key, claimed_at, message_index, status IN ('sent', 'partial') FROM notification_logs
-        WHERE user_id = ? AND notification_type = 'diary_reminder' AND period_key >= ? AND period_key < ?
+        WHERE user_id = ? AND \(NotificationType.diaryReminder.sql()) AND period_key >= ? AND period_key < ?
         """
 
     /// The history columns (12–17) of a candidate's row.
@@ -833,7 +833,7 @@ extension SQLiteStore: ReminderStore {
                 db,
                 sql: """
                     SELECT id, period_key FROM notification_logs
-                    WHERE claimed_at >= ? AND claimed_at < ? AND notification_type = 'diary_reminder'
+                    WHERE claimed_at >= ? AND claimed_at < ? AND \(NotificationType.diaryReminder.sql())
                       AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
                     ORDER BY id LIMIT ?
                     """, arguments: [claimedIn.lowerBound, claimedIn.upperBound, limit]

@@ -79,15 +79,19 @@ struct APIHandlers: APIProtocol {
         guard (body.token == nil) != (body.fid == nil) else {
             throw APIProblem(.badRequest, "give exactly one of token and fid")
         }
-        if body.fid != nil, let provider = body.provider, provider != .fcm {
-            throw APIProblem(.badRequest, "fid: an FCM installation id is for provider fcm, not \(provider.rawValue)")
+        let ofFIDs = Provider.ofInstallationIDs
+        if body.fid != nil, let provider = body.provider.flatMap({ Provider(rawValue: $0.rawValue) }),
+            !provider.takes(.fid)
+        {
+            throw APIProblem(
+                .badRequest, "fid: an FCM installation id is for provider \(ofFIDs), not \(provider.rawValue)")
         }
         guard body.fid != nil || body.provider != nil else {
             throw APIProblem(.badRequest, "provider: required with token")
         }
         let registration = try DeviceRegistration(
             userID: input.path.id, token: body.fid ?? body.token ?? "",
-            provider: body.fid != nil ? .fcm : Provider(rawValue: body.provider!.rawValue)!,
+            provider: body.fid != nil ? ofFIDs : Provider(rawValue: body.provider!.rawValue)!,
             platform: Platform(rawValue: body.platform.rawValue)!,
             apnsEnvironment: body.environment.map { APNsEnvironment(rawValue: $0.rawValue)! },
             appVersion: body.appVersion, kind: body.fid != nil ? .fid : .token, replaces: body.replaces)

@@ -17,9 +17,34 @@ package enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable
         self = type
     }
 
+    /// A quota warning of the content-limit hook (the daily reminder is not one).
+    package var isQuotaWarning: Bool {
+        switch self {
+        case .diaryReminder: false
+        case .contentLimit90, .contentLimit100: true
+        }
+    }
+
+    /// SQL of "`column` is a quota warning", spelled as the partial indexes of pending warnings spell it
+    /// (migrations 004 and 014: `notification_type <> 'diary_reminder'`), so that both stores' planners use them.
+    /// `ClosedSetTests` checks that it picks exactly the types ``isQuotaWarning`` names: a new type that is no
+    /// quota warning fails there, not silently in a store.
+    package static func quotaWarningSQL(_ column: String = "notification_type") -> String {
+        "\(column) <> '\(NotificationType.diaryReminder.rawValue)'"
+    }
+
+    /// The types `filter` picks, as an SQL list of string literals (their raw values are constant letters): an
+    /// `IN` list, which the unique index `(user_id, notification_type, period_key)` seeks.
+    package static func sqlList(_ filter: (NotificationType) -> Bool) -> String {
+        allCases.filter(filter).map { "'\($0.rawValue)'" }.joined(separator: ", ")
+    }
+
+    /// SQL of "`column` is this type".
+    package func sql(_ column: String = "notification_type") -> String { "\(column) = '\(rawValue)'" }
+
     /// Placeholders a message of this type may use.
     var allowedPlaceholders: Set<String> {
-        self == .diaryReminder ? [] : ["used", "limit", "percent"]
+        isQuotaWarning ? ["used", "limit", "percent"] : []
     }
 
     /// Placeholders a message of this type must use (in its title or body), each entry one requirement met

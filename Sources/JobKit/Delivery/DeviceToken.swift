@@ -54,37 +54,42 @@ package enum DeviceToken {
     /// Why `token` is not a valid value of `kind` for `provider`, or nil when it is.
     package static func problem(_ token: String, provider: Provider, kind: TokenKind = .token) -> String? {
         if kind == .fid {
-            guard provider == .fcm else { return "a Firebase installation id (FID) is for FCM, not \(provider)" }
+            guard provider.takes(.fid) else {
+                return "a Firebase installation id (FID) is for FCM, not \(provider.descriptor.name)"
+            }
             guard isFIDShaped(token) else {
                 return
                     "an FCM installation id (FID) is \(fidLength) characters, the first one of c d e f, then A-Z a-z 0-9 - _"
             }
             return nil
         }
+        return provider.descriptor.tokenProblem(token)
+    }
+
+    /// ``ProviderDescriptor/tokenProblem`` of APNs.
+    static func apnsTokenProblem(_ token: String) -> String? {
         let bytes = token.utf8
-        if provider == .apns {
-            guard !bytes.isEmpty else { return "an APNs token is empty" }
-            guard bytes.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
-                return "an APNs token is lower-case hexadecimal (0-9, a-f)"
-            }
-            guard bytes.count % 2 == 0 else { return "an APNs token has an even number of hex digits (whole bytes)" }
-            guard bytes.count <= maxAPNsHexDigits else {
-                return "an APNs token has at most \(maxAPNsHexDigits) hex digits"
-            }
-            return nil
+        guard !bytes.isEmpty else { return "an APNs token is empty" }
+        guard bytes.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+            return "an APNs token is lower-case hexadecimal (0-9, a-f)"
         }
-        if provider == .fcm {
-            guard !bytes.isEmpty else { return "an FCM token is empty" }
-            guard bytes.allSatisfy(isFCMCharacter) else {
-                return "an FCM token consists of ASCII letters, digits, '-', '_' and ':'"
-            }
-            guard bytes.count <= maxFCMLength else { return "an FCM token has at most \(maxFCMLength) characters" }
-            guard !isFIDShaped(token) else {
-                return "this is a Firebase installation id (FID), not a registration token: register it with --fid"
-            }
-            return nil
+        guard bytes.count % 2 == 0 else { return "an APNs token has an even number of hex digits (whole bytes)" }
+        guard bytes.count <= maxAPNsHexDigits else { return "an APNs token has at most \(maxAPNsHexDigits) hex digits" }
+        return nil
+    }
+
+    /// ``ProviderDescriptor/tokenProblem`` of FCM.
+    static func fcmTokenProblem(_ token: String) -> String? {
+        let bytes = token.utf8
+        guard !bytes.isEmpty else { return "an FCM token is empty" }
+        guard bytes.allSatisfy(isFCMCharacter) else {
+            return "an FCM token consists of ASCII letters, digits, '-', '_' and ':'"
         }
-        return "unknown provider \(provider.rawValue)"
+        guard bytes.count <= maxFCMLength else { return "an FCM token has at most \(maxFCMLength) characters" }
+        guard !isFIDShaped(token) else {
+            return "this is a Firebase installation id (FID), not a registration token: register it with --fid"
+        }
+        return nil
     }
 
     private static func isFCMCharacter(_ byte: UInt8) -> Bool {
@@ -105,7 +110,7 @@ extension Device {
     /// guards rows that reached the table some other way: a FID is never put in `message.token`, where FCM would
     /// answer that the token is invalid and the device would be retired while it is alive.
     package var sendingKind: TokenKind {
-        kind == .token && provider == .fcm && DeviceToken.isFIDShaped(token) ? .fid : kind
+        kind == .token && provider.takes(.fid) && DeviceToken.isFIDShaped(token) ? .fid : kind
     }
 }
 

@@ -41,8 +41,8 @@ extension DeliveryConfiguration {
 /// Delivers through APNs and FCM, routing each device to its provider. Devices of a provider with no
 /// credentials configured are not deliverable (the run skips them before claiming).
 package final class PushSender: Sender {
-    private let apns: ProviderClient?
-    private let fcm: ProviderClient?
+    /// The client of each configured provider: the sender routes by this table.
+    private let clients: [Provider: ProviderClient]
     package let outageThreshold: OutageThreshold
 
     /// Loads keys and the service account once; connects lazily.
@@ -54,6 +54,7 @@ package final class PushSender: Sender {
         let clock = configuration.credentialClock
         let links = configuration.links
         let badge = configuration.badge
+        var clients: [Provider: ProviderClient] = [:]
         if let apnsConfiguration = configuration.apns {
             let keys = try await ProviderTokens.apnsKey(apnsConfiguration)
             let credential = SharedCredential(
@@ -67,7 +68,7 @@ package final class PushSender: Sender {
                     try await ProviderTokens.mintAPNs(keys: keys, configuration: apnsConfiguration, now: now)
                 })
             let topic = apnsConfiguration.topic
-            apns = ProviderClient(
+            clients[.apns] = ProviderClient(
                 provider: ProviderProtocol(
                     provider: .apns,
                     endpoint: {
@@ -84,8 +85,6 @@ package final class PushSender: Sender {
                 credential: credential, tls: tls, policy: configuration.retry, rate: apnsConfiguration.rate,
                 deadTokenGuard: configuration.deadTokenGuard, clock: configuration.retryClock,
                 jitter: configuration.retryJitter, logger: logger)
-        } else {
-            apns = nil
         }
         if let fcmConfiguration = configuration.fcm {
             let account = try ServiceAccount.load(path: fcmConfiguration.serviceAccountFile)
@@ -98,7 +97,7 @@ package final class PushSender: Sender {
                 mint: { now async throws(JobError) in
                     try await ProviderTokens.mintFCM(keys: keys, account: account, tls: tls, now: now)
                 })
-            fcm = ProviderClient(
+            clients[.fcm] = ProviderClient(
                 provider: ProviderProtocol(
                     provider: .fcm,
                     endpoint: { _ in fcmConfiguration.endpoint },
@@ -113,13 +112,12 @@ package final class PushSender: Sender {
                 credential: credential, tls: tls, policy: configuration.retry, rate: fcmConfiguration.rate,
                 deadTokenGuard: configuration.deadTokenGuard, clock: configuration.retryClock,
                 jitter: configuration.retryJitter, logger: logger)
-        } else {
-            fcm = nil
         }
+        self.clients = clients
     }
 
     package func canDeliver(to provider: Provider) -> Bool {
-        provider == .apns ? apns != nil : fcm != nil
+        clients[provider] != nil
     }
 
     package func send(_ batch: [OutgoingNotification]) async -> [DeliveryReport] {
@@ -133,14 +131,20 @@ package final class PushSender: Sender {
     private func send(_ batch: [OutgoingNotification], finishedEarly finished: FinishedReports?) async
         -> [DeliveryReport]
     {
-        let apnsIndices = batch.indices.filter { batch[$0].device.provider == .apns }
-        let fcmIndices = batch.indices.filter { batch[$0].device.provider == .fcm }
-        async let apnsReports = route(
-            apns, apnsIndices.map { batch[$0] }, finished: Self.reindexed(finished, apnsIndices))
-        async let fcmReports = route(fcm, fcmIndices.map { batch[$0] }, finished: Self.reindexed(finished, fcmIndices))
         var reports = [DeliveryReport?](repeating: nil, count: batch.count)
-        for (i, report) in zip(apnsIndices, await apnsReports) { reports[i] = report }
-        for (i, report) in zip(fcmIndices, await fcmReports) { reports[i] = report }
+        // Each provider's part of the batch, sent at once.
+        let parts = Dictionary(grouping: batch.indices) { batch[$0].device.provider }
+        await withTaskGroup(of: ([Int], [DeliveryReport]).self) { group in
+            for (provider, indices) in parts {
+                let (client, items) = (clients[provider], indices.map { batch[$0] })
+                group.addTask {
+                    (indices, await Self.route(client, items, finished: Self.reindexed(finished, indices)))
+                }
+            }
+            for await (indices, answers) in group {
+                for (i, report) in zip(indices, answers) { reports[i] = report }
+            }
+        }
         // A client answers every notification it is given; a missing answer is left for a later run, never lost.
         return zip(batch, reports).map { notification, report in
             report
@@ -155,7 +159,7 @@ package final class PushSender: Sender {
         return { local, reports in finished(local.map { indices[$0] }, reports) }
     }
 
-    private func route(
+    private static func route(
         _ client: ProviderClient?, _ items: [OutgoingNotification],
         finished: FinishedReports?
     ) async -> [DeliveryReport] {
@@ -172,18 +176,15 @@ package final class PushSender: Sender {
 
     package func credentialMints() async -> [Provider: Int] {
         var mints: [Provider: Int] = [:]
-        if let apns { mints[.apns] = await apns.mints }
-        if let fcm { mints[.fcm] = await fcm.mints }
+        for (provider, client) in clients { mints[provider] = await client.mints }
         return mints
     }
 
     package func beginRun(finishBy: ContinuousClock.Instant?) async {
-        await apns?.beginRun(finishBy: finishBy)
-        await fcm?.beginRun(finishBy: finishBy)
+        for client in clients.values { await client.beginRun(finishBy: finishBy) }
     }
 
     package func shutdown() async {
-        await apns?.shutdown()
-        await fcm?.shutdown()
+        for client in clients.values { await client.shutdown() }
     }
 }

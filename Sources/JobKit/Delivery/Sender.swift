@@ -50,7 +50,7 @@ extension OutgoingNotification {
 }
 
 extension DeliveryChannel {
-    package init(_ provider: Provider) { self = provider == .apns ? .apns : .fcm }
+    package init(_ provider: Provider) { self = provider.descriptor.channel }
 }
 
 /// The sender's answer for one notification.

@@ -181,7 +181,7 @@ package struct AppTableMapping: Sendable, Hashable {
                 throw MappingError(
                     "devices: map provider (a column, or fixed apns, fcm or \(Self.providerByShape)) for token")
             }
-            if let provider = fixed["provider"], ![Self.providerByShape, "apns", "fcm"].contains(provider) {
+            if let provider = fixed["provider"], provider != Self.providerByShape, Provider(rawValue: provider) == nil {
                 throw MappingError(
                     "devices.fixed.provider: \"\(provider)\" is not apns, fcm or \(Self.providerByShape) (each token by its shape)"
                 )

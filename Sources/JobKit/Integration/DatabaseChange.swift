@@ -192,9 +192,9 @@ private struct RowValues {
         }
         let provider: Provider? =
             if isFID {
-                .fcm
+                .ofInstallationIDs
             } else if table.fixed["provider"] == AppTableMapping.providerByShape {
-                DeviceToken.isAPNsShaped(token) ? .apns : .fcm
+                Provider.byShape(token)
             } else {
                 try choice("provider", Provider.init(rawValue:), Provider.all.map(\.rawValue))
             }

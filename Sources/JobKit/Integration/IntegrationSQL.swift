@@ -94,20 +94,33 @@ package struct IntegrationSQL: Sendable {
     private func pushToken(_ devices: AppTableMapping.Table, _ row: String) -> String {
         let fid = text(devices, "fid", row, safe: true)
         let token = text(devices, "token", row, safe: true)
-        return "CASE WHEN \(fid) IS NOT NULL THEN \(fid) WHEN \(providerExpression(devices, row, safe: true)) = 'apns' "
-            + "THEN lower(\(token)) ELSE \(token) END"
+        return "CASE WHEN \(fid) IS NOT NULL THEN \(fid) WHEN \(providerExpression(devices, row, safe: true)) IN "
+            + "(\(Provider.sqlList(\.storesLowerCase))) THEN lower(\(token)) ELSE \(token) END"
     }
 
-    /// A device row's provider: `fcm` for a FID; else the mapped column's (lower case), or, with `fixed.provider`
-    /// `by_shape`, APNs for a token of an APNs token's shape and FCM for any other.
+    /// A device row's provider: FCM's for a FID; else the mapped column's (lower case), or, with `fixed.provider`
+    /// `by_shape`, the one its token's shape names (``Provider/byShape(_:)``).
     private func providerExpression(_ devices: AppTableMapping.Table, _ row: String, safe: Bool = false) -> String {
         let fid = text(devices, "fid", row, safe: safe)
+        let ofFIDs = "'\(Provider.ofInstallationIDs.rawValue)'"
         guard devices.fixed["provider"] == AppTableMapping.providerByShape else {
             return
-                "CASE WHEN \(fid) IS NOT NULL THEN 'fcm' ELSE lower(\(text(devices, "provider", row, safe: safe))) END"
+                "CASE WHEN \(fid) IS NOT NULL THEN \(ofFIDs) ELSE lower(\(text(devices, "provider", row, safe: safe))) END"
         }
-        return "CASE WHEN \(fid) IS NOT NULL THEN 'fcm' WHEN \(text(devices, "token", row, safe: safe)) ~ "
-            + "'\(DeviceToken.apnsShapedPattern)' THEN 'apns' ELSE 'fcm' END"
+        return "CASE WHEN \(fid) IS NOT NULL THEN \(ofFIDs) ELSE "
+            + Provider.sqlByShape(text(devices, "token", row, safe: safe)) + " END"
+    }
+
+    /// The PL/pgSQL that refuses a token of another provider's shape (``ProviderDescriptor/foreignTokenPattern``).
+    private static var foreignTokenChecks: String {
+        Provider.allCases.compactMap { provider -> String? in
+            guard let shape = provider.descriptor.foreignShape else { return nil }
+            return """
+                    IF v_provider = '\(provider.rawValue)' AND v_fid IS NULL AND v_token ~ '\(shape.pattern)' THEN
+                        RAISE EXCEPTION '\(shape.problem.replacingOccurrences(of: "'", with: "''"))';
+                    END IF;
+                """
+        }.joined(separator: "\n")
     }
 
     /// Whether a row's "takes it out" field (a device's `revoked`, an entry's `deleted`) is set, as
@@ -419,10 +432,8 @@ package struct IntegrationSQL: Sendable {
             BEGIN
                 IF v_user IS NULL OR v_token IS NULL THEN RETURN; END IF;
             \(readSeen)
-                IF v_provider = 'apns' THEN v_token := lower(v_token); END IF;
-                IF v_provider = 'fcm' AND v_fid IS NULL AND v_token ~ '\(DeviceToken.apnsShapedPattern)' THEN
-                    RAISE EXCEPTION '\(DeviceToken.apnsTokenAsFCM.replacingOccurrences(of: "'", with: "''"))';
-                END IF;
+                IF v_provider IN (\(Provider.sqlList(\.storesLowerCase))) THEN v_token := lower(v_token); END IF;
+            \(Self.foreignTokenChecks)
                 IF NOT \(active) THEN
                     UPDATE \(p).user_devices SET is_active = false, deactivated_at = now(), deactivation_reason = 'logout',
                            updated_at = now()
@@ -434,7 +445,7 @@ package struct IntegrationSQL: Sendable {
                     (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version,
                      mirrored)
                 VALUES (v_user, v_token, v_provider, v_platform,
-                        CASE WHEN v_provider = 'apns' THEN coalesce(v_environment, 'production') END,
+                        \(Provider.sqlEnvironment(provider: "v_provider", "v_environment")),
                         CASE WHEN v_fid IS NOT NULL THEN 'fid' ELSE 'token' END, true, coalesce(v_seen, date_trunc('second', now())),
                         \(text(devices, "app_version", "r")), true)
                 ON CONFLICT (token) DO UPDATE SET
@@ -491,7 +502,7 @@ package struct IntegrationSQL: Sendable {
                     ]).joined(separator: "\n")
                 let assignments =
                     (keys.map { name, _ in "k_\(name) := NEW.token;" } + [
-                        "k_upper := CASE WHEN NEW.provider = 'apns' THEN upper(NEW.token) ELSE NEW.token END;",
+                        "k_upper := CASE WHEN NEW.provider IN (\(Provider.sqlList(\.storesLowerCase))) THEN upper(NEW.token) ELSE NEW.token END;",
                         "k_user := NEW.user_id;",
                     ]).joined(separator: " ")
                 let match = keys.map { name, column in

@@ -121,7 +121,10 @@ extension DeliveryConfiguration {
                 "no provider configured: --dry-run and --explain assume APNs and FCM both are (a real run needs one)")
             return nil
         }
-        return Set([apns == nil ? nil : Provider.apns, fcm == nil ? nil : Provider.fcm].compactMap { $0 })
+        var configured: Set<Provider> = []
+        if apns != nil { configured.insert(.apns) }
+        if fcm != nil { configured.insert(.fcm) }
+        return configured
     }
 }
 

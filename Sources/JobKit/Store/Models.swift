@@ -1,15 +1,11 @@
-/// A push provider.
-public struct Provider: RawRepresentable, Hashable, Sendable, Codable, CodingKeyRepresentable, CustomStringConvertible {
-    public let rawValue: String
-    public init?(rawValue: String) {
-        guard let known = Provider.all.first(where: { $0.rawValue == rawValue }) else { return nil }
-        self = known
-    }
-    private init(_ raw: String) { rawValue = raw }
-    public static let apns = Provider("apns")
-    public static let fcm = Provider("fcm")
+/// A push provider: a closed set, each described once by its ``descriptor`` (``ProviderDescriptor``). Adding one is
+/// a case here, its descriptor, and its request writer and answer classifier (docs/ARCHITECTURE.md).
+public enum Provider: String, CaseIterable, Hashable, Sendable, Codable, CodingKeyRepresentable,
+    CustomStringConvertible
+{
+    case apns, fcm
     /// Every provider this version sends to.
-    public static let all = [apns, fcm]
+    public static var all: [Provider] { allCases }
     public var description: String { rawValue }
 }
 
@@ -365,24 +361,26 @@ package struct DeviceRegistration: Sendable, Hashable {
     ) throws(JobError) {
         if let problem = UserProfile.idProblem(userID) { throw .dataError("device registration: \(problem)") }
         let token = token.trimmingCharacters(in: .whitespacesAndNewlines)
-        if provider == .apns {
-            guard platform == .ios else { throw .dataError("device registration: APNs devices are iOS devices") }
-            guard kind == .token else {
-                throw .dataError("device registration: a Firebase installation id (FID) is for FCM, not APNs")
-            }
-        } else if let apnsEnvironment {
+        let descriptor = provider.descriptor
+        guard descriptor.platforms.contains(platform) else {
+            throw .dataError("device registration: \(descriptor.name) devices are not \(platform) devices")
+        }
+        guard descriptor.kinds.contains(kind) else {
+            throw .dataError("device registration: a Firebase installation id (FID) is not for \(descriptor.name)")
+        }
+        if descriptor.defaultEnvironment == nil, let apnsEnvironment {
             // Dropping it would hide a caller's mistake: FCM chooses the APNs environment of the apps it serves.
             throw .dataError(
-                "device registration: an APNs environment is for APNs tokens; an FCM token has none (got \(apnsEnvironment.rawValue))"
+                "device registration: an APNs environment is for APNs tokens; an \(descriptor.name) token has none (got \(apnsEnvironment.rawValue))"
             )
         }
         // APNs tokens are hexadecimal in either case as apps print them; stored lower-case.
-        let normalized = provider == .apns ? token.lowercased() : token
+        let normalized = descriptor.storesLowerCase ? token.lowercased() : token
         if let problem = DeviceToken.problem(normalized, provider: provider, kind: kind) {
             throw .dataError("device registration: \(problem)")
         }
-        if provider == .fcm, kind == .token, DeviceToken.isAPNsShaped(normalized) {
-            throw .dataError("device registration: \(DeviceToken.apnsTokenAsFCM)")
+        if kind == .token, let problem = descriptor.foreignTokenProblem(normalized) {
+            throw .dataError("device registration: \(problem)")
         }
         let replaced = replaces?.trimmingCharacters(in: .whitespacesAndNewlines)
         if let replaced {
@@ -393,7 +391,7 @@ package struct DeviceRegistration: Sendable, Hashable {
                 throw .dataError("device registration: a device cannot replace itself")
             }
         }
-        let environment = provider == .apns ? (apnsEnvironment ?? .production) : nil
+        let environment = descriptor.defaultEnvironment.map { apnsEnvironment ?? $0 }
         self.userID = userID
         self.token = normalized
         self.provider = provider

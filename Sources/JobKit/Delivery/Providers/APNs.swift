@@ -153,3 +153,11 @@ enum APNs {
         }
     }
 }
+
+extension APNs {
+    static let descriptor = ProviderDescriptor(
+        name: "APNs", channel: .apns, platforms: [.ios], kinds: [.token], storesLowerCase: true,
+        defaultEnvironment: .production, tokenProblem: DeviceToken.apnsTokenProblem,
+        foreignShape: nil, claimsShape: DeviceToken.isAPNsShaped, shapePattern: DeviceToken.apnsShapedPattern,
+        probesQuietTokens: false)
+}

@@ -244,3 +244,13 @@ enum FCM {
         }
     }
 }
+
+extension FCM {
+    static let descriptor = ProviderDescriptor(
+        name: "FCM", channel: .fcm, platforms: Set(Platform.allCases), kinds: [.token, .fid], storesLowerCase: false,
+        defaultEnvironment: nil, tokenProblem: DeviceToken.fcmTokenProblem,
+        foreignShape: .init(
+            matches: DeviceToken.isAPNsShaped, pattern: DeviceToken.apnsShapedPattern,
+            problem: DeviceToken.apnsTokenAsFCM),
+        claimsShape: { _ in true }, shapePattern: nil, probesQuietTokens: true)
+}

@@ -4,9 +4,11 @@ import Foundation
 import JobCLI
 import JobKit
 
-@main
-struct PushCtl: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
+/// `pushctl`'s commands: each parses its flags and calls JobKit or the wiring module; `Sources/PushCtl` runs it.
+public struct PushCtl: AsyncParsableCommand {
+    public init() {}
+
+    public static let configuration = CommandConfiguration(
         commandName: "pushctl",
         abstract: "Administer the push store: migrations, demo data, users, devices, copy.",
         version: BuildVersion.text,
@@ -239,8 +241,9 @@ struct DeviceCommand: AsyncParsableCommand {
         func validate() throws {
             try checkUserID(user, flag: "--user")
             guard (token == nil) != (fid == nil) else { throw ValidationError("give exactly one of --token and --fid") }
-            if fid != nil, let provider, provider != .fcm {
-                throw ValidationError("--fid: an FCM installation id is for --provider fcm, not \(provider)")
+            if fid != nil, let provider, !provider.takes(.fid) {
+                throw ValidationError(
+                    "--fid: an FCM installation id is for --provider \(Provider.ofInstallationIDs), not \(provider)")
             }
             if token != nil, provider == nil { throw ValidationError("--provider: required with --token") }
         }
@@ -248,7 +251,8 @@ struct DeviceCommand: AsyncParsableCommand {
         func run() async throws {
             try await withExitCode("pushctl device register") { () async throws(JobError) in
                 let registration = try DeviceRegistration(
-                    userID: user, token: fid ?? token ?? "", provider: fid != nil ? .fcm : provider ?? .fcm,
+                    userID: user, token: fid ?? token ?? "",
+                    provider: fid != nil ? .ofInstallationIDs : provider ?? .ofInstallationIDs,
                     platform: platform, apnsEnvironment: environment, appVersion: appVersion,
                     kind: fid != nil ? .fid : .token, replaces: replaces)
                 let now = try clockNow(nil)
