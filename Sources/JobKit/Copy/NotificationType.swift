@@ -25,6 +25,15 @@ package enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable
         }
     }
 
+    /// The path of the app's screen a tap opens, after the deep-link base (`PUSH_DEEP_LINK_BASE`): the day's new
+    /// entry for a reminder, the plan for a quota warning.
+    package func deepLinkPath(period: String) -> String {
+        switch self {
+        case .diaryReminder: "entries/new?date=\(period)"
+        case .contentLimit90, .contentLimit100: "plan"
+        }
+    }
+
     /// SQL of "`column` is a quota warning", spelled as the partial indexes of pending warnings spell it
     /// (migrations 004 and 014: `notification_type <> 'diary_reminder'`), so that both stores' planners use them.
     /// `ClosedSetTests` checks that it picks exactly the types ``isQuotaWarning`` names: a new type that is no

@@ -96,6 +96,6 @@ package struct DeepLinks: Sendable, Hashable {
     }
 
     package func link(for type: NotificationType, period: String) -> String {
-        type == .diaryReminder ? "\(base)entries/new?date=\(period)" : "\(base)plan"
+        base + type.deepLinkPath(period: period)
     }
 }
