@@ -36,7 +36,7 @@ package enum NotificationType: String, Hashable, Sendable, Codable, CaseIterable
 
     /// SQL of "`column` is a quota warning", spelled as the partial indexes of pending warnings spell it
     /// (migrations 004 and 014: `notification_type <> 'diary_reminder'`), so that both stores' planners use them.
-    /// `ClosedSetTests` checks that it picks exactly the types ``isQuotaWarning`` names: a new type that is no
+    /// `ProviderDescriptorTests` checks that it picks exactly the types ``isQuotaWarning`` names: a new type that is no
     /// quota warning fails there, not silently in a store.
     package static func quotaWarningSQL(_ column: String = "notification_type") -> String {
         "\(column) <> '\(NotificationType.diaryReminder.rawValue)'"

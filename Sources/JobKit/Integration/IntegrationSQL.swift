@@ -111,7 +111,7 @@ package struct IntegrationSQL: Sendable {
             + Provider.sqlByShape(text(devices, "token", row, safe: safe)) + " END"
     }
 
-    /// The PL/pgSQL that refuses a token of another provider's shape (``ProviderDescriptor/foreignTokenPattern``).
+    /// The PL/pgSQL that refuses a token of another provider's shape (``ProviderDescriptor/foreignShape``).
     private static var foreignTokenChecks: String {
         Provider.allCases.compactMap { provider -> String? in
             guard let shape = provider.descriptor.foreignShape else { return nil }

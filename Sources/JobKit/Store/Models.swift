@@ -1,4 +1,4 @@
-/// A push provider: a closed set, each described once by its ``descriptor`` (``ProviderDescriptor``). Adding one is
+/// A push provider: a closed set, each described once by its `descriptor` (`ProviderDescriptor`). Adding one is
 /// a case here, its descriptor, and its request writer and answer classifier (docs/ARCHITECTURE.md).
 public enum Provider: String, CaseIterable, Hashable, Sendable, Codable, CodingKeyRepresentable,
     CustomStringConvertible
