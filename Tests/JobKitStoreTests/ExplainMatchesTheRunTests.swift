@@ -6,7 +6,7 @@ import Testing
 
 /// Issue 80: explain narrates what the run does. Random users (zones with odd offsets, reminder times, locales,
 /// devices that die or fail for a while, some who write before their slot, some who answer the reminder) over a
-/// week of runs every 15 minutes, with learned words on and off and the pause rule at 3 ignored reminders. Before
+/// week of runs at their slots, with learned words on and off and the pause rule at 3 ignored reminders. Before
 /// each run, every user whose slot the run reaches (and a few others) is explained at the run's instant; then the
 /// run's sends must be exactly explain's: due or not, the same words, the same devices.
 @Suite struct ExplainMatchesTheRunTests {
@@ -22,7 +22,7 @@ import Testing
         let db = try await TemporaryDatabase(backend)
         let catalog = learning ? LearnedWordsTests.catalog : CopyCatalog.builtIn
         let start = instant("2026-11-10T00:00:00Z")
-        let users = (0..<40).map { "u\($0)" }
+        let users = (0..<30).map { "u\($0)" }
         for user in users {
             let minutes = 15 * Int.random(in: 64..<92, using: &random)  // 16:00 … 22:45
             let time = String(format: "%02d:%02d", minutes / 60, minutes % 60)
@@ -53,8 +53,11 @@ import Testing
             }
         }
         var checked = (due: 0, notDue: 0, learned: 0)
-        for step in 0..<(7 * 96) {
-            let now = start + Int64(step) * 900
+        // The runs: at every slot and the quarter after it (a take-over of a device that failed for a while), and
+        // at 60 other quarters of the week; a run between slots reminds nobody, so the others are a sample.
+        var instants = Set(slots.values.joined().flatMap { [$0, $0 + 900] })
+        for _ in 0..<60 { instants.insert(start + 900 * Int64.random(in: 0..<(7 * 96), using: &random)) }
+        for now in instants.filter({ $0 >= start && $0 < start + 7 * 86_400 }).sorted() {
             var options = ReminderRunOptions(now: now)
             options.pause = pause
             // Who to explain: everybody whose slot lies in the quarter before this run, and a few others.
@@ -101,7 +104,7 @@ import Testing
             }
         }
         // The property held over enough cases to mean something: reminders, skips, and learned choices.
-        #expect(checked.due > 150 && checked.notDue > 300, "\(checked)")
-        if learning { #expect(checked.learned > 100, "\(checked)") }
+        #expect(checked.due > 100 && checked.notDue > 200, "\(checked)")
+        if learning { #expect(checked.learned > 80, "\(checked)") }
     }
 }
