@@ -177,14 +177,7 @@ struct APIHandlers: APIProtocol {
 
     func explainUser(_ input: Operations.ExplainUser.Input) async throws -> Operations.ExplainUser.Output {
         try Self.checkUserID(input.path.id)
-        var at = now()
-        if let text = input.query.at {
-            guard let instant = Timestamps.parse(text), Timestamps.supportedRange.contains(instant) else {
-                throw APIProblem(
-                    .badRequest, "at: not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(text)")
-            }
-            at = instant
-        }
+        let at = try input.query.at.map { try Self.instant($0, field: "at") } ?? now()
         let localDate = try input.query.localDate.map { (text: String) throws -> LocalDate in
             guard input.query.at == nil else {
                 throw APIProblem(.badRequest, "at and local_date: give one (local_date explains that day's slot)")
@@ -211,14 +204,7 @@ struct APIHandlers: APIProtocol {
     func deliveryReport(_ input: Operations.DeliveryReport.Input) async throws -> Operations.DeliveryReport.Output {
         let days = input.query.days ?? 30
         guard (1...400).contains(days) else { throw APIProblem(.badRequest, "days: must be within 1…400, not \(days)") }
-        var end = now()
-        if let text = input.query.now {
-            guard let instant = Timestamps.parse(text), Timestamps.supportedRange.contains(instant) else {
-                throw APIProblem(
-                    .badRequest, "now: not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(text)")
-            }
-            end = instant
-        }
+        let end = try input.query.now.map { try Self.instant($0, field: "now") } ?? now()
         let report = try await store.fullHealthReport(
             from: end - Int64(days) * 86_400, to: end, catalog: runner.catalog)
         let body: Components.Schemas.DeliveryReport
@@ -241,6 +227,15 @@ struct APIHandlers: APIProtocol {
 
     func metrics(_ input: Operations.Metrics.Input) async throws -> Operations.Metrics.Output {
         .ok(.init(body: .plainText(HTTPBody(metrics.text))))
+    }
+
+    /// A query's instant: ISO 8601 with a zone, within the supported range; else 400 naming `field`.
+    static func instant(_ text: String, field: String) throws(APIProblem) -> Int64 {
+        guard let instant = Timestamps.parse(text), Timestamps.supportedRange.contains(instant) else {
+            throw APIProblem(
+                .badRequest, "\(field): not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(text)")
+        }
+        return instant
     }
 
     /// A user id of 1–128 characters, as every command checks it.
