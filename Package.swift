@@ -3,7 +3,7 @@ import PackageDescription
 
 /// What the test targets that use both stores and the simulator depend on alike.
 let bothStores: [Target.Dependency] = [
-    "JobKit", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "PushSimulator",
+    "JobKit", "JobKitDelivery", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "PushSimulator",
     .product(name: "PostgresNIO", package: "postgres-nio"),
     .product(name: "GRDB", package: "GRDB.swift"),
     .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -16,6 +16,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "JobKit", targets: ["JobKit"]),
+        .library(name: "JobKitDelivery", targets: ["JobKitDelivery"]),
         .library(name: "JobKitSQLite", targets: ["JobKitSQLite"]),
         .library(name: "JobKitPostgres", targets: ["JobKitPostgres"]),
         .library(name: "JobKitWiring", targets: ["JobKitWiring"]),
@@ -71,14 +72,30 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            resources: [.embedInCode("Copy/default-copy-catalog.json")]
+        ),
+        // What leaves the process: the providers' settings, request writers and answer classifiers (APNs, FCM),
+        // HTTP/2 and TLS, credentials, pacing, the senders, the HTTP/1 client of the heartbeat, the JWKS and the
+        // Lambda secrets; and the factories that give each job its sender. Over JobKit's model (`Sender`,
+        // `OutgoingNotification`, `DeliveryReport`, the provider descriptors).
+        .target(
+            name: "JobKitDelivery",
+            dependencies: [
+                "JobKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "JWTKit", package: "jwt-kit"),
-            ],
-            resources: [.embedInCode("Copy/default-copy-catalog.json")]
+            ]
         ),
         // The embedded store: SQLite through GRDB.
         .target(
@@ -107,14 +124,14 @@ let package = Package(
         .target(
             name: "JobKitWiring",
             dependencies: [
-                "JobKit", "JobKitSQLite", "JobKitPostgres",
+                "JobKit", "JobKitDelivery", "JobKitSQLite", "JobKitPostgres",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .target(
             name: "PushSimulator",
             dependencies: [
-                "JobKit",
+                "JobKit", "JobKitDelivery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -138,16 +155,19 @@ let package = Package(
         .executableTarget(
             name: "PushSimulatorCommand",
             dependencies: [
-                "PushSimulator", "JobKit", "BuildVersion",
+                "PushSimulator", "JobKit", "JobKitDelivery", "BuildVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .target(
             name: "JobCLI",
             dependencies: [
-                "JobKit", "JobKitSQLite", "JobKitWiring",
+                "JobKit", "JobKitDelivery", "JobKitSQLite", "JobKitWiring",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .executableTarget(
@@ -186,7 +206,7 @@ let package = Package(
         .target(
             name: "PushCtlCommands",
             dependencies: [
-                "JobKit", "JobKitCore", "JobCLI", "BuildVersion",
+                "JobKit", "JobKitCore", "JobCLI", "JobKitPostgres", "JobKitWiring", "BuildVersion",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -196,7 +216,7 @@ let package = Package(
         .target(
             name: "PushAPI",
             dependencies: [
-                "JobKit", "JobKitWiring",
+                "JobKit", "JobKitDelivery", "JobKitWiring",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "OpenAPIHummingbird", package: "swift-openapi-hummingbird"),
@@ -217,7 +237,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "SendBench",
-            dependencies: ["JobKit", "JobKitSQLite", "PushSimulator", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "JobKit", "JobKitDelivery", "JobKitSQLite", "PushSimulator",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/SendBench"
         ),
         // What the tests share: temporary stores on both backends, the simulator harness, the built executables,
@@ -236,7 +259,7 @@ let package = Package(
         .testTarget(
             name: "JobKitUnitTests",
             dependencies: [
-                "JobKit", "JobKitTestSupport",
+                "JobKit", "JobKitDelivery", "JobKitTestSupport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

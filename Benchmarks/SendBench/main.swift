@@ -9,6 +9,7 @@
 //              [--one-token]     (every APNs notification to the same device: a static-file server answers 200 to one path)
 import Foundation
 import JobKit
+import JobKitDelivery
 import JobKitSQLite
 import Logging
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import JobKit
+import JobKitDelivery
 import JobKitWiring
 
 extension CommonOptions {

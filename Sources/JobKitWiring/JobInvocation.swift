@@ -1,5 +1,6 @@
 import Foundation
 import JobKit
+import JobKitDelivery
 import JobKitPostgres
 import JobKitSQLite
 import Logging

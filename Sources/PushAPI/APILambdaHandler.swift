@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import JobKit
+import JobKitDelivery
 import Logging
 import NIOCore
 

@@ -1,5 +1,6 @@
 import Hummingbird
 import JobKit
+import JobKitDelivery
 import Logging
 import NIOCore
 import OpenAPIHummingbird

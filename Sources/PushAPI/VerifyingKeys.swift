@@ -1,6 +1,7 @@
 import Foundation
 import JWTKit
 import JobKit
+import JobKitDelivery
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

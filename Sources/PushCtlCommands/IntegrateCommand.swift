@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import JobCLI
 import JobKit
+import JobKitPostgres
 
 extension AppTableMapping.Kind: ExpressibleByArgument {}
 

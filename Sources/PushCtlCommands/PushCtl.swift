@@ -3,6 +3,7 @@ import BuildVersion
 import Foundation
 import JobCLI
 import JobKit
+import JobKitWiring
 
 /// `pushctl`'s commands: each parses its flags and calls JobKit or the wiring module; `Sources/PushCtl` runs it.
 public struct PushCtl: AsyncParsableCommand {

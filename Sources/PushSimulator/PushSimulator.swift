@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import JobKit
+import JobKitDelivery
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP2

@@ -1,4 +1,5 @@
 import JobKit
+import JobKitDelivery
 import NIOCore
 import NIOHPACK
 import NIOHTTP2

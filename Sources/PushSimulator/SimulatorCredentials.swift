@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JobKitDelivery
 import NIOSSL
 import SwiftASN1
 import X509

@@ -3,6 +3,7 @@ import BuildVersion
 import Dispatch
 import Foundation
 import JobKit
+import JobKitDelivery
 import PushSimulator
 
 @main

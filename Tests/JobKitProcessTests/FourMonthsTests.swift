@@ -4,6 +4,7 @@ import PostgresNIO
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 @testable import JobKitPostgres
 
 /// Issue 78's "four months of a diary app": a Supabase-like schema (uuid ids, JSON preferences, RLS, the API

@@ -10,6 +10,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 @testable import PushAPI
 
 /// Issue 66: the HTTP API (`push-api`), started as a process on each store, called as a backend and an app call

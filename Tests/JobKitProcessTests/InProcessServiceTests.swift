@@ -4,6 +4,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 @testable import JobKitPostgres
 @testable import JobKitWiring
 

@@ -5,6 +5,7 @@ import PostgresNIO
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 @testable import JobKitPostgres
 
 /// Issue 67: an app whose users, devices and entries live in its own PostgreSQL tables, Supabase-style (uuid ids,

@@ -1,4 +1,5 @@
 import Foundation
+import JobCLI
 import JobKitTestSupport
 import LambdaRuntimeSimulator
 import NIOCore

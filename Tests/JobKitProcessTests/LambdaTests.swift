@@ -1,4 +1,5 @@
 import Foundation
+import JobCLI
 import JobKitTestSupport
 import LambdaRuntimeSimulator
 import NIOConcurrencyHelpers
@@ -6,6 +7,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// The jobs as Lambda custom runtimes, against a local Runtime API: several invocations per execution
 /// environment, warm reuse, errors, deadlines.

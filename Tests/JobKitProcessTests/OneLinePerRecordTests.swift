@@ -3,7 +3,9 @@ import JobKitTestSupport
 import Logging
 import Testing
 
+@testable import JobCLI
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// Text output is one record a line, and what goes into a line may come from outside: the schema takes any
 /// character in a user id or a zone, and a provider writes its own reasons. A line break in one of them ended the
@@ -153,6 +155,34 @@ import Testing
             ghost.stderr.split(separator: "\n").last == #"diary-reminder: error: unknown user "ghost\nverdict: due""#,
             "\(ghost.stderr)")
         #expect(!ghost.stderr.contains("\nverdict"), "\(ghost.stderr)")
+    }
+
+    @Test func aLogLineIsOneSortedObjectWithItsMetadata() throws {
+        let line = try #require(
+            JSONLogHandler.line(
+                label: "diary-reminder", level: .warning, message: "path /a \"quoted\"\nnext",
+                fields: ["provider": "fcm", "nested": ["b": "2", "a": ["x", "y"]]]))
+        let value = try JSONValue(parsing: line)
+        #expect(value.members?.map(\.key) == ["job", "level", "message", "nested", "provider", "timestamp"])
+        #expect(value["message"]?.string == "path /a \"quoted\"\nnext")
+        #expect(value["nested"]?.members?.map(\.key) == ["a", "b"])
+        #expect(value["nested"]?["a"]?.array?.compactMap(\.string) == ["x", "y"])
+        #expect(!line.contains("\\/"), "slashes are not escaped")
+        #expect(value["timestamp"]?.string?.hasSuffix("Z") == true)
+    }
+
+    /// An event's error is in the line, as `error.message` and `error.type`, as swift-log's text lines show it
+    /// (the JSON lines left it out).
+    @Test func aLogLineCarriesTheEventsError() throws {
+        let lines = LineBuffer()
+        let logger = Logger(label: "diary-reminder") { label in
+            JSONLogHandler(label: label) { lines.write($0) }
+        }
+        logger.error("run failed", error: JobError.unavailable("down"), metadata: ["run": "r"])
+        let value = try JSONValue(parsing: try #require(lines.lines.first))
+        #expect(value["error.message"]?.string == "down")
+        #expect(value["error.type"]?.string == "JobKit.JobError")
+        #expect(value["run"]?.string == "r")
     }
 }
 

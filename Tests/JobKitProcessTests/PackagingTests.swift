@@ -246,8 +246,9 @@ import Testing
         #expect(unset.status == 78 && unset.stderr.contains("PUSH_DATABASE_URL"), "\(unset.stderr)")
     }
 
-    /// The modules depend one way: JobKit (the jobs and the store roles) links no database driver; each store
-    /// module links its own; only the wiring module links both. As `swift package dump-package` reads the manifest.
+    /// The modules depend one way: JobKit (the jobs and the store roles) links no database driver and no
+    /// provider transport; JobKitDelivery (the transport) sits over it; each store module links its own driver;
+    /// only the wiring module links both. As `swift package dump-package` reads the manifest.
     @Test func jobKitLinksNoDatabaseDriver() throws {
         let dump = try Self.built("PUSH_TEST_PACKAGE_DUMP", "the package's dump")
         let package = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dump)) as? [String: Any])
@@ -260,10 +261,15 @@ import Testing
                 entries.compactMap { (($0["byName"] ?? $0["product"] ?? $0["target"]) as? [Any])?.first as? String })
         }
         let drivers: Set = ["GRDB", "GRDBSQLite", "PostgresNIO", "JobKitSQLite", "JobKitPostgres"]
-        for name in ["JobKitCore", "JobKit"] {
+        for name in ["JobKitCore", "JobKit", "JobKitDelivery"] {
             let linked = try dependencies(name)
             #expect(linked.isDisjoint(with: drivers), "\(name): \(linked)")
         }
+        // The model does not speak to providers: HTTP/2, JWTs and the senders are JobKitDelivery's, over JobKit.
+        let transport: Set = ["NIOHTTP1", "NIOHTTP2", "NIOHPACK", "JWTKit", "_CryptoExtras", "JobKitDelivery"]
+        let model = try dependencies("JobKit")
+        #expect(model.isDisjoint(with: transport), "JobKit: \(model)")
+        #expect(try dependencies("JobKitDelivery").isSuperset(of: ["JobKit", "NIOHTTP2", "JWTKit"]))
         #expect(try dependencies("JobKitSQLite").contains("GRDB"))
         #expect(try !dependencies("JobKitSQLite").contains("PostgresNIO"))
         #expect(try dependencies("JobKitPostgres").contains("PostgresNIO"))

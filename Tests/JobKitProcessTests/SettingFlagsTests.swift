@@ -4,6 +4,7 @@ import Testing
 
 @testable import JobCLI
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// Issue 65: a setting is declared once (``ConfigKey``: the flag, the environment variable, the help, the value
 /// name), and every command's options come from that declaration. Read from what ArgumentParser derives, in each

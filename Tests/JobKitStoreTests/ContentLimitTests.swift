@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 @Suite struct ContentLimitRuleTests {
     @Test func thresholdsUseExactIntegerArithmetic() {

@@ -4,6 +4,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 @testable import JobKitSQLite
 
 /// "Nothing lost" for credentials: a refusal is judged against the credential the request carried, and the

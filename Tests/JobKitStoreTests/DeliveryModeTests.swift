@@ -3,6 +3,7 @@ import JobKitTestSupport
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// `DeliveryConfiguration.sender(for:)`: the one place that turns a delivery mode into a sender, for the
 /// command line, the Lambda loop and a Swift backend alike.

@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// A model-based test of the delivery lifecycle: random sequences of runs inside one slot's catch-up window
 /// (at shifting minutes, some at the same instant), runs killed between sending and recording, and

@@ -5,6 +5,7 @@ import NIOHPACK
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 @testable import PushSimulator
 
 @Suite struct DeliveryTests {

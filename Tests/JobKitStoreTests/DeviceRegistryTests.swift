@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import JobKitTestSupport
+import JobKitWiring
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix

@@ -1,5 +1,6 @@
 import Foundation
 import JobKitTestSupport
+import JobKitWiring
 import Synchronization
 import Testing
 

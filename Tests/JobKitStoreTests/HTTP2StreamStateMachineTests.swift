@@ -5,6 +5,7 @@ import NIOHTTP2
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// The HTTP/2 stream bookkeeping as a value: each table row is a sequence of events and what the machine
 /// must answer. Items are request numbers; the clock is a number of milliseconds.

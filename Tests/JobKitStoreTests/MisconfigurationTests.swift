@@ -6,6 +6,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// Issue 77: a misconfiguration costs no device. Dead-token answers that also mean "this sender is set up wrong"
 /// (a topic of another app, sandbox tokens sent to production, a service account of another Firebase project)

@@ -6,6 +6,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 @testable import JobKitSQLite
 
 /// "Nothing lost": a device that failed only transiently or for credentials is sent to again by a later run

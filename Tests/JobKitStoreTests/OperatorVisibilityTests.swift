@@ -5,6 +5,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// Issue 24: a run that leaves due work undelivered because of a provider says so — in its exit code, one
 /// clear log line per provider and cause, and its metrics — while a run whose only failures are dead tokens

@@ -5,6 +5,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// Issue 63: a run fails (69) when a provider fails, not when a device is throttled; the reminders truly lost (a
 /// window that closed with devices not reached) are recorded, counted and logged.

@@ -4,6 +4,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// The pacing of one provider as a value: every instant is stated.
 @Suite struct SendPacingTests {

@@ -1,10 +1,12 @@
 import Foundation
 import GRDB
 import JobKitTestSupport
+import JobKitWiring
 import NIOConcurrencyHelpers
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 @Suite struct ReminderRunTests {
     func runner(_ db: TemporaryDatabase, _ sender: any Sender) -> DiaryReminderRunner {

@@ -9,6 +9,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// Measured case 6 of "Nothing lost": a request is resent only once its connection is known dead. A slow or
 /// stalled server that still answers PINGs is waited for; resending after a plain timeout delivered the

@@ -5,6 +5,7 @@ import NIOConcurrencyHelpers
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 @Suite struct TokenJanitorTests {
     let now = instant("2026-12-30T12:00:00Z")

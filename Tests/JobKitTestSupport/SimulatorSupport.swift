@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import PushSimulator
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// Generating RSA keys is slow: generate one set per process and copy it into each test's directory.
 package let credentialTemplate: URL = {

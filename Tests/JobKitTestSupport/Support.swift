@@ -5,6 +5,7 @@ import PostgresNIO
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 @testable import JobKitPostgres
 @testable import JobKitSQLite
 

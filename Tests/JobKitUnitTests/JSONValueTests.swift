@@ -6,6 +6,7 @@ import PushSimulator
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 @Suite struct JSONValueTests {
     @Test func readsWhatFoundationReads() throws {
@@ -107,7 +108,7 @@ import Testing
 }
 
 /// JobKit's other JSON, read and written with ``JSONValue`` too: a warning's stored numbers, the log rows a
-/// store aggregates for the hook, and the `--log-format json` lines.
+/// store aggregates for the hook.
 @Suite struct JobKitJSONTests {
     @Test func aWarningsNumbersRoundTripWithSortedKeys() {
         let params = ["used": "27", "limit": "30", "percent": "90"]
@@ -138,33 +139,5 @@ import Testing
         #expect(second?.messageIndex == nil && second?.locale == nil && second?.status == .claimed)
         #expect(second?.deliverAfter == nil && second?.plan == nil)
         #expect(LimitSnapshot.parseLogs(json: nil).isEmpty && LimitSnapshot.parseLogs(json: "{").isEmpty)
-    }
-
-    @Test func aLogLineIsOneSortedObjectWithItsMetadata() throws {
-        let line = try #require(
-            JSONLogHandler.line(
-                label: "diary-reminder", level: .warning, message: "path /a \"quoted\"\nnext",
-                fields: ["provider": "fcm", "nested": ["b": "2", "a": ["x", "y"]]]))
-        let value = try JSONValue(parsing: line)
-        #expect(value.members?.map(\.key) == ["job", "level", "message", "nested", "provider", "timestamp"])
-        #expect(value["message"]?.string == "path /a \"quoted\"\nnext")
-        #expect(value["nested"]?.members?.map(\.key) == ["a", "b"])
-        #expect(value["nested"]?["a"]?.array?.compactMap(\.string) == ["x", "y"])
-        #expect(!line.contains("\\/"), "slashes are not escaped")
-        #expect(value["timestamp"]?.string?.hasSuffix("Z") == true)
-    }
-
-    /// An event's error is in the line, as `error.message` and `error.type`, as swift-log's text lines show it
-    /// (the JSON lines left it out).
-    @Test func aLogLineCarriesTheEventsError() throws {
-        let lines = LineBuffer()
-        let logger = Logger(label: "diary-reminder") { label in
-            JSONLogHandler(label: label) { lines.write($0) }
-        }
-        logger.error("run failed", error: JobError.unavailable("down"), metadata: ["run": "r"])
-        let value = try JSONValue(parsing: try #require(lines.lines.first))
-        #expect(value["error.message"]?.string == "down")
-        #expect(value["error.type"]?.string == "JobKit.JobError")
-        #expect(value["run"]?.string == "r")
     }
 }

@@ -3,6 +3,7 @@ import JobKitTestSupport
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 @Suite struct PayloadJSONTests {
     @Test func escapesLikeJSONSerializationAndKeepsTheGivenOrder() throws {

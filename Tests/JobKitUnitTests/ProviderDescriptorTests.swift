@@ -45,7 +45,8 @@ import Testing
                 #"'(apns|fcm)'"#,
             ],
             allowed: [
-                "Sources/JobKit/Delivery/Providers/", "Sources/PushSimulator/", "Sources/PushSimulatorCommand/",
+                "Sources/JobKit/Delivery/Providers/", "Sources/JobKitDelivery/Providers/", "Sources/PushSimulator/",
+                "Sources/PushSimulatorCommand/",
                 "Sources/JobKit/Store/SchemaMigrations.swift", "Sources/JobKitCore/DeliveryOutcome.swift",
             ])
         #expect(

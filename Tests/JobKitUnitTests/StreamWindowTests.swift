@@ -6,6 +6,7 @@ import NIOHTTP2
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// The streams a connection keeps in flight (``StreamWindow``): the cap against a distant provider, a few
 /// dozen against one that answers in a millisecond, fewer as soon as answers queue.

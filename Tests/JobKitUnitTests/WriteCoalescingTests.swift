@@ -5,6 +5,7 @@ import NIOEmbedded
 import Testing
 
 @testable import JobKit
+@testable import JobKitDelivery
 
 /// The handler between TLS and HTTP/2 that turns the writes of one flush into one buffer (one TLS record).
 @Suite struct WriteCoalescingTests {

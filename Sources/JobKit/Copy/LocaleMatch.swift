@@ -252,5 +252,5 @@ extension LocaleMatcher {
 
 extension Character {
     var isASCIILetter: Bool { isASCII && isLetter }
-    var isASCIIDigit: Bool { isASCII && isNumber }
+    package var isASCIIDigit: Bool { isASCII && isNumber }
 }

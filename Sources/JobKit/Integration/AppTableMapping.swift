@@ -248,3 +248,42 @@ package struct AppTableMapping: Sendable, Hashable {
         return letter(first) && text.unicodeScalars.allSatisfy { letter($0) || ("0"..."9").contains($0) }
     }
 }
+
+/// What the integration's SQL functions answer, for `pushctl integrate backfill` and `check` (PostgreSQL only).
+package protocol IntegrationStore: Sendable {
+    /// One step of the backfill of `kind` (`users`, `devices`, `entries`): the next `blocks` pages of the app's
+    /// table, through the trigger's own apply function. Resumable: the next page is kept in the database.
+    func integrationBackfill(kind: AppTableMapping.Kind, blocks: Int) async throws(JobError) -> BackfillProgress
+    /// Differences between the app's tables and the push schema (at most `max` of each kind), the counts (key
+    /// `count`), and the rows the mirror could not take (kind `rejects`).
+    func integrationDrift(max: Int) async throws(JobError) -> [DriftRow]
+    /// The kinds of table the SQL mirror makes the app's own (users, devices): those whose mirror functions are
+    /// installed in the push schema. Empty without an integration.
+    func integratedKinds() async throws(JobError) -> Set<AppTableMapping.Kind>
+}
+
+package struct BackfillProgress: Sendable, Hashable {
+    package let nextBlock: Int64
+    package let totalBlocks: Int64
+    package let rows: Int64
+    package let done: Bool
+    package init(nextBlock: Int64, totalBlocks: Int64, rows: Int64, done: Bool) {
+        self.nextBlock = nextBlock
+        self.totalBlocks = totalBlocks
+        self.rows = rows
+        self.done = done
+    }
+}
+
+package struct DriftRow: Sendable, Hashable {
+    package let kind: String
+    package let key: String
+    package let what: String
+    package init(kind: String, key: String, what: String) {
+        self.kind = kind
+        self.key = key
+        self.what = what
+    }
+    /// A count line, not a difference.
+    package var isCount: Bool { key == "count" }
+}

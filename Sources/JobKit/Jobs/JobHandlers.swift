@@ -126,3 +126,18 @@ public struct TokenJanitorHandler: JobHandler {
         return try await janitor.run(options)
     }
 }
+
+extension DiaryReminderHandler {
+    /// Closes the provider connections.
+    public func shutdown() async { await runner.sender.shutdown() }
+}
+
+extension ContentLimitHookHandler {
+    /// Closes the provider connections, if a warning ever opened them.
+    public func shutdown() async { await senders.shutdown() }
+}
+
+extension TokenJanitorHandler {
+    /// Closes the provider connections, if a probe ever opened them.
+    public func shutdown() async { await senders.shutdown() }
+}

@@ -14,6 +14,8 @@ package struct MetricsFile: Sendable {
 
     package let path: String
 
+    package init(path: String) { self.path = path }
+
     /// The figures every job reports, then `summary`'s own (``MeteredSummary``). `summary` is nil when the run
     /// failed before it had one.
     package static func text<Summary: MeteredSummary>(

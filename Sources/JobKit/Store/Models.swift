@@ -1,14 +1,3 @@
-/// A push provider: a closed set, each described once by its `descriptor` (`ProviderDescriptor`). Adding one is
-/// a case here, its descriptor, and its request writer and answer classifier (docs/ARCHITECTURE.md).
-public enum Provider: String, CaseIterable, Hashable, Sendable, Codable, CodingKeyRepresentable,
-    CustomStringConvertible
-{
-    case apns, fcm
-    /// Every provider this version sends to.
-    public static var all: [Provider] { allCases }
-    public var description: String { rawValue }
-}
-
 /// A device's operating system. APNs serves iOS devices only; an FCM message carries the `android` or the
 /// `apns` block by it.
 package enum Platform: String, Sendable, Hashable, Codable, CaseIterable, CustomStringConvertible {

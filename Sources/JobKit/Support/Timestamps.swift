@@ -17,10 +17,10 @@ extension Timestamps {
 }
 
 /// The one JSON style of everything the jobs print: one object per line, snake_case keys, sorted.
-enum JSONLine {
+package enum JSONLine {
     /// One line of JSON, keys sorted. A type's property names become snake case (`userID` → `user_id`);
     /// `verbatimKeys` keeps the keys as given (a dictionary's keys are data, not names).
-    static func encode(_ value: some Encodable, verbatimKeys: Bool = false) -> String {
+    package static func encode(_ value: some Encodable, verbatimKeys: Bool = false) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         if !verbatimKeys { encoder.keyEncodingStrategy = .convertToSnakeCase }
@@ -29,13 +29,13 @@ enum JSONLine {
     }
 
     /// `value` read from JSON text with `JSONDecoder`; nil for anything that is not one.
-    static func decode<Value: Decodable>(_ type: Value.Type, from text: String) -> Value? {
+    package static func decode<Value: Decodable>(_ type: Value.Type, from text: String) -> Value? {
         try? JSONDecoder().decode(type, from: Data(text.utf8))
     }
 
     /// Where a decoded document went wrong and how, by its path: `diary_reminder.en[0]: missing body`,
     /// `diary_reminder.en: expected an array` (`JSONDecoder`'s own text says neither).
-    static func problem(_ error: any Error) -> String {
+    package static func problem(_ error: any Error) -> String {
         func path(_ keys: [any CodingKey]) -> String {
             let text = keys.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
             return text.isEmpty ? "the document" : String(text.drop { $0 == "." })
@@ -60,7 +60,7 @@ enum JSONLine {
     }
 
     /// A JSON string literal.
-    static func quote(_ text: String) -> String {
+    package static func quote(_ text: String) -> String {
         encode(text)
     }
 }

@@ -3,6 +3,7 @@
 // PUSH_* environment (README "Configuration"); the service is built once and closed at the end.
 import Foundation
 import JobKit
+import JobKitDelivery
 import JobKitSQLite
 
 let hook: JobService<ContentLimitHookHandler>

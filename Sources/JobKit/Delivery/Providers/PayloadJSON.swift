@@ -5,7 +5,7 @@ import Foundation
 /// `JSONSerialization` (bridging each dictionary to `NSDictionary`, sorting keys with `NSString.compare`)
 /// took two thirds of the send path's CPU time. Not `indirect`: the members' array already holds nested values
 /// out of line, and boxing every string on its own cost an allocation per value.
-enum PayloadJSON: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+package enum PayloadJSON: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
     ExpressibleByBooleanLiteral, ExpressibleByDictionaryLiteral
 {
     case string(String)
@@ -14,21 +14,21 @@ enum PayloadJSON: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLite
     /// Members in the order given: literals list keys sorted, as the providers' documentation does.
     case object([(String, PayloadJSON)])
 
-    init(stringLiteral value: String) { self = .string(value) }
-    init(integerLiteral value: Int64) { self = .int(value) }
-    init(booleanLiteral value: Bool) { self = .bool(value) }
-    init(dictionaryLiteral elements: (String, PayloadJSON)...) {
+    package init(stringLiteral value: String) { self = .string(value) }
+    package init(integerLiteral value: Int64) { self = .int(value) }
+    package init(booleanLiteral value: Bool) { self = .bool(value) }
+    package init(dictionaryLiteral elements: (String, PayloadJSON)...) {
         self = .object(elements)
     }
 
-    var data: Data {
+    package var data: Data {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(512)
         write(into: &bytes)
         return Data(bytes)
     }
 
-    func write(into bytes: inout [UInt8]) {
+    package func write(into bytes: inout [UInt8]) {
         switch self {
         case .string(let text):
             Self.write(string: text, into: &bytes)
@@ -50,7 +50,7 @@ enum PayloadJSON: Sendable, ExpressibleByStringLiteral, ExpressibleByIntegerLite
 
     private static let hex = Array("0123456789abcdef".utf8)
 
-    static func write(string: String, into bytes: inout [UInt8]) {
+    package static func write(string: String, into bytes: inout [UInt8]) {
         var string = string
         string.withUTF8 { write(utf8: $0, into: &bytes) }
     }

@@ -1,3 +1,15 @@
+/// A push provider: a closed set, each described once by its `descriptor` (`ProviderDescriptor`). Adding one is
+/// a case here and its line in `descriptor` below, its descriptor, and its settings, request writer and answer
+/// classifier (docs/ARCHITECTURE.md, "Adding a provider").
+public enum Provider: String, CaseIterable, Hashable, Sendable, Codable, CodingKeyRepresentable,
+    CustomStringConvertible
+{
+    case apns, fcm
+    /// Every provider this version sends to.
+    public static var all: [Provider] { allCases }
+    public var description: String { rawValue }
+}
+
 /// What the rules need to know of a push provider, said once per provider (``Provider/descriptor``): the values
 /// and platforms it takes, its tokens' case and shape, whether its devices carry an APNs environment, and whether
 /// the janitor may probe its quiet tokens. Registration, the send-time guard, the mapping's `by_shape`, the
