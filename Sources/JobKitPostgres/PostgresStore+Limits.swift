@@ -96,8 +96,7 @@ extension PostgresStore: ContentLimitStore {
                         try await connection.query(
                             """
                             UPDATE notification_logs
-                            SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
-                                updated_at = to_timestamp(\(now)), finished_at = NULL
+                            SET \(unescaped: DeliveryLifecycle.reclaimSetSQL(.postgres, now: now)), run_id = \(runID)
                             WHERE user_id = \(warning.userID) AND notification_type = \(warning.type.rawValue) AND period_key = \(warning.period)
                               AND \(unescaped: DeliveryLifecycle.takeOverSQL(.postgres, staleBefore: staleBefore))
                             RETURNING id, message_index, locale, params::text
@@ -149,8 +148,7 @@ extension PostgresStore: ContentLimitStore {
             "claiming pending quota warnings",
             """
             UPDATE notification_logs
-            SET status = 'claimed', run_id = \(runID), attempts = attempts + 1, claimed_at = to_timestamp(\(now)),
-                updated_at = to_timestamp(\(now)), finished_at = NULL
+            SET \(unescaped: DeliveryLifecycle.reclaimSetSQL(.postgres, now: now)), run_id = \(runID)
             WHERE id = ANY(\(ids)::int8[])
               AND \(unescaped: DeliveryLifecycle.claimableWarningSQL(.postgres, now: now, staleBefore: staleBefore))
             RETURNING id

@@ -354,8 +354,7 @@ extension PostgresStore: ReminderStore {
             let taken = try await connection.query(
                 """
                 UPDATE notification_logs l
-                SET status = 'claimed', run_id = \(runID), attempts = l.attempts + 1, claimed_at = to_timestamp(\(now)),
-                    updated_at = to_timestamp(\(now)), finished_at = NULL
+                SET \(unescaped: DeliveryLifecycle.reclaimSetSQL(.postgres, now: now, table: "l")), run_id = \(runID)
                 FROM unnest(\(rest.map(\.userID))::text[], \(rest.map(\.type.rawValue))::text[],
                             \(rest.map(\.period))::text[]) AS r(user_id, type, period)
                 WHERE l.user_id = r.user_id AND l.notification_type = r.type AND l.period_key = r.period

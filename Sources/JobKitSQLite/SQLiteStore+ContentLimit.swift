@@ -105,12 +105,12 @@ extension SQLiteStore: ContentLimitStore {
                             db,
                             sql: """
                                 UPDATE notification_logs
-                                SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
+                                SET \(DeliveryLifecycle.reclaimSetSQL(.sqlite, now: now)), run_id = ?
                                 WHERE user_id = ? AND notification_type = ? AND period_key = ?
                                   AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
                                 RETURNING id, message_index, locale, params
                                 """,
-                            arguments: [runID, now, now, warning.userID, warning.type.rawValue, warning.period]
+                            arguments: [runID, warning.userID, warning.type.rawValue, warning.period]
                         ).map { WarningClaim.TakenOver(id: $0[0], messageIndex: $0[1], locale: $0[2], params: $0[3]) })
                 }
                 switch claim.next(after: step, answer) {
@@ -156,12 +156,12 @@ extension SQLiteStore: ContentLimitStore {
             let statement = try db.makeStatement(
                 sql: """
                     UPDATE notification_logs
-                    SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?, finished_at = NULL
+                    SET \(DeliveryLifecycle.reclaimSetSQL(.sqlite, now: now)), run_id = ?
                     WHERE id = ? AND \(DeliveryLifecycle.claimableWarningSQL(.sqlite, now: now, staleBefore: staleBefore))
                     RETURNING id
                     """)
             for id in ids {
-                if let claimed = try Int64.fetchOne(statement, arguments: [runID, now, now, id]) {
+                if let claimed = try Int64.fetchOne(statement, arguments: [runID, id]) {
                     won.insert(claimed)
                 }
             }

@@ -603,8 +603,7 @@ extension SQLiteStore: ReminderStore {
                 let takeOver = try db.makeStatement(
                     sql: """
                         UPDATE notification_logs
-                        SET status = 'claimed', run_id = ?, attempts = attempts + 1, claimed_at = ?, updated_at = ?,
-                            finished_at = NULL
+                        SET \(DeliveryLifecycle.reclaimSetSQL(.sqlite, now: now)), run_id = ?
                         WHERE user_id = ? AND notification_type = ? AND period_key = ?
                           AND \(DeliveryLifecycle.takeOverSQL(.sqlite, staleBefore: staleBefore))
                         RETURNING id, message_index, locale
@@ -618,7 +617,7 @@ extension SQLiteStore: ReminderStore {
                     guard
                         let row = try Row.fetchOne(
                             takeOver,
-                            arguments: [runID, now, now, request.userID, request.type.rawValue, request.period])
+                            arguments: [runID, request.userID, request.type.rawValue, request.period])
                     else { continue }
                     let id: Int64 = row[0]
                     takenOver[ReminderClaim.Key(request)] = ReminderClaim.TakenOver(

@@ -171,6 +171,16 @@ extension DeliveryLifecycle {
             "(\(c)status = '\(ClaimStatus.retry)' OR (\(c)status = '\(ClaimStatus.claimed)' AND \(c)claimed_at <= \(dialect.instant(staleBefore))))"
     }
 
+    /// What claiming an existing row writes, beside the conditions it is written under (a take-over,
+    /// ``takeOverSQL(_:staleBefore:table:)``; a held warning whose hour came, ``claimableWarningSQL(_:now:staleBefore:table:)``):
+    /// `claimed`, one attempt more, claimed at `now`, unfinished. The store adds `run_id`, the taking run's
+    /// own id, as a bound parameter. `table` qualifies the columns read (a `SET` names its own columns bare).
+    package static func reclaimSetSQL(_ dialect: SQLDialect, now: Int64, table: String? = nil) -> String {
+        let c = table.map { "\($0)." } ?? ""
+        return
+            "status = '\(ClaimStatus.claimed)', attempts = \(c)attempts + 1, claimed_at = \(dialect.instant(now)), updated_at = \(dialect.instant(now)), finished_at = NULL"
+    }
+
     /// ``canClaimWarning(_:deliverAfter:now:staleBefore:)``.
     package static func claimableWarningSQL(_ dialect: SQLDialect, now: Int64, staleBefore: Int64, table: String? = nil)
         -> String
