@@ -122,13 +122,7 @@ struct APIHandlers: APIProtocol {
     func recordEntry(_ input: Operations.RecordEntry.Input) async throws -> Operations.RecordEntry.Output {
         try Self.checkUserID(input.path.id)
         var at = now()
-        if case .json(let body) = input.body, let text = body.at {
-            guard let instant = Timestamps.parse(text), Timestamps.supportedRange.contains(instant) else {
-                throw APIProblem(
-                    .badRequest, "at: not an ISO 8601 instant with a zone (e.g. 2026-11-21T20:00:00Z): \(text)")
-            }
-            at = instant
-        }
+        if case .json(let body) = input.body, let text = body.at { at = try Self.instant(text, field: "at") }
         try await store.recordEntry(userID: input.path.id, at: at)
         return .noContent(.init())
     }
