@@ -260,7 +260,13 @@ extension JobInvocation {
 extension ContentLimitEvent {
     /// One JSON event (``parse(json:)``) read from a file, or from standard input for `-`.
     public static func read(path: String) throws(JobError) -> ContentLimitEvent {
-        if path == "-" { return try parse(json: FileHandle.standardInput.readDataToEndOfFile()) }
+        if path == "-" {
+            let data: Data
+            do { data = try FileDescriptorRead.toEnd(STDIN_FILENO) } catch {
+                throw .noInput("cannot read the event from standard input: \(error.message)")
+            }
+            return try parse(json: data)
+        }
         return try parse(json: readInputFile(path, what: "the event file"))
     }
 }

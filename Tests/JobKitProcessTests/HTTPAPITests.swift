@@ -38,8 +38,7 @@ import Testing
             let handle = started.stderr.fileHandleForReading
             Thread.detachNewThread {
                 while true {
-                    let data = handle.availableData
-                    if data.isEmpty { return }
+                    guard let data = try? FileDescriptorRead.some(handle.fileDescriptor), !data.isEmpty else { return }
                     log.withLockedValue { $0 += String(decoding: data, as: UTF8.self) }
                 }
             }

@@ -254,7 +254,7 @@ import Testing
                 input.fileHandleForWriting.write(Data(text.utf8))
                 try input.fileHandleForWriting.close()
                 check.waitUntilExit()
-                let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                let said = String(decoding: Executables.drain(output), as: UTF8.self)
                 #expect(check.terminationStatus == 0, "promtool check metrics: \(said)\n\(text)")
             } else {
                 // Without promtool: every sample line is `name{labels} value`, each family announced by HELP and TYPE.
@@ -398,7 +398,7 @@ import Testing
         check.standardError = output
         try check.run()
         check.waitUntilExit()
-        let said = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let said = String(decoding: Executables.drain(output), as: UTF8.self)
         #expect(check.terminationStatus == 0 && said.contains("SUCCESS: 9 rules found"), "\(said)")
         // The misconfiguration alert reads the cause the jobs write (issue 77).
         #expect(text.contains(#"diary_push_run_devices_left{cause="misconfigured"}"#))

@@ -118,9 +118,15 @@ package enum Executables {
             signal: SIGKILL)
     }
 
+    /// Everything a pipe carries until its writer closes it, read so that a signal landing in the read (a child
+    /// exiting) retries it: Foundation's `readDataToEndOfFile()` stops the whole test process instead.
+    package static func drain(_ pipe: Pipe) -> Data {
+        (try? FileDescriptorRead.toEnd(pipe.fileHandleForReading.fileDescriptor)) ?? Data()
+    }
+
     private static func collect(_ started: Started) async -> Result {
-        async let stderr = blocking { started.stderr.fileHandleForReading.readDataToEndOfFile() }
-        let stdout = await blocking { started.stdout.fileHandleForReading.readDataToEndOfFile() }
+        async let stderr = blocking { drain(started.stderr) }
+        let stdout = await blocking { drain(started.stdout) }
         let errors = await stderr
         let (status, signaled) = await blocking { () -> (Int32, Bool) in
             started.process.waitUntilExit()

@@ -83,7 +83,9 @@ package struct AppTableMapping: Sendable, Hashable {
     /// not a mapping ``JobError/config(_:)`` naming the setting, the file and what is wrong.
     package static func load(path: String, setting: String) throws(JobError) -> AppTableMapping {
         // Through a file handle, so that a pipe (`--mapping /dev/stdin`, `<(…)`) reads as a file does.
-        guard let handle = FileHandle(forReadingAtPath: path), let data = try? handle.readToEnd(),
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw .noInput("\(setting): cannot read \(path)") }
+        defer { try? handle.close() }
+        guard let data = try? FileDescriptorRead.toEnd(handle.fileDescriptor),
             let text = String(data: data, encoding: .utf8)
         else {
             throw .noInput("\(setting): cannot read \(path)")

@@ -13,11 +13,16 @@ package func systemReason(_ error: any Error) -> String {
 /// ``JobError/noInput(_:)`` that names it and says why: "cannot read the APNs key file /k.p8: No such file or
 /// directory" (or "Permission denied", "Is a directory").
 package func readInputFile(_ path: String, what: String) throws(JobError) -> Data {
+    let handle: FileHandle
     do {
-        let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
-        return try handle.readToEnd() ?? Data()
+        handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
     } catch {
         throw .noInput("cannot read \(what) \(path): \(systemReason(error))")
+    }
+    defer { try? handle.close() }
+    do {
+        return try FileDescriptorRead.toEnd(handle.fileDescriptor)
+    } catch {
+        throw .noInput("cannot read \(what) \(path): \(error.message)")
     }
 }
