@@ -21,6 +21,8 @@ package struct DeliveryConfiguration: Sendable {
     package var outage = OutageThreshold.default
     /// When a dead-token answer that can also mean a misconfiguration is believed (``DeadTokenGuard``).
     package var deadTokenGuard = DeadTokenGuard.default
+    /// How many runners send a part of every slot (`--shard`): each paces to its share of a provider's rate.
+    package var shards = 1
 
     package init() {}
 }
@@ -95,14 +97,16 @@ extension DeliveryConfiguration {
         return delivery
     }
 
-    /// The configuration of one of `shard.count` runners that each send their part of every slot: the providers'
-    /// rates divided among them, so that together they keep to each provider's quota.
+    /// The configuration of one of `shard.count` runners that each send their part of every slot: every provider's
+    /// rate divided among them (``share(of:)``), so that together they keep to each provider's quota.
     package func sharing(_ shard: Shard) -> DeliveryConfiguration {
         var shared = self
-        shared.apns = apns?.sharing(shard.count)
-        shared.fcm = fcm?.sharing(shard.count)
+        shared.shards = shard.count
         return shared
     }
+
+    /// This runner's part of a provider's rate: `rate` divided among the ``shards``.
+    package func share(of rate: ProviderRate?) -> ProviderRate? { rate?.divided(by: shards) }
 
     /// True when at least one provider is configured.
     package var hasProvider: Bool { !setups.isEmpty }

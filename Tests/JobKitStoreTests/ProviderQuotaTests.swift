@@ -85,8 +85,10 @@ import Testing
         #expect(ProviderRate.fcmDefault.divided(by: 4).perSecond == 2_250)
         var delivery = DeliveryConfiguration()
         delivery.fcm = FCMConfiguration(serviceAccountFile: "/dev/null")
-        #expect(delivery.sharing(Shard(index: 2, count: 3)).fcm?.rate?.perSecond == 3_000)
-        #expect(delivery.sharing(Shard(index: 2, count: 3)).apns == nil)
+        let shared = delivery.sharing(Shard(index: 2, count: 3))
+        #expect(shared.share(of: shared.fcm?.rate)?.perSecond == 3_000)
+        #expect(shared.share(of: nil) == nil)  // unpaced stays unpaced
+        #expect(delivery.share(of: delivery.fcm?.rate)?.perSecond == 9_000)
     }
 }
 

@@ -212,10 +212,4 @@ extension APNsConfiguration: ProviderSetup {
                 classify: { APNs.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
             credential: credential, rate: rate)
     }
-
-    func sharing(_ shards: Int) -> APNsConfiguration {
-        var shared = self
-        shared.rate = rate?.divided(by: shards)
-        return shared
-    }
 }

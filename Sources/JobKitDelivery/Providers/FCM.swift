@@ -300,10 +300,4 @@ extension FCMConfiguration: ProviderSetup {
                 classify: { FCM.classify(status: $0.status, headers: $0.headers, body: $0.body) }),
             credential: credential, rate: rate)
     }
-
-    func sharing(_ shards: Int) -> FCMConfiguration {
-        var shared = self
-        shared.rate = rate?.divided(by: shards)
-        return shared
-    }
 }

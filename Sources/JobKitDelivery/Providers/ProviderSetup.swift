@@ -12,8 +12,6 @@ protocol ProviderSetup: Sendable {
     func checkFiles() async throws(JobError)
     /// Its client, over what every provider shares (`shared`).
     func client(_ shared: SharedDelivery) async throws(JobError) -> ProviderClient
-    /// Its settings for one of `shards` runners that each send a part of every slot: its rate divided among them.
-    func sharing(_ shards: Int) -> Self
 }
 
 /// What every provider's client is built with: the TLS context, the credential cache, the clocks, the retry policy
@@ -24,12 +22,14 @@ struct SharedDelivery: Sendable {
     let credentials: any CredentialStore
     let logger: Logger
 
-    /// The client of `provider`, given its protocol, its credential and its rate.
+    /// The client of `provider`, given its protocol, its credential and its rate (of which it takes this runner's
+    /// share, ``DeliveryConfiguration/share(of:)``).
     func client(
         _ provider: ProviderProtocol, credential: SharedCredential, rate: ProviderRate?
     ) -> ProviderClient {
         ProviderClient(
-            provider: provider, credential: credential, tls: tls, policy: configuration.retry, rate: rate,
+            provider: provider, credential: credential, tls: tls, policy: configuration.retry,
+            rate: configuration.share(of: rate),
             deadTokenGuard: configuration.deadTokenGuard, clock: configuration.retryClock,
             jitter: configuration.retryJitter, logger: logger)
     }
