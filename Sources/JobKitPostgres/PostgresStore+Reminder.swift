@@ -259,52 +259,31 @@ extension PostgresStore: ReminderStore {
     }
 
     package func copyOutcomes(days: [String], record: Bool, now: Int64) async throws(JobError) -> [CopyOutcomeRow] {
-        guard !days.isEmpty else { return [] }
+        let counting = CopyOutcomeCounting(.postgres, days: days, record: record, now: now)
+        guard let countedSQL = counting.countedSQL, let totalsSQL = counting.totalsSQL else { return [] }
         let logger = self.logger
-        func decodeRows(_ rows: [PostgresRow]) throws -> [CopyOutcomeRow] {
-            try rows.map { row in
+        func query(_ connection: PostgresConnection, _ sql: String) async throws -> [PostgresRow] {
+            try await connection.query(PostgresQuery(unsafeSQL: sql), logger: logger).collect()
+        }
+        func outcomes(_ connection: PostgresConnection, _ sql: String) async throws -> [CopyOutcomeRow] {
+            try await query(connection, sql).map { row in
                 let (locale, index, sent, wrote) = try row.decode((String, Int, Int, Int).self)
                 return CopyOutcomeRow(
                     locale: locale, messageIndex: index, outcome: MessageOutcome(sent: sent, wrote: wrote))
             }
         }
+        // A run counting a day at the same time waits on the day's mark, then finds it counted.
         let body: (PostgresConnection) async throws -> [CopyOutcomeRow] = { connection in
-            let counted = Set(
-                try await connection.query(
-                    "SELECT day FROM copy_outcome_days WHERE day = ANY(\(days)::text[])", logger: logger
-                ).collect().map { try $0.decode(String.self) })
+            let counted = Set(try await query(connection, countedSQL).map { try $0.decode(String.self) })
             var rows: [CopyOutcomeRow] = []
-            for day in days where !counted.contains(day) {
-                guard let sql = CopyOutcomeSQL(.postgres, day: day) else { continue }
-                if record {
-                    // The day's mark first: a run counting it at the same time waits, then finds it counted.
-                    let marked = try await connection.query(
-                        """
-                        INSERT INTO copy_outcome_days (day, counted_at) VALUES (\(day), to_timestamp(\(now)))
-                        ON CONFLICT (day) DO NOTHING RETURNING day
-                        """, logger: logger
-                    ).collect()
-                    guard !marked.isEmpty else { continue }
-                    _ = try await connection.query(
-                        PostgresQuery(
-                            unsafeSQL: """
-                                INSERT INTO copy_outcomes (day, locale, message_index, sent, wrote)
-                                SELECT '\(day)', c.* FROM (\(sql.select)) AS c
-                                """), logger: logger
-                    ).collect()
-                } else {
-                    rows += try decodeRows(
-                        try await connection.query(PostgresQuery(unsafeSQL: sql.select), logger: logger).collect())
+            for step in counting.steps(counted: counted) {
+                switch step {
+                case .read(let sql): rows += try await outcomes(connection, sql)
+                case .record(let mark, let store):
+                    if try await !query(connection, mark).isEmpty { _ = try await query(connection, store) }
                 }
             }
-            rows += try decodeRows(
-                try await connection.query(
-                    """
-                    SELECT locale, message_index, sum(sent)::int8, sum(wrote)::int8 FROM copy_outcomes
-                    WHERE day = ANY(\(days)::text[]) GROUP BY locale, message_index
-                    """, logger: logger
-                ).collect())
-            return rows
+            return rows + (try await outcomes(connection, totalsSQL))
         }
         return record
             ? try await transaction("counting the words' outcomes", body)

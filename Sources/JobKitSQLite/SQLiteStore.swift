@@ -399,47 +399,23 @@ extension SQLiteStore: ReminderStore {
     }
 
     package func copyOutcomes(days: [String], record: Bool, now: Int64) async throws(JobError) -> [CopyOutcomeRow] {
-        guard !days.isEmpty else { return [] }
-        let count: @Sendable (Database) throws -> [CopyOutcomeRow] = { db in
-            let counted = try String.fetchSet(
-                db, sql: "SELECT day FROM copy_outcome_days WHERE day >= ? AND day <= ?",
-                arguments: [days.min()!, days.max()!])
-            var rows: [CopyOutcomeRow] = []
-            for day in days where !counted.contains(day) {
-                guard let sql = CopyOutcomeSQL(.sqlite, day: day) else { continue }
-                let fresh = try Row.fetchAll(db, sql: sql.select).map {
-                    CopyOutcomeRow(
-                        locale: $0[0], messageIndex: $0[1], outcome: MessageOutcome(sent: $0[2], wrote: $0[3]))
-                }
-                if record {
-                    // The day's mark first: when another run counted it meanwhile, its rows stand.
-                    try db.execute(
-                        sql:
-                            "INSERT INTO copy_outcome_days (day, counted_at) VALUES (?, ?) ON CONFLICT (day) DO NOTHING",
-                        arguments: [day, now])
-                    guard db.changesCount == 1 else { continue }
-                    for row in fresh {
-                        try db.execute(
-                            sql: """
-                                INSERT INTO copy_outcomes (day, locale, message_index, sent, wrote) VALUES (?, ?, ?, ?, ?)
-                                """,
-                            arguments: [day, row.locale, row.messageIndex, row.outcome.sent, row.outcome.wrote])
-                    }
-                } else {
-                    rows += fresh
-                }
-            }
-            rows += try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT locale, message_index, sum(sent), sum(wrote) FROM copy_outcomes
-                    WHERE day IN (\(Array(repeating: "?", count: days.count).joined(separator: ",")))
-                    GROUP BY locale, message_index
-                    """, arguments: StatementArguments(days)
-            ).map {
+        let counting = CopyOutcomeCounting(.sqlite, days: days, record: record, now: now)
+        guard let countedSQL = counting.countedSQL, let totalsSQL = counting.totalsSQL else { return [] }
+        @Sendable func outcomes(_ db: Database, _ sql: String) throws -> [CopyOutcomeRow] {
+            try Row.fetchAll(db, sql: sql).map {
                 CopyOutcomeRow(locale: $0[0], messageIndex: $0[1], outcome: MessageOutcome(sent: $0[2], wrote: $0[3]))
             }
-            return rows
+        }
+        let count: @Sendable (Database) throws -> [CopyOutcomeRow] = { db in
+            var rows: [CopyOutcomeRow] = []
+            for step in counting.steps(counted: try String.fetchSet(db, sql: countedSQL)) {
+                switch step {
+                case .read(let sql): rows += try outcomes(db, sql)
+                case .record(let mark, let store):
+                    if try String.fetchOne(db, sql: mark) != nil { try db.execute(sql: store) }
+                }
+            }
+            return rows + (try outcomes(db, totalsSQL))
         }
         // One writer at a time: a day is counted once.
         return record
