@@ -312,9 +312,9 @@ extension PostgresStore: ReminderStore {
                 inserted[key] = id
             }
             // The pauses the inserted last reminders start, with them (a user deleted meanwhile has no row: none).
-            let pausing = requests.filter { $0.pause != nil && inserted[ReminderClaim.Key($0)] != nil }
+            let pausing = ReminderClaim.pausesStarted(requests, inserted: inserted)
             if !pausing.isEmpty {
-                let records = pausing.compactMap(\.pause)
+                let records = pausing.map(\.pause)
                 _ = try await connection.query(
                     """
                     INSERT INTO reminder_pauses (user_id, period_key, paused_at, ignored)
@@ -322,8 +322,7 @@ extension PostgresStore: ReminderStore {
                     FROM unnest(\(pausing.map(\.userID))::text[], \(records.map(\.period))::text[],
                                 \(records.map(\.pausedAt))::int8[], \(records.map { Int32($0.ignored) })::int4[])
                          AS p(user_id, period, at, ignored)
-                    ON CONFLICT (user_id) DO UPDATE SET
-                        period_key = excluded.period_key, paused_at = excluded.paused_at, ignored = excluded.ignored
+                    \(unescaped: ReminderClaim.pauseReplacesSQL)
                     """, logger: logger
                 ).collect()
             }

@@ -559,17 +559,15 @@ extension SQLiteStore: ReminderStore {
                 for (key, id) in rows { inserted[key] = id }
             }
             // The pauses the inserted last reminders start, with them.
-            let pausing = requests.filter { $0.pause != nil && inserted[ReminderClaim.Key($0)] != nil }
+            let pausing = ReminderClaim.pausesStarted(requests, inserted: inserted)
             if !pausing.isEmpty {
                 let pause = try db.cachedStatement(
                     sql: """
                         INSERT INTO reminder_pauses (user_id, period_key, paused_at, ignored) VALUES (?, ?, ?, ?)
-                        ON CONFLICT (user_id) DO UPDATE SET
-                            period_key = excluded.period_key, paused_at = excluded.paused_at, ignored = excluded.ignored
+                        \(ReminderClaim.pauseReplacesSQL)
                         """)
-                for request in pausing {
-                    guard let record = request.pause else { continue }
-                    try pause.execute(arguments: [request.userID, record.period, record.pausedAt, record.ignored])
+                for (userID, record) in pausing {
+                    try pause.execute(arguments: [userID, record.period, record.pausedAt, record.ignored])
                 }
             }
             let remaining = ReminderClaim.remaining(requests, inserted: inserted)

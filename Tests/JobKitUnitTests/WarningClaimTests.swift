@@ -84,6 +84,19 @@ import Testing
         #expect(claims[1].logID == 4 && claims[1].messageIndex == 3 && claims[1].locale == "en")
         #expect(claims[1].takenOver && claims[1].deliveredDeviceIDs == [7])
     }
+
+    @Test func onlyAnInsertedLastReminderStartsItsPause() {
+        let pause = PauseRecord(period: "2026-11-28", pausedAt: 1_000, ignored: 3)
+        var last = Self.request("a")
+        last.pause = pause
+        var lastTakenOver = Self.request("b")
+        lastTakenOver.pause = pause
+        let requests = [last, lastTakenOver, Self.request("c")]
+        let key = { (user: String) in ReminderClaim.Key(Self.request(user)) }
+        let started = ReminderClaim.pausesStarted(requests, inserted: [key("a"): 1, key("c"): 2])
+        #expect(started.map(\.userID) == ["a"])
+        #expect(started.first?.pause == pause)
+    }
 }
 
 /// What the hook does with a write past a threshold (``ContentLimitRule/verdict``): decided without I/O.

@@ -1,7 +1,8 @@
 /// Claiming a page of reminders: the one algorithm both stores run in one transaction, over two primitives.
 ///
 /// 1. Insert a `claimed` log row for each request unless its (user, type, period) row exists; the store answers
-///    the ids of the rows it inserted (``inserted``).
+///    the ids of the rows it inserted (``inserted``). With them, the pauses the inserted last reminders start
+///    (``pausesStarted(_:inserted:)``, written `INSERT INTO reminder_pauses … \(pauseReplacesSQL)`).
 /// 2. For the requests left (``remaining(_:inserted:)``), take the existing row over where
 ///    ``DeliveryLifecycle/canTakeOver(_:staleBefore:)`` allows (`takeOverSQL`): `claimed` by this run, one
 ///    attempt more; the store answers each row taken, with the words its first claim recorded and the devices an
@@ -44,6 +45,25 @@ package enum ReminderClaim {
             self.delivered = delivered
         }
     }
+
+    /// The pauses step 1 starts: those of the last reminders it inserted (``ClaimRequest/pause``), written in the same
+    /// transaction, so that a pause stands exactly when its last reminder's claim does. A last reminder taken over
+    /// started its pause when it was first inserted.
+    package static func pausesStarted(_ requests: [ClaimRequest], inserted: [Key: Int64])
+        -> [(userID: String, pause: PauseRecord)]
+    {
+        requests.compactMap { request in
+            guard let pause = request.pause, inserted[Key(request)] != nil else { return nil }
+            return (request.userID, pause)
+        }
+    }
+
+    /// How a pause is written over the user's earlier one (a user has one row): the end of the stores'
+    /// `INSERT INTO reminder_pauses (user_id, period_key, paused_at, ignored) …`.
+    package static let pauseReplacesSQL = """
+        ON CONFLICT (user_id) DO UPDATE SET
+            period_key = excluded.period_key, paused_at = excluded.paused_at, ignored = excluded.ignored
+        """
 
     /// The requests step 1 did not insert, once each: those step 2 may take over.
     package static func remaining(_ requests: [ClaimRequest], inserted: [Key: Int64]) -> [ClaimRequest] {
