@@ -18,6 +18,11 @@ extension PostgresStore {
 extension PostgresStore: DeviceRegistry {
     package func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
         let logger = self.logger
+        let reRegister = DeviceRegistration.reRegisterSetSQL(
+            .postgres, row: "user_devices",
+            lastSeen: DeviceRegistration.lastSeenSQL(
+                .postgres, row: "user_devices", given: registration.lastSeen != nil),
+            mirrored: DeviceRegistration.mirroredSQL(.postgres, row: "user_devices"))
         return try await transaction("registering a device") { connection in
             try await Self.requireUser(registration.userID, on: connection, logger: logger)
             // Locks the token's row (if any) until commit, so the change reported is the one made.
@@ -34,14 +39,7 @@ extension PostgresStore: DeviceRegistry {
                     VALUES (\(registration.userID), \(registration.token), \(registration.provider.rawValue), \(registration.platform.rawValue),
                             \(registration.apnsEnvironment?.rawValue), \(registration.kind.rawValue), true, to_timestamp(\(registration.lastSeen ?? now)),
                             \(registration.appVersion), to_timestamp(\(now)), to_timestamp(\(now)), \(registration.mirrored))
-                    ON CONFLICT (token) DO UPDATE SET
-                        user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
-                        apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = true,
-                        last_seen = CASE WHEN \(registration.lastSeen != nil) THEN excluded.last_seen
-                                         ELSE greatest(user_devices.last_seen, excluded.last_seen) END,
-                        app_version = coalesce(excluded.app_version, user_devices.app_version),
-                        updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL,
-                        mirrored = user_devices.mirrored OR excluded.mirrored
+                    ON CONFLICT (token) DO UPDATE SET \(unescaped: reRegister)
                     RETURNING id
                     """, logger: logger
                 ).collect().first

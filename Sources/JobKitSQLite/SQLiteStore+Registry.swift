@@ -14,7 +14,11 @@ extension SQLiteStore {
 
 extension SQLiteStore: DeviceRegistry {
     package func register(_ registration: DeviceRegistration, now: Int64) async throws(JobError) -> RegistrationResult {
-        try await write("registering a device") { db in
+        let reRegister = DeviceRegistration.reRegisterSetSQL(
+            .sqlite, row: "user_devices",
+            lastSeen: DeviceRegistration.lastSeenSQL(.sqlite, row: "user_devices", given: registration.lastSeen != nil),
+            mirrored: DeviceRegistration.mirroredSQL(.sqlite, row: "user_devices"))
+        return try await write("registering a device") { db in
             try Self.requireUser(registration.userID, db)
             let previous = try Row.fetchOne(
                 db, sql: "SELECT user_id, is_active FROM user_devices WHERE token = ?",
@@ -25,20 +29,14 @@ extension SQLiteStore: DeviceRegistry {
                     INSERT INTO user_devices
                         (user_id, token, provider, platform, apns_environment, token_kind, is_active, last_seen, app_version, created_at, updated_at, mirrored)
                     VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?)
-                    ON CONFLICT (token) DO UPDATE SET
-                        user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
-                        apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = 1,
-                        last_seen = CASE WHEN ? THEN excluded.last_seen ELSE max(user_devices.last_seen, excluded.last_seen) END,
-                        app_version = coalesce(excluded.app_version, user_devices.app_version),
-                        updated_at = excluded.updated_at, deactivated_at = NULL, deactivation_reason = NULL,
-                        mirrored = max(user_devices.mirrored, excluded.mirrored)
+                    ON CONFLICT (token) DO UPDATE SET \(reRegister)
                     RETURNING id
                     """,
                 arguments: [
                     registration.userID, registration.token, registration.provider.rawValue,
                     registration.platform.rawValue, registration.apnsEnvironment?.rawValue,
                     registration.kind.rawValue, registration.lastSeen ?? now, registration.appVersion, now, now,
-                    registration.mirrored, registration.lastSeen != nil,
+                    registration.mirrored,
                 ])!
             var retired = false
             if let replaced = registration.replaces {

@@ -171,6 +171,30 @@ extension SQLDialect {
         }
     }
 
+    /// The boolean literal true.
+    package var trueLiteral: String {
+        switch self {
+        case .sqlite: "1"
+        case .postgres: "true"
+        }
+    }
+
+    /// The larger of two values (SQLite's two-argument `max`).
+    package func greatest(_ a: String, _ b: String) -> String {
+        switch self {
+        case .sqlite: "max(\(a), \(b))"
+        case .postgres: "greatest(\(a), \(b))"
+        }
+    }
+
+    /// Either of two booleans (SQLite keeps them as 0 and 1).
+    package func either(_ a: String, _ b: String) -> String {
+        switch self {
+        case .sqlite: "max(\(a), \(b))"
+        case .postgres: "(\(a) OR \(b))"
+        }
+    }
+
     /// A boolean column's truth, spelled as each store's partial indexes are declared (`is_active = 1`, `is_active`).
     package func isTrue(_ column: String) -> String {
         switch self {

@@ -392,6 +392,36 @@ package struct DeviceRegistration: Sendable, Hashable {
     }
 }
 
+extension DeviceRegistration {
+    /// What registering a token already in `user_devices` does to its row: the `SET` of `ON CONFLICT (token) DO
+    /// UPDATE`, said once for both stores and an integrated app's trigger. The row moves to the registering user with
+    /// the new provider, platform, environment and kind; it is active again, its deactivation cleared; its app
+    /// version stays unless a new one is given. `row` names the existing row (its table or alias); `lastSeen`,
+    /// `mirrored` and `updatedAt` are the new values (``lastSeenSQL(_:row:given:)``, ``mirroredSQL(_:row:)``).
+    package static func reRegisterSetSQL(
+        _ dialect: SQLDialect, row: String, lastSeen: String, mirrored: String,
+        updatedAt: String = "excluded.updated_at"
+    ) -> String {
+        """
+        user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
+        apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = \(dialect.trueLiteral),
+        last_seen = \(lastSeen), app_version = coalesce(excluded.app_version, \(row).app_version),
+        updated_at = \(updatedAt), deactivated_at = NULL, deactivation_reason = NULL, mirrored = \(mirrored)
+        """
+    }
+
+    /// A re-registration's `last_seen`: the app's own sighting when it gave one (``lastSeen``), else the later of the
+    /// stored one and this registration's, so that a registration never moves a sighting back.
+    package static func lastSeenSQL(_ dialect: SQLDialect, row: String, given: Bool) -> String {
+        given ? "excluded.last_seen" : dialect.greatest("\(row).last_seen", "excluded.last_seen")
+    }
+
+    /// A re-registration's `mirrored`: once an app's table brought the device, it stays mirrored (``mirrored``).
+    package static func mirroredSQL(_ dialect: SQLDialect, row: String) -> String {
+        dialect.either("\(row).mirrored", "excluded.mirrored")
+    }
+}
+
 /// What a registration did.
 package struct RegistrationResult: Sendable, Hashable {
     package enum Change: String, Sendable, Hashable {

@@ -419,7 +419,8 @@ package struct IntegrationSQL: Sendable {
             """ : ""
         let seenUpdate =
             seenMapped
-            ? "CASE WHEN v_seen IS NULL THEN d.last_seen ELSE v_seen END" : "greatest(d.last_seen, excluded.last_seen)"
+            ? "CASE WHEN v_seen IS NULL THEN d.last_seen ELSE v_seen END"
+            : DeviceRegistration.lastSeenSQL(.postgres, row: "d", given: false)
         var sql = """
             CREATE OR REPLACE FUNCTION \(function(.devices, "apply")) (r \(table(devices)), old_token text) RETURNS void
                 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $fn$
@@ -451,11 +452,8 @@ package struct IntegrationSQL: Sendable {
                         CASE WHEN v_fid IS NOT NULL THEN 'fid' ELSE 'token' END, true, coalesce(v_seen, date_trunc('second', now())),
                         \(text(devices, "app_version", "r")), true)
                 ON CONFLICT (token) DO UPDATE SET
-                    user_id = excluded.user_id, provider = excluded.provider, platform = excluded.platform,
-                    apns_environment = excluded.apns_environment, token_kind = excluded.token_kind, is_active = true,
-                    last_seen = \(seenUpdate),
-                    app_version = coalesce(excluded.app_version, d.app_version), updated_at = now(),
-                    deactivated_at = NULL, deactivation_reason = NULL, mirrored = true
+                    \(DeviceRegistration.reRegisterSetSQL(
+                        .postgres, row: "d", lastSeen: seenUpdate, mirrored: "true", updatedAt: "now()"))
                 WHERE (d.user_id, d.provider, d.platform, d.apns_environment, d.token_kind, d.is_active, d.mirrored\(seenMapped ? ", d.last_seen" : ""))
                       IS DISTINCT FROM (excluded.user_id, excluded.provider, excluded.platform, excluded.apns_environment,
                                         excluded.token_kind, true, true\(seenMapped ? ", \(seenUpdate)" : ""));
