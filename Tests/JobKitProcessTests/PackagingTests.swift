@@ -277,6 +277,54 @@ import Testing
         #expect(try dependencies("JobKitWiring").isSuperset(of: ["JobKitSQLite", "JobKitPostgres"]))
     }
 
+    /// Every module declares what it imports, and imports what it declares: a product reached only through another
+    /// package's dependencies breaks when that package drops it, and a declared one never imported is link time and
+    /// a false map of the modules. C modules linked without an import are named.
+    @Test func everyModuleDeclaresWhatItImportsAndNothingElse() throws {
+        let dump = try Self.built("PUSH_TEST_PACKAGE_DUMP", "the package's dump")
+        let package = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: dump)) as? [String: Any])
+        let targets = try #require(package["targets"] as? [[String: Any]])
+        let system: Set = [
+            "Foundation", "FoundationEssentials", "Dispatch", "Synchronization", "Glibc", "Musl", "Darwin",
+        ]
+        // Linked for their C code or their product, with no Swift import: the glibc floor (BuildVersion), SQLite's
+        // build settings (CSQLiteSetup), the simulator the send benchmark starts (SendBench).
+        let linkedWithoutImport: [String: Set<String>] = [
+            "BuildVersion": ["LinuxSymbolFloor"], "CSQLiteSetup": ["GRDBSQLite"], "SendBench": ["PushSimulator"],
+        ]
+        let importLine = try Regex(
+            #"^\s*(?:@testable\s+|@_exported\s+|package\s+|public\s+|internal\s+)?import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?(\w+)"#
+        )
+        var checked = 0
+        for target in targets {
+            guard let name = target["name"] as? String, ["regular", "executable"].contains(target["type"] as? String)
+            else { continue }
+            let folder = Self.root.appendingPathComponent((target["path"] as? String) ?? "Sources/\(name)")
+            guard let files = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil) else {
+                continue
+            }
+            let entries = target["dependencies"] as? [[String: Any]] ?? []
+            let declared = Set(
+                entries.compactMap { (($0["byName"] ?? $0["product"] ?? $0["target"]) as? [Any])?.first as? String })
+            var imported = Set<String>()
+            for case let file as URL in files where file.pathExtension == "swift" {
+                for line in try String(contentsOf: file, encoding: .utf8).split(separator: "\n") {
+                    if let match = try importLine.firstMatch(in: String(line)), let module = match.output[1].substring {
+                        imported.insert(String(module))
+                    }
+                }
+            }
+            imported.subtract(system)
+            #expect(
+                imported.subtracting(declared).isEmpty,
+                "\(name) imports undeclared \(imported.subtracting(declared).sorted())")
+            let unused = declared.subtracting(imported).subtracting(linkedWithoutImport[name] ?? [])
+            #expect(unused.isEmpty, "\(name) declares but never imports \(unused.sorted())")
+            checked += 1
+        }
+        #expect(checked >= 20, "only \(checked) modules found under \(Self.root.path)")
+    }
+
     /// The IAM documents DEPLOYMENT §3 tells operators to apply: valid policy JSON, each named there, each
     /// granting what the text says it grants.
     /// The floor itself: what a binary may need to load on provided.al2023.
