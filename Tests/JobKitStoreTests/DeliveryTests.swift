@@ -538,19 +538,6 @@ import Testing
     }
 }
 
-/// A clock tests move by hand.
-final class ManualClock: @unchecked Sendable {
-    let start: Int64
-    private let lock = NSLock()
-    private var current: Int64
-    init(start: Int64) {
-        self.start = start
-        current = start
-    }
-    var now: Int64 { lock.withLock { current } }
-    func set(_ value: Int64) { lock.withLock { current = value } }
-}
-
 @Suite struct ProviderRulesTests {
     func apns(_ status: Int, _ body: String, headers: HPACKHeaders = [:]) -> ProviderVerdict {
         APNs.classify(status: status, headers: headers, body: ByteBuffer(string: body))
