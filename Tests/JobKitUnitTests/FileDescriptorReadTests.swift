@@ -18,8 +18,8 @@ import Testing
         action.sa_flags = 0
         sigemptyset(&action.sa_mask)
         var previous = sigaction()
-        #expect(sigaction(SIGUSR2, &action, &previous) == 0)
-        defer { sigaction(SIGUSR2, &previous, nil) }
+        #expect(sigaction(SIGWINCH, &action, &previous) == 0)
+        defer { sigaction(SIGWINCH, &previous, nil) }
 
         var ends: [Int32] = [0, 0]
         #expect(pipe(&ends) == 0)
@@ -33,7 +33,7 @@ import Testing
             // Threads started from the concurrency pool inherit its mask, which blocks the signal.
             var only = sigset_t()
             sigemptyset(&only)
-            sigaddset(&only, SIGUSR2)
+            sigaddset(&only, SIGWINCH)
             pthread_sigmask(SIG_UNBLOCK, &only, nil)
             reader.withLockedValue { $0 = pthread_self() }
             outcome.withLockedValue { $0 = Result { () throws(JobError) in try FileDescriptorRead.toEnd(readEnd) } }
@@ -44,7 +44,7 @@ import Testing
         // Interrupt the blocked read several times, then give it its bytes and the end.
         for _ in 0..<5 {
             usleep(20_000)
-            #expect(pthread_kill(thread, SIGUSR2) == 0)
+            #expect(pthread_kill(thread, SIGWINCH) == 0)
         }
         let bytes = Array("after the signals".utf8)
         #expect(write(writeEnd, bytes, bytes.count) == bytes.count)
