@@ -451,19 +451,18 @@ package struct DiaryReminderRunner: Sendable {
         var queryOf: [ClaimKey: DueQuery] = [:]
         // Devices the store read with the candidates, by user; used when it read them for every requested user.
         var devicesRead: [String: [Device]] = [:]
-        var passed: [(candidate: ReminderCandidate, query: DueQuery, takeOver: Bool)] = []
+        var passed: [(candidate: ReminderCandidate, query: DueQuery, plan: ReminderPlan)] = []
         for candidate in page {
             summary.candidates += 1
-            switch ReminderDecision.decide(
-                hasActiveDevice: candidate.hasActiveDevice, wroteToday: candidate.wroteToday,
-                log: candidate.log, staleBefore: staleBefore)
-            {
-            case .skip(let reason):
+            // The plan's step 1 (``ReminderPlan``).
+            let plan = ReminderPlan(
+                ReminderDecision.decide(
+                    hasActiveDevice: candidate.hasActiveDevice, wroteToday: candidate.wroteToday,
+                    log: candidate.log, staleBefore: staleBefore))
+            if let reason = plan.skip {
                 summary.skip(reason)
-            case .claim:
-                passed.append((candidate, queries[candidate.query], false))
-            case .takeOver:
-                passed.append((candidate, queries[candidate.query], true))
+            } else {
+                passed.append((candidate, queries[candidate.query], plan))
             }
         }
         // Read with the candidates (SQLite), or here, a statement for the page (PostgreSQL).
@@ -473,27 +472,20 @@ package struct DiaryReminderRunner: Sendable {
             : try await history(of: passed.map { ($0.candidate, $0.query) }, options, &phases)
         // The pause rule's first period, once per query of the page: date arithmetic is not free at 100,000 users.
         var pauseFrom: [Int: String] = [:]
-        for (candidate, query, takeOver) in passed {
+        for (candidate, query, passedPlan) in passed {
             let history = candidate.history ?? read[HistoryKey(candidate.userID, query)]
             let from = pauseFrom[candidate.query] ?? options.pause.lookBack(before: query.period).lowerBound
             pauseFrom[candidate.query] = from
-            let starting: PauseRecord?
-            switch Self.pauseStep(history, of: query.period, from: from, takeOver: takeOver, options) {
-            case .paused:
-                summary.skip(.paused)
+            // The plan's step 2: the pause, then the words.
+            let plan = choose(
+                passedPlan, userID: candidate.userID, locale: candidate.locale, type: query.type,
+                period: query.period, previousIndex: candidate.previousMessageIndex, history: history,
+                learned: learned[query.period], pauseFrom: from, options)
+            guard let request = plan.request(userID: candidate.userID, type: query.type, period: query.period) else {
+                summary.skip(plan.skip ?? .paused)
                 continue
-            case .remind: starting = nil
-            case .last(let pause): starting = pause
             }
             summary.due += 1
-            let choice = words(
-                query.type, last: starting != nil, locale: candidate.locale, userID: candidate.userID,
-                period: query.period, previousIndex: candidate.previousMessageIndex, learned: learned[query.period],
-                history: history)
-            var request = ClaimRequest(
-                userID: candidate.userID, type: query.type, period: query.period,
-                messageIndex: choice.index, locale: choice.locale)
-            request.pause = starting
             requests.append(request)
             queryOf[ClaimKey(userID: candidate.userID, period: query.period)] = query
             if let devices = candidate.devices { devicesRead[candidate.userID] = devices }
@@ -510,11 +502,13 @@ package struct DiaryReminderRunner: Sendable {
         let devices = allDevices.mapValues { $0.filter { sender.canDeliver(to: $0.provider) } }
         var deliverable: [ClaimRequest] = []
         for request in requests {
-            if !(devices[request.userID] ?? []).isEmpty {
-                deliverable.append(request)
+            // The plan's step 3: no device left since selection, or only devices of an unconfigured provider.
+            if let reason = ReminderPlan.deviceSkip(
+                active: allDevices[request.userID] ?? [], deliverable: devices[request.userID] ?? [])
+            {
+                summary.skip(reason)
             } else {
-                // No device left since selection, or only devices of an unconfigured provider.
-                summary.skip((allDevices[request.userID] ?? []).isEmpty ? .noActiveDevice : .noConfiguredProvider)
+                deliverable.append(request)
             }
         }
         requests = deliverable

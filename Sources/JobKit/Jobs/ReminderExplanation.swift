@@ -262,7 +262,6 @@ extension DiaryReminderRunner {
                 "4. devices of the claim", described.isEmpty ? "no active device" : described.joined(separator: "; "),
                 nil)
         }
-        var pause = DiaryReminderRunner.PauseStep.remind
         var pausedText = ""
         let period = timing.period.description
         // The history the run reads with the candidate: the pause rule's look-back and the learned words' recency.
@@ -271,10 +270,23 @@ extension DiaryReminderRunner {
             let key = historyKey(userID: userID, period: period, options)
             history = try await store.reminderHistory([key])[key] ?? ReminderHistory()
         }
+        // The previous words and the learned counts the run reads with the candidate and for the period.
+        let previous = try await store.previousMessageIndex(
+            userID: userID, type: .diaryReminder, in: DueQuery.previousPeriods(before: period))
+        let learnedCounts = try await learnedOutcomes(period: period, options)
+        // The run's plan (``ReminderPlan``), steps 1 and 2, on what explain read.
+        let plan = choose(
+            ReminderPlan(decision), userID: userID, locale: user.locale, type: .diaryReminder, period: period,
+            previousIndex: previous, history: history, learned: learnedCounts, options)
+        // For a user step 1 passes over, the pause a claim would meet, to say where they stand.
+        var pause = plan.pause
+        if plan.skip != nil, plan.pause != .paused, options.pause.isOn {
+            pause = DiaryReminderRunner.pauseStep(
+                history ?? ReminderHistory(), of: period, takeOver: log != nil, options)
+        }
         if options.pause.isOn {
             let history = history ?? ReminderHistory()
             let from = options.pause.lookBack(before: period).lowerBound
-            pause = DiaryReminderRunner.pauseStep(history, of: period, from: from, takeOver: log != nil, options)
             let limit = "pause after \(options.pause.afterIgnored)"
             switch (pause, options.pause.verdict(history, period: period, from: from)) {
             case (.paused, .paused(let record)):
@@ -305,16 +317,11 @@ extension DiaryReminderRunner {
                 "copy", "recorded in the claim: \(locale) #\(index): \"\(message.title)\" / \"\(message.body)\"", nil)
         } else {
             let last = pause != .remind
-            let previous =
-                last
-                ? nil
-                : try await store.previousMessageIndex(
-                    userID: userID, type: .diaryReminder,
-                    in: DueQuery.previousPeriods(before: timing.period.description))
-            let choice = words(
-                .diaryReminder, last: last, locale: user.locale, userID: userID, period: period,
-                previousIndex: previous, learned: try await learnedOutcomes(period: period, options),
-                history: history)
+            let choice =
+                plan.choice
+                ?? words(
+                    .diaryReminder, last: last, locale: user.locale, userID: userID, period: period,
+                    previousIndex: previous, learned: learnedCounts, history: history)
             explanation.words = .init(locale: choice.locale, messageIndex: choice.index)
             let learned =
                 last
@@ -327,15 +334,12 @@ extension DiaryReminderRunner {
             }
             explanation.step(
                 "copy",
-                "locale \(user.locale) → \(choice.locale)\(missing ?? "") #\(choice.index)\(learned) (previous #\(previous.map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"",
+                "locale \(user.locale) → \(choice.locale)\(missing ?? "") #\(choice.index)\(learned) (previous #\((last ? nil : previous).map(String.init) ?? "none")): \"\(choice.message.title)\" / \"\(choice.message.body)\"",
                 nil)
         }
 
+        // The verdict in the run's order: the due set's own rules (reminders on, the time come), then the plan's.
         if !settings.diaryReminderEnabled { return finish(.disabled, "not reminded: diary reminders are off") }
-        if case .skip(.noActiveDevice) = decision { return finish(.noActiveDevice, "not reminded: no active device") }
-        if !devices.isEmpty && unreachable.count == devices.count {
-            return finish(.noConfiguredProvider, "not reminded: no device of a provider configured for this run")
-        }
         switch timing.state {
         case .due: break
         case .notYet:
@@ -352,28 +356,33 @@ extension DiaryReminderRunner {
                     ? "not reminded: \(closed) with \(missed) device(s) not reached (\(reached) reached)"
                     : "not reminded again: \(closed) (\(reached) device(s) reached)")
         }
-        let reachable = user.activeDevices.filter { sender.canDeliver(to: $0.provider) }
-        if pause != .paused, case .claim = decision {
-            explanation.sendsTo = reachable.map(\.id)
-        } else if case .takeOver = decision {
-            let delivered = Set(attempts.filter { $0.outcome == .delivered }.compactMap(\.deviceID))
-            explanation.sendsTo = DeliveryLifecycle.devicesToSend(reachable, alreadyDelivered: delivered).map(\.id)
+        if let reason = plan.skip {
+            if reason == .paused { return finish(.paused, "not reminded: \(pausedText)") }
+            return finish(reason, "not reminded: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))")
         }
-        switch decision {
+        let reachable = user.activeDevices.filter { sender.canDeliver(to: $0.provider) }
+        if let reason = ReminderPlan.deviceSkip(active: user.activeDevices, deliverable: reachable) {
+            return finish(
+                reason,
+                reason == .noConfiguredProvider
+                    ? "not reminded: no device of a provider configured for this run" : "not reminded: no active device"
+            )
+        }
+        switch plan.decision {
         case .skip(let reason):
             return finish(reason, "not reminded: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))")
         case .claim:
-            if case .last = pause {
+            explanation.sendsTo = reachable.map(\.id)
+            if case .last = plan.pause {
                 return finish(
                     nil,
-                    "due: would get the last reminder now on \(devices.count - unreachable.count) device(s), then none until they write or change their reminder settings"
+                    "due: would get the last reminder now on \(reachable.count) device(s), then none until they write or change their reminder settings"
                 )
             }
-            if pause == .paused {
-                return finish(.paused, "not reminded: \(pausedText)")
-            }
-            return finish(nil, "due: would be reminded now on \(devices.count - unreachable.count) device(s)")
+            return finish(nil, "due: would be reminded now on \(reachable.count) device(s)")
         case .takeOver(let earlier):
+            let delivered = Set(attempts.filter { $0.outcome == .delivered }.compactMap(\.deviceID))
+            explanation.sendsTo = DeliveryLifecycle.devicesToSend(reachable, alreadyDelivered: delivered).map(\.id)
             let open = explanation.devices.filter { $0.state == "pending" || $0.state == "not_sent" }.count
             let reached = explanation.devices.filter { $0.state == "delivered" }.count
             if earlier.status == .retry {
