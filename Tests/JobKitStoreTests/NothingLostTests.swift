@@ -647,6 +647,10 @@ extension NothingLostTests {
         try await harness.addUser("ios-only", devices: [(hexToken("ab", 1), .apns, .ios)])
         try await harness.addUser(
             "both", devices: [(hexToken("ab", 2), .apns, .ios), ("pixel-both", .fcm, .android)])
+        // Only a device of the unconfigured provider, and an entry today: the run passes them over as having
+        // written (its plan's first step), before it looks at providers; explain says the same.
+        try await harness.addUser("ios-wrote", devices: [(hexToken("ab", 3), .apns, .ios)])
+        try await harness.db.store.recordEntry(userID: "ios-wrote", at: instant("2026-11-21T19:00:00Z"))
         let lines = LineBuffer()
         // The dry run's sender from the same configuration as the real run's, by the factory the CLI uses.
         let fcmOnly = harness.delivery(apns: false)
@@ -660,12 +664,15 @@ extension NothingLostTests {
         let preview = try await dry.run(options)
         let explained = try await dry.explain(userID: "ios-only", options: options)
         let both = try await dry.explain(userID: "both", options: options)
+        let wrote = try await dry.explain(userID: "ios-wrote", options: options)
         // FCM only: the real run with the same providers.
         let real = try await harness.run(at: "2026-11-21T20:00:00Z", sender: try await harness.sender(fcmOnly))
 
         #expect(
-            preview.skipped == real.skipped && preview.skipped[.noConfiguredProvider] == 1,
+            preview.skipped == real.skipped && preview.skipped[.noConfiguredProvider] == 1
+                && preview.skipped[.wroteToday] == 1,
             "\(preview.skipped) \(real.skipped)")
+        #expect(wrote.skipReason == .wroteToday && !wrote.due, "\(wrote.text)")
         #expect(preview.notifications == real.notifications && real.notifications == 1)
         #expect(
             lines.lines.count == 1 && lines.lines[0].contains(#""provider":"fcm""#),
