@@ -3,7 +3,7 @@ import PackageDescription
 
 /// What the test targets that use both stores and the simulator depend on alike.
 let bothStores: [Target.Dependency] = [
-    "JobKit", "JobKitDelivery", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "PushSimulator",
+    "JobKit", "JobKitDelivery", "JobKitSchema", "JobKitSQLite", "JobKitPostgres", "JobKitWiring", "PushSimulator",
     .product(name: "PostgresNIO", package: "postgres-nio"),
     .product(name: "GRDB", package: "GRDB.swift"),
     .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -17,6 +17,7 @@ let package = Package(
     products: [
         .library(name: "JobKit", targets: ["JobKit"]),
         .library(name: "JobKitDelivery", targets: ["JobKitDelivery"]),
+        .library(name: "JobKitSchema", targets: ["JobKitSchema"]),
         .library(name: "JobKitSQLite", targets: ["JobKitSQLite"]),
         .library(name: "JobKitPostgres", targets: ["JobKitPostgres"]),
         .library(name: "JobKitWiring", targets: ["JobKitWiring"]),
@@ -96,11 +97,13 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
             ]
         ),
+        // Every migration of both stores' schema, side by side: SQL text, no driver.
+        .target(name: "JobKitSchema"),
         // The embedded store: SQLite through GRDB.
         .target(
             name: "JobKitSQLite",
             dependencies: [
-                "JobKit",
+                "JobKit", "JobKitSchema",
                 "CSQLiteSetup",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
@@ -111,7 +114,7 @@ let package = Package(
         .target(
             name: "JobKitPostgres",
             dependencies: [
-                "JobKit",
+                "JobKit", "JobKitSchema",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import Foundation
 import JobKit
+import JobKitSchema
 
 /// The PostgreSQL store's migrations: ``SchemaMigrations`` in their PostgreSQL form, applied statement by
 /// statement.

@@ -1,5 +1,6 @@
 import GRDB
 import JobKit
+import JobKitSchema
 
 /// The SQLite store's migrator: ``SchemaMigrations`` in their SQLite form.
 enum SQLiteSchema {

@@ -2,6 +2,7 @@ internal import CSQLiteSetup
 import Foundation
 import GRDB
 import JobKit
+import JobKitSchema
 
 /// The embedded default store: one SQLite file in WAL mode, safe for several processes at once
 /// (claims run in `BEGIN IMMEDIATE` transactions; readers never block the writer).

@@ -261,7 +261,7 @@ import Testing
                 entries.compactMap { (($0["byName"] ?? $0["product"] ?? $0["target"]) as? [Any])?.first as? String })
         }
         let drivers: Set = ["GRDB", "GRDBSQLite", "PostgresNIO", "JobKitSQLite", "JobKitPostgres"]
-        for name in ["JobKitCore", "JobKit", "JobKitDelivery"] {
+        for name in ["JobKitCore", "JobKit", "JobKitDelivery", "JobKitSchema"] {
             let linked = try dependencies(name)
             #expect(linked.isDisjoint(with: drivers), "\(name): \(linked)")
         }

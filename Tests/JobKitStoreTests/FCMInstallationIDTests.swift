@@ -7,6 +7,7 @@ import Testing
 
 @testable import JobKit
 @testable import JobKitDelivery
+@testable import JobKitSchema
 
 /// Issue 62: Firebase Installation IDs (FIDs), the successor of FCM registration tokens, are registered as their
 /// own kind, sent in `message.fid` (never in `message.token`, where FCM answers that the registration token is

@@ -5,6 +5,7 @@ import Testing
 
 @testable import JobKit
 @testable import JobKitPostgres
+@testable import JobKitSchema
 
 /// The partition rule as values: every period key and instant has exactly one partition, names round-trip,
 /// and what a moment needs and what may go are stated for each edge (year ends, the zone slack).

@@ -12,6 +12,7 @@ import Testing
 @testable import JobKit
 @testable import JobKitPostgres
 @testable import JobKitSQLite
+@testable import JobKitSchema
 
 /// PostgreSQL only: the connection settings (URLs as libpq reads them, TLS, sockets, several servers), and the
 /// statements its hot path runs.

@@ -4,6 +4,7 @@ import JobKitTestSupport
 import Testing
 
 @testable import JobKit
+@testable import JobKitSchema
 
 /// One migration list for both stores: each reaches the same version with the same tables and columns.
 @Suite struct SchemaMigrationTests {

@@ -47,7 +47,7 @@ import Testing
             allowed: [
                 "Sources/JobKit/Delivery/Providers/", "Sources/JobKitDelivery/Providers/", "Sources/PushSimulator/",
                 "Sources/PushSimulatorCommand/",
-                "Sources/JobKit/Store/SchemaMigrations.swift", "Sources/JobKitCore/DeliveryOutcome.swift",
+                "Sources/JobKitSchema/SchemaMigrations.swift", "Sources/JobKitCore/DeliveryOutcome.swift",
             ])
         #expect(
             found.isEmpty, "a provider's identity compared outside its descriptor:\n\(found.joined(separator: "\n"))")
@@ -58,7 +58,7 @@ import Testing
     @Test func noSQLLiteralNamesANotificationType() throws {
         let found = try Self.lines(
             matching: [#"'(diary_reminder|content_limit_90|content_limit_100)'"#],
-            allowed: ["Sources/JobKit/Copy/NotificationType.swift", "Sources/JobKit/Store/SchemaMigrations.swift"])
+            allowed: ["Sources/JobKit/Copy/NotificationType.swift", "Sources/JobKitSchema/SchemaMigrations.swift"])
         #expect(found.isEmpty, "a notification type spelled in SQL:\n\(found.joined(separator: "\n"))")
         // The partial indexes' `<> 'diary_reminder'` means "a quota warning" only while every other type is one.
         #expect(
