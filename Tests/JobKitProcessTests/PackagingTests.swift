@@ -335,6 +335,7 @@ import Testing
             0000000000000000      DF *UND*	0000000000000000 (GLIBCXX_3.4.30) _ZNSt18condition_variable4wait
             0000000000000000      DF *UND*	0000000000000000 (GLIBCXX_3.4.29) _ZSt28__throw_bad_array_new_lengthv
             0000000000000000      DF *UND*	0000000000000000 (GLIBC_2.2.5) hypotf
+            00000000022f3750 g    DF .text	0000000000000027  Base        hypotf
             """
         let dynamic = """
              0x0000000000000001 (NEEDED)             Shared library: [libsqlite3.so.0]
@@ -344,6 +345,7 @@ import Testing
         #expect(
             LambdaBaseImage.problems(dynamicSymbols: symbols, dynamicSection: dynamic) == [
                 "needs GLIBCXX_3.4.30 (_ZNSt18condition_variable4wait)", "needs GLIBC_2.35 (hypot)",
+                "exports the floor's stand-in hypotf, which then answers its own call to the real one",
                 "links libcurl.so.4, which is neither in the base image nor in the zip",
             ])
     }
@@ -393,6 +395,10 @@ enum LambdaBaseImage {
         "ld-linux-x86-64.so.2", "libgcc_s.so.1", "libstdc++.so.6",
     ]
     static let bundled: Set<String> = ["libsqlite3.so.0"]
+    /// The floor's stand-ins (`Sources/LinuxSymbolFloor`): defined in the binary, never exported. Exported (these
+    /// binaries link with --export-dynamic), the dynamic linker gave a stand-in's own call to the versioned function
+    /// back to the stand-in, which recursed until the stack ran out.
+    static let standIns: Set<String> = ["hypot", "hypotf", "_ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE"]
 
     /// Each symbol version above the floor (with one symbol that needs it) and each library outside it, from
     /// `objdump -T` and `readelf -d`.
@@ -412,6 +418,12 @@ enum LambdaBaseImage {
             }
         }
         var problems = needs.keys.sorted().map { "needs \($0) (\(needs[$0]!))" }
+        for line in dynamicSymbols.split(separator: "\n") where !line.contains("*UND*") {
+            if let symbol = line.split(whereSeparator: \.isWhitespace).last, standIns.contains(String(symbol)) {
+                problems.append(
+                    "exports the floor's stand-in \(symbol), which then answers its own call to the real one")
+            }
+        }
         for line in dynamicSection.split(separator: "\n") where line.contains("(NEEDED)") {
             guard let start = line.firstIndex(of: "["), let end = line.lastIndex(of: "]") else { continue }
             let library = String(line[line.index(after: start)..<end])
