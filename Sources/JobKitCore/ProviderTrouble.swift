@@ -99,46 +99,21 @@ public struct ProviderTrouble: Sendable, Codable, Hashable {
     /// Whether every reason kept is a throttle.
     var isThrottle: Bool { !reasons.isEmpty && reasons.allSatisfy { Self.throttleReasons.contains($0) } }
 
-    /// What an operator should do about it.
+    /// What an operator should do about it: the channel's own advice (each provider's is in its descriptor), else
+    /// what any provider's trouble of this cause calls for.
     public var advice: String {
         let text = reasons.joined(separator: " ").lowercased()
-        switch (provider, cause) {
-        case (.outbox, _), (.dryRun, _):
-            return
-                "the outbox file could not be written: free space on its disk, or check its path and permissions; the devices are written by the next runs inside the catch-up window"
-        case (.apns, .credentials):
-            return
-                "check PUSH_APNS_KEY_ID, PUSH_APNS_TEAM_ID and the .p8 key (a revoked key, or a key id that is not the key's, is refused) and PUSH_APNS_TOPIC"
-        case (.fcm, .credentials) where text.contains("third_party_auth"):
-            return
-                "the APNs key or certificate uploaded to the Firebase project is wrong: replace it in the Firebase console"
-        case (.fcm, .credentials):
-            return
-                "check the service account (PUSH_FCM_SERVICE_ACCOUNT_FILE): a deleted or disabled key, another project, or no Firebase Cloud Messaging permission; the OAuth endpoint's answer is in the reasons"
-        case (_, .credentials):
+        if let own = provider.advice?(cause, text, isThrottle) { return own }
+        switch cause {
+        case .credentials:
             return "check the provider's credentials"
-        case (.apns, .misconfigured) where text.contains("devicetokennotfortopic"):
-            return
-                "check PUSH_APNS_TOPIC: it must be the bundle id the app's devices registered with (not a watch app's, a staging build's or another app's of the team)"
-        case (.apns, .misconfigured):
-            return
-                "check the devices' APNs environment and the endpoints: BadDeviceToken for most tokens means sandbox (development build) tokens sent to production, or the other way round (apns_environment, PUSH_APNS_ENDPOINT, PUSH_APNS_SANDBOX_ENDPOINT), or tokens that are not APNs tokens"
-        case (.fcm, .misconfigured) where text.contains("sender_id_mismatch"):
-            return
-                "check PUSH_FCM_SERVICE_ACCOUNT_FILE: its project_id must be the Firebase project the app registers with (google-services.json, GoogleService-Info.plist), not a staging or older project"
-        case (_, .misconfigured):
+        case .misconfigured:
             return
                 "check that the devices' tokens are this provider's and this project's: a device's provider stored wrong (APNs tokens as FCM), or PUSH_FCM_SERVICE_ACCOUNT_FILE of another Firebase project"
-        case (_, .unavailable) where text.contains("certificate") || text.contains("tls") || text.contains("hostname"):
+        case .unavailable where text.contains("certificate") || text.contains("tls") || text.contains("hostname"):
             return
                 "the provider's TLS certificate was not accepted: check the endpoint's host name, PUSH_CA_FILE, and any proxy that intercepts TLS"
-        case (.apns, .unavailable) where isThrottle:
-            return
-                "APNs throttled notifications to the same device token (TooManyRequests: too many to one device in a short time, often from another sender too); the devices are retried by the next runs inside the catch-up window"
-        case (.fcm, .unavailable) where isThrottle:
-            return
-                "FCM's sending quota was exceeded (the project's rate, or too many messages to one device): lower PUSH_FCM_RATE, spread the shards' runs, or ask for a higher quota; the devices are retried by the next runs inside the catch-up window"
-        case (_, .unavailable):
+        case .unavailable:
             return
                 "check the network path to the provider (DNS, firewall, proxy, NAT) and its status page; the devices are retried by the next runs inside the catch-up window"
         }

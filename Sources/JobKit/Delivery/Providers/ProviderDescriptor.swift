@@ -15,8 +15,8 @@ public enum Provider: String, CaseIterable, Hashable, Sendable, Codable, CodingK
 /// the janitor may probe its quiet tokens. Registration, the send-time guard, the mapping's `by_shape`, the
 /// sender's routing and the janitor read these; nothing else compares a provider's identity (a test greps for it).
 package struct ProviderDescriptor: Sendable {
-    /// Its name as people write it, in messages ("APNs").
-    package let name: String
+    /// Its name as people write it, in messages ("APNs"): its channel's.
+    package var name: String { channel.displayName }
     /// The channel its answers are counted under.
     package let channel: DeliveryChannel
     /// The platforms of its devices.
