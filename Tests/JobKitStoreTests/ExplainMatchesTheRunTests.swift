@@ -107,4 +107,45 @@ import Testing
         #expect(checked.due > 100 && checked.notDue > 200, "\(checked)")
         if learning { #expect(checked.learned > 80, "\(checked)") }
     }
+
+    /// A claim left for retry whose words the next catalog no longer has (a shorter catalog deployed between two
+    /// runs): the run sends that catalog's own choice under the recorded index, and explain names those words, not
+    /// a new choice. Neither reads the previous words or the learned counts for it.
+    @Test(arguments: Backend.allCases)
+    func explainNamesTheWordsOfAClaimTheCatalogLost(_ backend: Backend) async throws {
+        let db = try await TemporaryDatabase(backend)
+        let now = instant("2026-11-10T20:00:00Z")
+        for n in 0..<12 {
+            try await db.store.upsertUser(
+                UserProfile(id: "u\(n)", timezone: "UTC", locale: "en", reminderTime: "20:00"), now: now - 86_400)
+            _ = try await db.store.register(
+                DeviceRegistration(userID: "u\(n)", token: "flaky-u\(n)", provider: .fcm, platform: .android),
+                now: now - 86_400)
+        }
+        let sender = RecordingSender()
+        let before = DiaryReminderRunner(store: db.store, sender: sender, catalog: .builtIn, logger: quietLogger)
+        _ = try await before.run(ReminderRunOptions(now: now))
+        // A user whose claim recorded a message past the shorter catalog's two.
+        let lost = try #require(await sender.sent.first { $0.messageIndex >= 2 })
+        let words = "[{\"title\": \"short 1\", \"body\": \"b\"}, {\"title\": \"short 2\", \"body\": \"b\"}]"
+        let warning = "{\"en\": [{\"title\": \"t\", \"body\": \"{used} of {limit}\"}]}"
+        let shorter = try CopyCatalog(
+            json: Data(
+                """
+                {"diary_reminder": {"en": \(words)}, "content_limit_90": \(warning), "content_limit_100": \(warning)}
+                """.utf8), source: "shorter catalog")
+        let after = DiaryReminderRunner(store: db.store, sender: sender, catalog: shorter, logger: quietLogger)
+        let retry = ReminderRunOptions(now: now + 900)
+        let explanation = try await after.explain(userID: lost.device.userID, options: retry)
+        let sentBefore = await sender.sent.count
+        _ = try await after.run(retry)
+        let resent = try #require(
+            await sender.sent.dropFirst(sentBefore).first { $0.device.userID == lost.device.userID })
+        #expect(explanation.due && resent.messageIndex == lost.messageIndex)
+        #expect(explanation.words == .init(locale: "en", messageIndex: lost.messageIndex))
+        let copy = try #require(explanation.steps.first { $0.rule == "copy" })
+        #expect(resent.title.hasPrefix("short "), "\(resent.title)")
+        #expect(copy.value.contains("\"\(resent.title)\""), "\(copy.value)")
+        #expect(copy.value.contains("not in this catalog"), "\(copy.value)")
+    }
 }

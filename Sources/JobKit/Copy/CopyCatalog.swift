@@ -304,6 +304,15 @@ package struct CopyCatalog: Sendable {
         return list.indices.contains(index) ? list[index] : nil
     }
 
+    /// The words a run sends for a claim that recorded message `index` in `locale`: that message, or, when this
+    /// catalog no longer has it, the catalog's choice for the claim's user, period and locale, with no previous words.
+    package func recordedMessage(_ kind: CopyKind, locale: String, index: Int, userID: String, period: String)
+        -> CopyMessage
+    {
+        message(kind, locale: locale, index: index)
+            ?? choose(kind, locale: locale, userID: userID, period: period, previousIndex: nil).message
+    }
+
     static func problems(in message: CopyMessage, at path: String, type: NotificationType) -> [String] {
         var problems: [String] = []
         let allowed = type.allowedPlaceholders

@@ -541,12 +541,8 @@ package struct DiaryReminderRunner: Sendable {
                 throw .software("the store returned a claim that was not requested (\(claim.userID), \(claim.period))")
             }
             let kind = claim.lastReminder ? CopyKind.diaryReminderLast : CopyKind(query.type)
-            let message =
-                catalog.message(kind, locale: claim.locale, index: claim.messageIndex)
-                ?? catalog.choose(
-                    kind, locale: claim.locale, userID: claim.userID, period: query.period,
-                    previousIndex: nil
-                ).message
+            let message = catalog.recordedMessage(
+                kind, locale: claim.locale, index: claim.messageIndex, userID: claim.userID, period: query.period)
             for device in DeliveryLifecycle.devicesToSend(
                 devices[claim.userID] ?? [], alreadyDelivered: claim.deliveredDeviceIDs)
             {

@@ -270,17 +270,25 @@ extension DiaryReminderRunner {
             let key = historyKey(userID: userID, period: period, options)
             history = try await store.reminderHistory([key])[key] ?? ReminderHistory()
         }
-        // The previous words and the learned counts the run reads with the candidate and for the period.
-        let previous = try await store.previousMessageIndex(
-            userID: userID, type: .diaryReminder, in: DueQuery.previousPeriods(before: period))
-        let learnedCounts = try await learnedOutcomes(period: period, options)
+        // The words a claim recorded are what a run sends; only without them does it choose, reading the previous
+        // words with the candidate and the learned counts for the period.
+        let recorded = log.flatMap { log in
+            log.messageIndex.flatMap { index in log.locale.map { (locale: $0, index: index) } }
+        }
+        var previous: Int?
+        var learnedCounts: [String: [Int: MessageOutcome]]?
+        if recorded == nil {
+            previous = try await store.previousMessageIndex(
+                userID: userID, type: .diaryReminder, in: DueQuery.previousPeriods(before: period))
+            learnedCounts = try await learnedOutcomes(period: period, options)
+        }
         // The run's plan (``ReminderPlan``), steps 1 and 2, on what explain read.
         let plan = choose(
             ReminderPlan(decision), userID: userID, locale: user.locale, type: .diaryReminder, period: period,
             previousIndex: previous, history: history, learned: learnedCounts, options)
         // For a user step 1 passes over, the pause a claim would meet, to say where they stand.
         var pause = plan.pause
-        if plan.skip != nil, plan.pause != .paused, options.pause.isOn {
+        if case .skip = plan.decision, options.pause.isOn {
             pause = DiaryReminderRunner.pauseStep(
                 history ?? ReminderHistory(), of: period, takeOver: log != nil, options)
         }
@@ -308,13 +316,16 @@ extension DiaryReminderRunner {
                 explanation.step("5. ignored reminders", "\(limit)", true)
             }
         }
-        if let log, let index = log.messageIndex, let locale = log.locale,
-            let message = catalog.message(
-                pause == .remind ? .diaryReminder : CopyKind.diaryReminderLast, locale: locale, index: index)
-        {
-            explanation.words = .init(locale: locale, messageIndex: index)
+        if let recorded {
+            let kind = pause == .remind ? CopyKind.diaryReminder : .diaryReminderLast
+            let message = catalog.recordedMessage(
+                kind, locale: recorded.locale, index: recorded.index, userID: userID, period: period)
+            let gone = catalog.message(kind, locale: recorded.locale, index: recorded.index) == nil
+            explanation.words = .init(locale: recorded.locale, messageIndex: recorded.index)
             explanation.step(
-                "copy", "recorded in the claim: \(locale) #\(index): \"\(message.title)\" / \"\(message.body)\"", nil)
+                "copy",
+                "recorded in the claim: \(recorded.locale) #\(recorded.index)\(gone ? " (not in this catalog: its own choice instead)" : ""): \"\(message.title)\" / \"\(message.body)\"",
+                nil)
         } else {
             let last = pause != .remind
             let choice =
@@ -368,10 +379,8 @@ extension DiaryReminderRunner {
                     ? "not reminded: no device of a provider configured for this run" : "not reminded: no active device"
             )
         }
-        switch plan.decision {
-        case .skip(let reason):
-            return finish(reason, "not reminded: \(reason.rawValue.replacingOccurrences(of: "_", with: " "))")
-        case .claim:
+        guard case .takeOver(let earlier) = plan.decision else {
+            // A new claim (``ReminderPlan/skip`` covered the decision's skips).
             explanation.sendsTo = reachable.map(\.id)
             if case .last = plan.pause {
                 return finish(
@@ -380,22 +389,21 @@ extension DiaryReminderRunner {
                 )
             }
             return finish(nil, "due: would be reminded now on \(reachable.count) device(s)")
-        case .takeOver(let earlier):
-            let delivered = Set(attempts.filter { $0.outcome == .delivered }.compactMap(\.deviceID))
-            explanation.sendsTo = DeliveryLifecycle.devicesToSend(reachable, alreadyDelivered: delivered).map(\.id)
-            let open = explanation.devices.filter { $0.state == "pending" || $0.state == "not_sent" }.count
-            let reached = explanation.devices.filter { $0.state == "delivered" }.count
-            if earlier.status == .retry {
-                return finish(
-                    nil,
-                    "due: would send again to \(open) pending device(s) with the same collapse id (\(reached) already reached)"
-                )
-            }
+        }
+        let delivered = Set(attempts.filter { $0.outcome == .delivered }.compactMap(\.deviceID))
+        explanation.sendsTo = DeliveryLifecycle.devicesToSend(reachable, alreadyDelivered: delivered).map(\.id)
+        let open = explanation.devices.filter { $0.state == "pending" || $0.state == "not_sent" }.count
+        let reached = explanation.devices.filter { $0.state == "delivered" }.count
+        if earlier.status == .retry {
             return finish(
                 nil,
-                "due: would take over the earlier run's unfinished claim (\(open) device(s) not reached yet, \(reached) reached)"
+                "due: would send again to \(open) pending device(s) with the same collapse id (\(reached) already reached)"
             )
         }
+        return finish(
+            nil,
+            "due: would take over the earlier run's unfinished claim (\(open) device(s) not reached yet, \(reached) reached)"
+        )
     }
 }
 
