@@ -119,7 +119,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            ]
+            ],
+            resources: [.embedInCode("Integration/integration-base.sql")]
         ),
         // Opens the store a database URL names (either kind) and builds a job: what the command-line tools,
         // the Lambda loop and a Swift program embedding a job use.

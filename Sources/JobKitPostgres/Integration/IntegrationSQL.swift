@@ -59,6 +59,12 @@ package struct IntegrationSQL: Sendable {
     private static let readPolicy = "\"diary_push_read\""
     private static let writeBackPolicy = "\"diary_push_write_back\""
     /// The functions that read any row without raising (the drift report, a reject's key).
+    /// `integration-base.sql` (a resource), without its header comment: the tables and helpers every mapping uses.
+    private static let base: String = {
+        let text = String(decoding: PackageResources.integration_base_sql, as: UTF8.self)
+        let lines = text.split(separator: "\n").drop { !$0.hasPrefix("-- diary-push:") }
+        return lines.joined(separator: "\n")
+    }()
     private static let helpers = ["integration_jsonb(text)", "integration_flag(text)", "integration_mask(text)"]
 
     // MARK: Values
@@ -151,40 +157,7 @@ package struct IntegrationSQL: Sendable {
     /// The migration: tables for rejects and backfill progress, the functions, the triggers, the grants.
     package var install: String {
         var parts: [String] = [
-            """
-            -- diary-push: the app's own tables mirrored into the push schema \(p) (pushctl integrate postgres).
-            -- Idempotent: apply it again after changing the mapping; pushctl integrate postgres --drop removes it.
-            BEGIN;
-            CREATE TABLE IF NOT EXISTS \(p).integration_rejects (
-                id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-                at         timestamptz NOT NULL DEFAULT now(),
-                app_table  text NOT NULL,
-                operation  text NOT NULL,
-                error      text NOT NULL
-            );
-            -- Which row: the user's id, for a device also its token, masked (a reject of an older version has none).
-            ALTER TABLE \(p).integration_rejects ADD COLUMN IF NOT EXISTS row_key text;
-            CREATE TABLE IF NOT EXISTS \(p).integration_progress (
-                kind       text PRIMARY KEY,
-                next_block bigint NOT NULL DEFAULT 0,
-                rows       bigint NOT NULL DEFAULT 0,
-                done       boolean NOT NULL DEFAULT false
-            );
-            -- Reading any row, the bad ones too: a JSON column that holds no JSON, a flag that is no boolean, read as
-            -- NULL; a token masked as the logs mask it (the first 8 characters at most, a third of a short one).
-            CREATE OR REPLACE FUNCTION \(p).integration_jsonb(v text) RETURNS jsonb
-                LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
-            BEGIN RETURN v::jsonb; EXCEPTION WHEN OTHERS THEN RETURN NULL; END
-            $fn$;
-            CREATE OR REPLACE FUNCTION \(p).integration_flag(v text) RETURNS boolean
-                LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
-            BEGIN RETURN v::boolean; EXCEPTION WHEN OTHERS THEN RETURN NULL; END
-            $fn$;
-            CREATE OR REPLACE FUNCTION \(p).integration_mask(v text) RETURNS text
-                LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $fn$
-            SELECT left(v, least(8, length(v) / 3)) || '…(' || length(v) || ')'
-            $fn$;
-            """
+            Self.base.replacingOccurrences(of: "@push_schema@", with: p)
         ]
         if let users = mapping.tables[.users] {
             parts.append(usersSQL(users))
