@@ -45,15 +45,15 @@ extension SQLiteStore: WaitingDevices {
     /// What waits for `userID` (SQLite has no SQL mirror: the app's row is not the store's to read).
     package func notPushUser(userID: String) async throws(JobError) -> NotPushUser? {
         try await read("reading what waits for a user") { db in
-            let profileAt = try Int64.fetchOne(
-                db, sql: "SELECT profile_at FROM waiting_users WHERE user_id = ?", arguments: [userID])
+            let waiting = try Row.fetchOne(
+                db, sql: "SELECT profile_at, entry_at IS NOT NULL FROM waiting_users WHERE user_id = ?",
+                arguments: [userID])
             let devices =
                 try Int.fetchOne(db, sql: "SELECT count(*) FROM waiting_devices WHERE user_id = ?", arguments: [userID])
                 ?? 0
-            let entry = try Bool.fetchOne(
-                db, sql: "SELECT entry_at IS NOT NULL FROM waiting_users WHERE user_id = ?", arguments: [userID])
             return NotPushUser.from(
-                profileReceivedAt: profileAt, waitingDevices: devices, waitingEntry: entry ?? false, appRowZone: nil)
+                profileReceivedAt: waiting?[0], waitingDevices: devices, waitingEntry: waiting?[1] ?? false,
+                appRowZone: nil)
         }
     }
 
