@@ -58,13 +58,13 @@ package struct IntegrationSQL: Sendable {
     private static let writeBackTrigger = "\"diary_push_write_back\""
     private static let readPolicy = "\"diary_push_read\""
     private static let writeBackPolicy = "\"diary_push_write_back\""
-    /// The functions that read any row without raising (the drift report, a reject's key).
     /// `integration-base.sql` (a resource), without its header comment: the tables and helpers every mapping uses.
     private static let base: String = {
         let text = String(decoding: PackageResources.integration_base_sql, as: UTF8.self)
         let lines = text.split(separator: "\n").drop { !$0.hasPrefix("-- diary-push:") }
         return lines.joined(separator: "\n")
     }()
+    /// The functions that read any row without raising (the drift report, a reject's key).
     private static let helpers = ["integration_jsonb(text)", "integration_flag(text)", "integration_mask(text)"]
 
     // MARK: Values
